@@ -1,0 +1,186 @@
+// internal.hpp: the core's shared internal types (not installed).
+//
+// The structs behind the public opaque handles, and the helpers every core
+// and registry file uses: error recording, logging, slot checks. Everything
+// here is C++ and stays inside libbackplane.so.
+#pragma once
+
+#include <atomic>
+#include <cstdarg>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backplane/backplane.h"
+#include "backplane/plugin.h"
+
+namespace bp::core {
+
+// ---- errors (core/error.cpp) ----------------------------------------------
+// Records |message| as this thread's last error and returns |code|.
+bp_status set_error(bp_status code, const std::string &message);
+// printf-style variant.
+bp_status set_errorf(bp_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// Converts a plugin's bp_error to the thread's last error, prefixed with
+// |context| ("vulkan: allocating 64 MiB: "). Returns the plugin's code (or
+// INTERNAL if the plugin returned an out-of-range code).
+bp_status set_plugin_error(bp_status code, const bp_error &err, const std::string &context);
+// Runs |body| and turns any C++ exception into a status (the API barrier).
+template <typename Body>
+bp_status api_guard(Body &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return set_error(BP_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+  } catch (const std::exception &e) {
+    return set_error(BP_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return set_error(BP_ERR_INTERNAL, "internal error: unknown exception");
+  }
+}
+// Same for entry points returning a pointer: nullptr on exception.
+template <typename T, typename Body>
+T *api_guard_ptr(Body &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    set_error(BP_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+  } catch (const std::exception &e) {
+    set_error(BP_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    set_error(BP_ERR_INTERNAL, "internal error: unknown exception");
+  }
+  return nullptr;
+}
+
+// ---- logging (core/log.cpp) ------------------------------------------------
+void log(bp_log_level level, const char *source, const std::string &message);
+void logf(bp_log_level level, const char *source, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool log_enabled(bp_log_level level);
+
+// ---- ABI slot checks -------------------------------------------------------
+// True when |iface| (a table starting with struct_size) is long enough to
+// hold |field| and the slot is non-NULL. Never call a slot without it.
+#define BP_HAS_SLOT(iface, type, field)                                                   \
+  ((iface) != nullptr && (iface)->struct_size >= offsetof(type, field) + sizeof((iface)->field) && \
+   (iface)->field != nullptr)
+
+// Handle tags catch NULL and wrong-type handles (FAILURES.md #24).
+enum handle_tag : uint32_t {
+  TAG_PLUGIN = 0x504c5547u,
+  TAG_DEVICE = 0x44455643u,
+  TAG_BUFT = 0x42554654u,
+  TAG_BUFFER = 0x42554646u,
+  TAG_BACKEND = 0x42434b4eu,
+  TAG_EVENT = 0x45564e54u,
+  TAG_DEAD = 0xdeadbeefu,
+};
+
+}  // namespace bp::core
+
+// ---- handle structs --------------------------------------------------------
+
+struct bp_context {
+  std::deque<bp_tensor> tensors;  // deque: pointers stay valid as it grows
+  size_t max_tensors = 0;         // 0 = no cap
+};
+
+struct bp_graph {
+  std::vector<bp_tensor *> nodes;  // ops, topological order
+  std::vector<bp_tensor *> leafs;  // inputs and weights (op == NONE)
+  size_t max_nodes = 4096;
+};
+
+struct bp_device;
+
+// A loaded plugin (registry/). Devices and buffer types live as long as it.
+struct bp_plugin {
+  uint32_t tag = bp::core::TAG_PLUGIN;
+  std::string name, version, description, path;
+  void *dl_handle = nullptr;
+  const bp_plugin_i *iface = nullptr;
+  void *ctx = nullptr;
+  bp_host_api host{};                       // must outlive the plugin
+  std::vector<bp_param_info> params;        // copied schema (strings below)
+  std::deque<std::string> strings;          // owns copied strings
+  std::vector<std::unique_ptr<bp_device>> devices;
+  std::atomic<long> live_objects{0};        // backends, buffers, events alive
+  bool loaded = true;
+};
+
+struct bp_buffer_type {
+  uint32_t tag = bp::core::TAG_BUFT;
+  bp_device *device = nullptr;
+  bp_buffer_type_ref ref{};
+  std::string name;
+  size_t alignment = 1;
+  size_t max_size = SIZE_MAX;
+  bool is_host = false;
+};
+
+struct bp_device {
+  uint32_t tag = bp::core::TAG_DEVICE;
+  bp_plugin *plugin = nullptr;
+  uint32_t index = 0;
+  bp_device_ref ref{};
+  std::string name, description, id, spec;
+  bp_device_type type = BP_DEVICE_TYPE_CPU;
+  uint32_t caps = 0;
+  uint64_t memory_total = 0, memory_free = 0;
+  std::unique_ptr<bp_buffer_type> buft;       // default
+  std::unique_ptr<bp_buffer_type> host_buft;  // may be null
+  std::atomic<bool> lost{false};              // sticky DEVICE_LOST
+};
+
+struct bp_buffer {
+  uint32_t tag = bp::core::TAG_BUFFER;
+  bp_buffer_type *buft = nullptr;
+  bp_buffer_ref ref{};
+  size_t size = 0;
+  void *base = nullptr;
+  bp_buffer_usage usage = BP_BUFFER_USAGE_ANY;
+};
+
+struct bp_backend {
+  uint32_t tag = bp::core::TAG_BACKEND;
+  bp_device *device = nullptr;
+  bp_backend_ref ref{};
+  std::string name;  // "cpu:0"
+  bp_buffer_type *buft = nullptr;  // borrowed from the device
+};
+
+struct bp_event {
+  uint32_t tag = bp::core::TAG_EVENT;
+  bp_device *device = nullptr;
+  bp_event_ref ref{};
+};
+
+namespace bp::core {
+// Cross-module entry points. Owner of each file in brackets.
+
+// Plugin object lifetime: every backend/buffer/event holds one reference;
+// a plugin is never closed while live_objects > 0. [registry/]
+void plugin_retain(bp_plugin *p);
+void plugin_release(bp_plugin *p);
+
+// Re-checks node |t| against the op table (shape, type, sources); the same
+// rule the graph-building calls applied. Sets the error naming the node.
+// [core/ops*.cpp]
+bp_status validate_node(const bp_tensor *t);
+
+// Wraps a plugin buffer type for |dev| (reads name, alignment, max size,
+// is_host once). Returns nullptr with the error set if the table is bad.
+// [core/buffer*.cpp]
+std::unique_ptr<bp_buffer_type> buffer_type_wrap(bp_device *dev, bp_buffer_type_ref ref);
+
+// Creates a backend on |dev| with validated, default-filled |params|.
+// |name| is what bp_backend_name returns ("cpu:0"). [core/backend.cpp]
+bp_status backend_create(bp_device *dev, const bp_param_value *params, uint32_t n_params, const std::string &name,
+                         bp_backend **out);
+
+// Makes sure discovery ran once (thread-safe). [registry/]
+bp_status registry_ensure_discovered();
+}  // namespace bp::core

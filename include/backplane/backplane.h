@@ -1,0 +1,668 @@
+/* backplane.h: the public C API of Backplane (libbackplane.so).
+ *
+ * What it is: tensors and views, compute graphs, devices and backends that
+ * come from plugins, buffers, events, the graph allocator, the multi-backend
+ * scheduler, logging and errors. Pure C99, stable and bindable.
+ * What it is not: the plugin ABI (see plugin.h) or a C++ API (backplane.hpp).
+ *
+ * Errors: calls return bp_status (BP_OK == 0); the message of the last failure
+ * on this thread is read with bp_last_error(). Graph-building calls return NULL
+ * on invalid input and record why; a NULL input makes them return NULL too, so
+ * a caller may check once at the end. Nothing here aborts on user input.
+ *
+ * Usage:
+ *   bp_context *ctx = bp_context_new(0);
+ *   bp_tensor *a = bp_new_tensor_2d(ctx, BP_TYPE_F32, 4, 3);
+ *   bp_tensor *b = bp_new_tensor_2d(ctx, BP_TYPE_F32, 4, 2);
+ *   bp_tensor *c = bp_mul_mat(ctx, a, b);            // [3, 2]
+ *   bp_graph *g = bp_graph_new(ctx, 0);
+ *   bp_backend *be = NULL;
+ *   if (!c || bp_graph_build(g, c) || bp_backend_init("cpu:threads=2", &be))
+ *     fprintf(stderr, "%s\n", bp_last_error());
+ *   bp_buffer *buf = NULL;
+ *   bp_alloc_ctx_tensors(ctx, be, &buf);
+ *   bp_tensor_set(a, a_data, 0, sizeof a_data); ...
+ *   bp_backend_graph_compute(be, g);
+ *   bp_tensor_get(c, out, 0, bp_tensor_nbytes(c));
+ *   bp_buffer_free(buf); bp_backend_free(be); bp_graph_free(g); bp_context_free(ctx);
+ */
+#ifndef BACKPLANE_BACKPLANE_H_
+#define BACKPLANE_BACKPLANE_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(BP_BUILDING_CORE)
+#define BP_API __attribute__((visibility("default")))
+#else
+#define BP_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes. Shared by the public API and the plugin ABI; never errno.  */
+
+typedef int32_t bp_status;
+enum {
+  BP_OK = 0,
+  BP_ERR_INVALID_ARGUMENT = 1,     /* bad shape, type, spec string, handle */
+  BP_ERR_NOT_FOUND = 2,            /* no such plugin, device, file, key */
+  BP_ERR_UNAVAILABLE = 3,          /* no hardware/driver here; tests skip */
+  BP_ERR_INCOMPATIBLE = 4,         /* not a plugin, other ABI, bad table */
+  BP_ERR_UNIMPLEMENTED = 5,        /* op or optional entry not supported */
+  BP_ERR_OUT_OF_HOST_MEMORY = 6,
+  BP_ERR_OUT_OF_DEVICE_MEMORY = 7,
+  BP_ERR_DEVICE_LOST = 8,          /* sticky: every later call on the device */
+  BP_ERR_ALREADY_EXISTS = 9,       /* duplicate plugin name */
+  BP_ERR_FAILED_PRECONDITION = 10, /* wrong state: unload with live objects */
+  BP_ERR_RESOURCE_EXHAUSTED = 11,  /* a fixed capacity; message names it */
+  BP_ERR_INTERNAL = 12,            /* a bug or an exception inside a plugin */
+  BP_STATUS_COUNT_ = 13
+};
+
+/* Message of the last failed call on this thread ("" if none). Borrowed;
+ * valid until the next Backplane call on this thread. Thread-safe. */
+BP_API const char *bp_last_error(void);
+/* Static name of a status code, e.g. "INVALID_ARGUMENT". */
+BP_API const char *bp_status_name(bp_status status);
+/* Forgets this thread's last error. */
+BP_API void bp_clear_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Logging. One sink for the core and every plugin (spdlog underneath).     */
+
+typedef enum bp_log_level {
+  BP_LOG_DEBUG = 0,
+  BP_LOG_INFO = 1,
+  BP_LOG_WARN = 2,
+  BP_LOG_ERROR = 3,
+  BP_LOG_OFF = 4
+} bp_log_level;
+
+/* |source| is "core" or a plugin name. Borrowed strings; valid during the call. */
+typedef void (*bp_log_callback)(bp_log_level level, const char *source, const char *message,
+                                void *user_data);
+/* Sets the minimum level (default from BP_LOG, else WARN). Thread-safe. */
+BP_API void bp_log_set_level(bp_log_level level);
+BP_API bp_log_level bp_log_get_level(void);
+/* Routes messages to |callback| instead of stderr; NULL restores stderr.
+ * |user_data| is borrowed until the callback is replaced. */
+BP_API void bp_log_set_callback(bp_log_callback callback, void *user_data);
+
+/* ------------------------------------------------------------------------ */
+/* Types and tensors.                                                        */
+
+typedef enum bp_type {
+  BP_TYPE_F32 = 0,
+  BP_TYPE_F16 = 1,
+  BP_TYPE_I32 = 2,
+  BP_TYPE_COUNT
+} bp_type;
+
+typedef enum bp_op {
+  BP_OP_NONE = 0, /* a leaf: input or weight */
+  /* views: no compute, the result aliases view_src */
+  BP_OP_VIEW,
+  BP_OP_RESHAPE,
+  BP_OP_PERMUTE,
+  BP_OP_TRANSPOSE,
+  /* binary, src1 broadcast over src0 */
+  BP_OP_ADD,
+  BP_OP_SUB,
+  BP_OP_MUL,
+  BP_OP_DIV,
+  /* elementwise with parameters */
+  BP_OP_SCALE, /* f[0] = scale */
+  BP_OP_CLAMP, /* f[0] = min, f[1] = max */
+  /* unary */
+  BP_OP_NEG,
+  BP_OP_ABS,
+  BP_OP_SQR,
+  BP_OP_SQRT,
+  BP_OP_EXP,
+  BP_OP_RELU,
+  BP_OP_GELU,
+  BP_OP_SILU,
+  BP_OP_TANH,
+  BP_OP_SIGMOID,
+  /* reductions over dim 0 */
+  BP_OP_SUM_ROWS,
+  BP_OP_MEAN,
+  BP_OP_ARGMAX,
+  BP_OP_NORM,     /* f[0] = eps */
+  BP_OP_RMS_NORM, /* f[0] = eps */
+  BP_OP_SOFT_MAX, /* f[0] = scale; src1 = optional mask */
+  /* the rest */
+  BP_OP_MUL_MAT,
+  BP_OP_GET_ROWS,
+  BP_OP_CPY,    /* writes src0 into src1 (a view of src1 is the result) */
+  BP_OP_CONT,   /* contiguous copy, may convert type */
+  BP_OP_CONCAT, /* i[0] = dim */
+  BP_OP_ROPE,   /* i[0] = n_dims, i[1] = mode, f[2] = freq_base, f[3] = freq_scale; src1 = positions */
+  BP_OP_COUNT
+} bp_op;
+
+/* ROPE modes. */
+enum { BP_ROPE_NORMAL = 0, BP_ROPE_NEOX = 2 };
+
+/* Tensor flags. */
+enum {
+  BP_TENSOR_FLAG_INPUT = 1u << 0,  /* set from outside before each compute */
+  BP_TENSOR_FLAG_OUTPUT = 1u << 1, /* read after compute: never reused */
+  BP_TENSOR_FLAG_PARAM = 1u << 2   /* a weight */
+};
+
+#define BP_MAX_DIMS 4
+#define BP_MAX_SRC 4
+#define BP_MAX_OP_PARAMS 16 /* 32-bit words */
+#define BP_MAX_NAME 64
+
+struct bp_buffer;
+
+/* A tensor: up to 4 dimensions, ne[0] the fastest, byte strides nb[]. The
+ * struct is part of the plugin ABI (fields are only appended within a major).
+ * Applications read it freely and change it only through the API. */
+typedef struct bp_tensor {
+  uint32_t struct_size; /* sizeof(bp_tensor) as built by the core */
+  bp_type type;
+  int64_t ne[BP_MAX_DIMS]; /* elements per dimension (1 for unused dims) */
+  size_t nb[BP_MAX_DIMS];  /* bytes between neighbours in each dimension */
+  bp_op op;
+  int32_t op_params[BP_MAX_OP_PARAMS]; /* see bp_op; floats are bit-cast */
+  uint32_t flags;                       /* BP_TENSOR_FLAG_* */
+  struct bp_tensor *src[BP_MAX_SRC];
+  struct bp_tensor *view_src; /* the tensor whose memory a view aliases */
+  size_t view_offs;           /* byte offset of a view inside view_src */
+  /* Memory. data is base + offset inside |buffer|: a host pointer for host
+   * buffers, an opaque address for device buffers (never dereferenced). */
+  void *data;
+  struct bp_buffer *buffer; /* core handle; NULL until allocated */
+  void *buffer_ctx;         /* the plugin's own buffer object (its |ctx|) */
+  void *extra;              /* owned by the buffer's plugin (init_tensor) */
+  char name[BP_MAX_NAME];
+} bp_tensor;
+
+/* Inline helpers shared by the core and plugins: one source of truth. */
+static inline size_t bp_type_size(bp_type type) {
+  return type == BP_TYPE_F16 ? 2 : 4;
+}
+static inline const char *bp_type_name(bp_type type) {
+  return type == BP_TYPE_F32 ? "f32" : type == BP_TYPE_F16 ? "f16" : type == BP_TYPE_I32 ? "i32" : "?";
+}
+static inline int64_t bp_tensor_nelements(const bp_tensor *t) {
+  return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+static inline int64_t bp_tensor_nrows(const bp_tensor *t) {
+  return t->ne[1] * t->ne[2] * t->ne[3];
+}
+/* Bytes spanned from the first to one past the last element (0 if empty). */
+static inline size_t bp_tensor_nbytes(const bp_tensor *t) {
+  size_t n = bp_type_size(t->type);
+  for (int i = 0; i < BP_MAX_DIMS; ++i) {
+    if (t->ne[i] <= 0) return 0;
+    n += (size_t)(t->ne[i] - 1) * t->nb[i];
+  }
+  return n;
+}
+/* True when elements are densely packed in the natural order. */
+static inline bool bp_tensor_is_contiguous(const bp_tensor *t) {
+  size_t next = bp_type_size(t->type);
+  for (int i = 0; i < BP_MAX_DIMS; ++i) {
+    if (t->ne[i] != 1 && t->nb[i] != next) return false;
+    next *= (size_t)t->ne[i];
+  }
+  return true;
+}
+/* True when every row (dim 0) is dense, whatever the outer strides. */
+static inline bool bp_tensor_rows_contiguous(const bp_tensor *t) {
+  return t->ne[0] == 1 || t->nb[0] == bp_type_size(t->type);
+}
+static inline bool bp_tensor_same_shape(const bp_tensor *a, const bp_tensor *b) {
+  return a->ne[0] == b->ne[0] && a->ne[1] == b->ne[1] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3];
+}
+/* Views and leaves compute nothing; every backend skips them. */
+static inline bool bp_op_is_view(bp_op op) {
+  return op == BP_OP_NONE || op == BP_OP_VIEW || op == BP_OP_RESHAPE || op == BP_OP_PERMUTE ||
+         op == BP_OP_TRANSPOSE;
+}
+static inline float bp_tensor_param_f32(const bp_tensor *t, int i) {
+  union { int32_t i; float f; } u;
+  u.i = t->op_params[i];
+  return u.f;
+}
+static inline int32_t bp_tensor_param_i32(const bp_tensor *t, int i) { return t->op_params[i]; }
+
+/* IEEE half <-> float, round-to-nearest-even; exact for every finite half. */
+static inline float bp_fp16_to_fp32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else { /* subnormal half: normalise */
+    int e = -1;
+    do { ++e; mant <<= 1; } while ((mant & 0x400u) == 0);
+    bits = sign | ((uint32_t)(112 - e) << 23) | ((mant & 0x3ffu) << 13);
+  }
+  union { uint32_t u; float f; } v;
+  v.u = bits;
+  return v.f;
+}
+static inline uint16_t bp_fp32_to_fp16(float f) {
+  union { float f; uint32_t u; } v;
+  v.f = f;
+  uint32_t x = v.u, sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf */
+  if (ax < 0x38800000u) {                                 /* subnormal or zero half */
+    if (ax < 0x33000000u) return (uint16_t)sign;
+    uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, shift = 126 - e;
+    uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1u))) ++r;
+    return (uint16_t)(sign | r);
+  }
+  uint32_t r = ax + 0x0fffu + ((ax >> 13) & 1u) - 0x38000000u; /* rebias 127 -> 15, round */
+  return (uint16_t)(sign | (r >> 13));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Contexts hold tensor metadata. Memory comes from buffers (bp_alloc_*).    */
+
+typedef struct bp_context bp_context;
+
+/* New empty context. |max_tensors| caps its tensors (0 = no cap). NULL on
+ * out-of-memory. Caller owns; release with bp_context_free. */
+BP_API bp_context *bp_context_new(size_t max_tensors);
+/* Frees the context and its tensors (not the buffers they live in). NULL ok. */
+BP_API void bp_context_free(bp_context *ctx);
+BP_API size_t bp_context_n_tensors(const bp_context *ctx);
+/* i-th tensor in creation order, NULL past the end. Borrowed; lives with ctx. */
+BP_API bp_tensor *bp_context_tensor(const bp_context *ctx, size_t i);
+/* First tensor named |name|, or NULL. */
+BP_API bp_tensor *bp_context_find(const bp_context *ctx, const char *name);
+
+/* New tensor of |n_dims| (1..4) dims, contiguous strides, no memory yet.
+ * Borrowed; lives with ctx. NULL with a message on bad input. */
+BP_API bp_tensor *bp_new_tensor(bp_context *ctx, bp_type type, int n_dims, const int64_t *ne);
+BP_API bp_tensor *bp_new_tensor_1d(bp_context *ctx, bp_type type, int64_t ne0);
+BP_API bp_tensor *bp_new_tensor_2d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1);
+BP_API bp_tensor *bp_new_tensor_3d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2);
+BP_API bp_tensor *bp_new_tensor_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2,
+                                   int64_t ne3);
+/* Copies |name| (truncated to BP_MAX_NAME-1 bytes). Returns |t|. */
+BP_API bp_tensor *bp_set_name(bp_tensor *t, const char *name);
+/* ORs BP_TENSOR_FLAG_* into t->flags. Returns |t|. */
+BP_API bp_tensor *bp_set_flags(bp_tensor *t, uint32_t flags);
+
+/* Views alias their source's memory. |nb| are byte strides, |offset| bytes
+ * from the start of |a|; the view must lie inside |a|. */
+BP_API bp_tensor *bp_view_1d(bp_context *ctx, bp_tensor *a, int64_t ne0, size_t offset);
+BP_API bp_tensor *bp_view_2d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset);
+BP_API bp_tensor *bp_view_3d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1,
+                             size_t nb2, size_t offset);
+BP_API bp_tensor *bp_view_4d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3,
+                             size_t nb1, size_t nb2, size_t nb3, size_t offset);
+/* Same elements, new shape; |a| must be contiguous and the counts equal. */
+BP_API bp_tensor *bp_reshape(bp_context *ctx, bp_tensor *a, int n_dims, const int64_t *ne);
+BP_API bp_tensor *bp_reshape_2d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1);
+BP_API bp_tensor *bp_reshape_3d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2);
+BP_API bp_tensor *bp_reshape_4d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
+/* Dim i of |a| becomes dim axis_i of the result; the axes are a permutation of 0..3. */
+BP_API bp_tensor *bp_permute(bp_context *ctx, bp_tensor *a, int axis0, int axis1, int axis2, int axis3);
+/* Swaps dims 0 and 1. */
+BP_API bp_tensor *bp_transpose(bp_context *ctx, bp_tensor *a);
+
+/* ------------------------------------------------------------------------ */
+/* Ops. Each returns a new tensor (an op node) or NULL with a message.
+ * Shape rules live in the core's op table; docs/ops.md states them.         */
+
+BP_API bp_tensor *bp_add(bp_context *ctx, bp_tensor *a, bp_tensor *b);
+BP_API bp_tensor *bp_sub(bp_context *ctx, bp_tensor *a, bp_tensor *b);
+BP_API bp_tensor *bp_mul(bp_context *ctx, bp_tensor *a, bp_tensor *b);
+BP_API bp_tensor *bp_div(bp_context *ctx, bp_tensor *a, bp_tensor *b);
+BP_API bp_tensor *bp_scale(bp_context *ctx, bp_tensor *a, float s);
+BP_API bp_tensor *bp_clamp(bp_context *ctx, bp_tensor *a, float min, float max);
+/* Any op of the unary group (BP_OP_NEG .. BP_OP_SIGMOID). */
+BP_API bp_tensor *bp_unary(bp_context *ctx, bp_tensor *a, bp_op op);
+BP_API bp_tensor *bp_neg(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_abs(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_sqr(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_sqrt(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_exp(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_relu(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_gelu(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_silu(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_tanh(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_sigmoid(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_sum_rows(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_mean(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_argmax(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_norm(bp_context *ctx, bp_tensor *a, float eps);
+BP_API bp_tensor *bp_rms_norm(bp_context *ctx, bp_tensor *a, float eps);
+/* softmax(a * scale + mask) over dim 0; |mask| may be NULL. */
+BP_API bp_tensor *bp_soft_max(bp_context *ctx, bp_tensor *a, bp_tensor *mask, float scale);
+/* a [K, M, A2, A3] (f32/f16) x b [K, N, B2, B3] (f32) -> [M, N, B2, B3] f32;
+ * B2 % A2 == 0 and B3 % A3 == 0 (a broadcasts over the batch dims). */
+BP_API bp_tensor *bp_mul_mat(bp_context *ctx, bp_tensor *a, bp_tensor *b);
+/* Rows of a [E, R, A2, A3] picked by i32 ids [N, A2, A3] -> [E, N, A2, A3] f32. */
+BP_API bp_tensor *bp_get_rows(bp_context *ctx, bp_tensor *a, bp_tensor *ids);
+/* Copies |a| into |b| (same element count, any layout, f32<->f16). */
+BP_API bp_tensor *bp_cpy(bp_context *ctx, bp_tensor *a, bp_tensor *b);
+/* Contiguous copy of |a|, of |type| (bp_cont keeps a's type). */
+BP_API bp_tensor *bp_cont(bp_context *ctx, bp_tensor *a);
+BP_API bp_tensor *bp_cast(bp_context *ctx, bp_tensor *a, bp_type type);
+BP_API bp_tensor *bp_concat(bp_context *ctx, bp_tensor *a, bp_tensor *b, int dim);
+/* Rotary embedding of a [D, H, T, B] by i32 positions [T]; |n_dims| <= D, even. */
+BP_API bp_tensor *bp_rope(bp_context *ctx, bp_tensor *a, bp_tensor *pos, int n_dims, int mode, float freq_base,
+                          float freq_scale);
+
+/* Static op name ("ADD"), or "?" . */
+BP_API const char *bp_op_name(bp_op op);
+/* Estimated floating point operations and bytes moved by node |t|. */
+BP_API uint64_t bp_op_flops(const bp_tensor *t);
+BP_API uint64_t bp_op_bytes(const bp_tensor *t);
+
+/* ------------------------------------------------------------------------ */
+/* Graphs: the nodes needed to compute chosen outputs, in topological order. */
+
+typedef struct bp_graph bp_graph;
+
+/* New empty graph holding up to |max_nodes| nodes and leafs each (0 = 4096).
+ * Caller owns; release with bp_graph_free. |ctx| is not retained. */
+BP_API bp_graph *bp_graph_new(bp_context *ctx, size_t max_nodes);
+BP_API void bp_graph_free(bp_graph *graph);
+/* Adds |t| and everything it depends on (depth-first, sources in order).
+ * Marks |t| as an output. RESOURCE_EXHAUSTED past max_nodes. */
+BP_API bp_status bp_graph_build(bp_graph *graph, bp_tensor *t);
+/* Removes every node and leaf. */
+BP_API void bp_graph_clear(bp_graph *graph);
+BP_API size_t bp_graph_n_nodes(const bp_graph *graph);
+BP_API bp_tensor *bp_graph_node(const bp_graph *graph, size_t i); /* negative-free; NULL past end */
+BP_API size_t bp_graph_n_leafs(const bp_graph *graph);
+BP_API bp_tensor *bp_graph_leaf(const bp_graph *graph, size_t i);
+/* Checks every node's shapes and types against the op table again (a caller
+ * may have edited tensors). INVALID_ARGUMENT naming the node otherwise. */
+BP_API bp_status bp_graph_validate(const bp_graph *graph);
+
+/* ------------------------------------------------------------------------ */
+/* Plugins and devices (the registry). Discovery happens on first use:
+ * BP_PLUGIN_PATH (':'-separated; ignored under setuid), paths added here,
+ * <libdir>/backplane/plugins, then the build tree. Only libbp-*.so files.  */
+
+typedef struct bp_plugin bp_plugin;
+typedef struct bp_device bp_device;
+
+typedef enum bp_device_type {
+  BP_DEVICE_TYPE_CPU = 0,
+  BP_DEVICE_TYPE_GPU = 1,
+  BP_DEVICE_TYPE_IGPU = 2,
+  BP_DEVICE_TYPE_ACCEL = 3
+} bp_device_type;
+
+enum {
+  BP_DEVICE_CAP_ASYNC = 1u << 0,                /* async set/get/copy */
+  BP_DEVICE_CAP_EVENTS = 1u << 1,               /* events */
+  BP_DEVICE_CAP_HOST_BUFFER = 1u << 2,          /* pinned host buffer type */
+  BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR = 1u << 3, /* wrap user memory */
+  BP_DEVICE_CAP_HOST_MEMORY = 1u << 4           /* default buffers are host memory */
+};
+
+typedef enum bp_param_type { BP_PARAM_INT = 0, BP_PARAM_BOOL = 1, BP_PARAM_STRING = 2 } bp_param_type;
+
+/* One parameter a plugin accepts in a spec string. Strings are borrowed from
+ * the plugin; valid while it is loaded. */
+typedef struct bp_param_info {
+  uint32_t struct_size;
+  const char *name;          /* [a-z0-9_]+ */
+  bp_param_type type;
+  const char *default_value; /* as text, "" if none */
+  const char *doc;           /* one line */
+  int64_t min_value, max_value; /* BP_PARAM_INT only; inclusive */
+} bp_param_info;
+
+/* Adds a folder to search (before the install folder). Copied. Discovery
+ * re-runs on next use; already-loaded plugins stay. Thread-safe. */
+BP_API bp_status bp_registry_add_path(const char *folder);
+/* Loads one plugin file explicitly (any file name). |out_plugin| may be NULL.
+ * Loading the same file again returns the same plugin. ALREADY_EXISTS when
+ * another file already gave a plugin that name. Thread-safe. */
+BP_API bp_status bp_registry_load(const char *path, bp_plugin **out_plugin);
+/* Runs discovery now (it otherwise runs on first use). */
+BP_API bp_status bp_registry_discover(void);
+
+BP_API size_t bp_plugin_count(void);
+/* Borrowed; valid until bp_plugin_unload or bp_runtime_shutdown. */
+BP_API bp_plugin *bp_plugin_get(size_t i);
+BP_API bp_plugin *bp_plugin_find(const char *name);
+BP_API const char *bp_plugin_name(const bp_plugin *p);
+BP_API const char *bp_plugin_version(const bp_plugin *p);
+BP_API const char *bp_plugin_path(const bp_plugin *p);
+BP_API const char *bp_plugin_description(const bp_plugin *p);
+BP_API size_t bp_plugin_n_params(const bp_plugin *p);
+/* Borrowed; valid while the plugin is loaded. */
+BP_API const bp_param_info *bp_plugin_param(const bp_plugin *p, size_t i);
+BP_API size_t bp_plugin_device_count(const bp_plugin *p);
+BP_API bp_device *bp_plugin_device(const bp_plugin *p, size_t i);
+/* Unloads |p| (shutdown, then dlclose). FAILED_PRECONDITION while any of its
+ * backends, buffers or events live. Honours BP_DISABLE_UNLOAD=1 (no dlclose). */
+BP_API bp_status bp_plugin_unload(bp_plugin *p);
+
+/* Candidates that were refused, with the reason. Borrowed strings; valid until
+ * the next discovery. */
+BP_API size_t bp_rejected_count(void);
+BP_API bp_status bp_rejected_get(size_t i, const char **out_path, bp_status *out_status, const char **out_message);
+
+/* Every device of every loaded plugin, in plugin then device order. */
+BP_API size_t bp_device_count(void);
+BP_API bp_device *bp_device_get(size_t i);
+
+typedef struct bp_device_info {
+  uint32_t struct_size; /* caller sets sizeof(bp_device_info) */
+  const char *name;
+  const char *description;
+  const char *id;   /* stable across restarts: UUID, PCI bus id or plugin-made */
+  const char *spec; /* the exact spec string that selects this device */
+  bp_device_type type;
+  uint64_t memory_total, memory_free; /* bytes; 0 when unknown */
+  uint32_t caps;                      /* BP_DEVICE_CAP_* */
+  uint32_t index;                     /* within its plugin */
+  bp_plugin *plugin;
+} bp_device_info;
+/* Fills |out| (strings borrowed; valid while the plugin is loaded). */
+BP_API bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out);
+BP_API const char *bp_device_type_name(bp_device_type type);
+
+/* Releases every backend-independent global state: unloads plugins that have
+ * no live objects. Calls after it return FAILED_PRECONDITION. */
+BP_API bp_status bp_runtime_shutdown(void);
+
+/* ------------------------------------------------------------------------ */
+/* Buffer types and buffers.                                                  */
+
+typedef struct bp_buffer_type bp_buffer_type;
+typedef struct bp_buffer bp_buffer;
+
+typedef enum bp_buffer_usage {
+  BP_BUFFER_USAGE_ANY = 0,
+  BP_BUFFER_USAGE_WEIGHTS = 1, /* the scheduler runs ops on these where they live */
+  BP_BUFFER_USAGE_COMPUTE = 2
+} bp_buffer_usage;
+
+BP_API const char *bp_buffer_type_name(const bp_buffer_type *buft);
+/* Allocates |size| bytes (0 allowed). Caller owns; release with bp_buffer_free. */
+BP_API bp_status bp_buffer_type_alloc(bp_buffer_type *buft, size_t size, bp_buffer **out_buffer);
+BP_API size_t bp_buffer_type_alignment(const bp_buffer_type *buft);
+BP_API size_t bp_buffer_type_max_size(const bp_buffer_type *buft);
+/* Bytes |t| needs in a buffer of this type (>= bp_tensor_nbytes). */
+BP_API size_t bp_buffer_type_alloc_size(const bp_buffer_type *buft, const bp_tensor *t);
+BP_API bool bp_buffer_type_is_host(const bp_buffer_type *buft);
+BP_API bp_device *bp_buffer_type_device(const bp_buffer_type *buft);
+/* The device's default buffer type. Borrowed; valid while the plugin is loaded. */
+BP_API bp_buffer_type *bp_device_buffer_type(bp_device *dev);
+/* Pinned host buffer type of the device, or NULL. */
+BP_API bp_buffer_type *bp_device_host_buffer_type(bp_device *dev);
+/* Wraps caller memory; |ptr| must outlive the buffer. Caller owns the buffer. */
+BP_API bp_status bp_device_buffer_from_host_ptr(bp_device *dev, void *ptr, size_t size, bp_buffer **out_buffer);
+
+BP_API void bp_buffer_free(bp_buffer *buf); /* NULL ok; never fails */
+BP_API size_t bp_buffer_size(const bp_buffer *buf);
+/* Base address (opaque for device buffers). */
+BP_API void *bp_buffer_base(const bp_buffer *buf);
+BP_API bp_buffer_type *bp_buffer_get_type(const bp_buffer *buf);
+BP_API bool bp_buffer_is_host(const bp_buffer *buf);
+/* Fills the whole buffer with |value|. */
+BP_API bp_status bp_buffer_clear(bp_buffer *buf, uint8_t value);
+BP_API void bp_buffer_set_usage(bp_buffer *buf, bp_buffer_usage usage);
+BP_API bp_buffer_usage bp_buffer_get_usage(const bp_buffer *buf);
+/* Places |t| at byte |offset| of |buf| (offset must be aligned, the tensor
+ * must fit). Views take their memory from view_src instead. */
+BP_API bp_status bp_buffer_place_tensor(bp_buffer *buf, bp_tensor *t, size_t offset);
+
+/* Copies bytes into / out of |t| (which must have memory); |offset| and
+ * |size| in bytes from the tensor's data, inside bp_tensor_nbytes. Sync. */
+BP_API bp_status bp_tensor_set(bp_tensor *t, const void *data, size_t offset, size_t size);
+BP_API bp_status bp_tensor_get(const bp_tensor *t, void *data, size_t offset, size_t size);
+BP_API bp_status bp_tensor_memset(bp_tensor *t, uint8_t value, size_t offset, size_t size);
+/* Copies |src| to |dst| (same bytes count and type), across buffers or devices. */
+BP_API bp_status bp_tensor_copy(const bp_tensor *src, bp_tensor *dst);
+
+/* ------------------------------------------------------------------------ */
+/* Backends: an instance of a device that computes graphs.                    */
+
+typedef struct bp_backend bp_backend;
+typedef struct bp_event bp_event;
+
+/* Creates a backend from one spec (see docs/device-spec.md): "cpu",
+ * "cpu:threads=2", "vulkan:1", "auto", "x:id=...". For lists ("a;b") use
+ * bp_backends_init. Caller owns; release with bp_backend_free. */
+BP_API bp_status bp_backend_init(const char *spec, bp_backend **out_backend);
+/* Creates one backend per spec of a ';' list, in order. Fails whole (nothing
+ * left allocated) if any spec fails. |out| gets up to |capacity| backends;
+ * RESOURCE_EXHAUSTED if the list is longer. */
+BP_API bp_status bp_backends_init(const char *list, bp_backend **out, size_t capacity, size_t *out_count);
+/* Backend on |dev| with |params| "key=value,..." (may be NULL or ""). */
+BP_API bp_status bp_device_init_backend(bp_device *dev, const char *params, bp_backend **out_backend);
+BP_API void bp_backend_free(bp_backend *backend); /* NULL ok */
+/* "cpu:0" style; borrowed, lives with the backend. */
+BP_API const char *bp_backend_name(const bp_backend *backend);
+BP_API bp_device *bp_backend_get_device(const bp_backend *backend);
+BP_API bp_buffer_type *bp_backend_buffer_type(bp_backend *backend);
+/* Allocates a buffer of the backend's default type. */
+BP_API bp_status bp_backend_alloc_buffer(bp_backend *backend, size_t size, bp_buffer **out_buffer);
+BP_API size_t bp_backend_alignment(bp_backend *backend);
+/* Runs |graph| to completion. Validates it first; UNIMPLEMENTED names the
+ * first node the backend cannot run. */
+BP_API bp_status bp_backend_graph_compute(bp_backend *backend, const bp_graph *graph);
+/* Starts |graph|; bp_backend_synchronize waits. Sync backends finish inside. */
+BP_API bp_status bp_backend_graph_compute_async(bp_backend *backend, const bp_graph *graph);
+BP_API bp_status bp_backend_synchronize(bp_backend *backend);
+BP_API bool bp_backend_supports_op(bp_backend *backend, const bp_tensor *op);
+BP_API bool bp_backend_supports_buft(bp_backend *backend, const bp_buffer_type *buft);
+BP_API bool bp_backend_offload_op(bp_backend *backend, const bp_tensor *op);
+/* Async transfers on the backend's queue (sync fallback). |data| must stay
+ * valid until bp_backend_synchronize. */
+BP_API bp_status bp_backend_tensor_set_async(bp_backend *backend, bp_tensor *t, const void *data, size_t offset,
+                                             size_t size);
+BP_API bp_status bp_backend_tensor_get_async(bp_backend *backend, const bp_tensor *t, void *data, size_t offset,
+                                             size_t size);
+
+/* Events order work between backends. Caller owns; release with bp_event_free. */
+BP_API bp_status bp_event_new(bp_device *dev, bp_event **out_event);
+BP_API void bp_event_free(bp_event *event);
+BP_API bp_status bp_event_record(bp_event *event, bp_backend *backend);
+/* Makes |backend|'s later work wait for |event|. */
+BP_API bp_status bp_event_wait(bp_backend *backend, bp_event *event);
+BP_API bp_status bp_event_synchronize(bp_event *event);
+
+/* ------------------------------------------------------------------------ */
+/* Allocation.                                                                */
+
+/* Linear allocator inside one buffer: tensors placed one after another at
+ * the buffer type's alignment. A plain value; no release. */
+typedef struct bp_tallocr {
+  bp_buffer *buffer;
+  size_t offset;
+  size_t alignment;
+} bp_tallocr;
+BP_API bp_tallocr bp_tallocr_new(bp_buffer *buffer);
+/* OUT_OF_DEVICE_MEMORY (naming sizes) when |t| does not fit. */
+BP_API bp_status bp_tallocr_alloc(bp_tallocr *talloc, bp_tensor *t);
+
+/* Allocates every tensor of |ctx| that has no memory (views excepted) into one
+ * new buffer of |buft| / of the backend's type. Caller owns *out_buffer. A
+ * context with nothing to allocate gives BP_OK and *out_buffer == NULL. */
+BP_API bp_status bp_alloc_ctx_tensors_from_buft(bp_context *ctx, bp_buffer_type *buft, bp_buffer **out_buffer);
+BP_API bp_status bp_alloc_ctx_tensors(bp_context *ctx, bp_backend *backend, bp_buffer **out_buffer);
+
+/* Graph allocator: places intermediate tensors by liveness, reusing memory
+ * in place where the op table allows. Leafs without memory are allocated
+ * too; tensors that already have memory are left alone. */
+typedef struct bp_gallocr bp_gallocr;
+BP_API bp_gallocr *bp_gallocr_new(bp_buffer_type *buft); /* caller owns */
+BP_API void bp_gallocr_free(bp_gallocr *galloc);
+/* Plans |graph| (a worst case) and allocates a buffer large enough. */
+BP_API bp_status bp_gallocr_reserve(bp_gallocr *galloc, const bp_graph *graph);
+/* Plans and places every tensor of |graph| (reallocating if the reserve was too small). */
+BP_API bp_status bp_gallocr_alloc_graph(bp_gallocr *galloc, const bp_graph *graph);
+BP_API size_t bp_gallocr_get_buffer_size(const bp_gallocr *galloc);
+
+/* ------------------------------------------------------------------------ */
+/* Scheduler: one graph over several backends in priority order.             */
+
+typedef struct bp_sched bp_sched;
+
+/* Called before (ask=true: return true to observe |t|) and after computing
+ * each observed node (ask=false: return false to stop the graph). */
+typedef bool (*bp_sched_eval_callback)(bp_tensor *t, bool ask, void *user_data);
+
+/* |backends| in priority order, the last one a CPU backend; |bufts| may be
+ * NULL (default types). |graph_size| bounds nodes per graph. With |parallel|
+ * inputs get BP_SCHED_MAX_COPIES copies so consecutive runs overlap. Borrows
+ * the backends (they must outlive the scheduler). Caller owns; bp_sched_free. */
+BP_API bp_sched *bp_sched_new(bp_backend **backends, bp_buffer_type **bufts, int n_backends, size_t graph_size,
+                              bool parallel);
+BP_API void bp_sched_free(bp_sched *sched);
+/* Sizes compute buffers from a worst-case graph. */
+BP_API bp_status bp_sched_reserve(bp_sched *sched, bp_graph *measure_graph);
+BP_API int bp_sched_get_n_backends(const bp_sched *sched);
+BP_API bp_backend *bp_sched_get_backend(const bp_sched *sched, int i);
+BP_API int bp_sched_get_n_splits(const bp_sched *sched);
+BP_API int bp_sched_get_n_copies(const bp_sched *sched);
+BP_API size_t bp_sched_get_buffer_size(const bp_sched *sched, bp_backend *backend);
+/* Pins |node| to |backend| for the next alloc/compute. */
+BP_API bp_status bp_sched_set_tensor_backend(bp_sched *sched, bp_tensor *node, bp_backend *backend);
+BP_API bp_backend *bp_sched_get_tensor_backend(const bp_sched *sched, const bp_tensor *node);
+/* Assigns, splits and allocates |graph|. */
+BP_API bp_status bp_sched_alloc_graph(bp_sched *sched, bp_graph *graph);
+BP_API bp_status bp_sched_graph_compute(bp_sched *sched, bp_graph *graph);
+BP_API bp_status bp_sched_graph_compute_async(bp_sched *sched, bp_graph *graph);
+BP_API bp_status bp_sched_synchronize(bp_sched *sched);
+/* Forgets assignments and allocations (not the reserved buffers). */
+BP_API void bp_sched_reset(bp_sched *sched);
+BP_API void bp_sched_set_eval_callback(bp_sched *sched, bp_sched_eval_callback callback, void *user_data);
+
+/* One split of the last allocated graph, for plans and tools. */
+typedef struct bp_sched_split_info {
+  uint32_t struct_size; /* caller sets */
+  bp_backend *backend;
+  int first_node, n_nodes; /* range in the scheduled graph */
+  int n_inputs;            /* tensors copied in from other backends */
+  uint64_t bytes_copied;   /* per run */
+} bp_sched_split_info;
+BP_API bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split_info *out);
+/* Backend assigned to node |i| of the last allocated graph (same order as |graph|). */
+BP_API bp_backend *bp_sched_get_node_backend(const bp_sched *sched, const bp_tensor *node);
+
+#define BP_SCHED_MAX_COPIES 4
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BACKPLANE_BACKPLANE_H_ */

@@ -1,0 +1,283 @@
+/* plugin.h: the Backplane plugin ABI, version 1.
+ *
+ * What it is: the C interface tables a device plugin (libbp-<name>.so)
+ * exports and the host services table the core lends it. A plugin is built
+ * from this header (and the tensor struct in backplane.h) alone and links
+ * nothing of Backplane. What it is not: an API for applications.
+ *
+ * A plugin exports exactly two symbols:
+ *   const bp_plugin_descriptor bp_plugin_descriptor;     (data, read first)
+ *   const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host,
+ *                                      bp_error *err);
+ * The core reads the descriptor after dlopen and before running any plugin
+ * function, so an incompatible plugin is refused without executing it.
+ *
+ * Objects: plugin -> device -> backend; device -> buffer type -> buffer;
+ * device -> event. Each object is a pair (iface table, ctx pointer). Every
+ * table starts with struct_size; slots are only appended within a major, and
+ * the host never calls a slot beyond the plugin's struct_size. Slots marked
+ * (optional) may be NULL and the host supplies the documented default.
+ *
+ * Rules (docs/plugin-contract.md numbers them PLG-n):
+ *  - Every slot returns a status or a plain value and never throws, aborts or
+ *    longjmps. Messages go into the caller-owned |err| (may be NULL).
+ *  - No non-trivial static initializers, no process-global hooks (atexit,
+ *    signal or terminate handlers), no thread-local state (it would dangle
+ *    after unload).
+ *  - The core validates shapes and types before a plugin sees a graph.
+ *  - Strings a plugin returns are static or live until the plugin's
+ *    shutdown; the host copies what it keeps.
+ *
+ * Minimal plugin: see plugins/cpu/plugin.cpp and docs/plugin-guide.md.
+ */
+#ifndef BACKPLANE_PLUGIN_H_
+#define BACKPLANE_PLUGIN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backplane/backplane.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BP_PLUGIN_ABI_VERSION 1 /* major: a mismatch is refused */
+#define BP_PLUGIN_ABI_MINOR 0   /* minor: appended slots only */
+#define BP_PLUGIN_MAGIC 0x4C504250u /* "BPPL" little-endian */
+#define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"
+#define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_entry"
+
+#define BP_ERROR_MESSAGE_MAX 512
+
+/* Caller-owned error detail; the plugin fills it, never allocates it. */
+typedef struct bp_error {
+  bp_status code;
+  char message[BP_ERROR_MESSAGE_MAX];
+} bp_error;
+
+/* Plugin descriptor flags: how the plugin was built. The host refuses a
+ * sanitizer build it cannot host, naming the flag. */
+enum {
+  BP_PLUGIN_FLAG_ASAN = 1u << 0,
+  BP_PLUGIN_FLAG_TSAN = 1u << 1,
+  BP_PLUGIN_FLAG_DEBUG = 1u << 2
+};
+
+/* Const data exported as "bp_plugin_descriptor". Static storage. */
+typedef struct bp_plugin_descriptor {
+  uint32_t struct_size; /* sizeof(bp_plugin_descriptor) as built */
+  uint32_t magic;       /* BP_PLUGIN_MAGIC */
+  uint32_t abi_major;   /* BP_PLUGIN_ABI_VERSION the plugin was built for */
+  uint32_t abi_minor;
+  const char *name;     /* [a-z0-9_]+, at most 31 chars, unique */
+  const char *version;  /* free text, e.g. "1.0.0" */
+  const char *description;
+  uint32_t flags;       /* BP_PLUGIN_FLAG_* */
+} bp_plugin_descriptor;
+
+/* Services the host lends; valid from bp_plugin_entry until shutdown returns.
+ * A plugin must not call a slot beyond the host's struct_size. */
+typedef struct bp_host_api {
+  uint32_t struct_size;
+  uint32_t abi_major, abi_minor;
+  void *host; /* pass back as the first argument */
+  /* Logs one line through the host's sink. Copied; thread-safe. */
+  void (*log)(void *host, bp_log_level level, const char *message);
+  /* True when |level| would be printed (skip formatting otherwise). */
+  int (*log_enabled)(void *host, bp_log_level level);
+} bp_host_api;
+
+/* Key/value pairs the core parsed and validated against the plugin's schema.
+ * Every declared parameter is present (defaults filled in). Borrowed; valid
+ * during the call. */
+typedef struct bp_param_value {
+  const char *name;
+  bp_param_type type;
+  int64_t int_value;   /* INT and BOOL (0/1) */
+  const char *string_value; /* every type: the text form */
+} bp_param_value;
+
+/* What graph compute receives: the nodes to run, in order. Borrowed; valid
+ * during the call (and until synchronize for async compute). */
+typedef struct bp_graph_desc {
+  uint32_t struct_size;
+  uint32_t n_nodes;
+  bp_tensor *const *nodes;
+} bp_graph_desc;
+
+struct bp_buffer_i;
+struct bp_buffer_type_i;
+struct bp_backend_i;
+struct bp_event_i;
+struct bp_device_i;
+
+typedef struct bp_buffer_ref { const struct bp_buffer_i *iface; void *ctx; } bp_buffer_ref;
+typedef struct bp_buffer_type_ref { const struct bp_buffer_type_i *iface; void *ctx; } bp_buffer_type_ref;
+typedef struct bp_backend_ref { const struct bp_backend_i *iface; void *ctx; } bp_backend_ref;
+typedef struct bp_event_ref { const struct bp_event_i *iface; void *ctx; } bp_event_ref;
+typedef struct bp_device_ref { const struct bp_device_i *iface; void *ctx; } bp_device_ref;
+
+/* ---- buffer: memory of one buffer type ---------------------------------- */
+typedef struct bp_buffer_i {
+  uint32_t struct_size;
+  /* Releases the buffer. Never fails. Host owns |buf| until this call. */
+  void (*free)(void *buf);
+  /* Base address; tensors get data = base + offset. Opaque for device memory. */
+  void *(*base)(void *buf);
+  /* (optional) Prepares |t| after the host set t->data inside this buffer
+   * (may set t->extra, owned by the buffer). Default: nothing. */
+  bp_status (*init_tensor)(void *buf, bp_tensor *t, bp_error *err);
+  /* Copies |size| bytes from host |data| to byte |offset| of |t|. |data| is
+   * borrowed for the call. Range already checked by the host. */
+  bp_status (*set_tensor)(void *buf, bp_tensor *t, const void *data, size_t offset, size_t size, bp_error *err);
+  bp_status (*get_tensor)(void *buf, const bp_tensor *t, void *data, size_t offset, size_t size, bp_error *err);
+  /* (optional) Fills bytes of |t|. Default: set_tensor from a host scratch. */
+  bp_status (*memset_tensor)(void *buf, bp_tensor *t, uint8_t value, size_t offset, size_t size, bp_error *err);
+  /* (optional) Copies |src| (in another buffer of THIS plugin) into |dst| in
+   * this buffer. Return UNIMPLEMENTED to make the host copy through host memory. */
+  bp_status (*copy_tensor)(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err);
+  /* Fills the whole buffer with |value|. */
+  bp_status (*clear)(void *buf, uint8_t value, bp_error *err);
+  /* (optional) Forgets per-tensor state (t->extra) before reuse. */
+  void (*reset)(void *buf);
+  /* (optional) Hint: BP_BUFFER_USAGE_*. */
+  void (*set_usage)(void *buf, bp_buffer_usage usage);
+} bp_buffer_i;
+
+/* ---- buffer type: a kind of memory of a device -------------------------- */
+typedef struct bp_buffer_type_i {
+  uint32_t struct_size;
+  /* Static or lives until shutdown. */
+  const char *(*name)(void *buft);
+  /* Allocates |size| bytes (size 0 allowed). Host owns *out and releases it
+   * with out->iface->free. OUT_OF_DEVICE_MEMORY / OUT_OF_HOST_MEMORY. */
+  bp_status (*alloc)(void *buft, size_t size, bp_buffer_ref *out, bp_error *err);
+  /* Required alignment of tensor offsets (a power of two). */
+  size_t (*alignment)(void *buft);
+  /* (optional) Largest single buffer. Default SIZE_MAX. */
+  size_t (*max_size)(void *buft);
+  /* (optional) Bytes |t| needs. Default bp_tensor_nbytes(t). */
+  size_t (*alloc_size)(void *buft, const bp_tensor *t);
+  /* (optional) Nonzero when base() is a host pointer. Default 0. */
+  int (*is_host)(void *buft);
+} bp_buffer_type_i;
+
+/* ---- event: a point in a backend's queue -------------------------------- */
+typedef struct bp_event_i {
+  uint32_t struct_size;
+  /* Waits on the host until the recorded work finished. */
+  bp_status (*synchronize)(void *event, bp_error *err);
+  void (*free)(void *event); /* never fails */
+} bp_event_i;
+
+/* ---- backend: an instance of a device that runs graphs ------------------ */
+typedef struct bp_backend_i {
+  uint32_t struct_size;
+  /* Releases the backend after finishing its work. Never fails. */
+  void (*free)(void *backend);
+  /* The default buffer type (borrowed; lives until plugin shutdown). */
+  bp_buffer_type_ref (*buffer_type)(void *backend);
+  /* (optional) Queue transfers. |data| borrowed until synchronize. Default:
+   * host calls the buffer's sync set/get after synchronize. */
+  bp_status (*set_tensor_async)(void *backend, bp_tensor *t, const void *data, size_t offset, size_t size,
+                                bp_error *err);
+  bp_status (*get_tensor_async)(void *backend, const bp_tensor *t, void *data, size_t offset, size_t size,
+                                bp_error *err);
+  /* (optional) Async copy between two backends of THIS plugin; UNIMPLEMENTED
+   * makes the host fall back to a synchronous copy. */
+  bp_status (*copy_tensor_async)(void *backend_src, void *backend_dst, const bp_tensor *src, bp_tensor *dst,
+                                 bp_error *err);
+  /* (optional) Waits for all queued work. Default: nothing (sync backend). */
+  bp_status (*synchronize)(void *backend, bp_error *err);
+  /* (optional) Graph plans: pre-built executables for repeated graphs. */
+  bp_status (*graph_plan_create)(void *backend, const bp_graph_desc *graph, void **out_plan, bp_error *err);
+  void (*graph_plan_free)(void *backend, void *plan);
+  bp_status (*graph_plan_compute)(void *backend, void *plan, bp_error *err);
+  /* Runs |graph| (may return before it finishes when the device is async;
+   * synchronize waits). Views and leaves (bp_op_is_view) must be skipped. */
+  bp_status (*graph_compute)(void *backend, const bp_graph_desc *graph, bp_error *err);
+  /* Nonzero when this backend can run node |op| as it is (types, layout). */
+  int (*supports_op)(void *backend, const bp_tensor *op);
+  /* Nonzero when this backend can use memory of |buft| directly. */
+  int (*supports_buft)(void *backend, bp_buffer_type_ref buft);
+  /* (optional) Nonzero to pull |op| here even when its weights are in host
+   * memory (worth the copy). Default 0. */
+  int (*offload_op)(void *backend, const bp_tensor *op);
+  /* (optional) Events; present iff the device has BP_DEVICE_CAP_EVENTS. */
+  bp_status (*event_record)(void *backend, void *event, bp_error *err);
+  bp_status (*event_wait)(void *backend, void *event, bp_error *err);
+} bp_backend_i;
+
+/* ---- device ------------------------------------------------------------- */
+typedef struct bp_device_props {
+  uint32_t struct_size; /* host sets; plugin fills what fits */
+  const char *name;     /* short, e.g. "CPU" */
+  const char *description;
+  const char *id;       /* stable id: UUID, PCI bus id, else plugin-made */
+  bp_device_type type;
+  uint32_t caps;        /* BP_DEVICE_CAP_* */
+  uint64_t memory_total, memory_free;
+} bp_device_props;
+
+typedef struct bp_device_i {
+  uint32_t struct_size;
+  /* Fills |out|. Strings live until plugin shutdown. */
+  bp_status (*get_props)(void *dev, bp_device_props *out, bp_error *err);
+  /* Creates a backend. |params| has every schema parameter (defaults
+   * filled). Host owns *out and frees it with out->iface->free. */
+  bp_status (*backend_init)(void *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                            bp_error *err);
+  /* The default buffer type; lives until plugin shutdown. */
+  bp_buffer_type_ref (*buffer_type)(void *dev);
+  /* (optional) Pinned host buffer type; iface NULL if none. */
+  bp_buffer_type_ref (*host_buffer_type)(void *dev);
+  /* (optional) Wraps caller memory |ptr| (which outlives the buffer). */
+  bp_status (*buffer_from_host_ptr)(void *dev, void *ptr, size_t size, bp_buffer_ref *out, bp_error *err);
+  /* (optional) New event. Host owns; frees with out->iface->free. */
+  bp_status (*event_new)(void *dev, bp_event_ref *out, bp_error *err);
+} bp_device_i;
+
+/* ---- plugin ------------------------------------------------------------- */
+typedef struct bp_plugin_i {
+  uint32_t struct_size;
+  /* Sets up plugin-wide state. Zero devices is success (hot-plug); no
+   * hardware is UNAVAILABLE. Host calls shutdown once iff this succeeded. */
+  bp_status (*init)(void **out_plugin, bp_error *err);
+  /* Called exactly once, before dlclose, after every object was freed. */
+  void (*shutdown)(void *plugin);
+  uint32_t (*device_count)(void *plugin);
+  /* Device |index| < device_count; lives until shutdown. */
+  bp_status (*device_get)(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err);
+  /* Parameters accepted by backend_init ("device" and "id" are reserved for
+   * the host). Static or lives until shutdown; may be NULL if n_params == 0. */
+  const bp_param_info *params;
+  uint32_t n_params;
+} bp_plugin_i;
+
+/* Signature of the exported entry. Returns NULL (with |err| filled) when it
+ * cannot serve |host_abi| or the host table is too old. */
+typedef const bp_plugin_i *(*bp_plugin_entry_fn)(uint32_t host_abi, const bp_host_api *host, bp_error *err);
+
+/* Fills |err| if non-NULL; returns |code|. Plugins use it to report. */
+static inline bp_status bp_error_set(bp_error *err, bp_status code, const char *message) {
+  if (err) {
+    size_t i = 0;
+    err->code = code;
+    if (message)
+      for (; message[i] && i + 1 < BP_ERROR_MESSAGE_MAX; ++i) err->message[i] = message[i];
+    err->message[i] = '\0';
+  }
+  return code;
+}
+
+#if defined(__GNUC__)
+#define BP_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define BP_PLUGIN_EXPORT
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BACKPLANE_PLUGIN_H_ */
