@@ -1,5 +1,6 @@
 // error.cpp: the thread's last error and status names.
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "core/internal.hpp"

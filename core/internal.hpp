@@ -133,6 +133,11 @@ struct bp_device {
   std::unique_ptr<bp_buffer_type> buft;       // default
   std::unique_ptr<bp_buffer_type> host_buft;  // may be null
   std::atomic<bool> lost{false};              // sticky DEVICE_LOST
+  // Other buffer types met through backends (bp_backend_buffer_type when
+  // the backend's type is neither buft nor host_buft); live with the device
+  // so buffers made from them never outlive their type. [core/buffer_type.cpp]
+  std::mutex extra_bufts_mutex;
+  std::vector<std::unique_ptr<bp_buffer_type>> extra_bufts;
 };
 
 struct bp_buffer {
@@ -170,6 +175,12 @@ void plugin_release(bp_plugin *p);
 // rule the graph-building calls applied. Sets the error naming the node.
 // [core/ops*.cpp]
 bp_status validate_node(const bp_tensor *t);
+
+// Index of the source whose memory node |t|'s output may overwrite (the
+// allocator reuses it in place when that source dies at |t|), or -1. Only
+// elementwise-shaped ops qualify, and only when the source has t's type and
+// shape and both are contiguous. [core/ops*.cpp]
+int op_inplace_src(const bp_tensor *t);
 
 // Wraps a plugin buffer type for |dev| (reads name, alignment, max size,
 // is_host once). Returns nullptr with the error set if the table is bad.

@@ -1,0 +1,187 @@
+// context.cpp: tensor contexts and leaf tensors (bp_context_*, bp_new_tensor*,
+// bp_set_name, bp_set_flags) plus the tensor helpers of tensor_util.hpp.
+//
+// A context only holds tensor metadata; memory comes from buffers. Tensors
+// live in a deque so their addresses never move while the context grows.
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "core/tensor_util.hpp"
+
+namespace bp::core {
+
+bp_status check_type_and_dims(const bp_type &type, const int64_t ne[BP_MAX_DIMS], const char *fn) {
+  const int type_value = enum_value(type);
+  if (type_value < 0 || type_value >= BP_TYPE_COUNT) {
+    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: unknown type %d: use BP_TYPE_F32, BP_TYPE_F16 or BP_TYPE_I32", fn,
+                      type_value);
+  }
+  // Every dim must hold at least one element: empty tensors would force every
+  // op and backend to special-case them, and no supported op needs one.
+  int64_t elements = 1;
+  for (int i = 0; i < BP_MAX_DIMS; ++i) {
+    if (ne[i] < 1) {
+      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: ne[%d] = %lld in %s: every dimension must be >= 1", fn, i,
+                        (long long)ne[i], shape_str(ne).c_str());
+    }
+    if (__builtin_mul_overflow(elements, ne[i], &elements)) elements = INT64_MAX;
+  }
+  // Keep the byte count (and any byte offset inside it) representable as a
+  // signed 64-bit value so stride arithmetic never wraps.
+  if (elements > INT64_MAX / 8) {
+    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: shape %s has too many elements: the byte size overflows", fn,
+                      shape_str(ne).c_str());
+  }
+  return BP_OK;
+}
+
+bp_tensor *tensor_create(bp_context *ctx, const bp_type &type, const int64_t ne[BP_MAX_DIMS], const char *fn) {
+  if (check_type_and_dims(type, ne, fn) != BP_OK) return nullptr;
+  if (ctx->max_tensors != 0 && ctx->tensors.size() >= ctx->max_tensors) {
+    set_errorf(BP_ERR_RESOURCE_EXHAUSTED,
+               "%s: the context is full (max_tensors = %zu): create it with a larger max_tensors or 0 for no cap", fn,
+               ctx->max_tensors);
+    return nullptr;
+  }
+  bp_tensor &t = ctx->tensors.emplace_back();
+  std::memset(&t, 0, sizeof t);
+  t.struct_size = sizeof(bp_tensor);
+  t.type = type;
+  t.op = BP_OP_NONE;
+  size_t stride = bp_type_size(type);
+  for (int i = 0; i < BP_MAX_DIMS; ++i) {
+    t.ne[i] = ne[i];
+    t.nb[i] = stride;
+    stride *= (size_t)ne[i];
+  }
+  return &t;
+}
+
+void alias_view_memory(bp_tensor *t) {
+  const bp_tensor *src = t->view_src;
+  if (src == nullptr || src->data == nullptr) return;
+  t->data = static_cast<char *>(src->data) + t->view_offs;
+  t->buffer = src->buffer;
+  t->buffer_ctx = src->buffer_ctx;
+}
+
+std::string shape_str(const int64_t ne[BP_MAX_DIMS]) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "[%lld,%lld,%lld,%lld]", (long long)ne[0], (long long)ne[1], (long long)ne[2],
+                (long long)ne[3]);
+  return buf;
+}
+
+std::string shape_str(const bp_tensor *t) { return shape_str(t->ne); }
+
+std::string describe(const bp_tensor *t) {
+  std::string s;
+  if (t->name[0] != '\0') s = "'" + std::string(t->name, strnlen(t->name, BP_MAX_NAME)) + "' ";
+  return s + shape_str(t) + " " + bp_type_name(t->type);
+}
+
+bp_tensor *null_input(const char *fn, const char *what) {
+  if (bp_last_error()[0] == '\0') {
+    set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
+  }
+  return nullptr;
+}
+
+}  // namespace bp::core
+
+using bp::core::api_guard_ptr;
+
+extern "C" {
+
+BP_API bp_context *bp_context_new(size_t max_tensors) {
+  auto *ctx = new (std::nothrow) bp_context();
+  if (ctx == nullptr) {
+    bp::core::set_error(BP_ERR_OUT_OF_HOST_MEMORY, "bp_context_new: out of host memory");
+    return nullptr;
+  }
+  ctx->max_tensors = max_tensors;
+  return ctx;
+}
+
+BP_API void bp_context_free(bp_context *ctx) { delete ctx; }
+
+BP_API size_t bp_context_n_tensors(const bp_context *ctx) { return ctx ? ctx->tensors.size() : 0; }
+
+BP_API bp_tensor *bp_context_tensor(const bp_context *ctx, size_t i) {
+  if (ctx == nullptr || i >= ctx->tensors.size()) return nullptr;
+  return const_cast<bp_tensor *>(&ctx->tensors[i]);
+}
+
+BP_API bp_tensor *bp_context_find(const bp_context *ctx, const char *name) {
+  if (ctx == nullptr || name == nullptr) return nullptr;
+  for (const bp_tensor &t : ctx->tensors) {
+    if (std::strncmp(t.name, name, BP_MAX_NAME) == 0) return const_cast<bp_tensor *>(&t);
+  }
+  return nullptr;
+}
+
+}  // extern "C"
+
+namespace {
+// |type| by reference: it is only read as an int until validated.
+bp_tensor *new_tensor_impl(bp_context *ctx, const bp_type &type, int n_dims, const int64_t *ne) {
+  return api_guard_ptr<bp_tensor>([&]() -> bp_tensor * {
+    if (ctx == nullptr) return bp::core::null_input("bp_new_tensor", "ctx");
+    if (n_dims < 1 || n_dims > BP_MAX_DIMS) {
+      bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_new_tensor: n_dims = %d: it must be 1..%d", n_dims,
+                           BP_MAX_DIMS);
+      return nullptr;
+    }
+    if (ne == nullptr) {
+      bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_new_tensor: ne is NULL: pass n_dims sizes");
+      return nullptr;
+    }
+    int64_t full[BP_MAX_DIMS] = {1, 1, 1, 1};
+    for (int i = 0; i < n_dims; ++i) full[i] = ne[i];
+    return bp::core::tensor_create(ctx, type, full, "bp_new_tensor");
+  });
+}
+}  // namespace
+
+extern "C" {
+
+BP_API bp_tensor *bp_new_tensor(bp_context *ctx, bp_type type, int n_dims, const int64_t *ne) {
+  return new_tensor_impl(ctx, type, n_dims, ne);
+}
+
+BP_API bp_tensor *bp_new_tensor_1d(bp_context *ctx, bp_type type, int64_t ne0) {
+  const int64_t ne[1] = {ne0};
+  return new_tensor_impl(ctx, type, 1, ne);
+}
+
+BP_API bp_tensor *bp_new_tensor_2d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1) {
+  const int64_t ne[2] = {ne0, ne1};
+  return new_tensor_impl(ctx, type, 2, ne);
+}
+
+BP_API bp_tensor *bp_new_tensor_3d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2) {
+  const int64_t ne[3] = {ne0, ne1, ne2};
+  return new_tensor_impl(ctx, type, 3, ne);
+}
+
+BP_API bp_tensor *bp_new_tensor_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2,
+                                   int64_t ne3) {
+  const int64_t ne[4] = {ne0, ne1, ne2, ne3};
+  return new_tensor_impl(ctx, type, 4, ne);
+}
+
+BP_API bp_tensor *bp_set_name(bp_tensor *t, const char *name) {
+  if (t == nullptr) return nullptr;
+  if (name == nullptr) name = "";
+  std::snprintf(t->name, BP_MAX_NAME, "%s", name);
+  return t;
+}
+
+BP_API bp_tensor *bp_set_flags(bp_tensor *t, uint32_t flags) {
+  if (t == nullptr) return nullptr;
+  t->flags |= flags;
+  return t;
+}
+
+}  // extern "C"

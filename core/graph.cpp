@@ -1,0 +1,163 @@
+// graph.cpp: compute graphs (bp_graph_*): the nodes an output depends on, in
+// topological order, found by a depth-first post-order walk over src[].
+//
+// The walk uses an explicit stack so deep chains (long sequences of ops)
+// cannot overflow the C stack. Leafs are the op NONE tensors; everything else,
+// views included, is a node (backends skip views via bp_op_is_view).
+#include <cstring>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/ops_internal.hpp"
+
+namespace {
+
+using bp::core::set_errorf;
+
+enum class mark : uint8_t { in_progress, done };
+
+struct frame {
+  bp_tensor *t;
+  int next_src;
+};
+
+std::string name_of(const bp_tensor *t) {
+  return t->name[0] ? std::string("'") + std::string(t->name, strnlen(t->name, BP_MAX_NAME)) + "'"
+                    : std::string("(unnamed)");
+}
+
+bp_status build_impl(bp_graph *g, bp_tensor *out) {
+  std::unordered_map<const bp_tensor *, mark> marks;
+  marks.reserve(g->nodes.size() + g->leafs.size() + 64);
+  for (bp_tensor *t : g->nodes) marks[t] = mark::done;
+  for (bp_tensor *t : g->leafs) marks[t] = mark::done;
+  // New entries go to the side until the walk succeeds, so a failed build
+  // leaves the graph as it was.
+  std::vector<bp_tensor *> new_nodes, new_leafs;
+  std::vector<frame> stack;
+  if (marks.count(out) == 0) {
+    stack.push_back({out, 0});
+    marks[out] = mark::in_progress;
+  }
+  while (!stack.empty()) {
+    frame &f = stack.back();
+    if (f.next_src < BP_MAX_SRC) {
+      bp_tensor *s = f.t->src[f.next_src++];
+      if (s == nullptr) continue;
+      auto it = marks.find(s);
+      if (it == marks.end()) {
+        marks[s] = mark::in_progress;
+        stack.push_back({s, 0});  // invalidates |f|: not used below
+      } else if (it->second == mark::in_progress) {
+        return set_errorf(BP_ERR_INVALID_ARGUMENT,
+                          "bp_graph_build: tensor %s depends on itself (a cycle through src[]): a graph must be "
+                          "acyclic",
+                          name_of(s).c_str());
+      }
+      continue;
+    }
+    bp_tensor *t = f.t;
+    stack.pop_back();
+    marks[t] = mark::done;
+    // enum_value: a caller may have stored any int in op; validate reports it.
+    const bool is_leaf = bp::core::enum_value(t->op) == BP_OP_NONE;
+    std::vector<bp_tensor *> &list = is_leaf ? new_leafs : new_nodes;
+    const std::vector<bp_tensor *> &have = is_leaf ? g->leafs : g->nodes;
+    if (have.size() + list.size() >= g->max_nodes) {
+      return set_errorf(BP_ERR_RESOURCE_EXHAUSTED,
+                        "bp_graph_build: more than %zu %s (max_nodes): create the graph with a larger max_nodes",
+                        g->max_nodes, is_leaf ? "leafs" : "nodes");
+    }
+    list.push_back(t);
+  }
+  g->nodes.insert(g->nodes.end(), new_nodes.begin(), new_nodes.end());
+  g->leafs.insert(g->leafs.end(), new_leafs.begin(), new_leafs.end());
+  out->flags |= BP_TENSOR_FLAG_OUTPUT;
+  return BP_OK;
+}
+
+bp_status validate_impl(const bp_graph *g) {
+  std::unordered_set<const bp_tensor *> seen(g->leafs.begin(), g->leafs.end());
+  for (const bp_tensor *t : g->leafs) {
+    if (bp::core::validate_node(t) != BP_OK) return BP_ERR_INVALID_ARGUMENT;
+  }
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    const bp_tensor *t = g->nodes[i];
+    if (bp::core::validate_node(t) != BP_OK) {
+      std::string msg = bp_last_error();
+      return set_errorf(BP_ERR_INVALID_ARGUMENT, "graph node %zu: %s", i, msg.c_str());
+    }
+    for (int s = 0; s < BP_MAX_SRC; ++s) {
+      if (t->src[s] != nullptr && seen.count(t->src[s]) == 0) {
+        return set_errorf(BP_ERR_INVALID_ARGUMENT,
+                          "graph node %zu %s (%s): source %d %s is not a leaf or an earlier node: rebuild the graph "
+                          "with bp_graph_build",
+                          i, name_of(t).c_str(), bp::core::ops::op_name(bp::core::enum_value(t->op)), s, name_of(t->src[s]).c_str());
+      }
+    }
+    seen.insert(t);
+  }
+  return BP_OK;
+}
+
+}  // namespace
+
+using bp::core::api_guard;
+using bp::core::api_guard_ptr;
+
+extern "C" {
+
+BP_API bp_graph *bp_graph_new(bp_context *ctx, size_t max_nodes) {
+  (void)ctx;  // not retained: the graph only points at the context's tensors
+  return api_guard_ptr<bp_graph>([&] {
+    auto *g = new bp_graph();
+    g->max_nodes = max_nodes ? max_nodes : 4096;
+    return g;
+  });
+}
+
+BP_API void bp_graph_free(bp_graph *graph) { delete graph; }
+
+BP_API bp_status bp_graph_build(bp_graph *graph, bp_tensor *t) {
+  return api_guard([&]() -> bp_status {
+    if (graph == nullptr) return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_graph_build: graph is NULL");
+    if (t == nullptr) {
+      // Usually an earlier graph-building call failed: keep its reason.
+      std::string earlier = bp_last_error();
+      return set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_graph_build: the tensor is NULL%s%s%s",
+                        earlier.empty() ? "" : " (an earlier call failed: ", earlier.c_str(),
+                        earlier.empty() ? "" : ")");
+    }
+    return build_impl(graph, t);
+  });
+}
+
+BP_API void bp_graph_clear(bp_graph *graph) {
+  if (graph == nullptr) return;
+  graph->nodes.clear();
+  graph->leafs.clear();
+}
+
+BP_API size_t bp_graph_n_nodes(const bp_graph *graph) { return graph ? graph->nodes.size() : 0; }
+
+BP_API bp_tensor *bp_graph_node(const bp_graph *graph, size_t i) {
+  return graph && i < graph->nodes.size() ? graph->nodes[i] : nullptr;
+}
+
+BP_API size_t bp_graph_n_leafs(const bp_graph *graph) { return graph ? graph->leafs.size() : 0; }
+
+BP_API bp_tensor *bp_graph_leaf(const bp_graph *graph, size_t i) {
+  return graph && i < graph->leafs.size() ? graph->leafs[i] : nullptr;
+}
+
+BP_API bp_status bp_graph_validate(const bp_graph *graph) {
+  return api_guard([&]() -> bp_status {
+    if (graph == nullptr) return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_graph_validate: graph is NULL");
+    return validate_impl(graph);
+  });
+}
+
+}  // extern "C"
