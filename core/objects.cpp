@@ -1,0 +1,175 @@
+// objects.cpp: the helpers of objects.hpp (handle checks, device-lost rule,
+// plugin error annotation, freed-handle quarantine, view initialisation).
+#include "core/objects.hpp"
+
+#include <cstdio>
+#include <deque>
+#include <mutex>
+
+namespace bp::core {
+
+namespace {
+
+const char *tag_name(uint32_t tag) {
+  switch (tag) {
+    case TAG_PLUGIN: return "a plugin";
+    case TAG_DEVICE: return "a device";
+    case TAG_BUFT: return "a buffer type";
+    case TAG_BUFFER: return "a buffer";
+    case TAG_BACKEND: return "a backend";
+    case TAG_EVENT: return "an event";
+    case TAG_DEAD: return "a freed handle";
+    default: return nullptr;
+  }
+}
+
+// Freed handle shells kept (debug builds) so a later use reads TAG_DEAD.
+// Bounded: the oldest shell is deleted when the ring is full.
+struct quarantine {
+  struct entry {
+    void *p;
+    void (*del)(void *);
+  };
+  std::mutex mutex;
+  std::deque<entry> ring;
+  static constexpr size_t capacity = 256;
+
+  void add(void *p, void (*del)(void *)) {
+    entry old{nullptr, nullptr};
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ring.push_back({p, del});
+      if (ring.size() <= capacity) return;
+      old = ring.front();
+      ring.pop_front();
+    }
+    old.del(old.p);
+  }
+};
+
+template <typename T>
+void retire(T *h) {
+  h->tag = TAG_DEAD;
+#ifdef NDEBUG
+  delete h;
+#else
+  static quarantine *q = new quarantine();  // never destroyed: handles may be freed during exit
+  q->add(h, [](void *p) { delete static_cast<T *>(p); });
+#endif
+}
+
+}  // namespace
+
+bp_status bad_handle(const char *fn, const char *what, const void *h, handle_tag expected) {
+  if (h == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
+  const uint32_t tag = *static_cast<const uint32_t *>(h);
+  if (tag == TAG_DEAD) {
+    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s was already freed: keep using a live handle", fn, what);
+  }
+  const char *actual = tag_name(tag);
+  return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s is not %s (%s): pass the handle the API returned", fn, what,
+                    tag_name(expected), actual ? actual : "unknown object");
+}
+
+std::string plugin_name(const bp_device *dev) {
+  if (dev == nullptr || dev->plugin == nullptr || dev->plugin->name.empty()) return "?";
+  return dev->plugin->name;
+}
+
+std::string device_label(const bp_device *dev) {
+  if (dev == nullptr) return "?";
+  if (!dev->spec.empty()) return dev->spec;
+  return plugin_name(dev) + ":" + std::to_string(dev->index);
+}
+
+bp_status check_not_lost(const bp_device *dev, const char *fn) {
+  if (dev != nullptr && dev->lost.load(std::memory_order_acquire)) {
+    return set_errorf(BP_ERR_DEVICE_LOST,
+                      "%s: device '%s' was lost earlier: free its buffers, backends and events; it stays unusable "
+                      "until its plugin is reloaded",
+                      fn, device_label(dev).c_str());
+  }
+  return BP_OK;
+}
+
+bp_status plugin_failed(bp_device *dev, bp_status code, const bp_error &err, const std::string &what) {
+  if (code == BP_ERR_DEVICE_LOST && dev != nullptr) {
+    dev->lost.store(true, std::memory_order_release);
+    log(BP_LOG_ERROR, "core", "device '" + device_label(dev) + "' lost during " + what);
+  }
+  return set_plugin_error(code, err, plugin_name(dev) + ": " + what);
+}
+
+bp_device *buffer_device(const bp_buffer *buf, const char *fn) {
+  if (!handle_ok(buf, TAG_BUFFER)) {
+    bad_handle(fn, "buffer", buf, TAG_BUFFER);
+    return nullptr;
+  }
+  return buf->buft->device;
+}
+
+bp_buffer *tensor_buffer(const bp_tensor *t, const char *fn, const char *what) {
+  if (t == nullptr) {
+    set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
+    return nullptr;
+  }
+  if (t->buffer == nullptr) {
+    if (t->view_src != nullptr && t->view_src->buffer == nullptr) {
+      set_errorf(BP_ERR_FAILED_PRECONDITION,
+                 "%s: tensor %s has no memory: it is a view of %s, which has none; allocate that with "
+                 "bp_alloc_ctx_tensors or a graph allocator",
+                 fn, describe(t).c_str(), describe(t->view_src).c_str());
+    } else {
+      set_errorf(BP_ERR_FAILED_PRECONDITION,
+                 "%s: tensor %s has no memory: allocate it with bp_alloc_ctx_tensors or a graph allocator", fn,
+                 describe(t).c_str());
+    }
+    return nullptr;
+  }
+  if (!handle_ok(t->buffer, TAG_BUFFER)) {
+    set_errorf(BP_ERR_INVALID_ARGUMENT,
+               "%s: tensor %s points to a buffer that was freed: allocate it again before using it", fn,
+               describe(t).c_str());
+    return nullptr;
+  }
+  return t->buffer;
+}
+
+bp_status view_init(bp_tensor *t, const char *fn) {
+  bp_tensor *src = t->view_src;
+  if (src == nullptr) {
+    return set_errorf(BP_ERR_INTERNAL, "%s: tensor %s is not a view", fn, describe(t).c_str());
+  }
+  bp_buffer *buf = src->buffer;
+  if (buf == nullptr) {
+    return set_errorf(BP_ERR_FAILED_PRECONDITION,
+                      "%s: view %s takes its memory from %s, which has none yet: allocate the source first", fn,
+                      describe(t).c_str(), describe(src).c_str());
+  }
+  if (!handle_ok(buf, TAG_BUFFER)) {
+    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: the source %s of view %s points to a freed buffer", fn,
+                      describe(src).c_str(), describe(t).c_str());
+  }
+  bp_device *dev = buf->buft->device;
+  if (bp_status st = check_not_lost(dev, fn); st != BP_OK) return st;
+  t->buffer = buf;
+  t->buffer_ctx = buf->ref.ctx;
+  t->data = static_cast<char *>(src->data) + t->view_offs;
+  if (BP_HAS_SLOT(buf->ref.iface, bp_buffer_i, init_tensor)) {
+    bp_error err{};
+    bp_status st = buf->ref.iface->init_tensor(buf->ref.ctx, t, &err);
+    if (st != BP_OK) {
+      t->buffer = nullptr;
+      t->buffer_ctx = nullptr;
+      t->data = nullptr;
+      return plugin_failed(dev, st, err, "init_tensor of view " + describe(t));
+    }
+  }
+  return BP_OK;
+}
+
+void retire_handle(bp_buffer *h) { retire(h); }
+void retire_handle(bp_backend *h) { retire(h); }
+void retire_handle(bp_event *h) { retire(h); }
+
+}  // namespace bp::core

@@ -1,0 +1,64 @@
+// objects.hpp: helpers shared by the files that wrap plugin objects
+// (buffer_type.cpp, buffer.cpp, tensor_data.cpp, backend.cpp, event.cpp,
+// tallocr.cpp). Not installed; other modules use internal.hpp.
+//
+// What it is: handle checks, the sticky device-lost rule, error annotation
+// for plugin calls, the debug quarantine for freed handles, and view
+// initialisation. What it is not: the public API (backplane.h).
+#pragma once
+
+#include <string>
+
+#include "core/internal.hpp"
+#include "core/tensor_util.hpp"  // describe() for messages
+
+namespace bp::core {
+
+// True when |h| is non-NULL and carries |tag| (every handle struct starts
+// with its tag, so reading it from a wrong-type handle is defined enough).
+template <typename T>
+bool handle_ok(const T *h, handle_tag tag) {
+  return h != nullptr && h->tag == tag;
+}
+
+// INVALID_ARGUMENT for a NULL, freed or wrong-type |what| handle passed to |fn|.
+bp_status bad_handle(const char *fn, const char *what, const void *h, handle_tag expected);
+
+// Plugin name of |dev| for messages ("cpu"), "?" when unknown.
+std::string plugin_name(const bp_device *dev);
+// Name used in messages for |dev|: its spec ("cpu:0"), else plugin:index.
+std::string device_label(const bp_device *dev);
+
+// DEVICE_LOST (without calling the plugin) once |dev| was lost; BP_OK otherwise.
+bp_status check_not_lost(const bp_device *dev, const char *fn);
+
+// Maps a failed plugin call: records "<plugin>: <what>: <plugin message>",
+// marks |dev| lost on DEVICE_LOST, and returns the code.
+bp_status plugin_failed(bp_device *dev, bp_status code, const bp_error &err, const std::string &what);
+
+// Checks a buffer handle and returns its device (nullptr with the error set).
+bp_device *buffer_device(const bp_buffer *buf, const char *fn);
+
+// The device's wrapped buffer type for plugin |ref| (its default, its host
+// type, or one met before), wrapping and keeping a new one otherwise.
+// nullptr with the error set when the plugin's table is bad.
+bp_buffer_type *device_buft_for(bp_device *dev, bp_buffer_type_ref ref);
+
+// Gives the view |t| its memory from t->view_src (data, buffer, buffer_ctx)
+// and runs the buffer's init_tensor. FAILED_PRECONDITION when the source has
+// no memory yet.
+bp_status view_init(bp_tensor *t, const char *fn);
+
+// Checks that |t| (named |what| in messages) has memory in a live buffer.
+// Returns the buffer or nullptr with the error set.
+bp_buffer *tensor_buffer(const bp_tensor *t, const char *fn, const char *what);
+
+// Marks |h| dead and frees it. Debug builds keep the last freed shells for a
+// while so a use-after-free sees TAG_DEAD instead of reused memory.
+void retire_handle(bp_buffer *h);
+void retire_handle(bp_backend *h);
+void retire_handle(bp_event *h);
+
+inline size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+}  // namespace bp::core
