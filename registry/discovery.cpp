@@ -1,0 +1,191 @@
+// discovery.cpp: which folders are searched and which files are candidates.
+//
+// Order (ARCHITECTURE.md): BP_PLUGIN_PATH (':'-separated, read with
+// secure_getenv so it is ignored under setuid/setgid; relative entries are
+// ignored too, since they would depend on the CWD), folders added with
+// bp_registry_add_path, <dir of libbackplane.so>/backplane/plugins, then the
+// build tree (BP_BUILD_PLUGIN_DIR). Never the current directory
+// (FAILURES.md #20). Only regular files named libbp-*.so; folders and files
+// are deduplicated by realpath, so the build tree seen twice loads once.
+#include <dirent.h>
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "registry/registry_internal.hpp"
+
+#ifndef BP_BUILD_PLUGIN_DIR
+#define BP_BUILD_PLUGIN_DIR ""
+#endif
+
+namespace bp::registry {
+namespace {
+
+std::string real_dir(const std::string &path) {
+  char buf[PATH_MAX];
+  struct stat st {};
+  if (!realpath(path.c_str(), buf) || stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) return {};
+  return buf;
+}
+
+// <dir of libbackplane.so>/backplane/plugins, found from a symbol of ours.
+std::string install_folder() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<const void *>(&bp_registry_discover), &info) || !info.dli_fname) return {};
+  char buf[PATH_MAX];
+  if (!realpath(info.dli_fname, buf)) return {};
+  std::string lib = buf;
+  size_t slash = lib.rfind('/');
+  if (slash == std::string::npos) return {};
+  return lib.substr(0, slash) + "/backplane/plugins";
+}
+
+bool is_candidate_name(const char *name) {
+  size_t n = std::strlen(name);
+  return n > 9 && std::strncmp(name, "libbp-", 6) == 0 && std::strcmp(name + n - 3, ".so") == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> search_folders() {
+  std::vector<std::string> wanted;
+  if (const char *env = secure_getenv("BP_PLUGIN_PATH")) {
+    std::string list = env;
+    size_t pos = 0;
+    while (pos <= list.size()) {
+      size_t colon = list.find(':', pos);
+      std::string item = list.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+      if (!item.empty() && item[0] != '/')
+        bp::core::logf(BP_LOG_WARN, "registry", "BP_PLUGIN_PATH entry '%s' is not absolute; ignored", item.c_str());
+      else if (!item.empty())
+        wanted.push_back(item);
+      if (colon == std::string::npos) break;
+      pos = colon + 1;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(state().state_mutex);
+    wanted.insert(wanted.end(), state().api_paths.begin(), state().api_paths.end());
+  }
+  wanted.push_back(install_folder());
+  wanted.push_back(BP_BUILD_PLUGIN_DIR);
+
+  std::vector<std::string> folders;
+  for (const std::string &w : wanted) {
+    if (w.empty()) continue;
+    std::string real = real_dir(w);
+    if (real.empty()) {
+      bp::core::logf(BP_LOG_DEBUG, "registry", "plugin folder %s does not exist; skipped", w.c_str());
+      continue;
+    }
+    if (std::find(folders.begin(), folders.end(), real) == folders.end()) folders.push_back(real);
+  }
+  return folders;
+}
+
+std::vector<std::string> candidates_in(const std::string &folder) {
+  std::vector<std::string> files;
+  DIR *dir = opendir(folder.c_str());
+  if (!dir) {
+    bp::core::logf(BP_LOG_WARN, "registry", "cannot read plugin folder %s: %s", folder.c_str(), std::strerror(errno));
+    return files;
+  }
+  while (const dirent *e = readdir(dir)) {
+    if (!is_candidate_name(e->d_name)) continue;
+    std::string path = folder + "/" + e->d_name;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      bp::core::logf(BP_LOG_DEBUG, "registry", "%s is not a regular file; skipped", path.c_str());
+      continue;
+    }
+    files.push_back(path);
+  }
+  closedir(dir);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+bp_status run_discovery() {
+  if (in_load_on_this_thread()) return BP_OK;
+  std::lock_guard<std::mutex> load_lock(state().load_mutex);
+  load_scope scope;
+  if (state().shut_down.load()) return check_not_shut_down();
+  for (const std::string &folder : search_folders()) {
+    bp::core::logf(BP_LOG_DEBUG, "registry", "searching %s", folder.c_str());
+    for (const std::string &file : candidates_in(folder)) {
+      bp::core::logf(BP_LOG_DEBUG, "registry", "candidate %s", file.c_str());
+      load_plugin_file(file, nullptr);  // failures are recorded in the rejected list
+    }
+  }
+  return BP_OK;
+}
+
+}  // namespace bp::registry
+
+extern "C" {
+
+BP_API bp_status bp_registry_add_path(const char *folder) {
+  using namespace bp::registry;
+  return bp::core::api_guard([&]() -> bp_status {
+    if (!folder || !*folder)
+      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_registry_add_path: folder is NULL or empty");
+    if (bp_status st = check_not_shut_down()) return st;
+    struct stat st {};
+    if (stat(folder, &st) != 0)
+      return bp::core::set_errorf(BP_ERR_NOT_FOUND, "bp_registry_add_path: folder %s does not exist (%s)", folder,
+                                  std::strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+      return bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT,
+                                  "bp_registry_add_path: %s is not a folder; use bp_registry_load for one file",
+                                  folder);
+    std::string real = real_dir(folder);
+    std::lock_guard<std::mutex> lock(state().state_mutex);
+    auto &paths = state().api_paths;
+    if (std::find(paths.begin(), paths.end(), real) == paths.end()) {
+      paths.push_back(real);
+      state().paths_changed.store(true);
+    }
+    return BP_OK;
+  });
+}
+
+BP_API bp_status bp_registry_discover(void) {
+  using namespace bp::registry;
+  return bp::core::api_guard([&]() -> bp_status {
+    if (bp_status st = check_not_shut_down()) return st;
+    if (in_load_on_this_thread())
+      return bp::core::set_error(BP_ERR_FAILED_PRECONDITION,
+                                 "bp_registry_discover called from inside a plugin load (a log callback?)");
+    bool ran = false;
+    std::call_once(state().first_discovery, [&] {
+      ran = true;
+      state().paths_changed.store(false);
+      state().first_discovery_status = run_discovery();
+    });
+    if (ran) return state().first_discovery_status;
+    state().paths_changed.store(false);
+    return run_discovery();
+  });
+}
+
+BP_API bp_status bp_registry_load(const char *path, bp_plugin **out_plugin) {
+  using namespace bp::registry;
+  if (out_plugin) *out_plugin = nullptr;
+  return bp::core::api_guard([&]() -> bp_status {
+    if (!path || !*path) return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_registry_load: path is NULL or empty");
+    if (bp_status st = check_not_shut_down()) return st;
+    if (in_load_on_this_thread())
+      return bp::core::set_error(BP_ERR_FAILED_PRECONDITION,
+                                 "bp_registry_load called from inside a plugin load (a log callback?)");
+    std::lock_guard<std::mutex> load_lock(state().load_mutex);
+    load_scope scope;
+    return load_plugin_file(path, out_plugin);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,189 @@
+// loader.cpp: dlopen one plugin file and check it before trusting it.
+//
+// Order matters (FAILURES.md #2-#9): resolve the path, dlopen with
+// RTLD_NOW | RTLD_LOCAL (missing dependencies fail here, and plugins cannot
+// see each other's symbols), read the const descriptor and refuse an
+// incompatible plugin before any of its functions run, refuse a duplicate
+// name, then call bp_plugin_entry, check the table, init, enumerate devices.
+// Every failure closes the handle and is recorded with its reason.
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "registry/registry_internal.hpp"
+
+namespace bp::registry {
+namespace {
+
+// Closes a dlopen handle unless the load succeeded (no leaked references).
+class handle_guard {
+ public:
+  explicit handle_guard(void *h) : h_(h) {}
+  ~handle_guard() {
+    if (h_) dlclose(h_);
+  }
+  handle_guard(const handle_guard &) = delete;
+  handle_guard &operator=(const handle_guard &) = delete;
+  void *release() {
+    void *h = h_;
+    h_ = nullptr;
+    return h;
+  }
+
+ private:
+  void *h_;
+};
+
+std::string dl_error_text() {
+  const char *e = dlerror();
+  return e ? e : "unknown dlopen error";
+}
+
+bp_status reject(const std::string &path, bp_status status, const std::string &message) {
+  record_rejection(path, status, message);
+  bp::core::log(status == BP_ERR_UNAVAILABLE ? BP_LOG_INFO : BP_LOG_WARN, "registry",
+                "refused " + path + ": " + message);
+  return bp::core::set_error(status, message);
+}
+
+void host_log(void *host, bp_log_level level, const char *message) {
+  const auto *p = static_cast<const bp_plugin *>(host);
+  if (level < BP_LOG_DEBUG || level > BP_LOG_ERROR) level = BP_LOG_ERROR;
+  bp::core::log(level, p ? p->name.c_str() : "plugin", message ? message : "");
+}
+
+int host_log_enabled(void *, bp_log_level level) { return bp::core::log_enabled(level) ? 1 : 0; }
+
+std::string absolute(const std::string &path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+// True when |sym| was defined by the object behind |handle| itself, not by
+// one of its dependencies (dlsym searches those too).
+bool defined_by(void *handle, const void *sym) {
+  struct link_map *own = nullptr, *found = nullptr;
+  Dl_info info{};
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &own) != 0) return true;  // cannot tell: trust dlsym
+  if (!dladdr1(sym, &info, reinterpret_cast<void **>(&found), RTLD_DL_LINKMAP)) return true;
+  return own == found;
+}
+
+}  // namespace
+
+bp_status load_plugin_file(const std::string &path_in, bp_plugin **out) {
+  const std::string abs = absolute(path_in);
+  char real_buf[PATH_MAX];
+  if (!realpath(abs.c_str(), real_buf)) {
+    int e = errno;
+    // dlopen gives the text users search for; an absolute path never makes
+    // it look in system folders.
+    dlerror();
+    void *h = dlopen(abs.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::string why = h ? std::strerror(e) : dl_error_text();
+    if (h) dlclose(h);
+    return reject(abs, BP_ERR_NOT_FOUND, "plugin file " + abs + " not found: " + why);
+  }
+  const std::string real = real_buf;
+  struct stat st {};
+  if (stat(real.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return reject(real, BP_ERR_INVALID_ARGUMENT, real + " is not a regular file; give the path of a libbp-*.so");
+  {
+    std::lock_guard<std::mutex> lock(state().state_mutex);
+    if (bp_plugin *existing = find_by_path_locked(real)) {
+      if (out) *out = existing;
+      return BP_OK;  // same file again: the plugin already loaded
+    }
+  }
+
+  dlerror();
+  void *h = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return reject(real, BP_ERR_INCOMPATIBLE, "cannot load " + real + ": " + dl_error_text());
+  handle_guard close_on_error(h);
+
+  auto *desc = static_cast<const bp_plugin_descriptor *>(dlsym(h, BP_PLUGIN_DESCRIPTOR_SYMBOL));
+  if (!desc || !defined_by(h, desc))
+    return reject(real, BP_ERR_INCOMPATIBLE,
+                  real + ": not a Backplane plugin (missing " BP_PLUGIN_DESCRIPTOR_SYMBOL ") (PLG-2)");
+  std::string message;
+  bp_status status = check_descriptor(desc, real, message);
+  if (status != BP_OK) return reject(real, status, message);
+  const std::string name(desc->name);
+  std::string taken_by;
+  {
+    std::lock_guard<std::mutex> lock(state().state_mutex);
+    if (bp_plugin *other = find_by_name_locked(name)) taken_by = other->path;
+  }
+  if (!taken_by.empty())
+    return reject(real, BP_ERR_ALREADY_EXISTS,
+                  "plugin name '" + name + "' from " + real + " is already taken by " + taken_by +
+                      "; remove or rename one of the two files (PLG-3)");
+  auto entry = reinterpret_cast<bp_plugin_entry_fn>(dlsym(h, BP_PLUGIN_ENTRY_SYMBOL));
+  if (!entry || !defined_by(h, reinterpret_cast<const void *>(entry)))
+    return reject(real, BP_ERR_INCOMPATIBLE,
+                  real + ": not a Backplane plugin (missing " BP_PLUGIN_ENTRY_SYMBOL ") (PLG-4)");
+
+  auto p = std::make_unique<bp_plugin>();
+  p->name = name;
+  p->version = desc->version ? std::string(desc->version, strnlen(desc->version, 64)) : "";
+  p->description = desc->description ? std::string(desc->description, strnlen(desc->description, 1024)) : "";
+  p->path = real;
+  p->host.struct_size = sizeof(bp_host_api);
+  p->host.abi_major = BP_PLUGIN_ABI_VERSION;
+  p->host.abi_minor = BP_PLUGIN_ABI_MINOR;
+  p->host.host = p.get();
+  p->host.log = host_log;
+  p->host.log_enabled = host_log_enabled;
+  if (desc->abi_minor > BP_PLUGIN_ABI_MINOR)
+    bp::core::logf(BP_LOG_DEBUG, "registry", "plugin '%s' was built for ABI %u.%u (host %u.%u): newer slots unused",
+                   name.c_str(), desc->abi_major, desc->abi_minor, BP_PLUGIN_ABI_VERSION, BP_PLUGIN_ABI_MINOR);
+
+  bp_error err{};
+  const bp_plugin_i *iface = entry(BP_PLUGIN_ABI_VERSION, &p->host, &err);
+  if (!iface) {
+    bp_status code = err.code > BP_OK && err.code < BP_STATUS_COUNT_ ? err.code : BP_ERR_INCOMPATIBLE;
+    std::string detail(err.message, strnlen(err.message, sizeof err.message));
+    return reject(real, code, "plugin '" + name + "': " + BP_PLUGIN_ENTRY_SYMBOL + " returned no table" +
+                                  (detail.empty() ? std::string(" and no message (PLG-4)") : ": " + detail));
+  }
+  status = check_plugin_table(p.get(), iface, message);
+  if (status != BP_OK) return reject(real, status, message);
+  p->iface = iface;
+
+  err = bp_error{};
+  status = iface->init(&p->ctx, &err);
+  if (status != BP_OK) {
+    if (status <= BP_OK || status >= BP_STATUS_COUNT_) status = BP_ERR_INTERNAL;
+    std::string detail(err.message, strnlen(err.message, sizeof err.message));
+    if (detail.empty()) detail = std::string("init returned ") + bp_status_name(status) + " without a message";
+    return reject(real, status,
+                  status == BP_ERR_UNAVAILABLE ? "plugin '" + name + "' is unavailable on this machine: " + detail
+                                               : "plugin '" + name + "' failed to initialise: " + detail + " (PLG-8)");
+  }
+  p->dl_handle = close_on_error.release();
+  status = enumerate_devices(p.get(), message);
+  if (status != BP_OK) {
+    close_plugin(p.get(), true);
+    return reject(real, status, message);
+  }
+
+  bp_plugin *loaded = p.get();
+  {
+    std::lock_guard<std::mutex> lock(state().state_mutex);
+    state().plugins.push_back(std::move(p));
+  }
+  forget_rejection(real);
+  bp::core::logf(BP_LOG_INFO, "registry", "loaded plugin '%s' %s from %s (%zu devices)", loaded->name.c_str(),
+                 loaded->version.c_str(), real.c_str(), loaded->devices.size());
+  if (out) *out = loaded;
+  return BP_OK;
+}
+
+}  // namespace bp::registry

@@ -1,0 +1,205 @@
+// registry.cpp: the registry's state, plugin lifetime, unload and shutdown.
+//
+// Lifetime rules (FAILURES.md #17, #18): every backend, buffer and event
+// holds one reference on its plugin (plugin_retain/release, called by core/);
+// bp_plugin_unload refuses while any is alive; shutdown() runs exactly once,
+// before dlclose; BP_DISABLE_UNLOAD=1 keeps the code mapped (for sanitizer
+// stack traces). Nothing happens in global destructors.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "registry/registry_internal.hpp"
+
+namespace bp::registry {
+namespace {
+thread_local int t_load_depth = 0;
+
+bool unload_disabled() {
+  const char *v = std::getenv("BP_DISABLE_UNLOAD");
+  return v && std::strcmp(v, "0") != 0 && *v != '\0';
+}
+}  // namespace
+
+registry_state &state() {
+  static registry_state *s = new registry_state;  // leaked on purpose
+  return *s;
+}
+
+bp_status check_not_shut_down() {
+  if (!state().shut_down.load()) return BP_OK;
+  return bp::core::set_error(BP_ERR_FAILED_PRECONDITION,
+                             "Backplane was shut down (bp_runtime_shutdown); no plugin or device calls after it");
+}
+
+bool in_load_on_this_thread() { return t_load_depth > 0; }
+load_scope::load_scope() { ++t_load_depth; }
+load_scope::~load_scope() { --t_load_depth; }
+
+void record_rejection(const std::string &path, bp_status status, const std::string &message) {
+  std::lock_guard<std::mutex> lock(state().state_mutex);
+  for (rejected_entry &r : state().rejected)
+    if (r.path == path) {
+      r.status = status;
+      r.message = message;
+      return;
+    }
+  state().rejected.push_back({path, status, message});
+}
+
+void forget_rejection(const std::string &path) {
+  std::lock_guard<std::mutex> lock(state().state_mutex);
+  auto &list = state().rejected;
+  list.erase(std::remove_if(list.begin(), list.end(), [&](const rejected_entry &r) { return r.path == path; }),
+             list.end());
+}
+
+bp_plugin *find_by_path_locked(const std::string &real_path) {
+  for (auto &p : state().plugins)
+    if (p->path == real_path) return p.get();
+  return nullptr;
+}
+
+bp_plugin *find_by_name_locked(const std::string &name) {
+  for (auto &p : state().plugins)
+    if (p->name == name) return p.get();
+  return nullptr;
+}
+
+bool is_loaded_locked(const bp_plugin *p) {
+  for (auto &q : state().plugins)
+    if (q.get() == p) return true;
+  return false;
+}
+
+void close_plugin(bp_plugin *p, bool call_shutdown) {
+  if (call_shutdown && p->loaded && p->iface && p->iface->shutdown) p->iface->shutdown(p->ctx);
+  p->loaded = false;
+  for (auto &d : p->devices) {
+    d->tag = bp::core::TAG_DEAD;
+    if (d->buft) d->buft->tag = bp::core::TAG_DEAD;
+    if (d->host_buft) d->host_buft->tag = bp::core::TAG_DEAD;
+  }
+  p->devices.clear();
+  p->tag = bp::core::TAG_DEAD;
+  if (p->dl_handle && !unload_disabled()) dlclose(p->dl_handle);
+  p->dl_handle = nullptr;
+}
+
+// Removes |p| from the list and closes it when nothing of it is alive.
+// Both mutexes are taken here; |p| must be a loaded plugin.
+static bp_status unload_one(bp_plugin *p) {
+  std::unique_ptr<bp_plugin> owned;
+  long live = 0;
+  bool found = false;
+  {
+    std::lock_guard<std::mutex> lock(state().state_mutex);
+    auto &list = state().plugins;
+    auto it = std::find_if(list.begin(), list.end(), [&](const auto &q) { return q.get() == p; });
+    if (it != list.end()) {
+      found = true;
+      live = p->live_objects.load();
+      if (live == 0) {
+        owned = std::move(*it);
+        list.erase(it);
+      }
+    }
+  }
+  // Errors are recorded after the state lock is gone (logging may call back).
+  if (!found)
+    return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_plugin_unload: not a loaded plugin (already unloaded?)");
+  if (!owned)
+    return bp::core::set_errorf(BP_ERR_FAILED_PRECONDITION,
+                                "plugin '%s' still has %ld live object(s) (backends, buffers or events); free "
+                                "them before unloading (PLG-12)",
+                                p->name.c_str(), live);
+  load_scope scope;
+  const std::string name = owned->name;
+  close_plugin(owned.get(), true);
+  bp::core::logf(BP_LOG_INFO, "registry", "unloaded plugin '%s'", name.c_str());
+  return BP_OK;
+}
+
+}  // namespace bp::registry
+
+namespace bp::core {
+
+void plugin_retain(bp_plugin *p) {
+  if (p) p->live_objects.fetch_add(1, std::memory_order_relaxed);
+}
+
+void plugin_release(bp_plugin *p) {
+  if (!p) return;
+  long before = p->live_objects.fetch_sub(1, std::memory_order_acq_rel);
+  if (before <= 0) {
+    // A release without a retain is our bug; keep the count sane.
+    p->live_objects.fetch_add(1, std::memory_order_relaxed);
+    log(BP_LOG_ERROR, "registry", "plugin_release without plugin_retain on '" + p->name + "'");
+  }
+}
+
+bp_status registry_ensure_discovered() {
+  using namespace bp::registry;
+  if (bp_status st = check_not_shut_down()) return st;
+  // Inside a load (e.g. a log callback fired by a plugin's init): use what
+  // is loaded now rather than deadlock on the load mutex.
+  if (in_load_on_this_thread()) return BP_OK;
+  registry_state &s = state();
+  std::call_once(s.first_discovery, [&] {
+    s.paths_changed.store(false);
+    s.first_discovery_status = run_discovery();
+  });
+  if (s.paths_changed.exchange(false)) return run_discovery();
+  return s.first_discovery_status;
+}
+
+}  // namespace bp::core
+
+extern "C" {
+
+BP_API bp_status bp_plugin_unload(bp_plugin *p) {
+  using namespace bp::registry;
+  return bp::core::api_guard([&]() -> bp_status {
+    if (!p) return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_plugin_unload: plugin is NULL");
+    if (in_load_on_this_thread())
+      return bp::core::set_error(BP_ERR_FAILED_PRECONDITION,
+                                 "bp_plugin_unload called from inside a plugin load (a log callback?)");
+    std::lock_guard<std::mutex> load_lock(state().load_mutex);
+    return unload_one(p);
+  });
+}
+
+BP_API bp_status bp_runtime_shutdown(void) {
+  using namespace bp::registry;
+  return bp::core::api_guard([&]() -> bp_status {
+    if (in_load_on_this_thread())
+      return bp::core::set_error(BP_ERR_FAILED_PRECONDITION,
+                                 "bp_runtime_shutdown called from inside a plugin load (a log callback?)");
+    std::lock_guard<std::mutex> load_lock(state().load_mutex);
+    if (state().shut_down.exchange(true))
+      return bp::core::set_error(BP_ERR_FAILED_PRECONDITION, "bp_runtime_shutdown was already called");
+    std::vector<bp_plugin *> all;
+    {
+      std::lock_guard<std::mutex> lock(state().state_mutex);
+      for (auto &p : state().plugins) all.push_back(p.get());
+    }
+    std::string kept;
+    for (auto it = all.rbegin(); it != all.rend(); ++it) {  // reverse load order
+      if ((*it)->live_objects.load() > 0) {
+        kept += (kept.empty() ? "" : ", ") + (*it)->name + " (" + std::to_string((*it)->live_objects.load()) +
+                " live)";
+        continue;
+      }
+      unload_one(*it);
+    }
+    if (!kept.empty())
+      return bp::core::set_error(BP_ERR_FAILED_PRECONDITION,
+                                 "bp_runtime_shutdown: plugins kept loaded because objects of theirs are alive: " +
+                                     kept + "; free them, then call bp_plugin_unload");
+    return BP_OK;
+  });
+}
+
+}  // extern "C"

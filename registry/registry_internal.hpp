@@ -1,0 +1,118 @@
+// registry_internal.hpp: state and helpers shared by the registry's files.
+//
+// Locking (FAILURES.md #19): two mutexes.
+//  - load_mutex serialises everything that runs plugin code at load or
+//    unload time: dlopen (static initialisers), bp_plugin_entry, init,
+//    device enumeration, shutdown, dlclose. Only one load/unload/discovery
+//    runs at a time.
+//  - state_mutex guards the lists below and is held only for short
+//    bookkeeping: never while plugin code runs. Readers (bp_plugin_count,
+//    bp_device_get, bp_backend_init's lookup) take only this one, so they are
+//    not blocked by a slow plugin init on another thread.
+// Lock order: load_mutex before state_mutex. A thread already inside a load
+// (e.g. an application log callback fired by a plugin's init) that calls a
+// loading function gets FAILED_PRECONDITION instead of a deadlock.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/internal.hpp"
+#include "registry/spec_parser.hpp"
+
+namespace bp::registry {
+
+inline constexpr uint32_t k_max_devices_per_plugin = 256;
+inline constexpr uint32_t k_max_params_per_plugin = 64;
+
+struct rejected_entry {
+  std::string path;
+  bp_status status = BP_OK;
+  std::string message;
+};
+
+struct registry_state {
+  std::mutex load_mutex;
+  std::mutex state_mutex;
+  std::vector<std::unique_ptr<bp_plugin>> plugins;  // load order
+  std::deque<rejected_entry> rejected;              // one entry per path
+  std::vector<std::string> api_paths;               // bp_registry_add_path
+  std::once_flag first_discovery;
+  bp_status first_discovery_status = BP_OK;
+  std::atomic<bool> paths_changed{false};
+  std::atomic<bool> shut_down{false};
+};
+
+// The process-wide registry. Leaked on purpose: no work in global
+// destructors (FAILURES.md #18).
+registry_state &state();
+
+// FAILED_PRECONDITION with a message when bp_runtime_shutdown already ran.
+bp_status check_not_shut_down();
+
+// True while this thread runs inside a load/unload (re-entrancy guard).
+bool in_load_on_this_thread();
+struct load_scope {  // marks this thread as inside a load
+  load_scope();
+  ~load_scope();
+};
+
+// ---- loader.cpp --------------------------------------------------------
+// Loads |path| (load_mutex held by the caller). On success *out is the new
+// or already-loaded plugin; on failure the rejection is recorded, the
+// handle closed, and the thread's last error set.
+bp_status load_plugin_file(const std::string &path, bp_plugin **out);
+
+// ---- plugin_checks.cpp -------------------------------------------------
+// Checks the descriptor of the plugin file |path| without running its code.
+// Fills |message| on failure (PLG-2, PLG-3, PLG-6).
+bp_status check_descriptor(const bp_plugin_descriptor *d, const std::string &path, std::string &message);
+// Checks the table bp_plugin_entry returned and copies its param schema
+// into |p| (p->name set). Fills |message| on failure.
+bp_status check_plugin_table(bp_plugin *p, const bp_plugin_i *iface, std::string &message);
+
+// ---- devices.cpp -------------------------------------------------------
+// Enumerates the devices of an initialised plugin into p->devices.
+bp_status enumerate_devices(bp_plugin *p, std::string &message);
+
+// ---- registry.cpp ------------------------------------------------------
+void record_rejection(const std::string &path, bp_status status, const std::string &message);
+void forget_rejection(const std::string &path);
+// Loaded plugin whose file is |real_path|, or nullptr (state_mutex held).
+bp_plugin *find_by_path_locked(const std::string &real_path);
+bp_plugin *find_by_name_locked(const std::string &name);
+bool is_loaded_locked(const bp_plugin *p);
+// Shuts the plugin down (once) and closes its handle. Not in the lists.
+void close_plugin(bp_plugin *p, bool call_shutdown);
+
+// ---- discovery.cpp -----------------------------------------------------
+// Folders searched, in order (env, API, install, build tree), deduplicated.
+std::vector<std::string> search_folders();
+// libbp-*.so regular files of |folder|, sorted by name (absolute paths).
+std::vector<std::string> candidates_in(const std::string &folder);
+// Runs one discovery pass (takes load_mutex).
+bp_status run_discovery();
+
+// ---- params.cpp --------------------------------------------------------
+struct resolved_spec {
+  bp_device *device = nullptr;
+  std::vector<std::string> texts;      // storage behind values[i].string_value
+  std::vector<bp_param_value> values;  // one per schema param, defaults filled
+};
+// |context| names the input in messages, e.g. `device spec "cpu:x=1"`.
+// Finds the device |spec| selects and validates its params against the
+// plugin's schema (takes state_mutex briefly; runs no plugin code). On
+// success the device's plugin is retained once, so it cannot be unloaded
+// before the backend exists; the caller releases it afterwards.
+bp_status resolve_spec(const parsed_spec &spec, const std::string &context, resolved_spec &out);
+// Validates |spec|'s params for the already chosen |dev| into |out|
+// (device/id keys must have been handled by the caller).
+bp_status fill_params(bp_device *dev, const parsed_spec &spec, const std::string &context, resolved_spec &out);
+// Rank for "auto": GPU > IGPU > ACCEL > CPU, then more memory.
+bool better_for_auto(const bp_device *a, const bp_device *b);
+
+}  // namespace bp::registry

@@ -1,0 +1,166 @@
+// lifecycle_test.cpp: plugin lifetime (FAILURES.md #15-#18): unload refused
+// while objects live, shutdown exactly once per load, load/unload loops,
+// fail-the-Nth-allocation and device-lost fixtures, bp_runtime_shutdown.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "registry_test_util.hpp"
+
+using bp_test::fixture;
+using bp_test::load_fixture;
+
+namespace {
+
+TEST(RegistryLifecycle, UnloadWithALiveBufferIsRefusedThenWorks) {
+  bp_plugin *p = load_fixture("good");
+  ASSERT_NE(p, nullptr);
+  bp_buffer_type *buft = bp_device_buffer_type(bp_plugin_device(p, 0));
+  ASSERT_NE(buft, nullptr) << bp_last_error();
+  bp_buffer *buf = nullptr;
+  ASSERT_EQ(bp_buffer_type_alloc(buft, 256, &buf), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_plugin_unload(p), BP_ERR_FAILED_PRECONDITION);
+  std::string message = bp_last_error();
+  EXPECT_NE(message.find("plugin 'good' still has 1 live object"), std::string::npos) << message;
+  EXPECT_EQ(bp_plugin_find("good"), p);  // still loaded and usable
+  EXPECT_EQ(bp_buffer_clear(buf, 7), BP_OK) << bp_last_error();
+  bp_buffer_free(buf);
+  EXPECT_EQ(bp_plugin_unload(p), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_plugin_find("good"), nullptr);
+  EXPECT_EQ(bp_plugin_unload(p), BP_ERR_INVALID_ARGUMENT);  // a stale handle is caught, not used
+}
+
+TEST(RegistryLifecycle, UnloadWithALiveBackendIsRefused) {
+  bp_plugin *p = load_fixture("good");
+  ASSERT_NE(p, nullptr);
+  bp_backend *be = nullptr;
+  ASSERT_EQ(bp_backend_init("good", &be), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_plugin_unload(p), BP_ERR_FAILED_PRECONDITION);
+  bp_backend_free(be);
+  EXPECT_EQ(bp_plugin_unload(p), BP_OK) << bp_last_error();
+}
+
+TEST(RegistryLifecycle, LoadUnloadTenTimesShutsDownOncePerLoad) {
+  if (bp_plugin *old = bp_plugin_find("good")) {
+    ASSERT_EQ(bp_plugin_unload(old), BP_OK) << bp_last_error();
+  }
+  bp_test::log_capture logs;
+  for (int i = 0; i < 10; ++i) {
+    bp_plugin *p = load_fixture("good");
+    ASSERT_NE(p, nullptr);
+    bp_backend *be = nullptr;
+    ASSERT_EQ(bp_backend_init("good:flavor=3", &be), BP_OK) << bp_last_error();
+    bp_backend_free(be);
+    ASSERT_EQ(bp_plugin_unload(p), BP_OK) << bp_last_error();
+  }
+  EXPECT_EQ(logs.count("good", "fake: init"), 10u);
+  EXPECT_EQ(logs.count("good", "fake: shutdown"), 10u);
+}
+
+TEST(RegistryLifecycle, DisableUnloadKeepsTheCodeButStillShutsDown) {
+  if (bp_plugin *old = bp_plugin_find("good")) {
+    ASSERT_EQ(bp_plugin_unload(old), BP_OK);
+  }
+  setenv("BP_DISABLE_UNLOAD", "1", 1);
+  bp_test::log_capture logs;
+  bp_plugin *p = load_fixture("good");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(bp_plugin_unload(p), BP_OK);
+  unsetenv("BP_DISABLE_UNLOAD");
+  EXPECT_EQ(logs.count("good", "fake: shutdown"), 1u);
+  EXPECT_NE(load_fixture("good"), nullptr);  // and it loads again
+}
+
+TEST(RegistryLifecycle, FailTheNthAllocationThenRecover) {
+  ASSERT_NE(load_fixture("fail_alloc"), nullptr);
+  for (int n = 0; n <= 3; ++n) {
+    SCOPED_TRACE(n);
+    bp_backend *be = nullptr;
+    ASSERT_EQ(bp_backend_init(("fail_alloc:fail_after=" + std::to_string(n)).c_str(), &be), BP_OK)
+        << bp_last_error();
+    std::vector<bp_buffer *> bufs;
+    bp_status st = BP_OK;
+    for (int i = 0; i < 10 && st == BP_OK; ++i) {
+      bp_buffer *b = nullptr;
+      st = bp_backend_alloc_buffer(be, 128, &b);
+      if (st == BP_OK) bufs.push_back(b);
+    }
+    EXPECT_EQ(st, BP_ERR_OUT_OF_DEVICE_MEMORY);
+    EXPECT_NE(std::string(bp_last_error()).find("fail_after budget"), std::string::npos) << bp_last_error();
+    EXPECT_EQ(bufs.size(), static_cast<size_t>(n));
+    for (bp_buffer *b : bufs) bp_buffer_free(b);
+    bp_backend_free(be);
+  }
+  // Nothing leaked: every buffer and backend gave its reference back.
+  EXPECT_EQ(bp_plugin_unload(bp_plugin_find("fail_alloc")), BP_OK) << bp_last_error();
+}
+
+TEST(RegistryLifecycle, DeviceLostIsStickyAndReleaseStillWorks) {
+  ASSERT_NE(load_fixture("lost_after"), nullptr);
+  bp_backend *be = nullptr;
+  ASSERT_EQ(bp_backend_init("lost_after", &be), BP_OK) << bp_last_error();
+  bp_context *ctx = bp_context_new(0);
+  bp_tensor *a = bp_new_tensor_1d(ctx, BP_TYPE_F32, 7);
+  bp_tensor *b = bp_new_tensor_1d(ctx, BP_TYPE_F32, 7);
+  bp_tensor *c = bp_add(ctx, a, b);
+  ASSERT_NE(c, nullptr) << bp_last_error();
+  bp_graph *g = bp_graph_new(ctx, 0);
+  ASSERT_EQ(bp_graph_build(g, c), BP_OK) << bp_last_error();
+  bp_buffer *buf = nullptr;
+  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  std::vector<float> x(7), y(7), out(7);
+  for (int i = 0; i < 7; ++i) {
+    x[i] = 0.5f * i;
+    y[i] = 10.0f - i;
+  }
+  ASSERT_EQ(bp_tensor_set(a, x.data(), 0, sizeof(float) * 7), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_tensor_set(b, y.data(), 0, sizeof(float) * 7), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_graph_compute(be, g), BP_OK) << bp_last_error();  // lost_after=1: the first one runs
+  ASSERT_EQ(bp_tensor_get(c, out.data(), 0, sizeof(float) * 7), BP_OK) << bp_last_error();
+  for (int i = 0; i < 7; ++i) EXPECT_DOUBLE_EQ(out[i], double(x[i]) + double(y[i]));
+  EXPECT_EQ(bp_backend_graph_compute(be, g), BP_ERR_DEVICE_LOST);
+  EXPECT_EQ(bp_backend_graph_compute(be, g), BP_ERR_DEVICE_LOST);  // sticky
+  EXPECT_EQ(bp_tensor_get(c, out.data(), 0, sizeof(float) * 7), BP_ERR_DEVICE_LOST);
+  bp_buffer_free(buf);
+  bp_backend_free(be);
+  bp_graph_free(g);
+  bp_context_free(ctx);
+  EXPECT_EQ(bp_plugin_unload(bp_plugin_find("lost_after")), BP_OK) << bp_last_error();
+}
+
+TEST(RegistryLifecycle, ThrowingSlotBecomesInternalAndTheProcessLives) {
+  ASSERT_NE(load_fixture("good"), nullptr);
+  bp_backend *be = nullptr;
+  EXPECT_EQ(bp_backend_init("good:throw=true", &be), BP_ERR_INTERNAL);
+  EXPECT_EQ(be, nullptr);
+  EXPECT_NE(std::string(bp_last_error()).find("backend_init threw as asked"), std::string::npos) << bp_last_error();
+  ASSERT_EQ(bp_backend_init("good:throw=false", &be), BP_OK) << bp_last_error();
+  bp_backend_free(be);
+}
+
+TEST(RegistryLifecycle, RuntimeShutdownUnloadsAndLaterCallsFail) {
+  EXPECT_EXIT(
+      {
+        bp_plugin *good = nullptr;
+        if (bp_registry_load(fixture("good").c_str(), &good) != BP_OK) std::exit(10);
+        if (bp_registry_load(fixture("fake_gpu").c_str(), nullptr) != BP_OK) std::exit(11);
+        bp_buffer *buf = nullptr;
+        if (bp_buffer_type_alloc(bp_device_buffer_type(bp_plugin_device(good, 0)), 64, &buf) != BP_OK) std::exit(12);
+        // 'good' has a live buffer: kept; everything else goes.
+        if (bp_runtime_shutdown() != BP_ERR_FAILED_PRECONDITION) std::exit(13);
+        if (std::string(bp_last_error()).find("good (1 live)") == std::string::npos) std::exit(14);
+        if (bp_plugin_count() != 0 && bp_plugin_find("fake_gpu") != nullptr) std::exit(15);
+        bp_backend *be = nullptr;
+        if (bp_backend_init("cpu", &be) != BP_ERR_FAILED_PRECONDITION) std::exit(16);
+        if (bp_registry_load(fixture("good").c_str(), nullptr) != BP_ERR_FAILED_PRECONDITION) std::exit(17);
+        if (bp_runtime_shutdown() != BP_ERR_FAILED_PRECONDITION) std::exit(18);
+        bp_buffer_free(buf);  // freeing still works after shutdown
+        if (bp_plugin_unload(good) != BP_OK) std::exit(19);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
