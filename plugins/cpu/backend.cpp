@@ -1,0 +1,174 @@
+// backend.cpp: a cpu backend: a thread pool plus graph compute, op and
+// buffer-type support queries, and (trivial) events. Compute is synchronous:
+// graph_compute returns when every node is done.
+#include <memory>
+
+#include "backplane/plugin_guard.hpp"
+#include "cpu.hpp"
+#include "kernels.hpp"
+#include "threadpool.hpp"
+
+namespace bp::cpu {
+namespace {
+
+// Below this much work (elements, or multiply-adds for MUL_MAT) waking the
+// workers costs more than it saves.
+constexpr int64_t kParallelWork = 16384;
+
+struct backend_ctx {
+  plugin_state *plugin;
+  thread_pool pool;
+  // Poll for ~10-50 us between nodes only when every thread has its own core.
+  backend_ctx(plugin_state *p, int threads)
+      : plugin(p), pool(threads, threads <= static_cast<int>(p->n_cores) ? 4096 : 0) {}
+};
+
+struct node_task {
+  const bp_tensor *node;
+  const op_kernel *kernel;
+  void operator()(int ith, int nth) const { kernel->run(node, ith, nth); }
+};
+
+void backend_free(void *backend) noexcept { delete static_cast<backend_ctx *>(backend); }
+
+bp_buffer_type_ref backend_buffer_type(void *) noexcept { return buffer_type_ref(); }
+
+bool has_memory(const bp_tensor *t) { return t->data != nullptr; }
+
+bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bp_error *err) {
+  if (bp_tensor_nelements(node) == 0) return BP_OK;  // nothing to write
+  if (!node_supported(node))
+    return fail(err, BP_ERR_UNIMPLEMENTED, "cpu: node '%s' (op %d, type %s) is not supported by the cpu backend",
+                node->name, static_cast<int>(node->op), bp_type_name(node->type));
+  if (!has_memory(node))
+    return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: node '%s' has no memory; allocate the graph first", node->name);
+  for (int i = 0; i < BP_MAX_SRC; ++i) {
+    const bp_tensor *s = node->src[i];
+    if (s && !has_memory(s))
+      return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: source %d ('%s') of node '%s' has no memory", i, s->name,
+                  node->name);
+  }
+  const op_kernel *k = find_kernel(node->op);
+  if (k->prepare) {
+    bp_status s = k->prepare(node, err);
+    if (s != BP_OK) return s;
+  }
+  const int64_t work = k->work ? k->work(node) : bp_tensor_nelements(node);
+  const int nth = work >= kParallelWork ? ctx->pool.size() : 1;
+  node_task task{node, k};
+  std::string error = ctx->pool.run(nth, task);
+  if (!error.empty())
+    return fail(err, BP_ERR_INTERNAL, "cpu: node '%s' failed: %s", node->name, error.c_str());
+  return BP_OK;
+}
+
+bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    auto *ctx = static_cast<backend_ctx *>(backend);
+    if (!ctx || !graph) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph_compute needs a backend and a graph");
+    if (graph->n_nodes > 0 && !graph->nodes)
+      return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph has %u nodes but no node array", graph->n_nodes);
+    for (uint32_t i = 0; i < graph->n_nodes; ++i) {
+      const bp_tensor *node = graph->nodes[i];
+      if (!node) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph node %u is NULL", i);
+      if (bp_op_is_view(node->op)) continue;
+      bp_status s = compute_node(ctx, node, err);
+      if (s != BP_OK) return s;
+    }
+    return BP_OK;
+  });
+}
+
+int backend_supports_op(void *, const bp_tensor *op) noexcept {
+  return plugin_guard_value(0, [&] {
+    if (!op) return 0;
+    if (bp_op_is_view(op->op)) return 1;
+    return node_supported(op) ? 1 : 0;
+  });
+}
+
+int backend_supports_buft(void *, bp_buffer_type_ref buft) noexcept {
+  return plugin_guard_value(0, [&] {
+    if (!buft.iface) return 0;
+    if (buft.iface == &buffer_type_iface) return 1;
+    const bp_buffer_type_i *i = buft.iface;
+    if (i->struct_size < offsetof(bp_buffer_type_i, is_host) + sizeof(i->is_host) || !i->is_host) return 0;
+    return i->is_host(buft.ctx) ? 1 : 0;
+  });
+}
+
+bp_status backend_event_record(void *, void *event, bp_error *err) noexcept {
+  if (!event) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_record needs an event");
+  return BP_OK;  // work is finished when graph_compute returns
+}
+
+bp_status backend_event_wait(void *, void *event, bp_error *err) noexcept {
+  if (!event) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_wait needs an event");
+  return BP_OK;
+}
+
+const bp_backend_i backend_iface = {
+    sizeof(bp_backend_i),
+    backend_free,
+    backend_buffer_type,
+    nullptr,  // set_tensor_async: the host's sync path is already optimal
+    nullptr,  // get_tensor_async
+    nullptr,  // copy_tensor_async
+    nullptr,  // synchronize: compute is synchronous
+    nullptr,  // graph_plan_create
+    nullptr,  // graph_plan_free
+    nullptr,  // graph_plan_compute
+    backend_graph_compute,
+    backend_supports_op,
+    backend_supports_buft,
+    nullptr,  // offload_op
+    backend_event_record,
+    backend_event_wait,
+};
+
+// ---- events ----------------------------------------------------------------
+
+struct cpu_event {
+  int unused = 0;
+};
+
+bp_status event_synchronize(void *event, bp_error *err) noexcept {
+  if (!event) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_synchronize needs an event");
+  return BP_OK;
+}
+
+void event_free(void *event) noexcept { delete static_cast<cpu_event *>(event); }
+
+const bp_event_i event_iface = {
+    sizeof(bp_event_i),
+    event_synchronize,
+    event_free,
+};
+
+}  // namespace
+
+bp_status backend_create(plugin_state *plugin, int64_t threads, bp_backend_ref *out, bp_error *err) {
+  out->iface = nullptr;
+  out->ctx = nullptr;
+  const int n = threads > 0 ? static_cast<int>(threads) : static_cast<int>(plugin->n_cores);
+  std::unique_ptr<backend_ctx> ctx;
+  try {
+    ctx = std::make_unique<backend_ctx>(plugin, n);
+  } catch (const std::system_error &e) {
+    return fail(err, BP_ERR_RESOURCE_EXHAUSTED, "cpu: cannot start %d threads (%s); ask for fewer with threads=N", n,
+                e.what());
+  }
+  log(plugin->host, BP_LOG_INFO, "cpu: %d threads", n);
+  out->iface = &backend_iface;
+  out->ctx = ctx.release();
+  return BP_OK;
+}
+
+bp_status event_create(bp_event_ref *out, bp_error *err) {
+  if (!out) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_new needs an out ref");
+  out->iface = &event_iface;
+  out->ctx = new cpu_event();
+  return BP_OK;
+}
+
+}  // namespace bp::cpu

@@ -1,0 +1,56 @@
+// cpu.hpp: objects shared between the files of the cpu plugin.
+//
+// The plugin has one device ("CPU"), one buffer type (host memory, 64-byte
+// aligned) and backends that own a persistent thread pool. Everything here
+// is internal to libbp-cpu.so: only plugin.cpp exports symbols.
+#ifndef BP_PLUGIN_CPU_CPU_HPP_
+#define BP_PLUGIN_CPU_CPU_HPP_
+
+#include <cstdarg>
+#include <cstdint>
+#include <string>
+
+#include "backplane/plugin.h"
+
+namespace bp::cpu {
+
+// Plugin-wide state, created by init and destroyed by shutdown.
+struct plugin_state {
+  const bp_host_api *host = nullptr;
+  std::string description;  // CPU model name, lives until shutdown
+  uint32_t n_cores = 1;     // default for the threads parameter
+};
+
+// Logs through |host|'s sink when the table has a log slot (NULL: nothing).
+// Objects log through the host their plugin_state captured at init.
+void log(const bp_host_api *host, bp_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// Formats into |err| and returns |code|.
+bp_status fail(bp_error *err, bp_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// Number of CPUs this process may run on (sched_getaffinity, else
+// hardware_concurrency, else 1).
+uint32_t count_cores();
+
+// Reads "model name" from /proc/cpuinfo ("CPU" when unknown).
+std::string read_cpu_model();
+
+// Device table and context (device.cpp). The device ctx is the plugin_state.
+extern const bp_device_i device_iface;
+
+// Buffer type and buffer tables (buffer.cpp).
+extern const bp_buffer_type_i buffer_type_iface;
+extern const bp_buffer_i buffer_iface;
+bp_buffer_type_ref buffer_type_ref();
+// Wraps |ptr| (not owned) of |size| bytes as a buffer.
+bp_status buffer_wrap_host_ptr(void *ptr, size_t size, bp_buffer_ref *out, bp_error *err);
+
+// Backend (backend.cpp): |threads| 0 means one per core.
+bp_status backend_create(plugin_state *plugin, int64_t threads, bp_backend_ref *out, bp_error *err);
+
+// Events (backend.cpp): compute is synchronous, so events are always done.
+bp_status event_create(bp_event_ref *out, bp_error *err);
+
+}  // namespace bp::cpu
+
+#endif  // BP_PLUGIN_CPU_CPU_HPP_

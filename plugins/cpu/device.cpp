@@ -1,0 +1,131 @@
+// device.cpp: the one "CPU" device: properties read from the OS, backend
+// creation from the validated parameters, buffers over caller memory, events.
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "backplane/plugin_guard.hpp"
+#include "cpu.hpp"
+
+namespace bp::cpu {
+
+uint32_t count_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<uint32_t>(n);
+  }
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? n : 1u;
+}
+
+std::string read_cpu_model() {
+  std::string model;
+  if (FILE *f = std::fopen("/proc/cpuinfo", "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f)) {
+      if (std::strncmp(line, "model name", 10) != 0) continue;
+      const char *colon = std::strchr(line, ':');
+      if (!colon) continue;
+      model = colon + 1;
+      break;
+    }
+    std::fclose(f);
+  }
+  // Trim the leading space and the newline.
+  size_t b = model.find_first_not_of(" \t");
+  size_t e = model.find_last_not_of(" \t\r\n");
+  model = (b == std::string::npos) ? std::string() : model.substr(b, e - b + 1);
+  return model.empty() ? std::string("CPU") : model;
+}
+
+namespace {
+
+// Bytes of MemAvailable from /proc/meminfo, 0 if unknown.
+uint64_t read_mem_available() {
+  uint64_t kib = 0;
+  if (FILE *f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f)) {
+      unsigned long long v = 0;
+      if (std::sscanf(line, "MemAvailable: %llu kB", &v) == 1) {
+        kib = v;
+        break;
+      }
+    }
+    std::fclose(f);
+  }
+  return kib * 1024u;
+}
+
+uint64_t read_mem_total() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return (pages > 0 && page > 0) ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0u;
+}
+
+bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: get_props needs a device and an out struct");
+    auto *state = static_cast<plugin_state *>(dev);
+    // Fill into a full local copy, then hand over only what the host's
+    // struct_size has room for (it may be an older, smaller struct).
+    bp_device_props p{};
+    p.struct_size = out->struct_size;
+    p.name = "CPU";
+    p.description = state->description.c_str();
+    p.id = "cpu-0";
+    p.type = BP_DEVICE_TYPE_CPU;
+    p.caps = BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR | BP_DEVICE_CAP_EVENTS;
+    p.memory_total = read_mem_total();
+    p.memory_free = read_mem_available();
+    if (p.memory_free == 0 || p.memory_free > p.memory_total) p.memory_free = p.memory_total;
+    size_t n = out->struct_size < sizeof p ? out->struct_size : sizeof p;
+    std::memcpy(out, &p, n);
+    return BP_OK;
+  });
+}
+
+bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                              bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: backend_init needs a device and an out ref");
+    out->iface = nullptr;
+    out->ctx = nullptr;
+    int64_t threads = 0;
+    for (uint32_t i = 0; params && i < n_params; ++i) {
+      if (params[i].name && std::strcmp(params[i].name, "threads") == 0) threads = params[i].int_value;
+    }
+    if (threads < 0 || threads > 256)
+      return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: threads=%lld is out of range; use 0 (one per core) to 256",
+                  static_cast<long long>(threads));
+    return backend_create(static_cast<plugin_state *>(dev), threads, out, err);
+  });
+}
+
+bp_buffer_type_ref device_buffer_type(void *) noexcept { return buffer_type_ref(); }
+
+bp_status device_buffer_from_host_ptr(void *, void *ptr, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status { return buffer_wrap_host_ptr(ptr, size, out, err); });
+}
+
+bp_status device_event_new(void *, bp_event_ref *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status { return event_create(out, err); });
+}
+
+}  // namespace
+
+const bp_device_i device_iface = {
+    sizeof(bp_device_i),
+    device_get_props,
+    device_backend_init,
+    device_buffer_type,
+    nullptr,  // host_buffer_type: the default type already is host memory
+    device_buffer_from_host_ptr,
+    device_event_new,
+};
+
+}  // namespace bp::cpu

@@ -1,0 +1,178 @@
+// kernels.hpp: the op kernels of the cpu plugin and the helpers they share.
+//
+// A kernel computes one graph node. The backend asks supports() before it
+// runs anything, calls prepare() (checks that need the input values, such as
+// row ids) on the calling thread, then run(node, ith, nth) on |nth| threads;
+// each part computes a disjoint slice of the output, usually a range of rows.
+// Every kernel reads its inputs through byte strides (nb), so views,
+// permutations and broadcasts work; contiguous F32 data takes faster paths.
+#ifndef BP_PLUGIN_CPU_KERNELS_HPP_
+#define BP_PLUGIN_CPU_KERNELS_HPP_
+
+#include <cstdint>
+#include <cstring>
+
+#include "backplane/plugin.h"
+
+namespace bp::cpu {
+
+struct op_kernel {
+  bool (*supports)(const bp_tensor *node);
+  // (optional) Checks input values before the parallel run.
+  bp_status (*prepare)(const bp_tensor *node, bp_error *err);
+  void (*run)(const bp_tensor *node, int ith, int nth);
+  // (optional) Rough operation count, to pick the thread count. Default: elements.
+  int64_t (*work)(const bp_tensor *node);
+};
+
+// The kernel for |op|, or nullptr (views, leaves, unknown ops).
+const op_kernel *find_kernel(bp_op op);
+// True when a kernel exists for |t|'s op and handles its types and shapes
+// (NULL-safe; checks the sources the op needs are present).
+bool node_supported(const bp_tensor *t);
+
+// Per-file entry points (ops_*.cpp), collected by find_kernel (ops.cpp).
+bool binary_supports(const bp_tensor *t);
+void binary_run(const bp_tensor *t, int ith, int nth);
+bool unary_supports(const bp_tensor *t);
+void unary_run(const bp_tensor *t, int ith, int nth);
+bool reduce_supports(const bp_tensor *t);
+void reduce_run(const bp_tensor *t, int ith, int nth);
+bool soft_max_supports(const bp_tensor *t);
+void soft_max_run(const bp_tensor *t, int ith, int nth);
+bool mul_mat_supports(const bp_tensor *t);
+void mul_mat_run(const bp_tensor *t, int ith, int nth);
+int64_t mul_mat_work(const bp_tensor *t);
+bool get_rows_supports(const bp_tensor *t);
+bp_status get_rows_prepare(const bp_tensor *t, bp_error *err);
+void get_rows_run(const bp_tensor *t, int ith, int nth);
+bool copy_supports(const bp_tensor *t);
+void copy_run(const bp_tensor *t, int ith, int nth);
+bool concat_supports(const bp_tensor *t);
+void concat_run(const bp_tensor *t, int ith, int nth);
+bool rope_supports(const bp_tensor *t);
+void rope_run(const bp_tensor *t, int ith, int nth);
+
+// ---- helpers -------------------------------------------------------------
+
+inline bool is_float_type(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
+inline bool is_known_type(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16 || t == BP_TYPE_I32; }
+
+// True when every dim is at least 1 (no empty or negative extents).
+inline bool has_valid_shape(const bp_tensor *t) {
+  return t && t->ne[0] >= 1 && t->ne[1] >= 1 && t->ne[2] >= 1 && t->ne[3] >= 1;
+}
+
+inline float load_f32(const void *p, bp_type type) {
+  switch (type) {
+    case BP_TYPE_F16: {
+      uint16_t h;
+      std::memcpy(&h, p, sizeof h);
+      return bp_fp16_to_fp32(h);
+    }
+    case BP_TYPE_I32: {
+      int32_t i;
+      std::memcpy(&i, p, sizeof i);
+      return static_cast<float>(i);
+    }
+    default: {
+      float f;
+      std::memcpy(&f, p, sizeof f);
+      return f;
+    }
+  }
+}
+
+// Float to int32 conversion that never hits undefined behaviour (NaN -> 0,
+// out of range saturates), rounding toward zero as a C cast does.
+inline int32_t f32_to_i32(float v) {
+  if (!(v == v)) return 0;
+  if (v >= 2147483647.0f) return INT32_MAX;
+  if (v <= -2147483648.0f) return INT32_MIN;
+  return static_cast<int32_t>(v);
+}
+
+inline void store_f32(void *p, bp_type type, float v) {
+  switch (type) {
+    case BP_TYPE_F16: {
+      uint16_t h = bp_fp32_to_fp16(v);
+      std::memcpy(p, &h, sizeof h);
+      break;
+    }
+    case BP_TYPE_I32: {
+      int32_t i = f32_to_i32(v);
+      std::memcpy(p, &i, sizeof i);
+      break;
+    }
+    default:
+      std::memcpy(p, &v, sizeof v);
+  }
+}
+
+// Copies one element between types (exact when the types match).
+inline void convert_element(const void *src, bp_type st, void *dst, bp_type dt) {
+  if (st == dt) {
+    std::memcpy(dst, src, bp_type_size(st));
+  } else {
+    store_f32(dst, dt, load_f32(src, st));
+  }
+}
+
+inline char *elem_ptr(const bp_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return static_cast<char *>(t->data) + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+}
+
+inline char *row_ptr(const bp_tensor *t, int64_t i1, int64_t i2, int64_t i3) {
+  return static_cast<char *>(t->data) + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+}
+
+// [begin, end) of part |ith| of |nth| over |n| items, in contiguous chunks.
+inline void split_range(int64_t n, int ith, int nth, int64_t *begin, int64_t *end) {
+  int64_t chunk = (n + nth - 1) / nth;
+  int64_t b = chunk * ith;
+  int64_t e = b + chunk;
+  *begin = b < n ? b : n;
+  *end = e < n ? e : n;
+}
+
+// Row |r| (of ne1*ne2*ne3 rows) as indices.
+struct row_index {
+  int64_t i1, i2, i3;
+};
+inline row_index decode_row(const bp_tensor *t, int64_t r) {
+  row_index ix;
+  ix.i1 = r % t->ne[1];
+  int64_t q = r / t->ne[1];
+  ix.i2 = q % t->ne[2];
+  ix.i3 = q / t->ne[2];
+  return ix;
+}
+
+// True when row elements are dense F32.
+inline bool f32_rows(const bp_tensor *t) {
+  return t->type == BP_TYPE_F32 && (t->ne[0] == 1 || t->nb[0] == sizeof(float));
+}
+
+// Row (i1,i2,i3) of |t| as floats: a direct pointer for dense F32 rows, else
+// converted into |scratch| (ne[0] floats).
+inline const float *read_row(const bp_tensor *t, int64_t i1, int64_t i2, int64_t i3, float *scratch) {
+  const char *p = row_ptr(t, i1, i2, i3);
+  if (f32_rows(t)) return reinterpret_cast<const float *>(p);
+  for (int64_t i = 0; i < t->ne[0]; ++i) scratch[i] = load_f32(p + i * t->nb[0], t->type);
+  return scratch;
+}
+
+// Where to compute row (i1,i2,i3) of |t|: the row itself when it is dense
+// F32, else |scratch|, to be stored with finish_row.
+inline float *out_row(const bp_tensor *t, int64_t i1, int64_t i2, int64_t i3, float *scratch) {
+  return f32_rows(t) ? reinterpret_cast<float *>(row_ptr(t, i1, i2, i3)) : scratch;
+}
+inline void finish_row(const bp_tensor *t, int64_t i1, int64_t i2, int64_t i3, const float *row) {
+  if (f32_rows(t)) return;
+  char *p = row_ptr(t, i1, i2, i3);
+  for (int64_t i = 0; i < t->ne[0]; ++i) store_f32(p + i * t->nb[0], t->type, row[i]);
+}
+
+}  // namespace bp::cpu
+
+#endif  // BP_PLUGIN_CPU_KERNELS_HPP_

@@ -1,0 +1,93 @@
+// ops.cpp: which kernel computes which op (the cpu plugin's op table).
+#include "kernels.hpp"
+
+namespace bp::cpu {
+namespace {
+
+const op_kernel kBinary = {binary_supports, nullptr, binary_run, nullptr};
+const op_kernel kUnary = {unary_supports, nullptr, unary_run, nullptr};
+const op_kernel kReduce = {reduce_supports, nullptr, reduce_run, nullptr};
+const op_kernel kSoftMax = {soft_max_supports, nullptr, soft_max_run, nullptr};
+const op_kernel kMulMat = {mul_mat_supports, nullptr, mul_mat_run, mul_mat_work};
+const op_kernel kGetRows = {get_rows_supports, get_rows_prepare, get_rows_run, nullptr};
+const op_kernel kCopy = {copy_supports, nullptr, copy_run, nullptr};
+const op_kernel kConcat = {concat_supports, nullptr, concat_run, nullptr};
+const op_kernel kRope = {rope_supports, nullptr, rope_run, nullptr};
+
+}  // namespace
+
+const op_kernel *find_kernel(bp_op op) {
+  switch (op) {
+    case BP_OP_ADD:
+    case BP_OP_SUB:
+    case BP_OP_MUL:
+    case BP_OP_DIV:
+    case BP_OP_SCALE:
+    case BP_OP_CLAMP:
+      return &kBinary;
+    case BP_OP_NEG:
+    case BP_OP_ABS:
+    case BP_OP_SQR:
+    case BP_OP_SQRT:
+    case BP_OP_EXP:
+    case BP_OP_RELU:
+    case BP_OP_GELU:
+    case BP_OP_SILU:
+    case BP_OP_TANH:
+    case BP_OP_SIGMOID:
+      return &kUnary;
+    case BP_OP_SUM_ROWS:
+    case BP_OP_MEAN:
+    case BP_OP_ARGMAX:
+    case BP_OP_NORM:
+    case BP_OP_RMS_NORM:
+      return &kReduce;
+    case BP_OP_SOFT_MAX:
+      return &kSoftMax;
+    case BP_OP_MUL_MAT:
+      return &kMulMat;
+    case BP_OP_GET_ROWS:
+      return &kGetRows;
+    case BP_OP_CPY:
+    case BP_OP_CONT:
+      return &kCopy;
+    case BP_OP_CONCAT:
+      return &kConcat;
+    case BP_OP_ROPE:
+      return &kRope;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace bp::cpu
+
+namespace bp::cpu {
+
+// Sources each op needs before its kernel may look at it.
+static int required_sources(bp_op op) {
+  switch (op) {
+    case BP_OP_ADD:
+    case BP_OP_SUB:
+    case BP_OP_MUL:
+    case BP_OP_DIV:
+    case BP_OP_MUL_MAT:
+    case BP_OP_GET_ROWS:
+    case BP_OP_CONCAT:
+    case BP_OP_ROPE:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+bool node_supported(const bp_tensor *t) {
+  if (!t) return false;
+  const op_kernel *k = find_kernel(t->op);
+  if (!k) return false;
+  for (int i = 0; i < required_sources(t->op); ++i)
+    if (!t->src[i]) return false;
+  return k->supports(t);
+}
+
+}  // namespace bp::cpu

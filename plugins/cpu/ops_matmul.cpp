@@ -1,0 +1,171 @@
+// ops_matmul.cpp: MUL_MAT. a [K, M, A2, A3] (F32/F16) x b [K, N, B2, B3]
+// -> dst [M, N, B2, B3] with dst[m, n] = sum_k a[k, m] * b[k, n]; a repeats
+// over the batch dims (B2 % A2 == 0, B3 % A3 == 0, batch i2 uses a's
+// i2 / (B2 / A2)).
+//
+// Layout of the work: the output is cut into tiles of kMChunk rows of a by
+// kNChunk columns of b per batch; threads take contiguous ranges of tiles.
+// Inside a tile, K is walked in blocks of kKBlock; rows of a and columns of b
+// that are not dense F32 (F16, strided views) are converted once per tile
+// into F32 scratch, then a 4x2 register micro-kernel computes partial dot
+// products with 8-wide vectors, summed into the tile's accumulator. The
+// micro-kernel is compiled twice (baseline x86-64 and x86-64-v3 with
+// AVX2/FMA) and picked at load by the dynamic linker, so the .so runs on
+// any x86-64 CPU.
+#include <cstring>
+#include <vector>
+
+#include "kernels.hpp"
+
+namespace bp::cpu {
+namespace {
+
+constexpr int kMR = 4;  // micro-kernel rows of a
+constexpr int kNR = 2;  // micro-kernel columns of b
+constexpr int64_t kMChunk = 32;
+constexpr int64_t kNChunk = 32;
+// K is walked in blocks so the kMChunk rows of a in use (32 KiB) stay in cache
+// while every column pair of the tile passes over them.
+constexpr int64_t kKBlock = 256;
+
+typedef float v8f __attribute__((vector_size(32)));
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define BP_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define BP_CPU_CLONES
+#endif
+
+// out[i][j] = dot(a[i], b[j]) over |k| floats.
+BP_CPU_CLONES
+void micro_kernel(const float *const *a, const float *const *b, int64_t k, float out[kMR][kNR]) {
+  v8f acc[kMR][kNR];
+  for (int i = 0; i < kMR; ++i)
+    for (int j = 0; j < kNR; ++j) acc[i][j] = v8f{0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t p = 0;
+  for (; p + 8 <= k; p += 8) {
+    v8f va[kMR], vb[kNR];
+    for (int i = 0; i < kMR; ++i) std::memcpy(&va[i], a[i] + p, sizeof(v8f));
+    for (int j = 0; j < kNR; ++j) std::memcpy(&vb[j], b[j] + p, sizeof(v8f));
+    for (int i = 0; i < kMR; ++i)
+      for (int j = 0; j < kNR; ++j) acc[i][j] += va[i] * vb[j];
+  }
+  for (int i = 0; i < kMR; ++i)
+    for (int j = 0; j < kNR; ++j) {
+      const v8f v = acc[i][j];
+      float s = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+      for (int64_t q = p; q < k; ++q) s += a[i][q] * b[j][q];
+      out[i][j] = s;
+    }
+}
+
+// Dense F32 data along K can be used in place.
+bool dense_f32_k(const bp_tensor *t) { return t->type == BP_TYPE_F32 && (t->ne[0] == 1 || t->nb[0] == sizeof(float)); }
+
+// Pointer to row |r| (along K) of |t| at batch (i2, i3) as F32: in place, or
+// converted into |scratch| (K floats).
+const float *k_row(const bp_tensor *t, int64_t r, int64_t i2, int64_t i3, float *scratch) {
+  const char *p = row_ptr(t, r, i2, i3);
+  if (dense_f32_k(t)) return reinterpret_cast<const float *>(p);
+  const int64_t k = t->ne[0];
+  if (t->type == BP_TYPE_F16) {
+    for (int64_t i = 0; i < k; ++i) {
+      uint16_t h;
+      std::memcpy(&h, p + i * t->nb[0], sizeof h);
+      scratch[i] = bp_fp16_to_fp32(h);
+    }
+  } else {
+    for (int64_t i = 0; i < k; ++i) scratch[i] = load_f32(p + i * t->nb[0], t->type);
+  }
+  return scratch;
+}
+
+}  // namespace
+
+bool mul_mat_supports(const bp_tensor *t) {
+  const bp_tensor *a = t->src[0], *b = t->src[1];
+  if (!has_valid_shape(t) || !has_valid_shape(a) || !has_valid_shape(b)) return false;
+  // The kernel reads any float type and any strides; these are the op
+  // table's combinations.
+  if (!is_float_type(a->type) || b->type != BP_TYPE_F32 || t->type != BP_TYPE_F32) return false;
+  return a->ne[0] == b->ne[0] && t->ne[0] == a->ne[1] && t->ne[1] == b->ne[1] && t->ne[2] == b->ne[2] &&
+         t->ne[3] == b->ne[3] && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0;
+}
+
+int64_t mul_mat_work(const bp_tensor *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3] * t->src[0]->ne[0]; }
+
+void mul_mat_run(const bp_tensor *t, int ith, int nth) {
+  const bp_tensor *a = t->src[0], *b = t->src[1];
+  const int64_t K = a->ne[0], M = t->ne[0], N = t->ne[1];
+  const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+  const int64_t m_tiles = (M + kMChunk - 1) / kMChunk, n_tiles = (N + kNChunk - 1) / kNChunk;
+  const int64_t tiles_per_batch = m_tiles * n_tiles;
+  const int64_t n_tiles_total = tiles_per_batch * t->ne[2] * t->ne[3];
+
+  int64_t t0, t1;
+  split_range(n_tiles_total, ith, nth, &t0, &t1);
+  if (t0 >= t1) return;
+
+  const bool pack_a = !dense_f32_k(a), pack_b = !dense_f32_k(b);
+  std::vector<float> a_scratch(pack_a ? static_cast<size_t>(kMChunk * K) : 0u);
+  std::vector<float> b_scratch(pack_b ? static_cast<size_t>(kNChunk * K) : 0u);
+  const float *a_rows[kMChunk];
+  const float *mk_a[kMR];
+  const float *mk_b[kNR];
+  float res[kMR][kNR];
+  float acc[kMChunk][kNChunk];
+  int64_t packed_m0 = -1, packed_a2 = -1, packed_a3 = -1;
+
+  for (int64_t tile = t0; tile < t1; ++tile) {
+    const int64_t batch = tile / tiles_per_batch, in_batch = tile % tiles_per_batch;
+    const int64_t i2 = batch % t->ne[2], i3 = batch / t->ne[2];
+    // Tiles of one batch run m-major so consecutive tiles share rows of a.
+    const int64_t mt = in_batch / n_tiles, nt = in_batch % n_tiles;
+    const int64_t m0 = mt * kMChunk, m1 = m0 + kMChunk < M ? m0 + kMChunk : M;
+    const int64_t n0 = nt * kNChunk, n1 = n0 + kNChunk < N ? n0 + kNChunk : N;
+    const int64_t a2 = i2 / r2, a3 = i3 / r3;
+
+    // Consecutive tiles usually share their rows of a: convert them once.
+    if (m0 != packed_m0 || a2 != packed_a2 || a3 != packed_a3) {
+      for (int64_t m = m0; m < m1; ++m)
+        a_rows[m - m0] = k_row(a, m, a2, a3, pack_a ? a_scratch.data() + (m - m0) * K : nullptr);
+      packed_m0 = m0;
+      packed_a2 = a2;
+      packed_a3 = a3;
+    }
+    if (pack_b) {
+      for (int64_t n = n0; n < n1; ++n) k_row(b, n, i2, i3, b_scratch.data() + (n - n0) * K);
+    }
+    for (int64_t i = 0; i < m1 - m0; ++i)
+      for (int64_t j = 0; j < n1 - n0; ++j) acc[i][j] = 0.0f;
+
+    for (int64_t k0 = 0; k0 < K; k0 += kKBlock) {
+      const int64_t kb = K - k0 < kKBlock ? K - k0 : kKBlock;
+      for (int64_t n = n0; n < n1; n += kNR) {
+        for (int j = 0; j < kNR; ++j) {
+          // Past the edge, repeat the last column and drop its results.
+          const int64_t nn = n + j < n1 ? n + j : n1 - 1;
+          mk_b[j] = (pack_b ? b_scratch.data() + (nn - n0) * K
+                            : reinterpret_cast<const float *>(row_ptr(b, nn, i2, i3))) + k0;
+        }
+        for (int64_t m = m0; m < m1; m += kMR) {
+          for (int i = 0; i < kMR; ++i) mk_a[i] = a_rows[(m + i < m1 ? m + i : m1 - 1) - m0] + k0;
+          micro_kernel(mk_a, mk_b, kb, res);
+          for (int j = 0; j < kNR && n + j < n1; ++j)
+            for (int i = 0; i < kMR && m + i < m1; ++i) acc[m + i - m0][n + j - n0] += res[i][j];
+        }
+      }
+    }
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t m = m0; m < m1; ++m) {
+        char *p = elem_ptr(t, m, n, i2, i3);
+        if (t->type == BP_TYPE_F32) {
+          std::memcpy(p, &acc[m - m0][n - n0], sizeof(float));
+        } else {
+          store_f32(p, t->type, acc[m - m0][n - n0]);
+        }
+      }
+  }
+}
+
+}  // namespace bp::cpu

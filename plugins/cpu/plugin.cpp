@@ -1,0 +1,150 @@
+// plugin.cpp: the cpu plugin's exported descriptor and entry, and the plugin
+// table (init, shutdown, devices, parameter schema).
+//
+// Skeleton for a new plugin (copy this file, device.cpp and buffer.cpp):
+//   1. Export exactly two symbols, built with -fvisibility=hidden:
+//        bp_plugin_descriptor  const data: magic, ABI major/minor, name, version.
+//                              The host reads it before running any code.
+//        bp_plugin_entry       returns the plugin table (a const static), or
+//                              NULL with |err| filled when the host is too old.
+//      The descriptor's symbol has the same name as its C type, so define it
+//      inside a namespace with extern "C" (as below), or in C with an asm
+//      label: `const struct bp_plugin_descriptor d __asm__("bp_plugin_descriptor")`.
+//   2. Every table (plugin, device, backend, buffer type, buffer, event) is a
+//      const static struct with struct_size first; leave optional slots NULL.
+//   3. Wrap every slot body in bp::plugin_guard so no exception escapes.
+//   4. No static constructors, no thread_local, no atexit/signal hooks: state
+//      lives in the object init() returns and dies in shutdown().
+//   5. Build: bp_add_plugin(name SOURCES ...) in CMake, or by hand
+//      g++ -shared -fPIC -fvisibility=hidden -I<prefix>/include *.cpp -o libbp-name.so
+// docs/plugin-guide.md walks through it.
+#include <cstdio>
+#include <new>
+
+#include "backplane/plugin_guard.hpp"
+#include "cpu.hpp"
+
+namespace bp::cpu {
+namespace {
+
+// The host table handed to bp_plugin_entry, read by the next init (which has
+// no host argument). A plain pointer: constant-initialised, no constructor.
+const bp_host_api *g_host = nullptr;
+
+// How this file was built, so the host can refuse a sanitizer build.
+constexpr uint32_t build_flags = 0u
+#if defined(__SANITIZE_ADDRESS__)
+                                 | BP_PLUGIN_FLAG_ASAN
+#endif
+#if defined(__SANITIZE_THREAD__)
+                                 | BP_PLUGIN_FLAG_TSAN
+#endif
+#ifndef NDEBUG
+                                 | BP_PLUGIN_FLAG_DEBUG
+#endif
+    ;
+
+const bp_param_info params_schema[] = {
+    {sizeof(bp_param_info), "threads", BP_PARAM_INT, "0",
+     "worker threads for graph compute; 0 = one per CPU core", 0, 256},
+};
+
+bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!out_plugin) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: init needs an out pointer");
+    *out_plugin = nullptr;
+    auto *state = new plugin_state();
+    state->host = g_host;
+    state->description = read_cpu_model();
+    state->n_cores = count_cores();
+    *out_plugin = state;
+    log(state->host, BP_LOG_DEBUG, "cpu: plugin ready, %u cores, %s", state->n_cores, state->description.c_str());
+    return BP_OK;
+  });
+}
+
+void plugin_shutdown(void *plugin) noexcept {
+  delete static_cast<plugin_state *>(plugin);
+}
+
+uint32_t plugin_device_count(void *plugin) noexcept { return plugin ? 1u : 0u; }
+
+bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!plugin || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: device_get needs a plugin and an out pointer");
+    out->iface = nullptr;
+    out->ctx = nullptr;
+    if (index != 0) return fail(err, BP_ERR_NOT_FOUND, "cpu: no device %u (the cpu plugin has one device, 0)", index);
+    out->iface = &device_iface;
+    out->ctx = plugin;
+    return BP_OK;
+  });
+}
+
+const bp_plugin_i plugin_iface = {
+    sizeof(bp_plugin_i),
+    plugin_init,
+    plugin_shutdown,
+    plugin_device_count,
+    plugin_device_get,
+    params_schema,
+    sizeof(params_schema) / sizeof(params_schema[0]),
+};
+
+}  // namespace
+
+void log(const bp_host_api *h, bp_log_level level, const char *fmt, ...) {
+  if (!h || h->struct_size < offsetof(bp_host_api, log) + sizeof(h->log) || !h->log) return;
+  if (h->struct_size >= offsetof(bp_host_api, log_enabled) + sizeof(h->log_enabled) && h->log_enabled &&
+      !h->log_enabled(h->host, level))
+    return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  h->log(h->host, level, line);
+}
+
+bp_status fail(bp_error *err, bp_status code, const char *fmt, ...) {
+  if (err) {
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+// The exported symbols. extern "C" inside a namespace: the C name is
+// bp_plugin_descriptor, which would otherwise clash with the type's name.
+// A const object needs `extern` to get external linkage in C++.
+extern "C" {
+BP_PLUGIN_EXPORT extern const ::bp_plugin_descriptor bp_plugin_descriptor = {
+    sizeof(::bp_plugin_descriptor),
+    BP_PLUGIN_MAGIC,
+    BP_PLUGIN_ABI_VERSION,
+    BP_PLUGIN_ABI_MINOR,
+    "cpu",
+    "0.1.0",
+    "reference and multi-threaded CPU kernels on host memory",
+    build_flags,
+};
+
+BP_PLUGIN_EXPORT const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
+  if (host_abi != BP_PLUGIN_ABI_VERSION) {
+    fail(err, BP_ERR_INCOMPATIBLE, "cpu: built for plugin ABI %u, host speaks %u; rebuild the plugin",
+         (unsigned)BP_PLUGIN_ABI_VERSION, (unsigned)host_abi);
+    return nullptr;
+  }
+  if (host && host->struct_size < offsetof(bp_host_api, log)) {
+    fail(err, BP_ERR_INCOMPATIBLE, "cpu: host services table too small (%u bytes)", (unsigned)host->struct_size);
+    return nullptr;
+  }
+  g_host = host;
+  return &plugin_iface;
+}
+}  // extern "C"
+
+}  // namespace bp::cpu

@@ -1,0 +1,111 @@
+// threadpool.cpp: see threadpool.hpp. Workers spin briefly after each node
+// (the next node usually follows within microseconds), then sleep on a
+// condition variable so an idle backend costs no CPU.
+#include "threadpool.hpp"
+
+#include <exception>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define BP_CPU_RELAX() _mm_pause()
+#else
+#define BP_CPU_RELAX() ((void)0)
+#endif
+
+namespace bp::cpu {
+
+thread_pool::thread_pool(int n_threads, int spin_iterations)
+    : spin_iterations_(spin_iterations > 0 ? spin_iterations : 0) {
+  if (n_threads < 1) n_threads = 1;
+  try {
+    workers_.reserve(static_cast<size_t>(n_threads - 1));
+    for (int i = 1; i < n_threads; ++i) workers_.emplace_back(&thread_pool::worker_main, this, i);
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_cv_.notify_all();
+    for (auto &w : workers_) w.join();
+    throw;
+  }
+}
+
+thread_pool::~thread_pool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_cv_.notify_all();
+  for (auto &w : workers_) w.join();
+}
+
+void thread_pool::run_part(int ith) {
+  try {
+    fn_(ctx_, ith, nth_);
+  } catch (const std::exception &e) {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (error_.empty()) error_ = e.what()[0] ? e.what() : "exception in a cpu kernel";
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (error_.empty()) error_ = "unknown exception in a cpu kernel";
+  }
+}
+
+std::string thread_pool::run(int nth, task_fn fn, void *ctx) {
+  if (nth > size()) nth = size();
+  if (nth < 1) nth = 1;
+  error_.clear();
+  fn_ = fn;
+  ctx_ = ctx;
+  nth_ = nth;
+  if (nth > 1) {
+    // Every worker acknowledges every generation, so the next run() cannot
+    // change fn_/nth_ while a worker still reads them.
+    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_cv_.notify_all();
+  }
+  run_part(0);
+  if (nth > 1) {
+    int spins = 0;
+    while (pending_.load(std::memory_order_acquire) != 0 && spins < spin_iterations_) {
+      BP_CPU_RELAX();
+      ++spins;
+    }
+    if (pending_.load(std::memory_order_acquire) != 0) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    }
+  }
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  return error_;
+}
+
+void thread_pool::worker_main(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    int spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen && spins < spin_iterations_) {
+      BP_CPU_RELAX();
+      ++spins;
+    }
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
+      if (stop_) return;
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    if (index < nth_) run_part(index);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_cv_.notify_one();
+    }
+  }
+}
+
+}  // namespace bp::cpu

@@ -1,0 +1,69 @@
+// threadpool.hpp: the persistent worker pool of one cpu backend.
+//
+// Created once per backend, joined when the backend is freed: no thread is
+// created per op. run() hands one task to |nth| threads (the caller is
+// thread 0), and returns when all of them finished: that is the barrier
+// between two graph nodes. Not thread-safe: one caller at a time (a backend
+// is used by one thread at a time by contract).
+#ifndef BP_PLUGIN_CPU_THREADPOOL_HPP_
+#define BP_PLUGIN_CPU_THREADPOOL_HPP_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace bp::cpu {
+
+class thread_pool {
+ public:
+  // A task body: part |ith| of |nth|. May throw; run() reports it.
+  using task_fn = void (*)(void *ctx, int ith, int nth);
+
+  // Starts |n_threads| - 1 workers (the caller is the last thread). Between
+  // runs, threads poll |spin_iterations| times before sleeping: worth it when
+  // each thread has a core, harmful when the pool oversubscribes the CPU.
+  // Throws std::system_error if the OS refuses a thread (workers started so
+  // far are joined).
+  explicit thread_pool(int n_threads, int spin_iterations = 4096);
+  ~thread_pool();
+  thread_pool(const thread_pool &) = delete;
+  thread_pool &operator=(const thread_pool &) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs fn(ctx, ith, nth) for ith in [0, nth), nth in [1, size()]. Returns
+  // an empty string, or the message of the first exception a part threw.
+  std::string run(int nth, task_fn fn, void *ctx);
+
+  template <typename F>
+  std::string run(int nth, F &body) {
+    return run(nth, [](void *c, int ith, int n) { (*static_cast<F *>(c))(ith, n); }, &body);
+  }
+
+ private:
+  void worker_main(int index);
+  void run_part(int ith);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_cv_;  // workers wait for a new generation
+  std::condition_variable done_cv_;  // the caller waits for pending_ == 0
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  const int spin_iterations_;
+  bool stop_ = false;  // guarded by mutex_
+  // The current task; written by the caller before the generation bump.
+  task_fn fn_ = nullptr;
+  void *ctx_ = nullptr;
+  int nth_ = 1;
+  std::mutex error_mutex_;
+  std::string error_;
+};
+
+}  // namespace bp::cpu
+
+#endif  // BP_PLUGIN_CPU_THREADPOOL_HPP_
