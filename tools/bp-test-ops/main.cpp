@@ -1,0 +1,253 @@
+// bp-test-ops: the op-conformance runner. Runs every op case of
+// tools/conformance on each selected backend, compares with the
+// double-precision reference, prints a line per backend and op, the
+// failures, and a final op x backend table. Exit 0 only when no case failed
+// and at least one backend was tested.
+//
+//   bp-test-ops                       every device found
+//   bp-test-ops -b cpu:threads=1 -o MUL_MAT -o ROPE
+//   bp-test-ops --plugin ./libbp-x.so --json results.json
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "conformance/conformance.hpp"
+
+namespace {
+
+namespace conf = bp::conformance;
+
+struct counts {
+  int passed = 0, failed = 0, unsupported = 0;
+};
+
+struct backend_run {
+  std::string spec;
+  std::string name;   // bp_backend_name, or the spec when creation failed
+  std::string label;  // what lines and the table show: the name, plus the spec when it says more
+  std::string error;  // set when the backend could not be created
+  std::vector<conf::case_result> results;
+  std::map<std::string, counts> per_op;
+};
+
+std::string last_error() {
+  const char *e = bp_last_error();
+  return e && *e ? e : "(no message)";
+}
+
+// The spec of every device, optionally only those of |plugin|.
+std::vector<std::string> device_specs(const bp_plugin *plugin, std::string &why_none) {
+  std::vector<std::string> specs;
+  const size_t n = plugin ? bp_plugin_device_count(plugin) : bp_device_count();
+  for (size_t i = 0; i < n; ++i) {
+    bp_device *dev = plugin ? bp_plugin_device(plugin, i) : bp_device_get(i);
+    bp_device_info info{};
+    info.struct_size = sizeof info;
+    if (!dev || bp_device_get_info(dev, &info) != BP_OK || !info.spec) {
+      std::fprintf(stderr, "bp-test-ops: skipping device %zu: %s\n", i, last_error().c_str());
+      continue;
+    }
+    specs.emplace_back(info.spec);
+  }
+  if (specs.empty())
+    why_none = plugin ? std::string("plugin '") + bp_plugin_name(plugin) + "' has no devices"
+                      : "no device was found: check BP_PLUGIN_PATH and run bp-devices to see rejected plugins";
+  return specs;
+}
+
+const char *status_word(conf::case_status s) { return conf::case_status_name(s); }
+
+void run_backend(backend_run &run, const std::vector<conf::case_desc> &cases, const std::vector<std::string> &ops,
+                 bool verbose, FILE *out) {
+  bp_backend *be = nullptr;
+  if (bp_backend_init(run.spec.c_str(), &be) != BP_OK || !be) {
+    run.error = last_error();
+    run.name = run.label = run.spec;
+    std::fprintf(out, "[%s] cannot create the backend: %s\n", run.spec.c_str(), run.error.c_str());
+    return;
+  }
+  run.name = bp_backend_name(be);
+  run.label = run.name == run.spec ? run.name : run.name + " (" + run.spec + ")";
+  for (const std::string &op : ops) {
+    counts &cnt = run.per_op[op];
+    std::vector<std::string> lines;
+    int total = 0;
+    for (const conf::case_desc &c : cases) {
+      if (c.op != op) continue;
+      ++total;
+      conf::case_result r = conf::run_case(c, be);
+      switch (r.status) {
+        case conf::case_status::passed: ++cnt.passed; break;
+        case conf::case_status::failed: ++cnt.failed; break;
+        case conf::case_status::unsupported: ++cnt.unsupported; break;
+      }
+      if (r.status == conf::case_status::failed) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "nmse %.3g (max %.3g)", r.nmse, r.max_nmse);
+        lines.push_back("  FAIL " + r.name + ": " + buf + ": " + r.message);
+      } else if (verbose) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "nmse %.3g", r.nmse);
+        lines.push_back(std::string("  ") + (r.status == conf::case_status::passed ? "ok   " : "skip ") + r.name +
+                        ": " + (r.status == conf::case_status::passed ? buf : r.message));
+      }
+      run.results.push_back(std::move(r));
+    }
+    if (total == 0) continue;
+    std::fprintf(out, "[%s] %-9s %3d/%-3d passed", run.label.c_str(), op.c_str(), cnt.passed, total);
+    if (cnt.failed) std::fprintf(out, ", %d FAILED", cnt.failed);
+    if (cnt.unsupported) std::fprintf(out, ", %d not supported", cnt.unsupported);
+    std::fprintf(out, "\n");
+    for (const std::string &l : lines) std::fprintf(out, "%s\n", l.c_str());
+    std::fflush(out);
+  }
+  bp_backend_free(be);
+}
+
+void print_table(const std::vector<backend_run> &runs, const std::vector<std::string> &ops, FILE *out) {
+  std::fprintf(out, "\nSummary (passed/failed/not supported):\n%-10s", "op");
+  std::vector<size_t> width;
+  for (const backend_run &r : runs) {
+    width.push_back(std::max<size_t>(r.label.size(), 12));
+    std::fprintf(out, "  %-*s", static_cast<int>(width.back()), r.label.c_str());
+  }
+  std::fprintf(out, "\n");
+  for (const std::string &op : ops) {
+    std::fprintf(out, "%-10s", op.c_str());
+    for (size_t i = 0; i < runs.size(); ++i) {
+      std::string cell = "-";
+      if (!runs[i].error.empty()) {
+        cell = "no backend";
+      } else if (auto it = runs[i].per_op.find(op); it != runs[i].per_op.end()) {
+        const counts &c = it->second;
+        cell = std::to_string(c.passed) + "/" + std::to_string(c.failed) + "/" + std::to_string(c.unsupported);
+        if (c.failed) cell += " !";
+      }
+      std::fprintf(out, "  %-*s", static_cast<int>(width[i]), cell.c_str());
+    }
+    std::fprintf(out, "\n");
+  }
+}
+
+nlohmann::json to_json(const std::vector<backend_run> &runs, bool ok) {
+  nlohmann::json j;
+  j["ok"] = ok;
+  j["backends"] = nlohmann::json::array();
+  for (const backend_run &r : runs) {
+    nlohmann::json b;
+    b["spec"] = r.spec;
+    b["name"] = r.name;
+    b["error"] = r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error);
+    nlohmann::json summary = nlohmann::json::object();
+    for (const auto &[op, c] : r.per_op)
+      summary[op] = {{"passed", c.passed}, {"failed", c.failed}, {"not_supported", c.unsupported}};
+    b["summary"] = summary;
+    b["results"] = nlohmann::json::array();
+    for (const conf::case_result &c : r.results) {
+      b["results"].push_back({{"op", c.op},
+                              {"name", c.name},
+                              {"status", status_word(c.status)},
+                              {"nmse", std::isfinite(c.nmse) ? nlohmann::json(c.nmse) : nlohmann::json(nullptr)},
+                              {"max_nmse", c.max_nmse},
+                              {"message", c.message}});
+    }
+    j["backends"].push_back(std::move(b));
+  }
+  return j;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"bp-test-ops: checks every op of each backend against a double-precision reference"};
+  std::vector<std::string> specs, ops;
+  std::string plugin_path, json_path;
+  bool verbose = false, list = false;
+  app.add_option("-b,--backend", specs, "backend spec to test (repeatable; default: every device found)");
+  app.add_option("-o,--op", ops, "op to test, e.g. MUL_MAT (repeatable; default: all)");
+  app.add_option("--plugin", plugin_path, "load this plugin file and test only its devices");
+  app.add_option("--json", json_path, "write the results as JSON to FILE ('-' = stdout)");
+  app.add_flag("-v,--verbose", verbose, "print every case, not only failures");
+  app.add_flag("--list", list, "list the cases and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  const std::vector<std::string> known = conf::conformance_ops();
+  for (std::string &op : ops) {
+    std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return std::toupper(c); });
+    if (std::find(known.begin(), known.end(), op) == known.end()) {
+      std::string all;
+      for (const auto &k : known) all += (all.empty() ? "" : " ") + k;
+      std::fprintf(stderr, "bp-test-ops: unknown op '%s'; the ops are: %s\n", op.c_str(), all.c_str());
+      return 2;
+    }
+  }
+  const std::vector<std::string> run_ops = ops.empty() ? known : ops;
+  const std::vector<conf::case_desc> cases = conf::conformance_cases(ops);
+  if (list) {
+    for (const auto &c : cases) std::printf("%s\n", c.name.c_str());
+    return 0;
+  }
+
+  // With --json - the JSON owns stdout; the report goes to stderr.
+  FILE *out = json_path == "-" ? stderr : stdout;
+
+  bp_plugin *plugin = nullptr;
+  if (!plugin_path.empty() && bp_registry_load(plugin_path.c_str(), &plugin) != BP_OK) {
+    std::fprintf(stderr, "bp-test-ops: cannot load plugin '%s': %s\n", plugin_path.c_str(), last_error().c_str());
+    return 1;
+  }
+  if (specs.empty()) {
+    std::string why;
+    specs = device_specs(plugin, why);
+    if (specs.empty()) {
+      std::fprintf(stderr, "bp-test-ops: nothing to test: %s\n", why.c_str());
+      return 1;
+    }
+  }
+
+  std::vector<backend_run> runs;
+  for (const std::string &spec : specs) {
+    backend_run r;
+    r.spec = spec;
+    run_backend(r, cases, run_ops, verbose, out);
+    runs.push_back(std::move(r));
+  }
+  print_table(runs, run_ops, out);
+
+  int failed = 0, created = 0;
+  for (const backend_run &r : runs) {
+    if (r.error.empty()) ++created;
+    for (const auto &[op, c] : r.per_op) failed += c.failed;
+  }
+  const bool ok = failed == 0 && created == static_cast<int>(runs.size());
+  if (created == 0)
+    std::fprintf(out, "\nbp-test-ops: no backend could be created\n");
+  else if (ok)
+    std::fprintf(out, "\nOK: every case passed or is not supported, on %d backend(s)\n", created);
+  else
+    std::fprintf(out, "\nFAILED: %d case(s) failed; %d of %zu backend(s) could not be created\n", failed,
+                 static_cast<int>(runs.size()) - created, runs.size());
+
+  if (!json_path.empty()) {
+    const std::string text = to_json(runs, ok).dump(2) + "\n";
+    if (json_path == "-") {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    } else {
+      std::ofstream f(json_path);
+      if (!(f << text)) {
+        std::fprintf(stderr, "bp-test-ops: cannot write '%s'\n", json_path.c_str());
+        return 1;
+      }
+    }
+  }
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,58 @@
+// cases_util.hpp: small helpers the case lists share: operands in a given
+// layout (contiguous, transposed, permuted, a strided window of a bigger
+// tensor), shape strings for case names, and the per-family case lists.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "conformance/conformance.hpp"
+
+namespace bp::conformance {
+
+using shape = std::array<int64_t, 4>;
+
+// How an operand's elements sit in memory. Each gives the same logical shape.
+enum class layout_kind {
+  contiguous,
+  transposed,  // leaf [ne1, ne0, ...] then bp_transpose: rows are not dense
+  permuted,    // leaf [ne0, ne2, ne1, ne3] then bp_permute(0,2,1,3): dense rows
+  shuffled,    // every dim moved (bp_permute(1,3,0,2)): nothing dense
+  strided      // a window of a bigger leaf via bp_view_4d, with an offset
+};
+
+// An operand of logical shape |ne| laid out as |lay|, filled by |fill|.
+input_spec operand(bp_type type, shape ne, layout_kind lay = layout_kind::contiguous, fill_spec fill = {});
+
+// "[33,7,1,1]".
+std::string shape_name(const shape &ne);
+// "" for contiguous, " transposed" etc. otherwise.
+std::string layout_name(layout_kind lay);
+// "f32 [33,7,1,1] transposed".
+std::string operand_name(bp_type type, const shape &ne, layout_kind lay);
+
+// Ranges.
+inline fill_spec uniform(double lo, double hi) { return {fill_kind::uniform, lo, hi}; }
+inline fill_spec away_from_zero(double lo, double hi) { return {fill_kind::away_from_zero, lo, hi}; }
+inline fill_spec integers(double lo, double hi) { return {fill_kind::integers, lo, hi}; }
+inline fill_spec distinct(double lo, double hi) { return {fill_kind::distinct, lo, hi}; }
+inline fill_spec causal_mask() { return {fill_kind::causal_mask, 0, 0}; }
+
+// Tolerances (max NMSE).
+constexpr double k_tol_f32 = 1e-7;         // elementwise and reductions in f32
+constexpr double k_tol_f32_complex = 1e-6; // softmax, norms, rope, mul_mat f32
+constexpr double k_tol_f16 = 5e-4;         // MUL_MAT f16 x f32 (a backend may round b to f16)
+// Elementwise ops on f16: the result differs from the rounded reference by an
+// ulp at most (NMSE ~1e-7), so a looser bound would hide real errors.
+constexpr double k_tol_f16_elementwise = 1e-5;
+constexpr double k_tol_convert = 1e-6;     // pure f32 <-> f16 rounding
+
+// The case lists, one per family (cases_*.cpp).
+void add_elementwise_cases(std::vector<case_desc> &out);
+void add_row_cases(std::vector<case_desc> &out);
+void add_mul_mat_cases(std::vector<case_desc> &out);
+void add_data_cases(std::vector<case_desc> &out);
+void add_rope_cases(std::vector<case_desc> &out);
+
+}  // namespace bp::conformance

@@ -1,0 +1,34 @@
+// reference.hpp: the double-precision reference of every op, written from
+// the op semantics (docs/ops.md) with plain loops over logical indices. It
+// reads operands as host arrays with their own layouts and shares no code
+// with the library or any plugin.
+#pragma once
+
+#include "conformance/conformance.hpp"
+
+namespace bp::conformance::ref {
+
+// Elementwise: src1 broadcasts over src0 by repetition (index modulo its dim).
+reference_fn binary(bp_op op);
+reference_fn unary(bp_op op);  // NEG .. SIGMOID, SCALE (f[0]), CLAMP (f[0], f[1])
+
+// Over dim 0: SUM_ROWS, MEAN, NORM (eps f[0]), RMS_NORM (eps f[0]), ARGMAX.
+reference_fn sum_rows();
+reference_fn mean();
+reference_fn argmax();
+reference_fn norm();
+reference_fn rms_norm();
+// softmax(a * f[0] + mask) over dim 0; mask (input 1, optional) rows i1,
+// broadcast over dims 2 and 3.
+reference_fn soft_max();
+
+reference_fn mul_mat();
+reference_fn get_rows();
+// CPY of input 0 into input 1: returns input 1's whole leaf after the copy.
+reference_fn cpy_into_leaf();
+// CONT / bp_cast: logical copy of input 0 converted to args.type.
+reference_fn cont();
+reference_fn concat();  // dim = i[0]
+reference_fn rope();    // n_dims i[0], mode i[1], freq_base f[2], freq_scale f[3]
+
+}  // namespace bp::conformance::ref

@@ -1,0 +1,235 @@
+// runner.cpp: runs one case on one backend. Context -> leaves and views ->
+// op node -> graph -> one buffer for every tensor -> inputs -> supports_op
+// check -> compute -> read back -> compare with the reference. Every API
+// failure becomes a failed result carrying bp_last_error(); nothing throws
+// out of run_case.
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "conformance/conformance.hpp"
+
+namespace bp::conformance {
+
+const char *case_status_name(case_status s) {
+  switch (s) {
+    case case_status::passed:
+      return "passed";
+    case case_status::failed:
+      return "failed";
+    case case_status::unsupported:
+      return "not supported";
+  }
+  return "?";
+}
+
+namespace {
+
+struct ctx_deleter {
+  void operator()(bp_context *c) const { bp_context_free(c); }
+};
+struct graph_deleter {
+  void operator()(bp_graph *g) const { bp_graph_free(g); }
+};
+struct buffer_deleter {
+  void operator()(bp_buffer *b) const { bp_buffer_free(b); }
+};
+
+uint64_t fnv1a(const std::string &s, uint64_t salt) {
+  uint64_t h = 0xcbf29ce484222325ull ^ salt;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+
+std::string api_error(const std::string &what) {
+  const char *e = bp_last_error();
+  return what + ": " + (e && *e ? e : "(no message)");
+}
+
+std::string shape_str(const int64_t ne[4]) {
+  return "[" + std::to_string(ne[0]) + "," + std::to_string(ne[1]) + "," + std::to_string(ne[2]) + "," +
+         std::to_string(ne[3]) + "]";
+}
+
+// Leaf values as the bytes of |type|.
+std::vector<uint8_t> to_bytes(const std::vector<double> &v, bp_type type) {
+  std::vector<uint8_t> out(v.size() * bp_type_size(type));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (type == BP_TYPE_F32) {
+      const float f = static_cast<float>(v[i]);
+      std::memcpy(&out[i * 4], &f, 4);
+    } else if (type == BP_TYPE_F16) {
+      const uint16_t h = bp_fp32_to_fp16(static_cast<float>(v[i]));
+      std::memcpy(&out[i * 2], &h, 2);
+    } else {
+      const int32_t x = static_cast<int32_t>(v[i]);
+      std::memcpy(&out[i * 4], &x, 4);
+    }
+  }
+  return out;
+}
+
+double element_at(const uint8_t *p, bp_type type) {
+  if (type == BP_TYPE_F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  if (type == BP_TYPE_F16) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return bp_fp16_to_fp32(h);
+  }
+  int32_t x;
+  std::memcpy(&x, p, 4);
+  return x;
+}
+
+// Reads |t| back in logical order using its own strides.
+bool read_logical(const bp_tensor *t, std::vector<double> &out, std::string &err) {
+  const size_t nbytes = bp_tensor_nbytes(t);
+  std::vector<uint8_t> raw(nbytes);
+  if (nbytes && bp_tensor_get(t, raw.data(), 0, nbytes) != BP_OK) {
+    err = api_error("bp_tensor_get of the result");
+    return false;
+  }
+  out.clear();
+  out.reserve(static_cast<size_t>(bp_tensor_nelements(t)));
+  for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < t->ne[1]; ++i1)
+        for (int64_t i0 = 0; i0 < t->ne[0]; ++i0)
+          out.push_back(element_at(raw.data() + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3],
+                                   t->type));
+  return true;
+}
+
+bp_tensor *apply_view(bp_context *ctx, bp_tensor *t, const view_step &s) {
+  const size_t es = bp_type_size(t->type);
+  switch (s.what) {
+    case view_step::kind::permute:
+      return bp_permute(ctx, t, s.axes[0], s.axes[1], s.axes[2], s.axes[3]);
+    case view_step::kind::transpose:
+      return bp_transpose(ctx, t);
+    case view_step::kind::view:
+      return bp_view_4d(ctx, t, s.ne[0], s.ne[1], s.ne[2], s.ne[3], s.stride[1] * es, s.stride[2] * es,
+                        s.stride[3] * es, s.offset * es);
+  }
+  return nullptr;
+}
+
+case_result run_case_unguarded(const case_desc &c, bp_backend *backend) {
+  case_result r;
+  r.op = c.op;
+  r.name = c.name;
+  r.max_nmse = c.max_nmse;
+  auto fail = [&r](std::string msg) {
+    r.status = case_status::failed;
+    r.message = std::move(msg);
+    return r;
+  };
+  if (!backend) return fail("no backend");
+
+  std::unique_ptr<bp_context, ctx_deleter> ctx(bp_context_new(0));
+  if (!ctx) return fail(api_error("bp_context_new"));
+
+  // Leaves, their host values, and the operands the views make of them.
+  const size_t n_in = c.inputs.size();
+  std::vector<std::vector<double>> leaf_values(n_in);
+  std::vector<bp_tensor *> leaves(n_in), operands(n_in);
+  std::vector<host_input> host(n_in);
+  for (size_t k = 0; k < n_in; ++k) {
+    const input_spec &in = c.inputs[k];
+    bp_tensor *t = bp_new_tensor(ctx.get(), in.type, 4, in.ne);
+    if (!t) return fail(api_error("creating input " + std::to_string(k)));
+    bp_set_name(t, ("in" + std::to_string(k)).c_str());
+    bp_set_flags(t, BP_TENSOR_FLAG_INPUT);
+    leaves[k] = t;
+    for (const view_step &s : in.views) {
+      t = apply_view(ctx.get(), t, s);
+      if (!t) return fail(api_error("making the view of input " + std::to_string(k)));
+    }
+    operands[k] = t;
+    leaf_values[k] = make_leaf_values(in, fnv1a(c.name, k));
+    host[k].type = in.type;
+    host[k].layout = apply_views_on_host(in);
+    host[k].leaf = &leaf_values[k];
+    for (int d = 0; d < 4; ++d) host[k].leaf_ne[d] = in.ne[d];
+    // The library's view of the operand must agree with ours.
+    const size_t es = bp_type_size(in.type);
+    for (int d = 0; d < 4; ++d) {
+      if (t->ne[d] != host[k].layout.ne[d] ||
+          (t->ne[d] > 1 && t->nb[d] != static_cast<size_t>(host[k].layout.stride[d]) * es))
+        return fail("input " + std::to_string(k) + " view: library gives ne " + shape_str(t->ne) +
+                    ", the case expects " + shape_str(host[k].layout.ne) + " (or the strides differ)");
+    }
+  }
+
+  bp_tensor *node = c.build(ctx.get(), operands, c.args);
+  if (!node) return fail(api_error("building the op"));
+  bp_set_flags(node, BP_TENSOR_FLAG_OUTPUT);
+
+  std::unique_ptr<bp_graph, graph_deleter> graph(bp_graph_new(ctx.get(), 0));
+  if (!graph) return fail(api_error("bp_graph_new"));
+  if (bp_graph_build(graph.get(), node) != BP_OK) return fail(api_error("bp_graph_build"));
+
+  bp_buffer *raw_buf = nullptr;
+  if (bp_alloc_ctx_tensors(ctx.get(), backend, &raw_buf) != BP_OK) return fail(api_error("bp_alloc_ctx_tensors"));
+  std::unique_ptr<bp_buffer, buffer_deleter> buf(raw_buf);
+  // All ones: NaN in f32/f16, so an output element the op never writes shows.
+  if (buf && bp_buffer_clear(buf.get(), 0xff) != BP_OK) return fail(api_error("bp_buffer_clear"));
+  for (size_t k = 0; k < n_in; ++k) {
+    const std::vector<uint8_t> bytes = to_bytes(leaf_values[k], c.inputs[k].type);
+    if (bp_tensor_set(leaves[k], bytes.data(), 0, bytes.size()) != BP_OK)
+      return fail(api_error("bp_tensor_set of input " + std::to_string(k)));
+  }
+
+  for (size_t i = 0; i < bp_graph_n_nodes(graph.get()); ++i) {
+    const bp_tensor *n = bp_graph_node(graph.get(), i);
+    if (n && !bp_op_is_view(n->op) && !bp_backend_supports_op(backend, n)) {
+      r.status = case_status::unsupported;
+      r.message = std::string("backend does not support ") + bp_op_name(n->op) + " " + bp_type_name(n->type) +
+                  " " + shape_str(n->ne);
+      return r;
+    }
+  }
+
+  if (bp_backend_graph_compute(backend, graph.get()) != BP_OK) return fail(api_error("bp_backend_graph_compute"));
+
+  const bp_tensor *result = c.readback_input >= 0 ? leaves[static_cast<size_t>(c.readback_input)] : node;
+  std::vector<double> got;
+  std::string err;
+  if (!read_logical(result, got, err)) return fail(err);
+
+  const expected want = c.reference(host, c.args);
+  for (int d = 0; d < 4; ++d)
+    if (result->ne[d] != want.ne[d])
+      return fail("result shape " + shape_str(result->ne) + ", reference " + shape_str(want.ne));
+  if (result->type != want.type)
+    return fail(std::string("result type ") + bp_type_name(result->type) + ", reference " + bp_type_name(want.type));
+
+  const comparison cmp = compare_values(got, want, c.max_nmse, c.exact);
+  r.nmse = cmp.nmse;
+  r.status = cmp.ok ? case_status::passed : case_status::failed;
+  r.message = cmp.message;
+  return r;
+}
+
+}  // namespace
+
+case_result run_case(const case_desc &c, bp_backend *backend) {
+  try {
+    return run_case_unguarded(c, backend);
+  } catch (const std::exception &e) {
+    case_result r;
+    r.op = c.op;
+    r.name = c.name;
+    r.max_nmse = c.max_nmse;
+    r.message = std::string("exception in the conformance runner: ") + e.what();
+    return r;
+  }
+}
+
+}  // namespace bp::conformance
