@@ -1,0 +1,65 @@
+// blas.hpp: shared declarations of the OpenBLAS plugin (libbp-blas.so).
+//
+// What it is: one device "BLAS" (id "blas-0") that runs MUL_MAT through
+// cblas_sgemm on host memory, a host buffer type, and the backend tables.
+// What it is not: a general CPU backend; every other op stays UNIMPLEMENTED
+// so the scheduler sends it to the next backend (docs/tools.md, "BLAS").
+// Built from plugin.h / backplane.h / plugin_guard.hpp only.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backplane/plugin.h"
+#include "backplane/plugin_guard.hpp"
+
+namespace bp::blas {
+
+// Defaults of the two backend parameters (see kParams in plugin.cpp).
+inline constexpr int64_t kDefaultMinMnk = 32 * 32 * 32;
+
+// Plugin-wide state, created by init, freed by shutdown.
+struct plugin_state {
+  std::string description;            // device description (owns the text)
+  int default_threads = 1;            // OpenBLAS's own count at init (threads=0)
+  // OpenBLAS's thread count is process-global: every sgemm runs under this
+  // lock, which also sets the count the calling backend asked for.
+  std::mutex gemm_mutex;
+  int current_threads = 0;
+};
+
+// The one plugin instance of this process (set by init). Plugins may keep a
+// pointer to their own state; it is not thread-local.
+plugin_state *state();
+void set_state(plugin_state *s);
+
+// Logs through the host (no-op before init).
+void log(bp_log_level level, const std::string &message);
+
+// Backend instance.
+struct backend_ctx {
+  int threads = 0;     // 0 = OpenBLAS default
+  int64_t min_mnk = kDefaultMinMnk;
+  std::vector<float> scratch;  // f16 a widened to f32; one backend = one thread
+};
+
+// Host buffer type and buffers (buffer.cpp).
+bp_buffer_type_ref host_buffer_type();
+bool is_own_buffer_type(bp_buffer_type_ref ref);
+bp_status wrap_host_ptr(void *ptr, size_t size, bp_buffer_ref *out, bp_error *err);
+
+// Backend table (backend.cpp).
+extern const bp_backend_i kBackendIface;
+
+// Matrix product (matmul.cpp).
+// True when |node| is a MUL_MAT this plugin can compute as laid out
+// (types, dense rows, leading dimensions that BLAS accepts).
+bool mul_mat_layout_ok(const bp_tensor *node);
+// True when the per-batch product M*N*K reaches |min_mnk|.
+bool mul_mat_big_enough(const bp_tensor *node, int64_t min_mnk);
+// Computes |node| (layout already checked). Throws bp::plugin_error on failure.
+void mul_mat_compute(const bp_tensor *node, backend_ctx &ctx);
+
+}  // namespace bp::blas

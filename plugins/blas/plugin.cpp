@@ -1,0 +1,201 @@
+// plugin.cpp: descriptor, entry point, plugin and device tables of the
+// OpenBLAS plugin.
+//
+// The device is typed CPU (it computes on the host's cores and memory) and
+// carries BP_DEVICE_CAP_HOST_MEMORY, so the scheduler shares tensors with the
+// cpu backend instead of copying them. It is not a full CPU backend: only
+// MUL_MAT is supported, so it is meant to sit before "cpu" in a list
+// ("blas;cpu"). docs/tools.md explains the choice.
+#include <cblas.h>
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "blas.hpp"
+
+namespace bp::blas {
+namespace {
+
+plugin_state *g_state = nullptr;        // set by init, cleared by shutdown
+const bp_host_api *g_host = nullptr;   // set by the entry; valid until shutdown
+
+const char *const kDeviceName = "BLAS";
+const char *const kDeviceId = "blas-0";
+
+// Parameters accepted in a spec ("blas:threads=4,min_mnk=0"). Constant data.
+const bp_param_info kParams[] = {
+    {sizeof(bp_param_info), "threads", BP_PARAM_INT, "0",
+     "OpenBLAS threads (0 = OpenBLAS default: OPENBLAS_NUM_THREADS or all cores); process-global", 0, 1024},
+    {sizeof(bp_param_info), "min_mnk", BP_PARAM_INT, "32768",
+     "smallest per-batch M*N*K this backend accepts; smaller products go to the next backend", 0,
+     INT64_MAX},
+};
+
+// ---- device ---------------------------------------------------------------
+
+bp_status dev_get_props(void *, bp_device_props *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: props output is NULL");
+    // The host set struct_size; fill only what fits (older hosts).
+    bp_device_props props{};
+    props.struct_size = out->struct_size;
+    props.name = kDeviceName;
+    props.description = g_state ? g_state->description.c_str() : "OpenBLAS";
+    props.id = kDeviceId;
+    props.type = BP_DEVICE_TYPE_CPU;
+    props.caps = BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR;
+    // 0 = unknown: the device owns no memory of its own (it works in host
+    // RAM, which the cpu device reports). This also keeps "auto", which
+    // breaks ties between CPU devices by memory, on the full cpu backend
+    // rather than on this MUL_MAT-only one.
+    props.memory_total = 0;
+    props.memory_free = 0;
+    size_t n = out->struct_size < sizeof props ? out->struct_size : sizeof props;
+    std::memcpy(static_cast<void *>(out), &props, n);
+    return BP_OK;
+  });
+}
+
+bp_status dev_backend_init(void *, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                           bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: backend output is NULL");
+    *out = bp_backend_ref{nullptr, nullptr};
+    auto *ctx = new backend_ctx();
+    for (uint32_t i = 0; params && i < n_params; ++i) {
+      std::string name = params[i].name ? params[i].name : "";
+      if (name == "threads") ctx->threads = static_cast<int>(params[i].int_value);
+      if (name == "min_mnk") ctx->min_mnk = params[i].int_value;
+    }
+    *out = bp_backend_ref{&kBackendIface, ctx};
+    return BP_OK;
+  });
+}
+
+bp_buffer_type_ref dev_buffer_type(void *) noexcept { return host_buffer_type(); }
+
+bp_status dev_buffer_from_host_ptr(void *, void *ptr, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status { return wrap_host_ptr(ptr, size, out, err); });
+}
+
+const bp_device_i kDeviceIface = {
+    sizeof(bp_device_i),
+    dev_get_props,
+    dev_backend_init,
+    dev_buffer_type,
+    nullptr,  // host_buffer_type: the default type already is host memory
+    dev_buffer_from_host_ptr,
+    nullptr,  // event_new: sgemm runs synchronously
+};
+
+// ---- plugin ---------------------------------------------------------------
+
+bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!out_plugin) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: init output is NULL");
+    *out_plugin = nullptr;
+    if (g_state) return bp_error_set(err, BP_ERR_FAILED_PRECONDITION, "blas: already initialised");
+    auto *s = new plugin_state();
+    s->default_threads = openblas_get_num_threads();
+    if (s->default_threads < 1) s->default_threads = 1;
+    s->current_threads = s->default_threads;
+    const char *core = openblas_get_corename();
+    const char *config = openblas_get_config();
+    s->description = std::string("OpenBLAS sgemm on host memory (") + (config ? config : "?") + ", core " +
+                     (core ? core : "?") + ", " + std::to_string(s->default_threads) + " threads)";
+    g_state = s;
+    *out_plugin = s;
+    return BP_OK;
+  });
+}
+
+void plugin_shutdown(void *plugin) noexcept {
+  auto *s = static_cast<plugin_state *>(plugin);
+  if (s == g_state) g_state = nullptr;
+  g_host = nullptr;  // the host table is not ours after shutdown
+  delete s;
+}
+
+uint32_t plugin_device_count(void *) noexcept { return 1; }
+
+bp_status plugin_device_get(void *, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
+  if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: device output is NULL");
+  if (index != 0) {
+    *out = bp_device_ref{nullptr, nullptr};
+    return bp_error_set(err, BP_ERR_NOT_FOUND, "blas: only device 0 exists");
+  }
+  *out = bp_device_ref{&kDeviceIface, nullptr};
+  return BP_OK;
+}
+
+const bp_plugin_i kPluginIface = {
+    sizeof(bp_plugin_i),
+    plugin_init,
+    plugin_shutdown,
+    plugin_device_count,
+    plugin_device_get,
+    kParams,
+    sizeof kParams / sizeof kParams[0],
+};
+
+}  // namespace
+
+plugin_state *state() { return g_state; }
+void set_state(plugin_state *s) { g_state = s; }
+
+void log(bp_log_level level, const std::string &message) {
+  const bp_host_api *h = g_host;
+  if (!h || h->struct_size < offsetof(bp_host_api, log) + sizeof h->log || !h->log) return;
+  h->log(h->host, level, message.c_str());
+}
+
+const bp_plugin_i *entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
+  // |host_abi| is the host's major; the table repeats it.
+  uint32_t major = host && host->struct_size >= offsetof(bp_host_api, abi_minor) ? host->abi_major : host_abi;
+  if (host_abi != BP_PLUGIN_ABI_VERSION && major != BP_PLUGIN_ABI_VERSION) {
+    bp_error_set(err, BP_ERR_INCOMPATIBLE,
+                 ("blas: built for plugin ABI " + std::to_string(BP_PLUGIN_ABI_VERSION) + ", host offers " +
+                  std::to_string(host_abi))
+                     .c_str());
+    return nullptr;
+  }
+  g_host = host;
+  return &kPluginIface;
+}
+
+}  // namespace bp::blas
+
+// The descriptor's C name equals its type's typedef name, which C++ allows
+// only in another scope: declare it inside a namespace with C linkage, so the
+// exported symbol is plain "bp_plugin_descriptor".
+namespace bp::blas::exported {
+extern "C" {
+BP_PLUGIN_EXPORT extern const bp_plugin_descriptor bp_plugin_descriptor;
+const ::bp_plugin_descriptor bp_plugin_descriptor = {
+    sizeof(::bp_plugin_descriptor),
+    BP_PLUGIN_MAGIC,
+    BP_PLUGIN_ABI_VERSION,
+    BP_PLUGIN_ABI_MINOR,
+    "blas",
+    "0.1.0",
+    "MUL_MAT through OpenBLAS sgemm on host memory",
+    0
+#if defined(__SANITIZE_ADDRESS__)
+        | BP_PLUGIN_FLAG_ASAN
+#endif
+#if defined(__SANITIZE_THREAD__)
+        | BP_PLUGIN_FLAG_TSAN
+#endif
+#ifndef NDEBUG
+        | BP_PLUGIN_FLAG_DEBUG
+#endif
+    ,
+};
+}  // extern "C"
+}  // namespace bp::blas::exported
+
+extern "C" BP_PLUGIN_EXPORT const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host,
+                                                               bp_error *err) {
+  return bp::plugin_guard_value<const bp_plugin_i *>(nullptr, [&] { return bp::blas::entry(host_abi, host, err); });
+}

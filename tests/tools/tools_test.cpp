@@ -1,0 +1,222 @@
+// tools_test.cpp: bp-devices and bp-run as a user runs them: real processes,
+// their exit status and their JSON.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace {
+
+using json = nlohmann::json;
+
+struct result {
+  int status = -1;
+  std::string out;
+};
+
+// Runs |cmd| through the shell; stdout captured, stderr passed through.
+result run(const std::string &cmd) {
+  result r;
+  FILE *p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string bin(const std::string &tool) { return std::string(BP_TEST_BIN_DIR) + "/" + tool; }
+bool exists(const std::string &path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+json parse(const result &r) {
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << "not JSON:\n" << r.out;
+  return j;
+}
+
+// A folder holding one file named like a plugin that is no ELF at all.
+class GarbageFolder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/bp_tools_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    garbage_ = dir_ + "/libbp-garbage.so";
+    std::ofstream(garbage_) << "this is not a shared object\n";
+  }
+  void TearDown() override {
+    std::remove(garbage_.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string dir_, garbage_;
+};
+
+// ---- bp-devices ------------------------------------------------------------
+
+TEST_F(GarbageFolder, DevicesJsonListsPluginsDevicesAndRejections) {
+  result r = run(bin("bp-devices") + " --json --plugin-path " + dir_ + " --plugin-path " + BP_TEST_FIXTURE_DIR);
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = parse(r);
+  ASSERT_TRUE(j["plugins"].is_array());
+  ASSERT_TRUE(j["devices"].is_array());
+  ASSERT_TRUE(j["rejected"].is_array());
+
+  bool cpu = false;
+  for (const auto &p : j["plugins"]) {
+    EXPECT_FALSE(p["name"].get<std::string>().empty());
+    EXPECT_FALSE(p["path"].get<std::string>().empty());
+    EXPECT_TRUE(p.contains("version"));
+    EXPECT_TRUE(p["params"].is_array());
+    if (p["name"] == "cpu") cpu = true;
+  }
+  EXPECT_TRUE(cpu) << "the cpu plugin is missing:\n" << r.out;
+
+  ASSERT_FALSE(j["devices"].empty());
+  for (const auto &d : j["devices"]) {
+    for (const char *key : {"id", "spec", "name", "type", "plugin"})
+      EXPECT_FALSE(d[key].get<std::string>().empty()) << key << " of " << d.dump();
+    EXPECT_TRUE(d["memory_total"].is_number());
+    EXPECT_TRUE(d["caps"].is_array());
+    for (const auto &p : d["params"]) {
+      EXPECT_TRUE(p.contains("default"));
+      EXPECT_TRUE(p.contains("doc"));
+      if (p["type"] == "INT") {
+        EXPECT_TRUE(p["min"].is_number());
+      }
+    }
+  }
+
+  bool garbage = false;
+  for (const auto &rej : j["rejected"]) {
+    EXPECT_FALSE(rej["status"].get<std::string>().empty());
+    EXPECT_FALSE(rej["message"].get<std::string>().empty()) << rej.dump();
+    if (rej["path"].get<std::string>().find("libbp-garbage.so") != std::string::npos) {
+      garbage = true;
+      EXPECT_EQ(rej["status"], "INCOMPATIBLE") << rej.dump();
+    }
+  }
+  EXPECT_TRUE(garbage) << "the non-ELF candidate is not listed:\n" << r.out;
+  // The registry's broken fixtures are refused, each with its reason.
+  if (exists(std::string(BP_TEST_FIXTURE_DIR) + "/libbp-abi_major_new.so")) {
+    EXPECT_GE(j["rejected"].size(), 5u);
+  }
+}
+
+TEST_F(GarbageFolder, DevicesTextShowsTheSameFacts) {
+  result r = run(bin("bp-devices") + " --plugin-path " + dir_);
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char *s : {"Plugins:", "Devices:", "Rejected:", "libbp-garbage.so", "INCOMPATIBLE", "select with \"cpu"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << "missing '" << s << "' in:\n" << r.out;
+}
+
+TEST(BpDevices, ExplicitPluginFileIsListed) {
+  const std::string partial = std::string(BP_TEST_FIXTURE_DIR) + "/partial/libbp-partial.so";
+  if (!exists(partial)) GTEST_SKIP() << partial << " is not built";
+  result r = run(bin("bp-devices") + " --json --plugin " + partial);
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = parse(r);
+  bool found = false;
+  for (const auto &d : j["devices"])
+    if (d["id"] == "partial-0") {
+      found = true;
+      EXPECT_EQ(d["type"], "ACCEL");
+    }
+  EXPECT_TRUE(found) << r.out;
+}
+
+TEST(BpDevices, MissingPluginFileIsShownNotFatal) {
+  result r = run(bin("bp-devices") + " --json --plugin /nonexistent/libbp-nothing.so");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = parse(r);
+  bool listed = false;
+  for (const auto &rej : j["rejected"])
+    if (rej["path"].get<std::string>().find("libbp-nothing.so") != std::string::npos) listed = true;
+  EXPECT_TRUE(listed) << r.out;
+}
+
+TEST(BpDevices, BadUsageFails) {
+  EXPECT_NE(run(bin("bp-devices") + " --no-such-flag 2>/dev/null").status, 0);
+  EXPECT_NE(run(bin("bp-devices") + " --plugin 2>/dev/null").status, 0);
+}
+
+// ---- bp-run ----------------------------------------------------------------
+
+const char *const kTiny = " --layers 2 --dim 64 --heads 4 --ff 96 --vocab 50 --tokens 8 --runs 2";
+
+TEST(BpRun, CpuAloneMatchesItself) {
+  result r = run(bin("bp-run") + " --json --device cpu" + kTiny);
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = parse(r);
+  EXPECT_TRUE(j["check"]["pass"].get<bool>());
+  EXPECT_EQ(j["plan"]["n_copies"], 0);
+  EXPECT_EQ(j["plan"]["n_splits"], 1);
+  EXPECT_EQ(j["timings"]["device_list"]["runs_ms"].size(), 2u);
+  // The graph allocator's peak is within 10% of the largest live set.
+  double ratio = j["memory"]["peak_over_live_set"].get<double>();
+  EXPECT_GT(ratio, 0.0);
+  EXPECT_LE(ratio, 1.10) << j["memory"].dump();
+}
+
+TEST(BpRun, BlasAndCpuShareMemoryWithoutCopies) {
+  if (!exists(std::string(BP_TEST_PLUGIN_DIR) + "/libbp-blas.so")) GTEST_SKIP() << "blas plugin not built";
+  const std::string dot = "/tmp/bp_tools_test_plan_" + std::to_string(getpid()) + ".dot";
+  result r = run(bin("bp-run") + " --json --device 'blas;cpu' --dot " + dot + kTiny);
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = parse(r);
+  EXPECT_TRUE(j["check"]["pass"].get<bool>());
+  EXPECT_LT(j["check"]["nmse"].get<double>(), 1e-6);
+  EXPECT_EQ(j["plan"]["n_copies"], 0) << j["plan"].dump();
+  EXPECT_EQ(j["plan"]["bytes_copied"], 0);
+  int blas_mul_mat = 0, blas_other = 0;
+  for (const auto &b : j["plan"]["backends"]) {
+    if (b["backend"].get<std::string>().rfind("blas", 0) != 0) continue;
+    for (const auto &[op, n] : b["ops"].items()) (op == "MUL_MAT" ? blas_mul_mat : blas_other) += n.get<int>();
+  }
+  EXPECT_GT(blas_mul_mat, 0) << j["plan"].dump();
+  EXPECT_EQ(blas_other, 0) << j["plan"].dump();
+  // The Graphviz file has both backends and no copy edge.
+  std::ifstream f(dot);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::remove(dot.c_str());
+  EXPECT_NE(text.find("digraph"), std::string::npos);
+  EXPECT_NE(text.find("blas"), std::string::npos);
+  EXPECT_EQ(text.find("label=\"copy\""), std::string::npos);
+}
+
+TEST(BpRun, TextReportNamesPlanMemoryAndCheck) {
+  result r = run(bin("bp-run") + " --device cpu" + kTiny);
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char *s : {"Plan:", "Memory:", "weights", "graph allocator", "Time per run", "PASS"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << "missing '" << s << "' in:\n" << r.out;
+}
+
+TEST(BpRun, PartialBackendCopiesAndStillMatches) {
+  const std::string dir = std::string(BP_TEST_FIXTURE_DIR) + "/partial";
+  if (!exists(dir + "/libbp-partial.so")) GTEST_SKIP() << "partial fixture not built";
+  result r = run("BP_PLUGIN_PATH=" + dir + " " + bin("bp-run") + " --json --device 'partial;cpu'" + kTiny);
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = parse(r);
+  EXPECT_TRUE(j["check"]["pass"].get<bool>());
+  EXPECT_GT(j["plan"]["n_copies"].get<int>(), 0);
+  EXPECT_GT(j["plan"]["n_splits"].get<int>(), 1);
+}
+
+TEST(BpRun, BadSizesAndDevicesFail) {
+  EXPECT_EQ(run(bin("bp-run") + " --dim 64 --heads 3 2>/dev/null").status, 2);   // heads must divide dim
+  EXPECT_NE(run(bin("bp-run") + " --layers 0 2>/dev/null").status, 0);
+  result r = run(bin("bp-run") + " --device nosuchdevice" + kTiny + " 2>/dev/null");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("nosuchdevice"), std::string::npos) << r.out;
+}
+
+}  // namespace
