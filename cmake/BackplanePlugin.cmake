@@ -1,6 +1,8 @@
 # bp_add_plugin(NAME SOURCES... [OUTPUT_DIR dir] [NO_INSTALL])
 # Builds libbp-<NAME>.so: a MODULE that exports only its two ABI symbols,
 # links nothing of Backplane and must resolve every symbol at link time.
+set(BP_PLUGIN_EXPORTS_MAP ${CMAKE_CURRENT_LIST_DIR}/plugin_exports.map)
+
 function(bp_add_plugin name)
   cmake_parse_arguments(ARG "NO_INSTALL" "OUTPUT_DIR" "SOURCES" ${ARGN})
   set(target bp-${name})
@@ -20,7 +22,9 @@ function(bp_add_plugin name)
   if(NOT BP_SANITIZE)
     target_link_options(${target} PRIVATE -Wl,--no-undefined)
   endif()
-  target_link_options(${target} PRIVATE -Wl,--exclude-libs,ALL)
+  target_link_options(${target} PRIVATE -Wl,--exclude-libs,ALL
+                      -Wl,--version-script=${BP_PLUGIN_EXPORTS_MAP})
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${BP_PLUGIN_EXPORTS_MAP})
   if(NOT ARG_NO_INSTALL)
     install(TARGETS ${target} LIBRARY DESTINATION ${BP_PLUGIN_INSTALL_DIR})
   endif()
