@@ -211,6 +211,18 @@ TEST(BpRun, PartialBackendCopiesAndStillMatches) {
   EXPECT_GT(j["plan"]["n_splits"].get<int>(), 1);
 }
 
+TEST(BpRun, PluginPathFlagFindsAPluginOutsideTheSearchPath) {
+  const std::string dir = std::string(BP_TEST_FIXTURE_DIR) + "/partial";
+  if (!exists(dir + "/libbp-partial.so")) GTEST_SKIP() << "partial fixture not built";
+  result r = run(bin("bp-run") + " --json --plugin-path " + dir + " --device 'partial;cpu'" + kTiny);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(parse(r)["check"]["pass"].get<bool>());
+  // A folder that does not exist is an error naming it, not a silent fallback.
+  r = run(bin("bp-run") + " --plugin-path /nonexistent/bp-plugins --device 'partial;cpu'" + kTiny + " 2>&1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("/nonexistent/bp-plugins"), std::string::npos) << r.out;
+}
+
 TEST(BpRun, BadSizesAndDevicesFail) {
   EXPECT_EQ(run(bin("bp-run") + " --dim 64 --heads 3 2>/dev/null").status, 2);   // heads must divide dim
   EXPECT_NE(run(bin("bp-run") + " --layers 0 2>/dev/null").status, 0);

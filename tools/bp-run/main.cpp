@@ -2,7 +2,7 @@
 // scheduler, checks its logits against cpu alone, and prints the plan
 // (splits, nodes per backend, copies), memory per buffer and time per run.
 //
-//   bp-run [--device "blas;cpu"] [--layers N] [--dim N] [--heads N] [--ff N]
+//   bp-run [--device "blas;cpu"] [--plugin-path DIR]... [--plugin FILE]... [--layers N] [--dim N] [--heads N] [--ff N]
 //          [--vocab N] [--tokens N] [--seed N] [--runs N] [--dot FILE] [--json]
 //
 // Exit status: 0 when the logits match (NMSE < 1e-6), 1 when they do not or a
@@ -17,6 +17,8 @@ int main(int argc, char **argv) {
   bp::run::options opt;
   CLI::App app{"bp-run: a small transformer decoder on a Backplane device list, checked against cpu alone"};
   app.add_option("--device", opt.device, "device list in priority order, e.g. \"blas;cpu\" (default auto, else cpu)");
+  app.add_option("--plugin-path", opt.plugin_paths, "also search this folder for libbp-*.so (repeatable)");
+  app.add_option("--plugin", opt.plugin_files, "load this plugin file explicitly, whatever its name (repeatable)");
   app.add_option("--layers", opt.cfg.layers, "decoder layers")->check(CLI::Range(1, 1024));
   app.add_option("--dim", opt.cfg.dim, "model width")->check(CLI::Range(2, 65536));
   app.add_option("--heads", opt.cfg.heads, "attention heads (must divide --dim)")->check(CLI::Range(1, 4096));

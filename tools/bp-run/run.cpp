@@ -252,6 +252,18 @@ double nmse(const std::vector<float> &got, const std::vector<float> &want) {
 
 bool run_all(const options &opt, run_report &rep) {
   rep.opt = opt;
+  for (const std::string &dir : opt.plugin_paths) {
+    if (bp_registry_add_path(dir.c_str()) != BP_OK) {
+      rep.error = "--plugin-path " + dir + ": " + last_error();
+      return false;
+    }
+  }
+  for (const std::string &file : opt.plugin_files) {
+    if (bp_registry_load(file.c_str(), nullptr) != BP_OK) {
+      rep.error = "--plugin " + file + ": " + last_error();
+      return false;
+    }
+  }
   std::vector<float> got, want;
   {
     backends_holder bes;

@@ -17,6 +17,8 @@ namespace bp::run {
 struct options {
   model_config cfg;
   std::string device = "auto";
+  std::vector<std::string> plugin_paths;  // extra folders to search for plugins
+  std::vector<std::string> plugin_files;  // plugin files to load explicitly
   int runs = 3;
   std::string dot_path;  // "" = no Graphviz file
   bool json = false;
