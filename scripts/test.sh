@@ -1,9 +1,27 @@
 #!/usr/bin/env bash
-# The whole test suite: install what is missing, build, run every CTest test,
-# then the op conformance runner on every device found.
+# The whole test suite: install what is missing, build, run the op conformance
+# runner on every device found and every CTest test; then build again with
+# AddressSanitizer + UndefinedBehaviorSanitizer (optimised, NDEBUG, so the
+# release-only paths run too) and run every CTest test there.
+# BP_SKIP_SANITIZERS=1 skips the second pass (for a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
 bash scripts/deps.sh
+
+echo "== release build"
 bash scripts/build.sh
 ./build/bin/bp-test-ops
-ctest --test-dir build --output-on-failure -j "$(nproc)"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== address + undefined-behaviour sanitizers"
+  BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo bash scripts/build.sh -DBP_SANITIZE=address,undefined
+  # allocator_may_return_null: the out-of-memory tests ask for absurd sizes and
+  # expect a status, which ASan would otherwise turn into an abort.
+  ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:strict_string_checks=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs"
+fi
+echo "== all tests passed"

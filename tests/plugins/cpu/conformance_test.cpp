@@ -24,9 +24,26 @@ const std::vector<conf::case_desc> &all_cases() {
 }
 
 // One backend per spec for the whole binary (creating one per case would
-// test thread pool start-up, not the ops). Never freed: the process ends.
-bp_backend *backend_for(const std::string &spec, std::string &error) {
+// test thread pool start-up, not the ops). Freed by BackendCache's TearDown,
+// after the last test and before static destruction, so LeakSanitizer checks
+// the backends' own cleanup too.
+std::map<std::string, bp_backend *> &cached_backends() {
   static std::map<std::string, bp_backend *> backends;
+  return backends;
+}
+
+class BackendCache : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (auto &[spec, be] : cached_backends())
+      if (be) bp_backend_free(be);
+    cached_backends().clear();
+  }
+};
+[[maybe_unused]] ::testing::Environment *const backend_cache = ::testing::AddGlobalTestEnvironment(new BackendCache);
+
+bp_backend *backend_for(const std::string &spec, std::string &error) {
+  auto &backends = cached_backends();
   static std::map<std::string, std::string> errors;
   if (auto it = backends.find(spec); it != backends.end()) {
     error = errors[spec];
