@@ -263,11 +263,7 @@ BP_API bp_status bp_backend_tensor_set_async(bp_backend *backend, bp_tensor *t, 
       return bp_tensor_set(t, data, offset, size);
     }
     if (data == nullptr && size != 0) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: data is NULL", fn);
-    const size_t nbytes = bp_tensor_nbytes(t);
-    if (offset > nbytes || size > nbytes - offset) {
-      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: bytes [%zu, %zu + %zu) are outside tensor %s (%zu bytes)", fn,
-                        offset, offset, size, describe(t).c_str(), nbytes);
-    }
+    if (bp_status st = check_range(t, offset, size, fn); st != BP_OK) return st;
     if (size == 0) return BP_OK;
     bp_error err{};
     bp_status st = backend->ref.iface->set_tensor_async(backend->ref.ctx, t, data, offset, size, &err);
@@ -287,11 +283,7 @@ BP_API bp_status bp_backend_tensor_get_async(bp_backend *backend, const bp_tenso
       return bp_tensor_get(t, data, offset, size);
     }
     if (data == nullptr && size != 0) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: data is NULL", fn);
-    const size_t nbytes = bp_tensor_nbytes(t);
-    if (offset > nbytes || size > nbytes - offset) {
-      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: bytes [%zu, %zu + %zu) are outside tensor %s (%zu bytes)", fn,
-                        offset, offset, size, describe(t).c_str(), nbytes);
-    }
+    if (bp_status st = check_range(t, offset, size, fn); st != BP_OK) return st;
     if (size == 0) return BP_OK;
     bp_error err{};
     bp_status st = backend->ref.iface->get_tensor_async(backend->ref.ctx, t, data, offset, size, &err);

@@ -109,21 +109,7 @@ BP_API bp_status bp_buffer_place_tensor(bp_buffer *buf, bp_tensor *t, size_t off
                         "%s: tensor %s needs %zu bytes at offset %zu, past the end of the %zu-byte buffer of '%s'",
                         fn, describe(t).c_str(), need, offset, buf->size, buft->name.c_str());
     }
-    t->buffer = buf;
-    t->buffer_ctx = buf->ref.ctx;
-    t->data = static_cast<char *>(buf->base) + offset;
-    t->extra = nullptr;
-    if (BP_HAS_SLOT(buf->ref.iface, bp_buffer_i, init_tensor)) {
-      bp_error err{};
-      bp_status st = buf->ref.iface->init_tensor(buf->ref.ctx, t, &err);
-      if (st != BP_OK) {
-        t->buffer = nullptr;
-        t->buffer_ctx = nullptr;
-        t->data = nullptr;
-        return plugin_failed(dev, st, err, "init_tensor of " + describe(t));
-      }
-    }
-    return BP_OK;
+    return bind_tensor(buf, t, static_cast<char *>(buf->base) + offset, describe(t));
   });
 }
 

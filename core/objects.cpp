@@ -152,9 +152,14 @@ bp_status view_init(bp_tensor *t, const char *fn) {
   }
   bp_device *dev = buf->buft->device;
   if (bp_status st = check_not_lost(dev, fn); st != BP_OK) return st;
+  return bind_tensor(buf, t, static_cast<char *>(src->data) + t->view_offs, "view " + describe(t));
+}
+
+bp_status bind_tensor(bp_buffer *buf, bp_tensor *t, void *data, const std::string &what) {
   t->buffer = buf;
   t->buffer_ctx = buf->ref.ctx;
-  t->data = static_cast<char *>(src->data) + t->view_offs;
+  t->data = data;
+  t->extra = nullptr;  // a plugin's per-tensor state from an earlier buffer is stale
   if (BP_HAS_SLOT(buf->ref.iface, bp_buffer_i, init_tensor)) {
     bp_error err{};
     bp_status st = buf->ref.iface->init_tensor(buf->ref.ctx, t, &err);
@@ -162,8 +167,20 @@ bp_status view_init(bp_tensor *t, const char *fn) {
       t->buffer = nullptr;
       t->buffer_ctx = nullptr;
       t->data = nullptr;
-      return plugin_failed(dev, st, err, "init_tensor of view " + describe(t));
+      return plugin_failed(buf->buft->device, st, err, "init_tensor of " + what);
     }
+  }
+  return BP_OK;
+}
+
+bp_status check_range(const bp_tensor *t, size_t offset, size_t size, const char *fn) {
+  const size_t nbytes = bp_tensor_nbytes(t);
+  size_t end = 0;
+  if (__builtin_add_overflow(offset, size, &end) || end > nbytes) {
+    return set_errorf(BP_ERR_INVALID_ARGUMENT,
+                      "%s: bytes [%zu, %zu + %zu) are outside tensor %s, which spans %zu bytes: keep offset + size "
+                      "<= bp_tensor_nbytes",
+                      fn, offset, offset, size, describe(t).c_str(), nbytes);
   }
   return BP_OK;
 }

@@ -49,6 +49,14 @@ bp_buffer_type *device_buft_for(bp_device *dev, bp_buffer_type_ref ref);
 // no memory yet.
 bp_status view_init(bp_tensor *t, const char *fn);
 
+// Points |t| at |data| inside |buf| and runs the plugin's init_tensor, if
+// any; on failure |t| is left without memory. |what| names |t| in errors.
+bp_status bind_tensor(bp_buffer *buf, bp_tensor *t, void *data, const std::string &what);
+
+// INVALID_ARGUMENT unless [offset, offset + size) lies inside |t|'s span
+// (bp_tensor_nbytes), overflow included.
+bp_status check_range(const bp_tensor *t, size_t offset, size_t size, const char *fn);
+
 // Checks that |t| (named |what| in messages) has memory in a live buffer.
 // Returns the buffer or nullptr with the error set.
 bp_buffer *tensor_buffer(const bp_tensor *t, const char *fn, const char *what);

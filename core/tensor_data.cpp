@@ -15,19 +15,6 @@ using namespace bp::core;
 
 namespace {
 
-// Checks that [offset, offset + size) lies inside |t|'s span.
-bp_status check_range(const bp_tensor *t, size_t offset, size_t size, const char *fn) {
-  const size_t nbytes = bp_tensor_nbytes(t);
-  size_t end = 0;
-  if (__builtin_add_overflow(offset, size, &end) || end > nbytes) {
-    return set_errorf(BP_ERR_INVALID_ARGUMENT,
-                      "%s: bytes [%zu, %zu + %zu) are outside tensor %s, which spans %zu bytes: keep offset + size "
-                      "<= bp_tensor_nbytes",
-                      fn, offset, offset, size, describe(t).c_str(), nbytes);
-  }
-  return BP_OK;
-}
-
 // The buffer and device of |t| after the common checks (handle, memory,
 // lost device); nullptr with the error set otherwise.
 bp_buffer *usable_buffer(const bp_tensor *t, const char *fn, const char *what, bp_status *status) {
