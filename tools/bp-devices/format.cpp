@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "report.hpp"
+#include "common/text_table.hpp"
 
 namespace bp::tools {
 namespace {
@@ -36,27 +37,7 @@ std::string range_text(const param_row &p) {
   return bound(p.min_value) + ".." + bound(p.max_value);
 }
 
-// Rows of cells printed with each column padded to its widest cell; the
-// last column is never padded. |indent| prefixes every line.
-std::string table(const std::vector<std::vector<std::string>> &rows, const std::string &indent) {
-  std::vector<size_t> width;
-  for (const auto &r : rows)
-    for (size_t c = 0; c < r.size(); ++c) {
-      if (width.size() <= c) width.push_back(0);
-      width[c] = std::max(width[c], r[c].size());
-    }
-  std::string out;
-  for (const auto &r : rows) {
-    std::string line = indent;
-    for (size_t c = 0; c < r.size(); ++c) {
-      line += r[c];
-      if (c + 1 < r.size()) line += std::string(width[c] - r[c].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
-}
+using bp::tools::text_table;
 
 json params_json(const std::vector<param_row> &params) {
   json arr = json::array();
@@ -122,7 +103,7 @@ std::string to_text(const inventory &inv) {
     std::vector<std::vector<std::string>> rows{{"NAME", "VERSION", "DEVICES", "FILE"}};
     for (const auto &p : inv.plugins)
       rows.push_back({p.name, p.version, std::to_string(p.devices.size()), p.path});
-    out << table(rows, "  ");
+    out << text_table(rows, "  ");
   }
 
   out << "\nDevices: " << inv.devices.size() << "\n";
@@ -140,7 +121,7 @@ std::string to_text(const inventory &inv) {
     std::string caps;
     for (const auto &c : d.caps) caps += (caps.empty() ? "" : ", ") + c;
     rows.push_back({"capabilities", caps.empty() ? "none" : caps});
-    out << table(rows, "      ");
+    out << text_table(rows, "      ");
     const plugin_row *p = plugin_of(inv, d);
     if (p && !p->params.empty()) {
       out << "      parameters (\"" << d.plugin << ":key=value,...\"):\n";
@@ -150,7 +131,7 @@ std::string to_text(const inventory &inv) {
         prow.push_back({q.name, q.type, "default " + (q.default_value.empty() ? "none" : q.default_value),
                         range.empty() ? "" : "range " + range, q.doc});
       }
-      out << table(prow, "        ");
+      out << text_table(prow, "        ");
     } else {
       out << "      parameters: none\n";
     }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "run.hpp"
+#include "common/text_table.hpp"
 
 namespace bp::run {
 namespace {
@@ -37,25 +38,7 @@ double median_of(std::vector<double> v) {
   return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
-std::string table(const std::vector<std::vector<std::string>> &rows, const std::string &indent) {
-  std::vector<size_t> width;
-  for (const auto &r : rows)
-    for (size_t c = 0; c < r.size(); ++c) {
-      if (width.size() <= c) width.push_back(0);
-      width[c] = std::max(width[c], r[c].size());
-    }
-  std::string out;
-  for (const auto &r : rows) {
-    std::string line = indent;
-    for (size_t c = 0; c < r.size(); ++c) {
-      line += r[c];
-      if (c + 1 < r.size()) line += std::string(width[c] - r[c].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
-}
+using bp::tools::text_table;
 
 std::string ops_text(const std::map<std::string, int> &ops) {
   std::string s;
@@ -129,16 +112,16 @@ std::string to_text(const run_report &r) {
     rows.push_back({std::to_string(i), s.backend, std::to_string(s.first_node), std::to_string(s.n_nodes),
                     std::to_string(s.n_inputs), human_bytes(s.bytes_copied)});
   }
-  o << table(rows, "  ");
+  o << text_table(rows, "  ");
   o << "Nodes per backend (views not counted):\n";
   rows.clear();
   for (const auto &b : r.per_backend) rows.push_back({b.name, std::to_string(b.n_nodes), ops_text(b.ops)});
-  o << table(rows, "  ");
+  o << text_table(rows, "  ");
 
   o << "\nMemory:\n";
   rows = {{"ROLE", "BACKEND", "TYPE", "SIZE"}};
   for (const auto &b : r.buffers) rows.push_back({b.role, b.backend, b.type, human_bytes(b.bytes)});
-  o << table(rows, "  ");
+  o << text_table(rows, "  ");
   o << "  graph allocator (cpu alone): peak " << human_bytes(r.gallocr_peak) << ", largest live set "
     << human_bytes(r.largest_live_set);
   if (r.largest_live_set)
@@ -149,7 +132,7 @@ std::string to_text(const run_report &r) {
   rows = {{"", "MIN", "MEDIAN"},
           {"device list", fmt("%.3f ms", min_of(r.run_ms)), fmt("%.3f ms", median_of(r.run_ms))},
           {"cpu alone", fmt("%.3f ms", min_of(r.reference_ms)), fmt("%.3f ms", median_of(r.reference_ms))}};
-  o << table(rows, "  ");
+  o << text_table(rows, "  ");
 
   o << "\nCheck: NMSE of the logits vs cpu alone = " << fmt("%.3g", r.nmse) << " (tolerance "
     << fmt("%.0e", kNmseTolerance) << "): " << (r.pass ? "PASS" : "FAIL") << "\n";
