@@ -64,6 +64,35 @@ enum {
   BP_PLUGIN_FLAG_DEBUG = 1u << 2
 };
 
+/* The flags of the translation unit that expands it: put it in the
+ * descriptor's |flags| so they always match how the plugin was compiled. */
+#if defined(__SANITIZE_ADDRESS__)
+#define BP_PLUGIN_BUILT_ASAN_ BP_PLUGIN_FLAG_ASAN
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BP_PLUGIN_BUILT_ASAN_ BP_PLUGIN_FLAG_ASAN
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define BP_PLUGIN_BUILT_TSAN_ BP_PLUGIN_FLAG_TSAN
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BP_PLUGIN_BUILT_TSAN_ BP_PLUGIN_FLAG_TSAN
+#endif
+#endif
+#ifndef BP_PLUGIN_BUILT_ASAN_
+#define BP_PLUGIN_BUILT_ASAN_ 0u
+#endif
+#ifndef BP_PLUGIN_BUILT_TSAN_
+#define BP_PLUGIN_BUILT_TSAN_ 0u
+#endif
+#ifdef NDEBUG
+#define BP_PLUGIN_BUILT_DEBUG_ 0u
+#else
+#define BP_PLUGIN_BUILT_DEBUG_ BP_PLUGIN_FLAG_DEBUG
+#endif
+#define BP_PLUGIN_BUILD_FLAGS ((uint32_t)(BP_PLUGIN_BUILT_ASAN_ | BP_PLUGIN_BUILT_TSAN_ | BP_PLUGIN_BUILT_DEBUG_))
+
 /* Const data exported as "bp_plugin_descriptor". Static storage. */
 typedef struct bp_plugin_descriptor {
   uint32_t struct_size; /* sizeof(bp_plugin_descriptor) as built */

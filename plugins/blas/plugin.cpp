@@ -180,17 +180,7 @@ const ::bp_plugin_descriptor bp_plugin_descriptor = {
     "blas",
     "0.1.0",
     "MUL_MAT through OpenBLAS sgemm on host memory",
-    0
-#if defined(__SANITIZE_ADDRESS__)
-        | BP_PLUGIN_FLAG_ASAN
-#endif
-#if defined(__SANITIZE_THREAD__)
-        | BP_PLUGIN_FLAG_TSAN
-#endif
-#ifndef NDEBUG
-        | BP_PLUGIN_FLAG_DEBUG
-#endif
-    ,
+    BP_PLUGIN_BUILD_FLAGS,
 };
 }  // extern "C"
 }  // namespace bp::blas::exported

@@ -31,18 +31,6 @@ namespace {
 // no host argument). A plain pointer: constant-initialised, no constructor.
 const bp_host_api *g_host = nullptr;
 
-// How this file was built, so the host can refuse a sanitizer build.
-constexpr uint32_t build_flags = 0u
-#if defined(__SANITIZE_ADDRESS__)
-                                 | BP_PLUGIN_FLAG_ASAN
-#endif
-#if defined(__SANITIZE_THREAD__)
-                                 | BP_PLUGIN_FLAG_TSAN
-#endif
-#ifndef NDEBUG
-                                 | BP_PLUGIN_FLAG_DEBUG
-#endif
-    ;
 
 const bp_param_info params_schema[] = {
     {sizeof(bp_param_info), "threads", BP_PARAM_INT, "0",
@@ -129,7 +117,7 @@ BP_PLUGIN_EXPORT extern const ::bp_plugin_descriptor bp_plugin_descriptor = {
     "cpu",
     "0.1.0",
     "reference and multi-threaded CPU kernels on host memory",
-    build_flags,
+    BP_PLUGIN_BUILD_FLAGS,
 };
 
 BP_PLUGIN_EXPORT const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
