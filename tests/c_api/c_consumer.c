@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "backplane/backplane.h"
+/* Not used here: included so the plugin ABI header, too, is compiled as
+ * strict C99 (plugins may be written in C). */
+#include "backplane/plugin.h"
 
 #define CHECK(cond)                                                          \
   do {                                                                       \
