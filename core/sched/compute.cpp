@@ -6,7 +6,7 @@
 //    synchronized first;
 //  - the copy's pipeline slot may still be read by the previous run: with
 //    events the split's backend waits for the slot's event (recorded after
-//    the split last used it), else it is synchronized;
+//    the backend's last split of that run), else it is synchronized;
 //  - leafs (user data) are copied synchronously, so the caller may rewrite
 //    them as soon as the call returns;
 //  - a copy queued on backend B that reads memory of allocator A makes
@@ -128,7 +128,10 @@ bp_status sched_compute_splits(bp_sched *s) {
       st = bp_backend_graph_compute_async(be, &sp.exec[(size_t)s->cur_slot]);
     }
     if (st != BP_OK) return st;
-    if (bp_event *ev = slot_event(s, sp.backend); ev && !sp.inputs.empty()) {
+    // Recorded after every split, not only after those that copied: a later
+    // split on the same backend may read a copy an earlier one made in this
+    // slot, and the next use of the slot must wait for that reader too.
+    if (bp_event *ev = slot_event(s, sp.backend)) {
       st = bp_event_record(ev, be);
       if (st != BP_OK) return st;
     }
