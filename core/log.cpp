@@ -22,6 +22,14 @@ struct log_state {
 
 std::atomic<int> g_level{-1};  // -1: not read from BP_LOG yet
 
+// True while this thread runs the application's callback (with the mutex
+// held). A Backplane call made from inside the callback may log too (every
+// recorded error logs at debug level, and a plugin's init logs while the
+// registry loads it); locking again would deadlock this thread, so such
+// nested lines are dropped, and bp_log_set_callback from inside the callback
+// updates the state under the lock this thread already holds.
+thread_local bool t_in_callback = false;
+
 log_state &state() {
   // Leaked on purpose: logging may happen during static destruction of the
   // application (FAILURES.md #18), and a destroyed logger would crash.
@@ -72,11 +80,15 @@ namespace bp::core {
 bool log_enabled(bp_log_level level) { return level < BP_LOG_OFF && static_cast<int>(level) >= current_level(); }
 
 void log(bp_log_level level, const char *source, const std::string &message) {
-  if (!log_enabled(level)) return;
+  if (!log_enabled(level) || t_in_callback) return;
   try {
     log_state &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.callback) {
+      struct in_callback {
+        in_callback() { t_in_callback = true; }
+        ~in_callback() { t_in_callback = false; }
+      } mark;
       s.callback(level, source, message.c_str(), s.user_data);
     } else {
       s.logger->log(to_spdlog(level), "{}: {}", source, message);
@@ -109,7 +121,8 @@ BP_API bp_log_level bp_log_get_level(void) { return static_cast<bp_log_level>(cu
 
 BP_API void bp_log_set_callback(bp_log_callback callback, void *user_data) {
   log_state &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::unique_lock<std::mutex> lock(s.mutex, std::defer_lock);
+  if (!t_in_callback) lock.lock();  // else this thread holds it, in log()
   s.callback = callback;
   s.user_data = user_data;
 }

@@ -53,7 +53,14 @@ bool is_candidate_name(const char *name) {
 }  // namespace
 
 std::vector<std::string> search_folders() {
-  std::vector<std::string> wanted;
+  // Folders the user named (BP_PLUGIN_PATH) are configuration: one that does
+  // not exist is a warning, not a silent skip (FAILURES.md #14). The install
+  // folder and the build tree are allowed to be absent.
+  struct wanted_folder {
+    std::string path;
+    bool user_given;
+  };
+  std::vector<wanted_folder> wanted;
   if (const char *env = secure_getenv("BP_PLUGIN_PATH")) {
     std::string list = env;
     size_t pos = 0;
@@ -61,26 +68,29 @@ std::vector<std::string> search_folders() {
       size_t colon = list.find(':', pos);
       std::string item = list.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
       if (!item.empty() && item[0] != '/')
-        bp::core::logf(BP_LOG_WARN, "registry", "BP_PLUGIN_PATH entry '%s' is not absolute; ignored", item.c_str());
+        bp::core::logf(BP_LOG_WARN, "registry",
+                       "BP_PLUGIN_PATH entry '%s' is not absolute; ignored (the current directory is never searched)",
+                       item.c_str());
       else if (!item.empty())
-        wanted.push_back(item);
+        wanted.push_back({item, true});
       if (colon == std::string::npos) break;
       pos = colon + 1;
     }
   }
   {
     std::lock_guard<std::mutex> lock(state().state_mutex);
-    wanted.insert(wanted.end(), state().api_paths.begin(), state().api_paths.end());
+    for (const std::string &p : state().api_paths) wanted.push_back({p, false});
   }
-  wanted.push_back(install_folder());
-  wanted.push_back(BP_BUILD_PLUGIN_DIR);
+  wanted.push_back({install_folder(), false});
+  wanted.push_back({BP_BUILD_PLUGIN_DIR, false});
 
   std::vector<std::string> folders;
-  for (const std::string &w : wanted) {
-    if (w.empty()) continue;
-    std::string real = real_dir(w);
+  for (const wanted_folder &w : wanted) {
+    if (w.path.empty()) continue;
+    std::string real = real_dir(w.path);
     if (real.empty()) {
-      bp::core::logf(BP_LOG_DEBUG, "registry", "plugin folder %s does not exist; skipped", w.c_str());
+      bp::core::logf(w.user_given ? BP_LOG_WARN : BP_LOG_DEBUG, "registry", "%s %s is not an existing folder; skipped",
+                     w.user_given ? "BP_PLUGIN_PATH entry" : "plugin folder", w.path.c_str());
       continue;
     }
     if (std::find(folders.begin(), folders.end(), real) == folders.end()) folders.push_back(real);

@@ -1,8 +1,10 @@
 // loader.cpp: dlopen one plugin file and check it before trusting it.
 //
-// Order matters (FAILURES.md #2-#9): resolve the path, dlopen with
-// RTLD_NOW | RTLD_LOCAL (missing dependencies fail here, and plugins cannot
-// see each other's symbols), read the const descriptor and refuse an
+// Order matters (FAILURES.md #2-#9): resolve the path (the same file again,
+// by any path or hard link, is the loaded plugin), refuse a world-writable
+// file or one for another machine before dlopen runs anything of it, dlopen
+// with RTLD_NOW | RTLD_LOCAL (missing dependencies fail here, and plugins
+// cannot see each other's symbols), read the const descriptor and refuse an
 // incompatible plugin before any of its functions run, refuse a duplicate
 // name, then call bp_plugin_entry, check the table, init, enumerate devices.
 // Every failure closes the handle and is recorded with its reason.
@@ -14,6 +16,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "registry/registry_internal.hpp"
 
@@ -44,11 +48,45 @@ std::string dl_error_text() {
   return e ? e : "unknown dlopen error";
 }
 
-bp_status reject(const std::string &path, bp_status status, const std::string &message) {
+bp_status reject(const std::string &path, bp_status status, const std::string &message,
+                 bp_log_level level = BP_LOG_WARN) {
   record_rejection(path, status, message);
-  bp::core::log(status == BP_ERR_UNAVAILABLE ? BP_LOG_INFO : BP_LOG_WARN, "registry",
-                "refused " + path + ": " + message);
+  if (status == BP_ERR_UNAVAILABLE) level = BP_LOG_INFO;
+  bp::core::log(level, "registry", "refused " + path + ": " + message);
   return bp::core::set_error(status, message);
+}
+
+std::string base_name(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The loaded plugin whose file is |real| or the same inode as |st| (a hard
+// link: dlopen would hand back the loaded object itself), or nullptr. The
+// caller holds load_mutex, so the result cannot be unloaded meanwhile.
+bp_plugin *find_loaded_file(const std::string &real, const struct stat &st) {
+  std::vector<std::pair<bp_plugin *, std::string>> loaded;
+  {
+    std::lock_guard<std::mutex> lock(state().state_mutex);
+    if (bp_plugin *p = find_by_path_locked(real)) return p;
+    for (auto &p : state().plugins) loaded.emplace_back(p.get(), p->path);
+  }
+  for (auto &[p, path] : loaded) {
+    struct stat other {};
+    if (stat(path.c_str(), &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino) return p;
+  }
+  return nullptr;
+}
+
+// A file for another machine is expected next to the right one in
+// multi-arch setups: info level when a plugin from a file of the same name
+// is already loaded, a warning otherwise (FAILURES.md #3).
+bp_log_level arch_mismatch_level(const std::string &real) {
+  const std::string name = base_name(real);
+  std::lock_guard<std::mutex> lock(state().state_mutex);
+  for (auto &p : state().plugins)
+    if (base_name(p->path) == name) return BP_LOG_INFO;
+  return BP_LOG_WARN;
 }
 
 void host_log(void *host, bp_log_level level, const char *message) {
@@ -95,13 +133,14 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out) {
   struct stat st {};
   if (stat(real.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     return reject(real, BP_ERR_INVALID_ARGUMENT, real + " is not a regular file; give the path of a libbp-*.so");
-  {
-    std::lock_guard<std::mutex> lock(state().state_mutex);
-    if (bp_plugin *existing = find_by_path_locked(real)) {
-      if (out) *out = existing;
-      return BP_OK;  // same file again: the plugin already loaded
-    }
+  if (bp_plugin *existing = find_loaded_file(real, st)) {
+    if (out) *out = existing;
+    return BP_OK;  // same file again: the plugin already loaded
   }
+  std::string message;
+  bp_status status = check_plugin_file(real, st, message);
+  if (status != BP_OK)
+    return reject(real, status, message, status == BP_ERR_INCOMPATIBLE ? arch_mismatch_level(real) : BP_LOG_WARN);
 
   dlerror();
   void *h = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -112,8 +151,7 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out) {
   if (!desc || !defined_by(h, desc))
     return reject(real, BP_ERR_INCOMPATIBLE,
                   real + ": not a Backplane plugin (missing " BP_PLUGIN_DESCRIPTOR_SYMBOL ") (PLG-2)");
-  std::string message;
-  bp_status status = check_descriptor(desc, real, message);
+  status = check_descriptor(desc, real, message);
   if (status != BP_OK) return reject(real, status, message);
   const std::string name(desc->name);
   std::string taken_by;

@@ -29,9 +29,17 @@ const char *type_word(bp_param_type t) {
 
 bool int_bounded(const bp_param_info &info) { return !(info.min_value == 0 && info.max_value == 0); }
 
+// The first devices of |p| for a message; a plugin may have up to
+// k_max_devices_per_plugin, and a message listing all of them helps nobody.
 std::string describe_devices(const bp_plugin *p) {
+  constexpr size_t k_shown = 16;
   std::string s;
-  for (auto &d : p->devices) s += (s.empty() ? "" : ", ") + d->spec + " (" + d->name + ", id=" + d->id + ")";
+  for (size_t i = 0; i < p->devices.size() && i < k_shown; ++i) {
+    const bp_device &d = *p->devices[i];
+    s += (s.empty() ? "" : ", ") + d.spec + " (" + d.name + ", id=" + d.id + ")";
+  }
+  if (p->devices.size() > k_shown)
+    s += " and " + std::to_string(p->devices.size() - k_shown) + " more (bp-devices lists them all)";
   return s;
 }
 

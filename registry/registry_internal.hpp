@@ -14,6 +14,8 @@
 // loading function gets FAILED_PRECONDITION instead of a deadlock.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <deque>
 #include <memory>
@@ -66,6 +68,13 @@ struct load_scope {  // marks this thread as inside a load
 // or already-loaded plugin; on failure the rejection is recorded, the
 // handle closed, and the thread's last error set.
 bp_status load_plugin_file(const std::string &path, bp_plugin **out);
+
+// ---- file_checks.cpp ---------------------------------------------------
+// Checks the regular file |real| (stat'ed as |st|) before dlopen: refuses a
+// world-writable file (PLG-20) and an ELF file for another class, byte order
+// or machine (PLG-1), naming both sides. Non-ELF files pass: dlopen words
+// those. Fills |message| on failure.
+bp_status check_plugin_file(const std::string &real, const struct stat &st, std::string &message);
 
 // ---- plugin_checks.cpp -------------------------------------------------
 // Checks the descriptor of the plugin file |path| without running its code.

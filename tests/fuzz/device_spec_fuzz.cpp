@@ -1,10 +1,14 @@
 // device_spec_fuzz.cpp: libFuzzer target for the device spec parser
-// (FAILURES.md #13). Not part of the CMake build or CI; build by hand:
+// (FAILURES.md #13). The libFuzzer binary is built by hand (one line):
 //
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined \
-//     -I include -I . tests/fuzz/device_spec_fuzz.cpp registry/spec_parser.cpp \
+//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined
+//     -I include -I . tests/fuzz/device_spec_fuzz.cpp registry/spec_parser.cpp
 //     -o device_spec_fuzz
 //   ./device_spec_fuzz -max_len=1200 -runs=1000000 tests/fuzz/corpus/device_spec
+//
+// The corpus, including every crash reproducer committed next to the seeds
+// (name it regress-<what>), is replayed through this same function by the
+// ctest suite: tests/registry/spec_corpus_test.cpp compiles this file in.
 //
 // Every input must give either a well-formed parse or INVALID_ARGUMENT with
 // a column inside the input; an accepted parse must survive printing and

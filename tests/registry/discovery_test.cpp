@@ -14,26 +14,9 @@
 namespace fs = std::filesystem;
 using bp_test::find_rejected;
 using bp_test::fixture;
+using bp_test::temp_dir;
 
 namespace {
-
-// A fresh temporary folder, removed with its content at the end.
-class temp_dir {
- public:
-  temp_dir() {
-    std::string tmpl = (fs::temp_directory_path() / "bp-registry-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = fs::canonical(tmpl.c_str());
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path &path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 bool any_plugin_under(const fs::path &dir) {
   const std::string prefix = dir.string() + "/";

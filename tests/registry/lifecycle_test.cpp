@@ -10,6 +10,7 @@
 #include "registry_test_util.hpp"
 
 using bp_test::fixture;
+using bp_test::is_mapped;
 using bp_test::load_fixture;
 
 namespace {
@@ -43,6 +44,9 @@ TEST(RegistryLifecycle, UnloadWithALiveBackendIsRefused) {
 }
 
 TEST(RegistryLifecycle, LoadUnloadTenTimesShutsDownOncePerLoad) {
+  // The OpenCL plugin_test loop; under ASan/LSan (build-asan-reg) it also
+  // proves each cycle frees what it made. Each unload really unmaps the file.
+  unsetenv("BP_DISABLE_UNLOAD");
   if (bp_plugin *old = bp_plugin_find("good")) {
     ASSERT_EQ(bp_plugin_unload(old), BP_OK) << bp_last_error();
   }
@@ -50,10 +54,15 @@ TEST(RegistryLifecycle, LoadUnloadTenTimesShutsDownOncePerLoad) {
   for (int i = 0; i < 10; ++i) {
     bp_plugin *p = load_fixture("good");
     ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(is_mapped(fixture("good")));
     bp_backend *be = nullptr;
     ASSERT_EQ(bp_backend_init("good:flavor=3", &be), BP_OK) << bp_last_error();
+    bp_buffer *buf = nullptr;
+    ASSERT_EQ(bp_backend_alloc_buffer(be, 1000, &buf), BP_OK) << bp_last_error();
+    bp_buffer_free(buf);
     bp_backend_free(be);
     ASSERT_EQ(bp_plugin_unload(p), BP_OK) << bp_last_error();
+    EXPECT_FALSE(is_mapped(fixture("good"))) << "cycle " << i << ": dlclose left the file mapped";
   }
   EXPECT_EQ(logs.count("good", "fake: init"), 10u);
   EXPECT_EQ(logs.count("good", "fake: shutdown"), 10u);
@@ -68,9 +77,38 @@ TEST(RegistryLifecycle, DisableUnloadKeepsTheCodeButStillShutsDown) {
   bp_plugin *p = load_fixture("good");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(bp_plugin_unload(p), BP_OK);
+  EXPECT_TRUE(is_mapped(fixture("good"))) << "BP_DISABLE_UNLOAD=1 must keep the code mapped";
+  // "0" and "" mean off.
+  for (const char *off : {"0", ""}) {
+    setenv("BP_DISABLE_UNLOAD", off, 1);
+    ASSERT_NE((p = load_fixture("zero_devices")), nullptr);
+    EXPECT_EQ(bp_plugin_unload(p), BP_OK);
+    EXPECT_FALSE(is_mapped(fixture("zero_devices"))) << "BP_DISABLE_UNLOAD='" << off << "'";
+  }
   unsetenv("BP_DISABLE_UNLOAD");
   EXPECT_EQ(logs.count("good", "fake: shutdown"), 1u);
   EXPECT_NE(load_fixture("good"), nullptr);  // and it loads again
+}
+
+TEST(RegistryLifecycle, UnloadWithEveryKindOfLiveObjectIsRefused) {
+  // Backend, buffer from the backend, buffer from the device's type: each one
+  // alone keeps the plugin, and the count in the message is exact.
+  bp_plugin *p = load_fixture("fake_gpu");
+  ASSERT_NE(p, nullptr);
+  bp_backend *be = nullptr;
+  ASSERT_EQ(bp_backend_init("fake_gpu:1", &be), BP_OK) << bp_last_error();
+  bp_buffer *a = nullptr, *b = nullptr;
+  ASSERT_EQ(bp_backend_alloc_buffer(be, 64, &a), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_buffer_type_alloc(bp_device_buffer_type(bp_plugin_device(p, 0)), 64, &b), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_plugin_unload(p), BP_ERR_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(bp_last_error()).find("still has 3 live object(s)"), std::string::npos) << bp_last_error();
+  bp_backend_free(be);  // the buffers outlive their backend and still count
+  EXPECT_EQ(bp_plugin_unload(p), BP_ERR_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(bp_last_error()).find("still has 2 live object(s)"), std::string::npos) << bp_last_error();
+  bp_buffer_free(a);
+  EXPECT_EQ(bp_plugin_unload(p), BP_ERR_FAILED_PRECONDITION);
+  bp_buffer_free(b);
+  EXPECT_EQ(bp_plugin_unload(p), BP_OK) << bp_last_error();
 }
 
 TEST(RegistryLifecycle, FailTheNthAllocationThenRecover) {
@@ -158,6 +196,55 @@ TEST(RegistryLifecycle, RuntimeShutdownUnloadsAndLaterCallsFail) {
         if (bp_runtime_shutdown() != BP_ERR_FAILED_PRECONDITION) std::exit(18);
         bp_buffer_free(buf);  // freeing still works after shutdown
         if (bp_plugin_unload(good) != BP_OK) std::exit(19);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(RegistryLifecycle, EveryRegistryCallAfterShutdownIsFailedPrecondition) {
+  // FAILURES.md #18: an explicit end, and nothing works by accident after it.
+  EXPECT_EXIT(
+      {
+        bp_plugin *good = nullptr;
+        if (bp_registry_load(fixture("good").c_str(), &good) != BP_OK) std::exit(10);
+        bp_device *dev = bp_plugin_device(good, 0);
+        bp_backend *be = nullptr;
+        if (bp_backend_init("good", &be) != BP_OK) std::exit(11);
+        if (bp_runtime_shutdown() != BP_ERR_FAILED_PRECONDITION) std::exit(12);  // be keeps 'good'
+        if (bp_registry_add_path(BP_TEST_FIXTURE_DIR) != BP_ERR_FAILED_PRECONDITION) std::exit(13);
+        if (bp_registry_discover() != BP_ERR_FAILED_PRECONDITION) std::exit(14);
+        if (bp_registry_load(fixture("fake_gpu").c_str(), nullptr) != BP_ERR_FAILED_PRECONDITION) std::exit(15);
+        bp_backend *more[2] = {};
+        if (bp_backends_init("good;good", more, 2, nullptr) != BP_ERR_FAILED_PRECONDITION) std::exit(16);
+        if (bp_device_init_backend(dev, "", &more[0]) != BP_ERR_FAILED_PRECONDITION) std::exit(17);
+        if (more[0] || more[1]) std::exit(18);
+        if (bp_rejected_get(0, nullptr, nullptr, nullptr) != BP_ERR_FAILED_PRECONDITION) std::exit(19);
+        if (bp_plugin_count() != 0 || bp_device_count() != 0 || bp_rejected_count() != 0) std::exit(20);
+        if (bp_plugin_find("good") != nullptr || bp_device_get(0) != nullptr) std::exit(21);
+        if (std::string(bp_last_error()).find("bp_runtime_shutdown") == std::string::npos) std::exit(22);
+        // Releasing still works, and then the kept plugin can go.
+        bp_backend_free(be);
+        if (bp_plugin_unload(good) != BP_OK) std::exit(23);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(RegistryLifecycle, ExitWithoutFreeingOrShutdownIsClean) {
+  // FAILURES.md #18: no work in global destructors. A process that just
+  // exits with plugins loaded and objects alive must not crash in teardown
+  // (the registry is never destroyed, so no plugin is closed under it).
+  EXPECT_EXIT(
+      {
+        // Static: still referenced at exit, so LSan (ASan builds) sees live
+        // objects, not leaks; what is tested is that teardown does not crash.
+        static bp_backend *be = nullptr;
+        static bp_buffer *buf = nullptr;
+        if (bp_registry_load(fixture("good").c_str(), nullptr) != BP_OK) std::exit(10);
+        if (bp_registry_load(fixture("fake_gpu").c_str(), nullptr) != BP_OK) std::exit(11);
+        if (bp_backend_init("fake_gpu:1", &be) != BP_OK) std::exit(12);
+        if (bp_backend_alloc_buffer(be, 128, &buf) != BP_OK) std::exit(13);
+        bp_device_count();
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "");

@@ -1,16 +1,24 @@
 // load_test.cpp: every broken fixture gives its status and message, is kept
-// in the rejected list, and leaves the good plugins loadable
-// (FAILURES.md #1-#10, #12).
+// in the rejected list, leaves no dlopen reference behind, and leaves the
+// good plugins loadable (FAILURES.md #1-#10, #12, #20 file mode, #26).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "registry_test_util.hpp"
 
+namespace fs = std::filesystem;
 using bp_test::find_rejected;
 using bp_test::fixture;
+using bp_test::is_mapped;
 using bp_test::load_fixture;
+using bp_test::temp_dir;
 
 namespace {
 
@@ -22,12 +30,22 @@ struct refused_case {
 
 const std::vector<refused_case> k_refused = {
     {"not_elf", BP_ERR_INCOMPATIBLE, {"cannot load", "libbp-not_elf.so", "invalid ELF header"}},
+    {"pe_file", BP_ERR_INCOMPATIBLE, {"cannot load", "libbp-pe_file.so", "invalid ELF header"}},
+    {"empty", BP_ERR_INCOMPATIBLE, {"cannot load", "libbp-empty.so", "file too short"}},
     {"truncated", BP_ERR_INCOMPATIBLE, {"cannot load", "libbp-truncated.so"}},
-    {"wrong_class", BP_ERR_INCOMPATIBLE, {"cannot load", "wrong ELF class: ELFCLASS32"}},
+    {"wrong_class",
+     BP_ERR_INCOMPATIBLE,
+     {"cannot load", "wrong ELF class: ELFCLASS32", "32-bit little-endian i386 (e_machine 3)", "this process is"}},
+    // glibc alone would say "No such file or directory" for this one.
+    {"wrong_machine",
+     BP_ERR_INCOMPATIBLE,
+     {"cannot load", "libbp-wrong_machine.so", "aarch64", "x86-64", "this process is",
+      "install the plugin built for this machine"}},
     {"unresolved_dep", BP_ERR_INCOMPATIBLE, {"cannot load", "libbp_missing_dep.so"}},
     {"missing_descriptor", BP_ERR_INCOMPATIBLE, {"not a Backplane plugin (missing bp_plugin_descriptor)"}},
     {"missing_entry", BP_ERR_INCOMPATIBLE, {"not a Backplane plugin (missing bp_plugin_entry)"}},
     {"bad_magic", BP_ERR_INCOMPATIBLE, {"bad descriptor magic 0x12345678"}},
+    {"short_descriptor", BP_ERR_INCOMPATIBLE, {"descriptor is 8 bytes", "needs at least"}},
     {"abi_major_old",
      BP_ERR_INCOMPATIBLE,
      {"was built for ABI 0, this Backplane speaks ABI 1", "the plugin is older", "rebuild it"}},
@@ -36,9 +54,13 @@ const std::vector<refused_case> k_refused = {
      {"was built for ABI 2, this Backplane speaks ABI 1", "this Backplane is older"}},
     {"entry_null", BP_ERR_INCOMPATIBLE, {"bp_plugin_entry returned no table", "refuses every host"}},
     {"null_required_slot", BP_ERR_INCOMPATIBLE, {"plugin 'null_required_slot'", "bp_plugin_i.device_get is NULL"}},
+    {"short_table", BP_ERR_INCOMPATIBLE, {"plugin 'short_table'", "plugin table is 8 bytes", "PLG-5"}},
     {"null_device_slot", BP_ERR_INCOMPATIBLE, {"device 0", "bp_device_i.get_props is NULL"}},
     {"reserved_param", BP_ERR_INCOMPATIBLE, {"'device' is reserved for the host"}},
     {"bad_name", BP_ERR_INCOMPATIBLE, {"plugin name \"Bad-Name!\" is invalid", "[a-z0-9_]+"}},
+    {"empty_name", BP_ERR_INCOMPATIBLE, {"plugin name \"\" is invalid"}},
+    {"colon_name", BP_ERR_INCOMPATIBLE, {"plugin name \"cpu:0\" is invalid"}},
+    {"params_over_limit", BP_ERR_INCOMPATIBLE, {"declares 65 parameters, the limit is 64"}},
     {"init_fails", BP_ERR_INTERNAL, {"plugin 'init_fails' failed to initialise", "permission denied"}},
     {"init_unavailable", BP_ERR_UNAVAILABLE, {"unavailable on this machine", "no fake hardware"}},
     {"throws", BP_ERR_INTERNAL, {"plugin 'throws': device 0: get_props failed", "threw a std::runtime_error"}},
@@ -64,6 +86,30 @@ TEST(RegistryLoad, EachBrokenFixtureIsRefusedWithItsReason) {
   size_t before = bp_rejected_count();
   EXPECT_EQ(bp_registry_load(fixture("not_elf").c_str(), nullptr), BP_ERR_INCOMPATIBLE);
   EXPECT_EQ(bp_rejected_count(), before);
+}
+
+TEST(RegistryLoad, RefusedFilesLeaveNoMappingBehind) {
+  // Close-on-error (FAILURES.md #6): whether refused by dlopen, by the
+  // descriptor, by the table, by init or by device enumeration (after init
+  // and a shutdown), no dlopen reference survives the refusal.
+  unsetenv("BP_DISABLE_UNLOAD");
+  for (const refused_case &c : k_refused) {
+    SCOPED_TRACE(c.variant);
+    EXPECT_NE(bp_registry_load(fixture(c.variant).c_str(), nullptr), BP_OK);
+    EXPECT_FALSE(is_mapped(fixture(c.variant))) << "still mapped after its refusal";
+  }
+  // The check itself can fail: a loaded plugin is mapped.
+  ASSERT_NE(load_fixture("zero_devices"), nullptr);
+  EXPECT_TRUE(is_mapped(fixture("zero_devices")));
+}
+
+TEST(RegistryLoad, PluginSymbolsStayLocal) {
+  // RTLD_LOCAL (FAILURES.md #4): a loaded plugin's exports do not join the
+  // global namespace, so no plugin (or application) binds to another's.
+  ASSERT_NE(load_fixture("good"), nullptr);
+  ASSERT_NE(load_fixture("fake_gpu"), nullptr);
+  EXPECT_EQ(dlsym(RTLD_DEFAULT, "bp_plugin_entry"), nullptr);
+  EXPECT_EQ(dlsym(RTLD_DEFAULT, "bp_plugin_descriptor"), nullptr);
 }
 
 TEST(RegistryLoad, MissingFileIsNotFoundWithPathAndDlerror) {
@@ -167,6 +213,111 @@ TEST(RegistryLoad, SameFileTwiceReturnsTheSamePlugin) {
   std::string other = std::string(BP_TEST_FIXTURE_DIR) + "/deps/../libbp-good.so";
   ASSERT_EQ(bp_registry_load(other.c_str(), &b), BP_OK) << bp_last_error();
   EXPECT_EQ(a, b);
+}
+
+TEST(RegistryLoad, HardLinkToALoadedFileIsTheSamePlugin) {
+  // Same inode, other path: dlopen would return the loaded object itself, so
+  // the registry must too (not ALREADY_EXISTS against itself).
+  temp_dir dir;
+  const fs::path a = dir.path() / "libbp-linked_a.so", b = dir.path() / "libbp-linked_b.so";
+  fs::copy_file(fixture("zero_devices"), a);
+  if (link(a.c_str(), b.c_str()) != 0) GTEST_SKIP() << "cannot make a hard link in " << dir.path();
+  bp_plugin *pa = nullptr, *pb = nullptr;
+  ASSERT_EQ(bp_registry_load(a.c_str(), &pa), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_registry_load(b.c_str(), &pb), BP_OK) << bp_last_error();
+  EXPECT_EQ(pa, pb);
+  EXPECT_FALSE(find_rejected(b.string(), nullptr, nullptr));
+  // A copy is another file: same name, so ALREADY_EXISTS naming both.
+  const fs::path c = dir.path() / "libbp-copied.so";
+  fs::copy_file(fixture("zero_devices"), c);
+  EXPECT_EQ(bp_registry_load(c.c_str(), nullptr), BP_ERR_ALREADY_EXISTS);
+  std::string message = bp_last_error();
+  EXPECT_NE(message.find(a.string()), std::string::npos) << message;
+  EXPECT_NE(message.find(c.string()), std::string::npos) << message;
+  EXPECT_EQ(bp_plugin_unload(pa), BP_OK) << bp_last_error();
+}
+
+TEST(RegistryLoad, WorldWritableFileIsRefusedBeforeDlopen) {
+  // PLG-20 (FAILURES.md #20): anyone may have replaced its code. The file is
+  // the trap fixture, whose constructor ends the process with 86: refusing
+  // it after dlopen would be too late, and the child would exit 86.
+  const std::string trap = std::string(BP_TEST_FIXTURE_DIR) + "/trap/libbp-trap.so";
+  ASSERT_TRUE(fs::exists(trap)) << trap;
+  temp_dir dir;
+  const fs::path copy = dir.path() / "libbp-writable.so";
+  fs::copy_file(trap, copy);
+  ASSERT_EQ(chmod(copy.c_str(), 0777), 0);
+  EXPECT_EXIT(
+      {
+        if (bp_registry_load(copy.c_str(), nullptr) != BP_ERR_FAILED_PRECONDITION) std::exit(1);
+        std::string message = bp_last_error();
+        if (message.find("writable by every user (mode 0777)") == std::string::npos) std::exit(2);
+        if (message.find("chmod o-w") == std::string::npos) std::exit(3);
+        bp_status listed = BP_OK;
+        if (!find_rejected(copy.string(), &listed, nullptr) || listed != BP_ERR_FAILED_PRECONDITION) std::exit(4);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+  // Group-writable is the owner's business; only "every user" is refused.
+  const fs::path good = dir.path() / "libbp-group_writable.so";
+  fs::copy_file(fixture("zero_devices"), good);
+  ASSERT_EQ(chmod(good.c_str(), 0775), 0);
+  EXPECT_EQ(bp_registry_load(good.c_str(), nullptr), BP_OK) << bp_last_error();
+}
+
+TEST(RegistryLoad, ForeignMachineIsInfoNextToTheNativeFileElseAWarning) {
+  // FAILURES.md #3: in a multi-arch setup a foreign file sits beside the
+  // native one of the same file name; that is worth an info line, not a
+  // warning. Alone, it is a warning.
+  temp_dir dir;
+  fs::create_directory(dir.path() / "other");
+  const fs::path beside = dir.path() / "other" / "libbp-good.so", alone = dir.path() / "libbp-lonely.so";
+  fs::copy_file(fixture("wrong_machine"), beside);
+  fs::copy_file(fixture("wrong_machine"), alone);
+  ASSERT_NE(load_fixture("good"), nullptr);
+  bp_test::log_capture logs;
+  EXPECT_EQ(bp_registry_load(beside.c_str(), nullptr), BP_ERR_INCOMPATIBLE);
+  EXPECT_EQ(bp_registry_load(alone.c_str(), nullptr), BP_ERR_INCOMPATIBLE);
+  EXPECT_EQ(logs.count_at(BP_LOG_INFO, "registry", "refused " + beside.string()), 1u);
+  EXPECT_EQ(logs.count_at(BP_LOG_WARN, "registry", "refused " + alone.string()), 1u);
+}
+
+TEST(RegistryLoad, SanitizerBuildMismatchIsRefusedWithTheFix) {
+  // FAILURES.md #26: the descriptor's flags say how the plugin was built; a
+  // sanitizer runtime the host lacks is refused, naming the build option.
+#if defined(__SANITIZE_ADDRESS__)
+  const bool host_asan = true;
+#else
+  const bool host_asan = false;
+#endif
+#if defined(__SANITIZE_THREAD__)
+  const bool host_tsan = true;
+#else
+  const bool host_tsan = false;
+#endif
+  struct flag_case {
+    const char *variant;
+    bool hostable;
+    const char *fix;
+  };
+  for (const flag_case &c : {flag_case{"flag_asan", host_asan, "-DBP_SANITIZE=address"},
+                             flag_case{"flag_tsan", host_tsan, "-DBP_SANITIZE=thread"}}) {
+    SCOPED_TRACE(c.variant);
+    bp_plugin *p = nullptr;
+    bp_status st = bp_registry_load(fixture(c.variant).c_str(), &p);
+    if (c.hostable) {
+      EXPECT_EQ(st, BP_OK) << bp_last_error();
+      continue;
+    }
+    EXPECT_EQ(st, BP_ERR_INCOMPATIBLE);
+    EXPECT_EQ(p, nullptr);
+    std::string message = bp_last_error();
+    EXPECT_NE(message.find(c.fix), std::string::npos) << message;
+    EXPECT_NE(message.find("PLG-6"), std::string::npos) << message;
+    EXPECT_FALSE(is_mapped(fixture(c.variant)));
+  }
+  // Every other fixture states its real build, so the host's own kind loads.
+  EXPECT_NE(load_fixture("good"), nullptr);
 }
 
 TEST(RegistryLoad, ThreePluginsWithOneNameKeepTheFirst) {

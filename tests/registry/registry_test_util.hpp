@@ -1,13 +1,25 @@
 // registry_test_util.hpp: helpers shared by the registry tests.
 #pragma once
 
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "backplane/backplane.h"
+
+extern char **environ;
 
 namespace bp_test {
 
@@ -39,6 +51,89 @@ inline bool find_rejected(const std::string &path, bp_status *status, std::strin
   return false;
 }
 
+// True while the shared object |path| is mapped in this process (dlopen with
+// RTLD_NOLOAD maps nothing; it only finds an object already there). Proves
+// that a refused or unloaded plugin left no dlopen reference behind.
+inline bool is_mapped(const std::string &path) {
+  char real[PATH_MAX];
+  const char *p = realpath(path.c_str(), real) ? real : path.c_str();
+  void *h = dlopen(p, RTLD_NOW | RTLD_NOLOAD);
+  if (!h) return false;
+  dlclose(h);
+  return true;
+}
+
+// A fresh temporary folder, removed with its content at the end.
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "bp-registry-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = std::filesystem::canonical(tmpl.c_str());
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  temp_dir(const temp_dir &) = delete;
+  temp_dir &operator=(const temp_dir &) = delete;
+  const std::filesystem::path &path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A child process run to completion: its exit status (or 128 + signal) and
+// its stdout (stderr passes through).
+struct child_result {
+  int status = -1;
+  std::string out;
+};
+
+// Runs |argv| in a child with this process's environment changed by |set|
+// (name -> value) and |unset|, in folder |cwd| (empty: this one).
+inline child_result run_child(const std::vector<std::string> &argv, const std::map<std::string, std::string> &set,
+                              const std::vector<std::string> &unset = {}, const std::string &cwd = {}) {
+  std::vector<std::string> env_strings;
+  for (char **e = environ; *e; ++e) {
+    std::string entry = *e, name = entry.substr(0, entry.find('='));
+    bool drop = set.count(name) > 0;
+    for (const std::string &u : unset) drop = drop || u == name;
+    if (!drop) env_strings.push_back(entry);
+  }
+  for (const auto &[name, value] : set) env_strings.push_back(name + "=" + value);
+  std::vector<char *> args, env;
+  for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  for (const std::string &e : env_strings) env.push_back(const_cast<char *>(e.c_str()));
+  env.push_back(nullptr);
+
+  child_result r;
+  int fds[2];
+  if (pipe(fds) != 0) return r;
+  pid_t pid = fork();
+  if (pid < 0) return r;
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
+    execve(args[0], args.data(), env.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) r.out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+  return r;
+}
+
 // Collects log lines while alive (one at a time).
 class log_capture {
  public:
@@ -63,6 +158,14 @@ class log_capture {
     size_t n = 0;
     for (const line &l : lines_)
       if (l.source == source && l.message.find(text) != std::string::npos) ++n;
+    return n;
+  }
+  // The same, only lines logged at |level|.
+  size_t count_at(bp_log_level level, const std::string &source, const std::string &text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t n = 0;
+    for (const line &l : lines_)
+      if (l.level == level && l.source == source && l.message.find(text) != std::string::npos) ++n;
     return n;
   }
 
