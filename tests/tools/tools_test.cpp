@@ -231,4 +231,36 @@ TEST(BpRun, BadSizesAndDevicesFail) {
   EXPECT_NE(r.out.find("nosuchdevice"), std::string::npos) << r.out;
 }
 
+// ---- bp-bench --------------------------------------------------------------
+// A smoke test, not a speed check: every benchmark runs without an error and
+// each backend figure is paired with a reference measured in the same run.
+
+TEST(BpBench, ShortRunReportsEveryBenchmarkWithItsReference) {
+  if (!exists(bin("bp-bench"))) GTEST_SKIP() << "bp-bench not built (needs libbenchmark-dev and OpenBLAS)";
+  result r = run(bin("bp-bench") +
+                 " --device cpu:threads=1 --threads 1 --benchmark_filter='^(ADD|RMS_NORM)/'"
+                 " --benchmark_min_time=0.01 --benchmark_format=json 2>/dev/null");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = parse(r);
+  ASSERT_TRUE(j.contains("benchmarks")) << r.out;
+  int backend_runs = 0, reference_runs = 0;
+  for (const auto &b : j["benchmarks"]) {
+    const std::string name = b["name"].get<std::string>();
+    EXPECT_FALSE(b.contains("error_occurred") && b["error_occurred"].get<bool>()) << name;
+    EXPECT_GT(b["bytes"].get<double>(), 0.0) << name;  // the rate counter the summary divides
+    (name.find("/ref:memcpy") != std::string::npos ? reference_runs : backend_runs)++;
+  }
+  EXPECT_EQ(backend_runs, 2) << r.out;  // ADD and RMS_NORM on cpu:threads=1
+  EXPECT_EQ(reference_runs, 2) << r.out;
+}
+
+TEST(BpBench, BadFlagsAndDevicesFail) {
+  if (!exists(bin("bp-bench"))) GTEST_SKIP() << "bp-bench not built";
+  EXPECT_EQ(run(bin("bp-bench") + " --threads 0 2>/dev/null").status, 2);
+  EXPECT_EQ(run(bin("bp-bench") + " --benchmark_format=csv 2>/dev/null").status, 2);
+  result r = run(bin("bp-bench") + " --device nosuchdevice --benchmark_min_time=0.01 2>&1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("nosuchdevice"), std::string::npos) << r.out;
+}
+
 }  // namespace

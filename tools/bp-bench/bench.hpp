@@ -1,0 +1,99 @@
+// bench.hpp: the pieces of bp-bench (Google Benchmark over Backplane backends).
+//
+// What it is: the benchmark cases (one op at one shape), the benchmarks that
+// run a case on a backend or on its same-run reference (cblas_sgemm for
+// MUL_MAT, memcpy of the same bytes for the rest), and the reporter that
+// prints the ratio summary after the run. What it is not: a test; results are
+// only sanity-checked (a few sampled outputs) so a broken kernel cannot post
+// a good figure.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <backplane/backplane.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bp::bench {
+
+enum class op_kind { mul_mat, rms_norm, soft_max, add };
+
+// One op at one shape. MUL_MAT: a [K, M] (f32 or f16) x b [K, N] f32 -> [M, N];
+// the others: f32 [ne0, ne1] (rows of ne0 elements).
+struct op_case {
+  op_kind op = op_kind::mul_mat;
+  bp_type a_type = BP_TYPE_F32;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t ne0 = 0, ne1 = 0;
+
+  std::string group() const;  // "MUL_MAT_f32", "MUL_MAT_f16xf32", "RMS_NORM", ...
+  std::string shape() const;  // "M=1024,N=1024,K=1024" or "4096x512"
+  bool counts_flops() const { return op == op_kind::mul_mat; }
+};
+
+// The cases a plain `bp-bench` runs, in order.
+std::vector<op_case> default_cases();
+
+// What one registered benchmark measures; the summary pairs each backend
+// entry with its reference through |ref|.
+struct entry {
+  std::string name;   // the registered name: group/shape/who
+  std::string group;  // op_case::group()
+  std::string shape;  // op_case::shape()
+  std::string who;    // the backend spec, or "ref:sgemm:threads=N" / "ref:memcpy:threads=N"
+  std::string ref;    // the reference's name; "" when this entry is a reference
+  bool flops = true;  // the rate is FLOP/s (else bytes read + written per second)
+  double work = 0;    // flops or bytes per iteration (bp_op_flops / bp_op_bytes)
+};
+
+// Flops (MUL_MAT) or bytes read + written of |c|, from the core's own
+// estimates (bp_op_flops, bp_op_bytes) of the graph's node. 0 with |why| set
+// when the graph cannot be built.
+double case_work(const op_case &c, std::string &why);
+
+// True when |be| accepts the case's node (bp_backend_supports_op); |why| says
+// why not otherwise.
+bool backend_supports(bp_backend *be, const op_case &c, std::string &why);
+
+// Registers the benchmark of |c| on |be| (borrowed; must outlive the run).
+entry register_backend_bench(const op_case &c, double work, bp_backend *be, const std::string &spec,
+                             const std::string &ref_name);
+// Registers the reference of |c| with |threads| threads (OpenBLAS threads for
+// sgemm, memcpy split over that many std::threads).
+entry register_reference_bench(const op_case &c, double work, int threads);
+
+// Frees the buffers, graphs and host arrays the last benchmark kept between
+// its calls (the benchmark body is called several times per benchmark).
+void release_cached_setup();
+
+// Result of one benchmark as the summary sees it.
+struct result {
+  double rate = 0;  // flops or bytes per second (median of repetitions when there are any)
+  std::string error;
+};
+
+// Forwards everything to |inner| (the console, JSON or CSV reporter) and keeps
+// each run's rate counter for the summary.
+class collecting_reporter : public benchmark::BenchmarkReporter {
+ public:
+  explicit collecting_reporter(std::unique_ptr<benchmark::BenchmarkReporter> inner) : inner_(std::move(inner)) {}
+  bool ReportContext(const Context &context) override { return inner_->ReportContext(context); }
+  void ReportRuns(const std::vector<Run> &runs) override;
+  void Finalize() override { inner_->Finalize(); }
+  const std::map<std::string, result> &results() const { return results_; }
+
+ private:
+  std::unique_ptr<benchmark::BenchmarkReporter> inner_;
+  std::map<std::string, result> results_;
+  std::map<std::string, std::vector<double>> samples_;  // iteration runs per name
+};
+
+// The ratio table: one line per backend benchmark that ran, with its rate,
+// its reference's rate and the ratio. Empty when nothing ran.
+std::string summary_text(const std::vector<entry> &entries, const std::map<std::string, result> &results);
+
+}  // namespace bp::bench

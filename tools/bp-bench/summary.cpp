@@ -1,0 +1,86 @@
+// summary.cpp: collects each benchmark's rate counter and prints the ratios
+// of every backend against its reference from the same run.
+#include <algorithm>
+#include <cstdio>
+
+#include "bench.hpp"
+#include "common/text_table.hpp"
+
+namespace bp::bench {
+namespace {
+
+std::string format_rate(double rate, bool flops) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f %s", rate / 1e9, flops ? "GFLOP/s" : "GB/s");
+  return buf;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+void collecting_reporter::ReportRuns(const std::vector<Run> &runs) {
+  inner_->ReportRuns(runs);
+  for (const Run &run : runs) {
+    // The registered name (no "/real_time", "/repeats:N" or "_median").
+    const std::string &name = run.run_name.function_name;
+    result &r = results_[name];
+    if (run.error_occurred) {
+      r.error = run.error_message;
+      continue;
+    }
+    double rate = 0;
+    for (const char *key : {"flops", "bytes"}) {
+      auto it = run.counters.find(key);
+      if (it != run.counters.end()) rate = it->second.value;
+    }
+    if (run.run_type == Run::RT_Aggregate) {
+      // With repetitions the median aggregate wins over the single runs.
+      if (run.aggregate_name == "median") r.rate = rate, samples_[name].clear();
+    } else {
+      samples_[name].push_back(rate);
+      r.rate = median(samples_[name]);
+    }
+  }
+}
+
+std::string summary_text(const std::vector<entry> &entries, const std::map<std::string, result> &results) {
+  std::vector<std::vector<std::string>> rows = {
+      {"OP", "SHAPE", "BACKEND", "RATE", "REFERENCE", "REF RATE", "RATIO"}};
+  for (const entry &e : entries) {
+    if (e.ref.empty()) continue;
+    auto it = results.find(e.name);
+    if (it == results.end()) continue;  // filtered out
+    std::vector<std::string> row = {e.group, e.shape, e.who};
+    const result &r = it->second;
+    if (!r.error.empty()) {
+      row.push_back("error: " + r.error);
+      rows.push_back(row);
+      continue;
+    }
+    row.push_back(format_rate(r.rate, e.flops));
+    auto ref = std::find_if(entries.begin(), entries.end(), [&](const entry &x) { return x.name == e.ref; });
+    auto rr = results.find(e.ref);
+    row.push_back(ref != entries.end() ? ref->who : e.ref);
+    if (rr == results.end() || !rr->second.error.empty() || rr->second.rate <= 0) {
+      row.push_back(rr == results.end() ? "not run" : "error");
+      row.push_back("-");
+    } else {
+      char ratio[32];
+      std::snprintf(ratio, sizeof ratio, "%.3gx", r.rate / rr->second.rate);
+      row.push_back(format_rate(rr->second.rate, e.flops));
+      row.push_back(ratio);
+    }
+    rows.push_back(row);
+  }
+  if (rows.size() == 1) return "";
+  return "\nSummary: each backend against its reference measured in this run "
+         "(RATIO = RATE / REF RATE, higher is better)\n" +
+         bp::tools::text_table(rows, "  ");
+}
+
+}  // namespace bp::bench
