@@ -2,8 +2,10 @@
 # The whole test suite: install what is missing, build, run the op conformance
 # runner on every device found and every CTest test; then build again with
 # AddressSanitizer + UndefinedBehaviorSanitizer (optimised, NDEBUG, so the
-# release-only paths run too) and run every CTest test there.
-# BP_SKIP_SANITIZERS=1 skips the second pass (for a quick local run).
+# release-only paths run too) and run every CTest test there; last, build the
+# multi-threaded parts (registry, scheduler with the asynchronous test
+# backend, cpu plugin's thread pool) with ThreadSanitizer and run their tests.
+# BP_SKIP_SANITIZERS=1 skips both sanitizer passes (for a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -23,5 +25,12 @@ if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then
   ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:strict_string_checks=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+  echo "== thread sanitizer (registry, scheduler, cpu plugin)"
+  BUILD_DIR=build-tsan BUILD_TYPE=RelWithDebInfo BUILD_TARGETS="bp_test_registry bp_test_scheduler bp_test_plugins_cpu bp_fixtures bp-cpu bp-blas" \
+    bash scripts/build.sh -DBP_SANITIZE=thread
+  # The other test binaries are not built here; their placeholders are skipped.
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir build-tsan --output-on-failure -j "$jobs" -E '_NOT_BUILT$'
 fi
 echo "== all tests passed"
