@@ -624,7 +624,8 @@ typedef bool (*bp_sched_eval_callback)(bp_tensor *t, bool ask, void *user_data);
 
 /* |backends| in priority order, the last one a CPU backend; |bufts| may be
  * NULL (default types). |graph_size| bounds nodes per graph. With |parallel|
- * inputs get BP_SCHED_MAX_COPIES copies so consecutive runs overlap. Borrows
+ * every copied input gets BP_SCHED_MAX_COPIES versions (triple buffering) so
+ * consecutive runs overlap. Borrows
  * the backends (they must outlive the scheduler). Caller owns; bp_sched_free. */
 BP_API bp_sched *bp_sched_new(bp_backend **backends, bp_buffer_type **bufts, int n_backends, size_t graph_size,
                               bool parallel);
@@ -660,7 +661,9 @@ BP_API bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split
 /* Backend assigned to node |i| of the last allocated graph (same order as |graph|). */
 BP_API bp_backend *bp_sched_get_node_backend(const bp_sched *sched, const bp_tensor *node);
 
-#define BP_SCHED_MAX_COPIES 4
+/* Pipeline slots per copied input with parallel=true: run k+1 fills its
+ * copies while run k computes and run k-1's results are still read. */
+#define BP_SCHED_MAX_COPIES 3
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "bench.hpp"
+#include "common/splitmix64.hpp"
 
 namespace bp::bench {
 namespace {
@@ -57,17 +58,7 @@ T *cached_setup(const std::string &name, const std::function<std::unique_ptr<T>(
   return raw;
 }
 
-// splitmix64: the same numbers on every platform.
-struct rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  float uniform() { return static_cast<float>(next() >> 40) * 0x1p-23f - 1.0f; }  // [-1, 1)
-};
+using rng = bp::tools::splitmix64;
 
 // Host memory aligned like the plugins' buffers (64 bytes).
 struct aligned_floats {

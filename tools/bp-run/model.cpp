@@ -5,24 +5,15 @@
 #include <cstdio>
 #include <string>
 
+#include "common/splitmix64.hpp"
+
 namespace bp::run {
 namespace {
 
 constexpr float kNormEps = 1e-5f;
 constexpr float kRopeBase = 10000.0f;
 
-// splitmix64: a tiny, portable generator, so the same seed gives the same
-// weights with every standard library.
-struct rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  float uniform() { return static_cast<float>((next() >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f; }  // [-1, 1)
-};
+using rng = bp::tools::splitmix64;
 
 bp_status fail(const std::string &step) {
   std::string why = bp_last_error();

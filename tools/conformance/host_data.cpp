@@ -7,24 +7,14 @@
 #include <limits>
 #include <numeric>
 
+#include "common/splitmix64.hpp"
 #include "conformance/conformance.hpp"
 
 namespace bp::conformance {
 
 namespace {
 
-// splitmix64: small, fast, identical on every platform (std distributions
-// are not, and the seeds must give the same data everywhere).
-struct rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-};
+using rng = bp::tools::splitmix64;
 
 }  // namespace
 
