@@ -33,6 +33,9 @@ bp_status be_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *
       }
       mul_mat_compute(node, ctx);
     }
+    // The nodes between this split and the next run on another backend:
+    // workers that kept polling would take its cores.
+    if (ctx.pool) ctx.pool->rest();
     return BP_OK;
   });
 }

@@ -8,12 +8,13 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backplane/plugin.h"
 #include "backplane/plugin_guard.hpp"
+#include "plugins/common/threadpool.hpp"
 
 namespace bp::blas {
 
@@ -21,13 +22,15 @@ namespace bp::blas {
 inline constexpr int64_t kDefaultMinMnk = 32 * 32 * 32;
 
 // Plugin-wide state, created by init, freed by shutdown.
+//
+// Threads: OpenBLAS's own pool is process-global and its idle workers spin
+// for ~0.1 s after every call, which starves the cpu backend that runs the
+// nodes in between ("blas;cpu" ran 10x slower than cpu alone on 2 cores).
+// So init sets OpenBLAS to one thread, and each backend splits a product over
+// a pool of its own that sleeps when idle (docs/blas.md, "Threads").
 struct plugin_state {
-  std::string description;            // device description (owns the text)
-  int default_threads = 1;            // OpenBLAS's own count at init (threads=0)
-  // OpenBLAS's thread count is process-global: every sgemm runs under this
-  // lock, which also sets the count the calling backend asked for.
-  std::mutex gemm_mutex;
-  int current_threads = 0;
+  std::string description;  // device description (owns the text)
+  int default_threads = 1;  // threads=0: one per core this process may use
 };
 
 // The one plugin instance of this process (set by init). Plugins may keep a
@@ -40,9 +43,9 @@ void log(bp_log_level level, const std::string &message);
 
 // Backend instance.
 struct backend_ctx {
-  int threads = 0;     // 0 = OpenBLAS default
   int64_t min_mnk = kDefaultMinMnk;
-  std::vector<float> scratch;  // f16 a widened to f32; one backend = one thread
+  std::unique_ptr<plugins::thread_pool> pool;  // sized by the threads parameter
+  std::vector<float> scratch;  // f16 a widened to f32; one backend = one caller thread
 };
 
 // Host buffer type and buffers (buffer.cpp).

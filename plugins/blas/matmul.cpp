@@ -5,9 +5,16 @@
 // where A is M x K: one sgemm(RowMajor, NoTrans, Trans). a broadcasts over
 // the batch dims (B2 % A2 == 0, B3 % A3 == 0). An f16 a is widened to f32
 // once per distinct a slice, which costs M*K against 2*M*N*K flops.
+//
+// OpenBLAS runs single-threaded (plugin.cpp); a product is split over the
+// backend's pool instead: by columns of D (rows of a, so each thread widens
+// only its own f16 rows), or by rows of D when there are more of those, or
+// over batches when each batch is too small to split.
 #include <cblas.h>
 
+#include <algorithm>
 #include <climits>
+#include <functional>
 #include <vector>
 
 #include "blas.hpp"
@@ -25,16 +32,6 @@ int64_t leading_dim(const bp_tensor *t, int64_t cols) {
   if (t->nb[1] % es != 0) return 0;
   int64_t ld = static_cast<int64_t>(t->nb[1] / es);
   return ld >= cols && fits_int(ld) ? ld : 0;
-}
-
-// Sets OpenBLAS's process-global thread count to what this backend asked
-// for (caller holds gemm_mutex).
-void apply_threads(plugin_state &s, int threads) {
-  int want = threads > 0 ? threads : s.default_threads;
-  if (want != s.current_threads) {
-    openblas_set_num_threads(want);
-    s.current_threads = want;
-  }
 }
 
 // Copies the M x K f16 slice at |src| (row stride |nb1| bytes) into |dst|
@@ -77,12 +74,85 @@ bool mul_mat_big_enough(const bp_tensor *node, int64_t min_mnk) {
   return mn >= (min_mnk + a->ne[0] - 1) / a->ne[0];
 }
 
+namespace {
+
+// Below this many multiply-adds one thread is faster than waking others.
+constexpr int64_t kSplitWork = int64_t{1} << 18;
+
+// D (rows x cols) = B (rows x K) * A^T, A being cols x K: f32 with leading
+// dimension |lda|, or f16 rows |a_nb1| bytes apart, widened into |scratch|
+// (cols x K, dense) by whichever thread uses them.
+struct product {
+  int64_t rows, cols, K;
+  const float *B;
+  int64_t ldb;
+  const char *A;
+  bool a_f16;
+  int64_t lda;    // f32 a
+  size_t a_nb1;   // f16 a
+  float *scratch; // f16 a: cols * K floats
+  float *D;
+  int64_t ldd;
+
+  int64_t work() const { return rows * cols * K; }
+
+  void sgemm(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+    const float *a;
+    int64_t ld;
+    if (a_f16) {
+      widen_f16(A + static_cast<size_t>(c0) * a_nb1, a_nb1, c1 - c0, K, scratch + c0 * K);
+      a = scratch + c0 * K;
+      ld = K;
+    } else {
+      a = reinterpret_cast<const float *>(A) + c0 * lda;
+      ld = lda;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(r1 - r0), static_cast<int>(c1 - c0),
+                static_cast<int>(K), 1.0f, B + r0 * ldb, static_cast<int>(ldb), a, static_cast<int>(ld), 0.0f,
+                D + r0 * ldd + c0, static_cast<int>(ldd));
+  }
+
+  // Part |ith| of |nth|. An f16 a is split by columns only: a row split
+  // would need every thread to see all of a widened.
+  void part(int ith, int nth) const {
+    const bool by_cols = a_f16 || cols >= rows;
+    const int64_t n = by_cols ? cols : rows;
+    // Column chunks start on 16-float (64-byte) boundaries of D's rows.
+    const int64_t align = by_cols ? 16 : 1;
+    int64_t chunk = (n + nth - 1) / nth;
+    chunk = (chunk + align - 1) / align * align;
+    const int64_t lo = std::min(n, ith * chunk), hi = std::min(n, lo + chunk);
+    if (lo >= hi) return;
+    if (by_cols)
+      sgemm(0, rows, lo, hi);
+    else
+      sgemm(lo, hi, 0, cols);
+  }
+};
+
+void run_on_pool(plugins::thread_pool &pool, int nth, const std::function<void(int, int)> &body) {
+  auto task = [&](int ith, int n) { body(ith, n); };
+  std::string error = pool.run(nth, task);
+  if (!error.empty()) throw plugin_error(BP_ERR_INTERNAL, "blas: " + error);
+}
+
+void run_split(plugins::thread_pool &pool, const product &p) {
+  const int nth = p.work() >= kSplitWork ? pool.size() : 1;
+  if (nth == 1) {
+    p.part(0, 1);
+    return;
+  }
+  run_on_pool(pool, nth, [&](int ith, int n) { p.part(ith, n); });
+}
+
+}  // namespace
+
 void mul_mat_compute(const bp_tensor *node, backend_ctx &ctx) {
   const bp_tensor *a = node->src[0], *b = node->src[1];
   if (!a->data || !b->data || !node->data)
     throw plugin_error(BP_ERR_INVALID_ARGUMENT, std::string("blas: MUL_MAT '") + node->name + "' has no memory");
-  plugin_state *s = state();
-  if (!s) throw plugin_error(BP_ERR_FAILED_PRECONDITION, "blas: plugin not initialised");
+  if (!ctx.pool) throw plugin_error(BP_ERR_FAILED_PRECONDITION, "blas: backend has no thread pool");
+  plugins::thread_pool &pool = *ctx.pool;
 
   const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
   const int64_t B2 = b->ne[2], B3 = b->ne[3], r2 = B2 / a->ne[2], r3 = B3 / a->ne[3];
@@ -91,8 +161,7 @@ void mul_mat_compute(const bp_tensor *node, backend_ctx &ctx) {
   const int64_t ldb = leading_dim(b, K), ldd = leading_dim(node, M);
   if (widen) ctx.scratch.resize(static_cast<size_t>(M * K));
 
-  std::lock_guard<std::mutex> lock(s->gemm_mutex);
-  apply_threads(*s, ctx.threads);
+  product p{N, M, K, nullptr, ldb, nullptr, widen, lda, a->nb[1], ctx.scratch.data(), nullptr, ldd};
 
   // One a for every batch and b, d rows evenly spaced across batches: the
   // whole product is a single sgemm with N*B2*B3 rows.
@@ -103,31 +172,45 @@ void mul_mat_compute(const bp_tensor *node, backend_ctx &ctx) {
                       (B3 == 1 || node->nb[3] == static_cast<size_t>(B2) * node->nb[2]);
   const int64_t rows_all = N * B2 * B3;
   if (one_a && (B2 * B3 == 1 || (b_even && d_even)) && fits_int(rows_all)) {
-    const float *A = widen ? ctx.scratch.data() : static_cast<const float *>(a->data);
-    if (widen) widen_f16(static_cast<const char *>(a->data), a->nb[1], M, K, ctx.scratch.data());
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows_all), static_cast<int>(M),
-                static_cast<int>(K), 1.0f, static_cast<const float *>(b->data), static_cast<int>(ldb), A,
-                static_cast<int>(lda), 0.0f, static_cast<float *>(node->data), static_cast<int>(ldd));
+    p.rows = rows_all;
+    p.B = static_cast<const float *>(b->data);
+    p.A = static_cast<const char *>(a->data);
+    p.D = static_cast<float *>(node->data);
+    run_split(pool, p);
     return;
   }
 
-  const char *widened_from = nullptr;  // a slice currently in scratch
-  for (int64_t i3 = 0; i3 < B3; ++i3) {
-    for (int64_t i2 = 0; i2 < B2; ++i2) {
-      const char *a_slice =
-          static_cast<const char *>(a->data) + (i2 / r2) * a->nb[2] + (i3 / r3) * a->nb[3];
-      const char *b_slice = static_cast<const char *>(b->data) + i2 * b->nb[2] + i3 * b->nb[3];
-      char *d_slice = static_cast<char *>(node->data) + i2 * node->nb[2] + i3 * node->nb[3];
-      const float *A = reinterpret_cast<const float *>(a_slice);
-      if (widen) {
-        if (a_slice != widened_from) widen_f16(a_slice, a->nb[1], M, K, ctx.scratch.data());
-        widened_from = a_slice;
-        A = ctx.scratch.data();
-      }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(N), static_cast<int>(M),
-                  static_cast<int>(K), 1.0f, reinterpret_cast<const float *>(b_slice), static_cast<int>(ldb), A,
-                  static_cast<int>(lda), 0.0f, reinterpret_cast<float *>(d_slice), static_cast<int>(ldd));
+  auto batch = [&](int64_t i) {
+    const int64_t i2 = i % B2, i3 = i / B2;
+    product q = p;
+    q.A = static_cast<const char *>(a->data) + (i2 / r2) * a->nb[2] + (i3 / r3) * a->nb[3];
+    q.B = reinterpret_cast<const float *>(static_cast<const char *>(b->data) + i2 * b->nb[2] + i3 * b->nb[3]);
+    q.D = reinterpret_cast<float *>(static_cast<char *>(node->data) + i2 * node->nb[2] + i3 * node->nb[3]);
+    return q;
+  };
+  const int64_t n_batches = B2 * B3;
+
+  // Small f32 batches: whole batches per thread, one barrier for all.
+  if (!widen && p.work() < kSplitWork && pool.size() > 1 && p.work() * n_batches >= kSplitWork) {
+    run_on_pool(pool, pool.size(), [&](int ith, int nth) {
+      for (int64_t i = ith; i < n_batches; i += nth) batch(i).part(0, 1);
+    });
+    return;
+  }
+
+  // Otherwise one split product per batch; an f16 a slice shared by
+  // consecutive batches (broadcast) is widened once.
+  const char *widened_from = nullptr;
+  for (int64_t i = 0; i < n_batches; ++i) {
+    product q = batch(i);
+    if (widen && q.A == widened_from) {
+      q.A = reinterpret_cast<const char *>(ctx.scratch.data());
+      q.a_f16 = false;
+      q.lda = K;
+    } else if (widen) {
+      widened_from = q.A;
     }
+    run_split(pool, q);
   }
 }
 

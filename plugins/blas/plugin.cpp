@@ -9,6 +9,7 @@
 #include <cblas.h>
 
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -26,7 +27,7 @@ const char *const kDeviceId = "blas-0";
 // Parameters accepted in a spec ("blas:threads=4,min_mnk=0"). Constant data.
 const bp_param_info kParams[] = {
     {sizeof(bp_param_info), "threads", BP_PARAM_INT, "0",
-     "OpenBLAS threads (0 = OpenBLAS default: OPENBLAS_NUM_THREADS or all cores); process-global", 0, 1024},
+     "threads this backend splits each product over (0 = one per core); each runs single-threaded sgemm", 0, 1024},
     {sizeof(bp_param_info), "min_mnk", BP_PARAM_INT, "32768",
      "smallest per-batch M*N*K this backend accepts; smaller products go to the next backend", 0,
      INT64_MAX},
@@ -62,13 +63,18 @@ bp_status dev_backend_init(void *, const bp_param_value *params, uint32_t n_para
   return plugin_guard(err, [&]() -> bp_status {
     if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: backend output is NULL");
     *out = bp_backend_ref{nullptr, nullptr};
-    auto *ctx = new backend_ctx();
+    auto ctx = std::make_unique<backend_ctx>();
+    int threads = 0;
     for (uint32_t i = 0; params && i < n_params; ++i) {
       std::string name = params[i].name ? params[i].name : "";
-      if (name == "threads") ctx->threads = static_cast<int>(params[i].int_value);
+      if (name == "threads") threads = static_cast<int>(params[i].int_value);
       if (name == "min_mnk") ctx->min_mnk = params[i].int_value;
     }
-    *out = bp_backend_ref{&kBackendIface, ctx};
+    if (threads <= 0) threads = g_state ? g_state->default_threads : 1;
+    // Poll between nodes only when every thread has a core of its own.
+    const int spin = threads <= static_cast<int>(plugins::count_cores()) ? 4096 : 0;
+    ctx->pool = std::make_unique<plugins::thread_pool>(threads, spin);
+    *out = bp_backend_ref{&kBackendIface, ctx.release()};
     return BP_OK;
   });
 }
@@ -97,13 +103,14 @@ bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
     *out_plugin = nullptr;
     if (g_state) return bp_error_set(err, BP_ERR_FAILED_PRECONDITION, "blas: already initialised");
     auto *s = new plugin_state();
-    s->default_threads = openblas_get_num_threads();
-    if (s->default_threads < 1) s->default_threads = 1;
-    s->current_threads = s->default_threads;
+    s->default_threads = static_cast<int>(plugins::count_cores());
+    // Every sgemm runs on one of the backends' own threads (see plugin_state).
+    openblas_set_num_threads(1);
     const char *core = openblas_get_corename();
     const char *config = openblas_get_config();
     s->description = std::string("OpenBLAS sgemm on host memory (") + (config ? config : "?") + ", core " +
-                     (core ? core : "?") + ", " + std::to_string(s->default_threads) + " threads)";
+                     (core ? core : "?") + "), split over " + std::to_string(s->default_threads) +
+                     " threads by default";
     g_state = s;
     *out_plugin = s;
     return BP_OK;

@@ -6,7 +6,7 @@
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
 #include "kernels.hpp"
-#include "threadpool.hpp"
+#include "plugins/common/threadpool.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -14,6 +14,8 @@ namespace {
 // Below this much work (elements, or multiply-adds for MUL_MAT) waking the
 // workers costs more than it saves.
 constexpr int64_t kParallelWork = 16384;
+
+using plugins::thread_pool;
 
 struct backend_ctx {
   plugin_state *plugin;
@@ -73,8 +75,12 @@ bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_er
       if (!node) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph node %u is NULL", i);
       if (bp_op_is_view(node->op)) continue;
       bp_status s = compute_node(ctx, node, err);
-      if (s != BP_OK) return s;
+      if (s != BP_OK) {
+        ctx->pool.rest();
+        return s;
+      }
     }
+    ctx->pool.rest();  // the next work is likely another backend's split
     return BP_OK;
   });
 }

@@ -28,10 +28,6 @@ void log(const bp_host_api *host, bp_log_level level, const char *fmt, ...) __at
 // Formats into |err| and returns |code|.
 bp_status fail(bp_error *err, bp_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-// Number of CPUs this process may run on (sched_getaffinity, else
-// hardware_concurrency, else 1).
-uint32_t count_cores();
-
 // Reads "model name" from /proc/cpuinfo ("CPU" when unknown).
 std::string read_cpu_model();
 

@@ -1,27 +1,14 @@
 // device.cpp: the one "CPU" device: properties read from the OS, backend
 // creation from the validated parameters, buffers over caller memory, events.
-#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
 
 namespace bp::cpu {
-
-uint32_t count_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return static_cast<uint32_t>(n);
-  }
-  unsigned n = std::thread::hardware_concurrency();
-  return n ? n : 1u;
-}
 
 std::string read_cpu_model() {
   std::string model;

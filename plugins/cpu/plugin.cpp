@@ -23,6 +23,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
+#include "plugins/common/threadpool.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -44,7 +45,7 @@ bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
     auto *state = new plugin_state();
     state->host = g_host;
     state->description = read_cpu_model();
-    state->n_cores = count_cores();
+    state->n_cores = plugins::count_cores();
     *out_plugin = state;
     log(state->host, BP_LOG_DEBUG, "cpu: plugin ready, %u cores, %s", state->n_cores, state->description.c_str());
     return BP_OK;

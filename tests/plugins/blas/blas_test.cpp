@@ -19,9 +19,11 @@ namespace {
 
 class Blas : public ::testing::Test {
  protected:
+  virtual const char *spec() const { return "blas:min_mnk=0"; }
+
   void SetUp() override {
     bp_registry_add_path(BP_TEST_PLUGIN_DIR);
-    if (bp_backend_init("blas:min_mnk=0", &be_) != BP_OK) {
+    if (bp_backend_init(spec(), &be_) != BP_OK) {
       GTEST_SKIP() << "the blas plugin is not available: " << bp_last_error();
     }
     ctx_ = bp_context_new(0);
@@ -169,6 +171,47 @@ TEST_F(Blas, OneAOverManyBatchesIsOneProduct) {
   // a is 2-D and b's batches are dense: the plugin folds them into one sgemm.
   bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 33, 7);
   bp_tensor *b = bp_new_tensor_4d(ctx_, BP_TYPE_F32, 33, 3, 5, 2);
+  check_mul_mat(a, b);
+}
+
+// Products big enough (M*N*K >= 2^18) to be split over the backend's own
+// threads; three threads so the chunks come out uneven.
+class BlasSplit : public Blas {
+ protected:
+  const char *spec() const override { return "blas:min_mnk=0,threads=3"; }
+};
+
+TEST_F(BlasSplit, ByColumnsOfTheResult) {
+  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 65, 1031);
+  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 65, 9);
+  check_mul_mat(a, b);
+}
+
+TEST_F(BlasSplit, ByRowsOfTheResult) {
+  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 65, 9);
+  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 65, 1031);
+  check_mul_mat(a, b);
+}
+
+TEST_F(BlasSplit, F16RowsWidenedByTheThreadThatUsesThem) {
+  // More rows than columns, but an f16 a is always split by columns (33 over
+  // 3 threads in 16-column chunks: 16, 16, 1).
+  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F16, 65, 33);
+  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 65, 257);
+  check_mul_mat(a, b);
+}
+
+TEST_F(BlasSplit, SmallBatchesSpreadOverThreads) {
+  // 8 batches of 64*32*32 (each too small to split), a broadcast 2x2.
+  bp_tensor *a = bp_new_tensor_4d(ctx_, BP_TYPE_F32, 64, 32, 2, 1);
+  bp_tensor *b = bp_new_tensor_4d(ctx_, BP_TYPE_F32, 64, 32, 4, 2);
+  check_mul_mat(a, b);
+}
+
+TEST_F(BlasSplit, F16BroadcastWidenedOncePerSlice) {
+  // Consecutive batches share an a slice: the second reuses the widened copy.
+  bp_tensor *a = bp_new_tensor_4d(ctx_, BP_TYPE_F16, 64, 257, 1, 2);
+  bp_tensor *b = bp_new_tensor_4d(ctx_, BP_TYPE_F32, 64, 17, 3, 2);
   check_mul_mat(a, b);
 }
 

@@ -1,18 +1,22 @@
-// threadpool_test.cpp: the cpu plugin's persistent pool (compiled in from
-// plugins/cpu/threadpool.cpp): every part runs exactly once per run, run()
-// is a barrier, exceptions come back as messages, and the pool survives
-// thousands of back-to-back runs (the per-node pattern).
+// threadpool_test.cpp: the plugins' persistent pool (plugins/common): every
+// part runs exactly once per run, run() is a barrier, exceptions come back as
+// messages, the pool survives thousands of back-to-back runs (the per-node
+// pattern), and rest() stops idle polling.
 #include <gtest/gtest.h>
 
+#include <time.h>
+
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
-#include "plugins/cpu/threadpool.hpp"
+#include "plugins/common/threadpool.hpp"
 
-using bp::cpu::thread_pool;
+using bp::plugins::thread_pool;
 
-TEST(CpuThreadPool, EveryPartRunsOncePerRun) {
+TEST(PluginThreadPool, EveryPartRunsOncePerRun) {
   for (int n : {1, 2, 5}) {
     thread_pool pool(n);
     EXPECT_EQ(pool.size(), n);
@@ -28,7 +32,7 @@ TEST(CpuThreadPool, EveryPartRunsOncePerRun) {
   }
 }
 
-TEST(CpuThreadPool, RunIsABarrierOverManyRuns) {
+TEST(PluginThreadPool, RunIsABarrierOverManyRuns) {
   thread_pool pool(4, 0);  // no polling: the test machine may have fewer cores
   std::vector<int> data(4, 0);
   for (int step = 0; step < 1000; ++step) {
@@ -44,7 +48,7 @@ TEST(CpuThreadPool, RunIsABarrierOverManyRuns) {
   }
 }
 
-TEST(CpuThreadPool, ExceptionsBecomeMessages) {
+TEST(PluginThreadPool, ExceptionsBecomeMessages) {
   thread_pool pool(3);
   auto throws = [](int ith, int) {
     if (ith == 2) throw std::runtime_error("part 2 failed");
@@ -56,7 +60,7 @@ TEST(CpuThreadPool, ExceptionsBecomeMessages) {
   EXPECT_NE(pool.run(1, throws_int), "");
 }
 
-TEST(CpuThreadPool, OversizedRequestsAreClamped) {
+TEST(PluginThreadPool, OversizedRequestsAreClamped) {
   thread_pool pool(2);
   std::atomic<int> parts{0};
   auto body = [&](int, int nth) {
@@ -67,4 +71,29 @@ TEST(CpuThreadPool, OversizedRequestsAreClamped) {
   EXPECT_EQ(parts.load(), 2);
   thread_pool zero(0);  // treated as one thread: the caller
   EXPECT_EQ(zero.size(), 1);
+}
+
+// rest() sends polling workers to sleep at once: with a spin budget of
+// minutes, the process uses (almost) no CPU while the caller sleeps, and the
+// next run() still works.
+TEST(PluginThreadPool, RestStopsPollingWorkers) {
+  auto cpu_seconds = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  };
+  thread_pool pool(3, 1 << 30);
+  std::atomic<int> parts{0};
+  auto body = [&](int, int) { parts.fetch_add(1); };
+  ASSERT_EQ(pool.run(3, body), "");
+  pool.rest();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // workers reach their wait
+  const double before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const double used = cpu_seconds() - before;
+  // Two polling workers would burn 0.3 s or more here.
+  EXPECT_LT(used, 0.1) << "workers kept polling after rest()";
+  ASSERT_EQ(pool.run(3, body), "");
+  EXPECT_EQ(parts.load(), 6);
+  pool.rest();
 }

@@ -1,12 +1,15 @@
-// threadpool.hpp: the persistent worker pool of one cpu backend.
+// threadpool.hpp: the persistent worker pool that a host-memory backend
+// (cpu, blas) owns, plus the core count that sizes it by default.
 //
-// Created once per backend, joined when the backend is freed: no thread is
+// Lives in plugins/common, a static library linked into each plugin that
+// uses it: every .so still carries its own copy and links nothing of
+// Backplane. Created once per backend, joined when the backend is freed: no thread is
 // created per op. run() hands one task to |nth| threads (the caller is
 // thread 0), and returns when all of them finished: that is the barrier
 // between two graph nodes. Not thread-safe: one caller at a time (a backend
 // is used by one thread at a time by contract).
-#ifndef BP_PLUGIN_CPU_THREADPOOL_HPP_
-#define BP_PLUGIN_CPU_THREADPOOL_HPP_
+#ifndef BP_PLUGINS_COMMON_THREADPOOL_HPP_
+#define BP_PLUGINS_COMMON_THREADPOOL_HPP_
 
 #include <atomic>
 #include <condition_variable>
@@ -16,7 +19,11 @@
 #include <thread>
 #include <vector>
 
-namespace bp::cpu {
+namespace bp::plugins {
+
+// Number of CPUs this process may run on (sched_getaffinity, else
+// hardware_concurrency, else 1).
+uint32_t count_cores();
 
 class thread_pool {
  public:
@@ -44,6 +51,12 @@ class thread_pool {
     return run(nth, [](void *c, int ith, int n) { (*static_cast<F *>(c))(ith, n); }, &body);
   }
 
+  // Sends polling workers to sleep now rather than after their spin budget.
+  // Call it when no run() follows soon (the end of a graph): with several
+  // backends on the same cores ("blas;cpu"), an idle pool that polls steals
+  // the cores the next backend computes on. The next run() polls again.
+  void rest() { resting_.store(true, std::memory_order_relaxed); }
+
  private:
   void worker_main(int index);
   void run_part(int ith);
@@ -54,6 +67,7 @@ class thread_pool {
   std::condition_variable done_cv_;  // the caller waits for pending_ == 0
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
+  std::atomic<bool> resting_{false};  // set by rest(), cleared by run()
   const int spin_iterations_;
   bool stop_ = false;  // guarded by mutex_
   // The current task; written by the caller before the generation bump.
@@ -64,6 +78,6 @@ class thread_pool {
   std::string error_;
 };
 
-}  // namespace bp::cpu
+}  // namespace bp::plugins
 
-#endif  // BP_PLUGIN_CPU_THREADPOOL_HPP_
+#endif  // BP_PLUGINS_COMMON_THREADPOOL_HPP_

@@ -1,7 +1,10 @@
 // threadpool.cpp: see threadpool.hpp. Workers spin briefly after each node
 // (the next node usually follows within microseconds), then sleep on a
-// condition variable so an idle backend costs no CPU.
+// condition variable so an idle backend costs no CPU; rest() cuts the spin
+// short at the end of a graph.
 #include "threadpool.hpp"
+
+#include <sched.h>
 
 #include <exception>
 
@@ -12,7 +15,18 @@
 #define BP_CPU_RELAX() ((void)0)
 #endif
 
-namespace bp::cpu {
+namespace bp::plugins {
+
+uint32_t count_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<uint32_t>(n);
+  }
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? n : 1u;
+}
 
 thread_pool::thread_pool(int n_threads, int spin_iterations)
     : spin_iterations_(spin_iterations > 0 ? spin_iterations : 0) {
@@ -60,6 +74,7 @@ std::string thread_pool::run(int nth, task_fn fn, void *ctx) {
   fn_ = fn;
   ctx_ = ctx;
   nth_ = nth;
+  resting_.store(false, std::memory_order_relaxed);
   if (nth > 1) {
     // Every worker acknowledges every generation, so the next run() cannot
     // change fn_/nth_ while a worker still reads them.
@@ -90,7 +105,8 @@ void thread_pool::worker_main(int index) {
   uint64_t seen = 0;
   for (;;) {
     int spins = 0;
-    while (generation_.load(std::memory_order_acquire) == seen && spins < spin_iterations_) {
+    while (generation_.load(std::memory_order_acquire) == seen && spins < spin_iterations_ &&
+           !resting_.load(std::memory_order_relaxed)) {
       BP_CPU_RELAX();
       ++spins;
     }
@@ -108,4 +124,4 @@ void thread_pool::worker_main(int index) {
   }
 }
 
-}  // namespace bp::cpu
+}  // namespace bp::plugins
