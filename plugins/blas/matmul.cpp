@@ -12,6 +12,10 @@
 // over batches when each batch is too small to split.
 #include <cblas.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <climits>
 #include <functional>
@@ -36,12 +40,28 @@ int64_t leading_dim(const bp_tensor *t, int64_t cols) {
 
 // Copies the M x K f16 slice at |src| (row stride |nb1| bytes) into |dst|
 // as dense f32.
+void widen_row(const uint16_t *row, int64_t k, float *out) {
+  for (int64_t c = 0; c < k; ++c) out[c] = bp_fp16_to_fp32(row[c]);
+}
+
+#if defined(__x86_64__)
+// The same with F16C's 8-wide conversion (exact, like the scalar one). The
+// plugin is built for baseline x86-64, so this is picked at run time.
+__attribute__((target("avx,f16c"))) void widen_row_f16c(const uint16_t *row, int64_t k, float *out) {
+  int64_t c = 0;
+  for (; c + 8 <= k; c += 8)
+    _mm256_storeu_ps(out + c, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + c))));
+  for (; c < k; ++c) out[c] = bp_fp16_to_fp32(row[c]);
+}
+#endif
+
 void widen_f16(const char *src, size_t nb1, int64_t m, int64_t k, float *dst) {
-  for (int64_t r = 0; r < m; ++r) {
-    const auto *row = reinterpret_cast<const uint16_t *>(src + static_cast<size_t>(r) * nb1);
-    float *out = dst + r * k;
-    for (int64_t c = 0; c < k; ++c) out[c] = bp_fp16_to_fp32(row[c]);
-  }
+  auto widen = widen_row;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) widen = widen_row_f16c;
+#endif
+  for (int64_t r = 0; r < m; ++r)
+    widen(reinterpret_cast<const uint16_t *>(src + static_cast<size_t>(r) * nb1), k, dst + r * k);
 }
 
 }  // namespace
