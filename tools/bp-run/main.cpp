@@ -25,9 +25,14 @@ int main(int argc, char **argv) {
   app.add_option("--ff", opt.cfg.ff, "feed-forward width")->check(CLI::Range(1, 262144));
   app.add_option("--vocab", opt.cfg.vocab, "vocabulary size")->check(CLI::Range(1, 1 << 20));
   app.add_option("--tokens", opt.cfg.tokens, "tokens in the sequence")->check(CLI::Range(1, 65536));
-  app.add_option("--seed", opt.cfg.seed, "seed of the weights and token ids");
+  app.add_option("--seed", opt.cfg.seed, "seed of the weights and token ids")
+      ->check(CLI::Validator(
+          [](std::string &s) { return s.find('-') != std::string::npos ? std::string("the seed must be 0 or more") : ""; },
+          "UINT"));
   app.add_option("--runs", opt.runs, "timed runs (min and median are reported)")->check(CLI::Range(1, 100000));
-  app.add_option("--dot", opt.dot_path, "write the split graph as Graphviz to FILE");
+  app.add_option("--dot", opt.dot_path, "write the split graph as Graphviz to FILE")
+      ->check(CLI::Validator([](std::string &s) { return s.empty() ? std::string("the path is empty") : ""; },
+                             "FILE"));
   app.add_flag("--json", opt.json, "print the plan, memory, timings and check as JSON");
   try {
     app.parse(argc, argv);
@@ -49,7 +54,8 @@ int main(int argc, char **argv) {
     std::fputs(bp::run::to_text(report).c_str(), stdout);
   }
   if (!ok) {
-    if (opt.json) std::fprintf(stderr, "bp-run: %s\n", report.error.c_str());
+    // The report (stdout) is for the results; the error goes to stderr.
+    std::fprintf(stderr, "bp-run: error: %s\n", report.error.c_str());
     return 1;
   }
   return report.pass ? 0 : 1;

@@ -99,10 +99,7 @@ std::string to_text(const run_report &r) {
   for (const auto &b : r.backends) o << " " << b;
   o << "\n";
   for (const auto &n : r.notes) o << "note: " << n << "\n";
-  if (!r.error.empty()) {
-    o << "error: " << r.error << "\n";
-    return o.str();
-  }
+  if (!r.error.empty()) return o.str();  // main prints the error to stderr
 
   o << "\nPlan: " << r.splits.size() << " splits, " << r.n_copies << " tensor copies, "
     << human_bytes(r.bytes_copied) << " moved per run\n";

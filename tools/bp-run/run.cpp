@@ -151,22 +151,33 @@ bool run_scheduled(const options &opt, backends_holder &bes, run_report &rep, st
   sh.sched = bp_sched_new(bes.list.data(), nullptr, static_cast<int>(bes.list.size()),
                           bp_graph_n_nodes(m.graph) + bp_graph_n_leafs(m.graph) + 64, false);
   if (!sh.sched) {
-    rep.error = "bp_sched_new: " + last_error();
+    rep.error = "creating the scheduler: " + last_error();
     return false;
   }
   if (bp_sched_reserve(sh.sched, m.graph) != BP_OK) {
     rep.error = "bp_sched_reserve: " + last_error();
     return false;
   }
+  // Planned and allocated once, like the reference below: a run's time is
+  // inputs, compute and reading the logits on both sides.
+  bp_sched_reset(sh.sched);
+  if (bp_sched_alloc_graph(sh.sched, m.graph) != BP_OK) {
+    rep.error = "bp_sched_alloc_graph: " + last_error();
+    return false;
+  }
+  // The plan is fixed now: write it before the timed runs, so a bad path
+  // fails fast.
+  if (!opt.dot_path.empty()) {
+    std::string err;
+    if (!write_dot(opt.dot_path, m.graph, sh.sched, bes.list, err)) {
+      rep.error = err;
+      return false;
+    }
+  }
   out.assign(static_cast<size_t>(bp_tensor_nelements(m.logits)), 0.0f);
   for (int r = 0; r < opt.runs; ++r) {
     auto t0 = clock_type::now();
-    bp_sched_reset(sh.sched);
-    bp_status st = bp_sched_alloc_graph(sh.sched, m.graph);
-    if (st != BP_OK) {
-      rep.error = "bp_sched_alloc_graph: " + last_error();
-      return false;
-    }
+    bp_status st;
     if ((st = set_inputs(m)) != BP_OK || (st = bp_sched_graph_compute(sh.sched, m.graph)) != BP_OK ||
         (st = bp_sched_synchronize(sh.sched)) != BP_OK ||
         (st = bp_tensor_get(m.logits, out.data(), 0, out.size() * sizeof(float))) != BP_OK) {
@@ -177,17 +188,14 @@ bool run_scheduled(const options &opt, backends_holder &bes, run_report &rep, st
     rep.run_ms.push_back(elapsed_ms(t0));
     if (r == 0) record_plan(m, sh.sched, bes.list, rep);
   }
+  // Backends with one buffer type share one compute buffer: list it once.
+  std::vector<bp_buffer_type *> listed;
   for (bp_backend *b : bes.list) {
     bp_buffer_type *buft = bp_backend_buffer_type(b);
+    if (std::find(listed.begin(), listed.end(), buft) != listed.end()) continue;
+    listed.push_back(buft);
     rep.buffers.push_back({"compute", name_of(b), buft ? bp_buffer_type_name(buft) : "?",
                            bp_sched_get_buffer_size(sh.sched, b)});
-  }
-  if (!opt.dot_path.empty()) {
-    std::string err;
-    if (!write_dot(opt.dot_path, m.graph, sh.sched, bes.list, err)) {
-      rep.error = err;
-      return false;
-    }
   }
   return true;
 }
