@@ -145,7 +145,7 @@ bp_status validate_graph(bp_backend *be, const bp_graph *graph, const char *fn) 
 
 bp_status compute_async(bp_backend *be, const bp_graph *graph, const char *fn) {
   if (bp_status st = usable_backend(be, fn); st != BP_OK) return st;
-  if (graph == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: graph is NULL", fn);
+  if (!handle_ok(graph, TAG_GRAPH)) return bad_handle(fn, "graph", graph, TAG_GRAPH);
   if (bp_status st = validate_graph(be, graph, fn); st != BP_OK) return st;
   if (graph->nodes.empty()) return BP_OK;
   bp_graph_desc desc{};

@@ -37,6 +37,7 @@ bp_status check_type_and_dims(const bp_type &type, const int64_t ne[BP_MAX_DIMS]
 }
 
 bp_tensor *tensor_create(bp_context *ctx, const bp_type &type, const int64_t ne[BP_MAX_DIMS], const char *fn) {
+  if (!context_usable(ctx, fn)) return nullptr;  // every tensor is made here: one check covers all
   if (check_type_and_dims(type, ne, fn) != BP_OK) return nullptr;
   if (ctx->max_tensors != 0 && ctx->tensors.size() >= ctx->max_tensors) {
     set_errorf(BP_ERR_RESOURCE_EXHAUSTED,
@@ -88,9 +89,24 @@ bp_tensor *null_input(const char *fn, const char *what) {
   return nullptr;
 }
 
+bool context_usable(const bp_context *ctx, const char *fn) {
+  if (ctx == nullptr) {
+    null_input(fn, "ctx");
+    return false;
+  }
+  if (ctx->tag != TAG_CONTEXT) {
+    bad_handle(fn, "ctx", ctx, TAG_CONTEXT);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace bp::core
 
 using bp::core::api_guard_ptr;
+using bp::core::handle_ok;
+using bp::core::TAG_CONTEXT;
+using bp::core::TAG_DEAD;
 
 extern "C" {
 
@@ -104,17 +120,23 @@ BP_API bp_context *bp_context_new(size_t max_tensors) {
   return ctx;
 }
 
-BP_API void bp_context_free(bp_context *ctx) { delete ctx; }
+BP_API void bp_context_free(bp_context *ctx) {
+  if (!handle_ok(ctx, TAG_CONTEXT)) return;  // NULL, or not a context: nothing of ours to free
+  ctx->tag = TAG_DEAD;
+  delete ctx;
+}
 
-BP_API size_t bp_context_n_tensors(const bp_context *ctx) { return ctx ? ctx->tensors.size() : 0; }
+BP_API size_t bp_context_n_tensors(const bp_context *ctx) {
+  return handle_ok(ctx, TAG_CONTEXT) ? ctx->tensors.size() : 0;
+}
 
 BP_API bp_tensor *bp_context_tensor(const bp_context *ctx, size_t i) {
-  if (ctx == nullptr || i >= ctx->tensors.size()) return nullptr;
+  if (!handle_ok(ctx, TAG_CONTEXT) || i >= ctx->tensors.size()) return nullptr;
   return const_cast<bp_tensor *>(&ctx->tensors[i]);
 }
 
 BP_API bp_tensor *bp_context_find(const bp_context *ctx, const char *name) {
-  if (ctx == nullptr || name == nullptr) return nullptr;
+  if (!handle_ok(ctx, TAG_CONTEXT) || name == nullptr) return nullptr;
   for (const bp_tensor &t : ctx->tensors) {
     if (std::strncmp(t.name, name, BP_MAX_NAME) == 0) return const_cast<bp_tensor *>(&t);
   }
@@ -127,7 +149,7 @@ namespace {
 // |type| by reference: it is only read as an int until validated.
 bp_tensor *new_tensor_impl(bp_context *ctx, const bp_type &type, int n_dims, const int64_t *ne) {
   return api_guard_ptr<bp_tensor>([&]() -> bp_tensor * {
-    if (ctx == nullptr) return bp::core::null_input("bp_new_tensor", "ctx");
+    if (!bp::core::context_usable(ctx, "bp_new_tensor")) return nullptr;
     if (n_dims < 1 || n_dims > BP_MAX_DIMS) {
       bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_new_tensor: n_dims = %d: it must be 1..%d", n_dims,
                            BP_MAX_DIMS);

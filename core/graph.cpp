@@ -107,6 +107,10 @@ bp_status validate_impl(const bp_graph *g) {
 
 using bp::core::api_guard;
 using bp::core::api_guard_ptr;
+using bp::core::bad_handle;
+using bp::core::handle_ok;
+using bp::core::TAG_GRAPH;
+using bp::core::TAG_DEAD;
 
 extern "C" {
 
@@ -119,11 +123,15 @@ BP_API bp_graph *bp_graph_new(bp_context *ctx, size_t max_nodes) {
   });
 }
 
-BP_API void bp_graph_free(bp_graph *graph) { delete graph; }
+BP_API void bp_graph_free(bp_graph *graph) {
+  if (!handle_ok(graph, TAG_GRAPH)) return;  // NULL, or not a graph: nothing of ours to free
+  graph->tag = TAG_DEAD;
+  delete graph;
+}
 
 BP_API bp_status bp_graph_build(bp_graph *graph, bp_tensor *t) {
   return api_guard([&]() -> bp_status {
-    if (graph == nullptr) return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_graph_build: graph is NULL");
+    if (!handle_ok(graph, TAG_GRAPH)) return bad_handle("bp_graph_build", "graph", graph, TAG_GRAPH);
     if (t == nullptr) {
       // Usually an earlier graph-building call failed: keep its reason.
       std::string earlier = bp_last_error();
@@ -136,26 +144,30 @@ BP_API bp_status bp_graph_build(bp_graph *graph, bp_tensor *t) {
 }
 
 BP_API void bp_graph_clear(bp_graph *graph) {
-  if (graph == nullptr) return;
+  if (!handle_ok(graph, TAG_GRAPH)) return;
   graph->nodes.clear();
   graph->leafs.clear();
 }
 
-BP_API size_t bp_graph_n_nodes(const bp_graph *graph) { return graph ? graph->nodes.size() : 0; }
-
-BP_API bp_tensor *bp_graph_node(const bp_graph *graph, size_t i) {
-  return graph && i < graph->nodes.size() ? graph->nodes[i] : nullptr;
+BP_API size_t bp_graph_n_nodes(const bp_graph *graph) {
+  return handle_ok(graph, TAG_GRAPH) ? graph->nodes.size() : 0;
 }
 
-BP_API size_t bp_graph_n_leafs(const bp_graph *graph) { return graph ? graph->leafs.size() : 0; }
+BP_API bp_tensor *bp_graph_node(const bp_graph *graph, size_t i) {
+  return handle_ok(graph, TAG_GRAPH) && i < graph->nodes.size() ? graph->nodes[i] : nullptr;
+}
+
+BP_API size_t bp_graph_n_leafs(const bp_graph *graph) {
+  return handle_ok(graph, TAG_GRAPH) ? graph->leafs.size() : 0;
+}
 
 BP_API bp_tensor *bp_graph_leaf(const bp_graph *graph, size_t i) {
-  return graph && i < graph->leafs.size() ? graph->leafs[i] : nullptr;
+  return handle_ok(graph, TAG_GRAPH) && i < graph->leafs.size() ? graph->leafs[i] : nullptr;
 }
 
 BP_API bp_status bp_graph_validate(const bp_graph *graph) {
   return api_guard([&]() -> bp_status {
-    if (graph == nullptr) return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_graph_validate: graph is NULL");
+    if (!handle_ok(graph, TAG_GRAPH)) return bad_handle("bp_graph_validate", "graph", graph, TAG_GRAPH);
     return validate_impl(graph);
   });
 }

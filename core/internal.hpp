@@ -76,19 +76,35 @@ enum handle_tag : uint32_t {
   TAG_BUFFER = 0x42554646u,
   TAG_BACKEND = 0x42434b4eu,
   TAG_EVENT = 0x45564e54u,
+  TAG_CONTEXT = 0x43545854u,
+  TAG_GRAPH = 0x47525048u,
+  TAG_SCHED = 0x53434844u,
+  TAG_GALLOCR = 0x47414c43u,
   TAG_DEAD = 0xdeadbeefu,
 };
+
+// True when |h| is non-NULL and carries |tag| (every handle struct starts
+// with its tag, so reading it from a wrong-type handle is defined enough).
+template <typename T>
+bool handle_ok(const T *h, handle_tag tag) {
+  return h != nullptr && h->tag == tag;
+}
+
+// INVALID_ARGUMENT for a NULL, freed or wrong-type |what| handle passed to |fn|.
+bp_status bad_handle(const char *fn, const char *what, const void *h, handle_tag expected);
 
 }  // namespace bp::core
 
 // ---- handle structs --------------------------------------------------------
 
 struct bp_context {
+  uint32_t tag = bp::core::TAG_CONTEXT;
   std::deque<bp_tensor> tensors;  // deque: pointers stay valid as it grows
   size_t max_tensors = 0;         // 0 = no cap
 };
 
 struct bp_graph {
+  uint32_t tag = bp::core::TAG_GRAPH;
   std::vector<bp_tensor *> nodes;  // ops, topological order
   std::vector<bp_tensor *> leafs;  // inputs and weights (op == NONE)
   size_t max_nodes = 4096;

@@ -18,6 +18,10 @@ const char *tag_name(uint32_t tag) {
     case TAG_BUFFER: return "a buffer";
     case TAG_BACKEND: return "a backend";
     case TAG_EVENT: return "an event";
+    case TAG_CONTEXT: return "a context";
+    case TAG_GRAPH: return "a graph";
+    case TAG_SCHED: return "a scheduler";
+    case TAG_GALLOCR: return "a graph allocator";
     case TAG_DEAD: return "a freed handle";
     default: return nullptr;
   }

@@ -14,16 +14,6 @@
 
 namespace bp::core {
 
-// True when |h| is non-NULL and carries |tag| (every handle struct starts
-// with its tag, so reading it from a wrong-type handle is defined enough).
-template <typename T>
-bool handle_ok(const T *h, handle_tag tag) {
-  return h != nullptr && h->tag == tag;
-}
-
-// INVALID_ARGUMENT for a NULL, freed or wrong-type |what| handle passed to |fn|.
-bp_status bad_handle(const char *fn, const char *what, const void *h, handle_tag expected);
-
 // Plugin name of |dev| for messages ("cpu"), "?" when unknown.
 std::string plugin_name(const bp_device *dev);
 // Name used in messages for |dev|: its spec ("cpu:0"), else plugin:index.

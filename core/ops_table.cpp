@@ -70,7 +70,7 @@ const char *op_name(int op) { return op_in_range(op) ? k_ops[op].name : "?"; }
 bp_tensor *build(bp_context *ctx, bp_op op, bp_tensor *const *src, int n_src, const int32_t *params, const char *fn,
                  int requested_type) {
   const op_info &oi = info(op);
-  if (ctx == nullptr) return null_input(fn, "ctx");
+  if (!context_usable(ctx, fn)) return nullptr;
   for (int i = 0; i < oi.n_src_min; ++i) {
     if (src[i] != nullptr) continue;
     const char *name = i == 0 ? "a" : op == BP_OP_GET_ROWS ? "ids" : op == BP_OP_ROPE ? "pos" : "b";

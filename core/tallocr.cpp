@@ -69,7 +69,7 @@ BP_API bp_status bp_alloc_ctx_tensors_from_buft(bp_context *ctx, bp_buffer_type 
     const char *fn = "bp_alloc_ctx_tensors";
     if (out_buffer == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out_buffer is NULL", fn);
     *out_buffer = nullptr;
-    if (ctx == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    if (!handle_ok(ctx, TAG_CONTEXT)) return bad_handle(fn, "ctx", ctx, TAG_CONTEXT);
     if (!handle_ok(buft, TAG_BUFT)) return bad_handle(fn, "buffer type", buft, TAG_BUFT);
     if (bp_status st = check_not_lost(buft->device, fn); st != BP_OK) return st;
 

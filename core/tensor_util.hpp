@@ -60,4 +60,8 @@ std::string describe(const bp_tensor *t);
 // nullptr so callers can `return null_input(...)`.
 bp_tensor *null_input(const char *fn, const char *what);
 
+// The same rule for the context argument, plus the handle check: false
+// (error recorded) when |ctx| is NULL or not a live context.
+bool context_usable(const bp_context *ctx, const char *fn);
+
 }  // namespace bp::core

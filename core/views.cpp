@@ -51,6 +51,7 @@ bp_status check_view_inside(const char *fn, bp_type type, const int64_t ne[BP_MA
 
 namespace {
 
+using bp::core::context_usable;
 using bp::core::null_input;
 using bp::core::set_errorf;
 
@@ -78,7 +79,7 @@ bp_tensor *make_view(bp_context *ctx, bp_tensor *a, bp_op op, const int64_t ne[B
 // View with explicit strides (nb[0] is the element size).
 bp_tensor *view_nd(bp_context *ctx, bp_tensor *a, const int64_t ne[BP_MAX_DIMS], const size_t nb_outer[3],
                    size_t offset, const char *fn) {
-  if (ctx == nullptr) return null_input(fn, "ctx");
+  if (!context_usable(ctx, fn)) return nullptr;
   if (a == nullptr) return null_input(fn, "a");
   if (bp::core::check_type_and_dims(a->type, ne, fn) != BP_OK) return nullptr;
   const size_t nb[BP_MAX_DIMS] = {bp_type_size(a->type), nb_outer[0], nb_outer[1], nb_outer[2]};
@@ -132,7 +133,7 @@ BP_API bp_tensor *bp_view_4d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t
 BP_API bp_tensor *bp_reshape(bp_context *ctx, bp_tensor *a, int n_dims, const int64_t *ne_in) {
   return api_guard_ptr<bp_tensor>([&]() -> bp_tensor * {
     const char *fn = "bp_reshape";
-    if (ctx == nullptr) return null_input(fn, "ctx");
+    if (!context_usable(ctx, fn)) return nullptr;
     if (a == nullptr) return null_input(fn, "a");
     if (n_dims < 1 || n_dims > BP_MAX_DIMS || ne_in == nullptr) {
       set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: n_dims = %d with ne %s: pass 1..%d sizes", fn, n_dims,

@@ -67,8 +67,8 @@ alloc_request graph_request(const bp_gallocr *ga, const bp_graph *graph) {
 }
 
 bp_status check_args(const bp_gallocr *ga, const bp_graph *graph, const char *fn) {
-  if (!ga) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: galloc is NULL", fn);
-  if (!graph) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: graph is NULL", fn);
+  if (!handle_ok(ga, TAG_GALLOCR)) return bad_handle(fn, "galloc", ga, TAG_GALLOCR);
+  if (!handle_ok(graph, TAG_GRAPH)) return bad_handle(fn, "graph", graph, TAG_GRAPH);
   return BP_OK;
 }
 
@@ -131,8 +131,9 @@ bp_gallocr *bp_gallocr_new(bp_buffer_type *buft) {
 }
 
 void bp_gallocr_free(bp_gallocr *galloc) {
-  if (!galloc) return;
+  if (!bp::core::handle_ok(galloc, bp::core::TAG_GALLOCR)) return;  // NULL, or not an allocator: nothing of ours
   bp_buffer_free(galloc->buffer);
+  galloc->tag = bp::core::TAG_DEAD;
   delete galloc;
 }
 
@@ -153,7 +154,7 @@ bp_status bp_gallocr_alloc_graph(bp_gallocr *galloc, const bp_graph *graph) {
 }
 
 size_t bp_gallocr_get_buffer_size(const bp_gallocr *galloc) {
-  return galloc && galloc->buffer ? bp_buffer_size(galloc->buffer) : 0;
+  return bp::core::handle_ok(galloc, bp::core::TAG_GALLOCR) && galloc->buffer ? bp_buffer_size(galloc->buffer) : 0;
 }
 
 }  // extern "C"

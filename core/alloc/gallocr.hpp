@@ -13,6 +13,7 @@
 #include "core/alloc/plan.hpp"
 
 struct bp_gallocr {
+  uint32_t tag = bp::core::TAG_GALLOCR;
   bp_buffer_type *buft = nullptr;
   bp_buffer *buffer = nullptr;  // owned; null until the first reserve/alloc
   // Tensors this allocator placed in buffers it has since replaced, with

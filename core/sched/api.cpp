@@ -29,11 +29,11 @@ int backend_index(const bp_sched *s, const bp_backend *be) {
 }
 
 bp_status check_sched(const bp_sched *s, const char *fn) {
-  return s ? BP_OK : set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: sched is NULL", fn);
+  return handle_ok(s, TAG_SCHED) ? BP_OK : bad_handle(fn, "sched", s, TAG_SCHED);
 }
 
 bp_status check_graph(const bp_sched *s, const bp_graph *g, const char *fn) {
-  if (!g) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: graph is NULL", fn);
+  if (!handle_ok(g, TAG_GRAPH)) return bad_handle(fn, "graph", g, TAG_GRAPH);
   if (g->nodes.size() > s->graph_size)
     return set_errorf(BP_ERR_RESOURCE_EXHAUSTED,
                       "%s: the graph has %zu nodes but the scheduler was created with graph_size=%zu; create it "
@@ -170,10 +170,11 @@ bp_sched *bp_sched_new(bp_backend **backends, bp_buffer_type **bufts, int n_back
 }
 
 void bp_sched_free(bp_sched *sched) {
-  if (!sched) return;
+  if (!handle_ok(sched, TAG_SCHED)) return;  // NULL, or not a scheduler: nothing of ours to free
   sched_synchronize_all(sched);
   for (auto &row : sched->events)
     for (bp_event *ev : row) bp_event_free(ev);
+  sched->tag = TAG_DEAD;
   delete sched;
 }
 
@@ -190,19 +191,28 @@ bp_status bp_sched_reserve(bp_sched *sched, bp_graph *measure_graph) {
   });
 }
 
-int bp_sched_get_n_backends(const bp_sched *sched) { return sched ? (int)sched->backends.size() : 0; }
+int bp_sched_get_n_backends(const bp_sched *sched) {
+  return handle_ok(sched, TAG_SCHED) ? (int)sched->backends.size() : 0;
+}
 
 bp_backend *bp_sched_get_backend(const bp_sched *sched, int i) {
-  if (!sched || i < 0 || i >= (int)sched->backends.size()) return nullptr;
+  if (!handle_ok(sched, TAG_SCHED) || i < 0 || i >= (int)sched->backends.size()) return nullptr;
   return sched->backends[(size_t)i];
 }
 
-int bp_sched_get_n_splits(const bp_sched *sched) { return sched ? (int)sched->splits.size() : 0; }
+int bp_sched_get_n_splits(const bp_sched *sched) {
+  return handle_ok(sched, TAG_SCHED) ? (int)sched->splits.size() : 0;
+}
 
-int bp_sched_get_n_copies(const bp_sched *sched) { return sched ? (int)sched->copies.size() : 0; }
+int bp_sched_get_n_copies(const bp_sched *sched) {
+  return handle_ok(sched, TAG_SCHED) ? (int)sched->copies.size() : 0;
+}
 
 size_t bp_sched_get_buffer_size(const bp_sched *sched, bp_backend *backend) {
-  if (!sched) return 0;
+  if (!handle_ok(sched, TAG_SCHED)) {
+    bad_handle("bp_sched_get_buffer_size", "sched", sched, TAG_SCHED);
+    return 0;
+  }
   int b = backend_index(sched, backend);
   if (b < 0) {
     set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_sched_get_buffer_size: backend is not one of the scheduler's");
@@ -231,7 +241,7 @@ bp_status bp_sched_set_tensor_backend(bp_sched *sched, bp_tensor *node, bp_backe
 }
 
 bp_backend *bp_sched_get_tensor_backend(const bp_sched *sched, const bp_tensor *node) {
-  if (!sched || !node) return nullptr;
+  if (!handle_ok(sched, TAG_SCHED) || !node) return nullptr;
   int b = sched_tensor_backend(sched, node);
   if (b < 0) {
     auto it = sched->pinned.find(node);
@@ -260,7 +270,7 @@ bp_status bp_sched_graph_compute_async(bp_sched *sched, bp_graph *graph) {
 bp_status bp_sched_graph_compute(bp_sched *sched, bp_graph *graph) {
   return api_guard([&]() -> bp_status {
     bp_status st = compute_async(sched, graph, "bp_sched_graph_compute");
-    bp_status sync = sched ? sched_synchronize_all(sched) : BP_OK;
+    bp_status sync = handle_ok(sched, TAG_SCHED) ? sched_synchronize_all(sched) : BP_OK;
     return st != BP_OK ? st : sync;
   });
 }
@@ -273,7 +283,7 @@ bp_status bp_sched_synchronize(bp_sched *sched) {
 }
 
 void bp_sched_reset(bp_sched *sched) {
-  if (!sched) return;
+  if (!handle_ok(sched, TAG_SCHED)) return;
   sched_synchronize_all(sched);
   sched_forget_graph(sched);
   sched->pinned.clear();
@@ -281,14 +291,14 @@ void bp_sched_reset(bp_sched *sched) {
 }
 
 void bp_sched_set_eval_callback(bp_sched *sched, bp_sched_eval_callback callback, void *user_data) {
-  if (!sched) return;
+  if (!handle_ok(sched, TAG_SCHED)) return;
   sched->callback = callback;
   sched->callback_data = user_data;
 }
 
 bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split_info *out) {
   const char *fn = "bp_sched_get_split";
-  if (!sched) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: sched is NULL", fn);
+  if (!handle_ok(sched, TAG_SCHED)) return bad_handle(fn, "sched", sched, TAG_SCHED);
   if (!out) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
   if (i < 0 || i >= (int)sched->splits.size())
     return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: split %d out of range (the last graph has %zu splits)", fn, i,

@@ -48,6 +48,7 @@ struct gallocr_deleter {
 }  // namespace bp::core
 
 struct bp_sched {
+  uint32_t tag = bp::core::TAG_SCHED;
   std::vector<bp_backend *> backends;  // priority order; last is the CPU fallback
   std::vector<bp_buffer_type *> bufts;  // per backend
   std::vector<int> galloc_of;           // backend -> index in gallocs
