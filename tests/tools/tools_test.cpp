@@ -1,5 +1,5 @@
-// tools_test.cpp: bp-devices and bp-run as a user runs them: real processes,
-// their exit status and their JSON.
+// tools_test.cpp: bp-devices, bp-test-ops, bp-run and bp-bench as a user
+// runs them: real processes, their exit status and their JSON.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
@@ -145,8 +145,78 @@ TEST(BpDevices, MissingPluginFileIsShownNotFatal) {
 }
 
 TEST(BpDevices, BadUsageFails) {
-  EXPECT_NE(run(bin("bp-devices") + " --no-such-flag 2>/dev/null").status, 0);
-  EXPECT_NE(run(bin("bp-devices") + " --plugin 2>/dev/null").status, 0);
+  EXPECT_EQ(run(bin("bp-devices") + " --no-such-flag 2>/dev/null").status, 2);
+  EXPECT_EQ(run(bin("bp-devices") + " --plugin 2>/dev/null").status, 2);
+}
+
+TEST(BpDevices, BadPluginPathEntriesAreProblemsNotSilence) {
+  result r = run("BP_PLUGIN_PATH=/nonexistent/bp-folder:relative/dir " + bin("bp-devices") + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = parse(r);
+  std::string problems = j["problems"].dump();
+  EXPECT_NE(problems.find("/nonexistent/bp-folder is not an existing folder"), std::string::npos) << problems;
+  EXPECT_NE(problems.find("'relative/dir' is not absolute"), std::string::npos) << problems;
+  EXPECT_FALSE(j["plugins"].empty());  // the other folders were still searched
+}
+
+TEST(BpDevices, AReportThatCannotBeWrittenIsAnError) {
+  if (!exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  EXPECT_EQ(run(bin("bp-devices") + " --json >/dev/full 2>/dev/null").status, 1);
+}
+
+// ---- bp-test-ops -----------------------------------------------------------
+
+TEST(BpTestOps, PassingRunWritesJsonAndExitsZero) {
+  const std::string path = "/tmp/bp_tools_test_ops_" + std::to_string(getpid()) + ".json";
+  result r = run(bin("bp-test-ops") + " -b cpu:threads=2 -o add -o SOFT_MAX --json " + path);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("OK: every case passed"), std::string::npos) << r.out;
+  std::ifstream f(path);
+  json j = json::parse(f, nullptr, false);
+  std::remove(path.c_str());
+  ASSERT_FALSE(j.is_discarded());
+  ASSERT_EQ(j["backends"].size(), 1u);
+  const json &b = j["backends"][0];
+  EXPECT_GT(b["summary"]["ADD"]["passed"].get<int>(), 10);
+  EXPECT_EQ(b["summary"]["ADD"]["failed"].get<int>(), 0);
+  EXPECT_GT(b["summary"]["SOFT_MAX"]["passed"].get<int>(), 0);
+  EXPECT_FALSE(b["summary"].contains("MUL_MAT"));  // -o chose the ops
+  for (const auto &c : b["results"]) EXPECT_EQ(c["status"], "passed") << c.dump();
+}
+
+TEST(BpTestOps, AFailingBackendExitsOne) {
+  // The fake plugin's device fails every allocation after the first: its
+  // cases fail with the plugin's message instead of passing silently.
+  const std::string good = std::string(BP_TEST_FIXTURE_DIR) + "/libbp-good.so";
+  if (!exists(good)) GTEST_SKIP() << good << " is not built";
+  result r = run(bin("bp-test-ops") + " --plugin " + good + " -b good:fail_after=1 -o ADD --json - 2>/dev/null");
+  EXPECT_EQ(r.status, 1) << r.out;
+  json j = parse(r);
+  EXPECT_FALSE(j["ok"].get<bool>());
+}
+
+TEST(BpTestOps, BadUsageAndBadInputFailClearly) {
+  EXPECT_EQ(run(bin("bp-test-ops") + " --no-such-flag 2>/dev/null").status, 2);
+  result r = run(bin("bp-test-ops") + " -o NOT_AN_OP 2>&1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("MUL_MAT"), std::string::npos) << r.out;  // lists the ops
+  r = run(bin("bp-test-ops") + " -b cpu:threads=abc -o ADD 2>&1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("threads"), std::string::npos) << r.out;
+  r = run(bin("bp-test-ops") + " -o ADD --json /nonexistent/dir/x.json 2>&1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("No such file or directory"), std::string::npos) << r.out;
+  r = run(bin("bp-test-ops") + " --plugin /etc/hostname 2>&1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("cannot load plugin"), std::string::npos) << r.out;
+}
+
+TEST(BpTestOps, UnavailablePluginIsSkippedNotFailed) {
+  const std::string plugin = std::string(BP_TEST_FIXTURE_DIR) + "/libbp-init_unavailable.so";
+  if (!exists(plugin)) GTEST_SKIP() << plugin << " is not built";
+  result r = run(bin("bp-test-ops") + " --plugin " + plugin + " 2>&1");
+  EXPECT_EQ(r.status, 77) << r.out;
+  EXPECT_NE(r.out.find("SKIPPED"), std::string::npos) << r.out;
 }
 
 // ---- bp-run ----------------------------------------------------------------
@@ -226,9 +296,13 @@ TEST(BpRun, PluginPathFlagFindsAPluginOutsideTheSearchPath) {
 TEST(BpRun, BadSizesAndDevicesFail) {
   EXPECT_EQ(run(bin("bp-run") + " --dim 64 --heads 3 2>/dev/null").status, 2);   // heads must divide dim
   EXPECT_NE(run(bin("bp-run") + " --layers 0 2>/dev/null").status, 0);
-  result r = run(bin("bp-run") + " --device nosuchdevice" + kTiny + " 2>/dev/null");
+  result r = run(bin("bp-run") + " --device nosuchdevice" + kTiny + " 2>&1 >/dev/null");  // stderr only
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("nosuchdevice"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bp-run: error: --device \"nosuchdevice\""), std::string::npos) << r.out;
+  EXPECT_NE(run(bin("bp-run") + " --seed -1 2>/dev/null").status, 0);
+  r = run(bin("bp-run") + kTiny + " --dot /nonexistent/dir/plan.dot 2>&1 >/dev/null");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("cannot open"), std::string::npos) << r.out;
 }
 
 // ---- bp-bench --------------------------------------------------------------

@@ -3,6 +3,8 @@
 // the place where a user learns why a plugin is missing.
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 
 #include "report.hpp"
 
@@ -63,6 +65,22 @@ std::vector<param_row> params_of(const bp_plugin *p) {
   return rows;
 }
 
+// Log sink while collecting: warnings and errors that are not refusals
+// (those are listed as rejected candidates) become problems, such as a
+// BP_PLUGIN_PATH entry that is not a folder or a device count clamped to a
+// limit. With BP_LOG set, every message also goes to stderr as usual.
+struct log_capture {
+  std::vector<std::string> *problems;
+  bool echo;
+
+  static void sink(bp_log_level level, const char *source, const char *message, void *user) {
+    auto *self = static_cast<log_capture *>(user);
+    const std::string src = source ? source : "?", msg = message ? message : "";
+    if (self->echo) std::fprintf(stderr, "[backplane] %s: %s\n", src.c_str(), msg.c_str());
+    if (level >= BP_LOG_WARN && msg.rfind("refused ", 0) != 0) self->problems->push_back(src + ": " + msg);
+  }
+};
+
 std::string failure(const std::string &what, bp_status st) {
   std::string msg = bp_last_error();
   return what + ": " + bp_status_name(st) + (msg.empty() ? "" : ": " + msg);
@@ -72,6 +90,9 @@ std::string failure(const std::string &what, bp_status st) {
 
 inventory collect(const std::vector<std::string> &paths, const std::vector<std::string> &files) {
   inventory inv;
+  log_capture capture{&inv.problems, std::getenv("BP_LOG") != nullptr};
+  if (!capture.echo) bp_log_set_level(BP_LOG_WARN);
+  bp_log_set_callback(&log_capture::sink, &capture);
   std::vector<rejected_row> explicit_failures;
   for (const auto &dir : paths) {
     bp_status st = bp_registry_add_path(dir.c_str());
@@ -133,6 +154,7 @@ inventory collect(const std::vector<std::string> &paths, const std::vector<std::
     });
     if (!listed) inv.rejected.push_back(f);
   }
+  bp_log_set_callback(nullptr, nullptr);
   return inv;
 }
 

@@ -5,12 +5,15 @@
 //   bp-devices [--json] [--plugin-path DIR]... [--plugin FILE]...
 //
 // A plugin that fails to load is shown, never hidden, and is not an error of
-// this tool: the exit status is 0 unless the command line itself is wrong.
+// this tool: the exit status is 0 unless the command line is wrong (2) or
+// the report cannot be written (1).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -24,16 +27,25 @@ int main(int argc, char **argv) {
   app.add_flag("--json", json, "print the same information as one JSON object");
   app.add_option("--plugin-path", paths, "also search this folder for libbp-*.so (repeatable)");
   app.add_option("--plugin", files, "load this plugin file explicitly, whatever its name (repeatable)");
-  CLI11_PARSE(app, argc, argv);
-  // Every refusal is printed below with its reason; the registry's own
-  // warnings on stderr would only repeat them. BP_LOG still wins.
-  if (!std::getenv("BP_LOG")) bp_log_set_level(BP_LOG_ERROR);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; every usage error is 2
+  }
+  // Log messages are collected into the report (collect.cpp): refusals are
+  // listed with their reasons, other warnings under "Problems".
 
   bp::tools::inventory inv = bp::tools::collect(paths, files);
   if (json) {
     std::printf("%s\n", bp::tools::to_json(inv).dump(2).c_str());
   } else {
     std::fputs(bp::tools::to_text(inv).c_str(), stdout);
+  }
+  // Failed plugins are reported, not an error; a report that did not reach
+  // its reader (a full disk, a closed pipe) is.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "bp-devices: cannot write the report: %s\n", std::strerror(errno));
+    return 1;
   }
   return 0;
 }

@@ -41,7 +41,7 @@ struct inventory {
   std::vector<plugin_row> plugins;
   std::vector<device_row> devices;
   std::vector<rejected_row> rejected;
-  std::vector<std::string> problems;  // failures of this run that are not candidates (bad --plugin-path)
+  std::vector<std::string> problems;  // failures and warnings that are not candidates (bad --plugin-path, BP_PLUGIN_PATH entries)
 };
 
 // Adds |paths| to the search, loads |files|, runs discovery and reads back

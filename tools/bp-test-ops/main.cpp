@@ -2,7 +2,9 @@
 // tools/conformance on each selected backend, compares with the
 // double-precision reference, prints a line per backend and op, the
 // failures, and a final op x backend table. Exit 0 only when no case failed
-// and at least one backend was tested.
+// and at least one backend was tested; 1 on a failure; 2 for bad usage;
+// 77 (the automake/CTest "skipped" convention) when --plugin names a plugin
+// that has no device on this machine (UNAVAILABLE).
 //
 //   bp-test-ops                       every device found
 //   bp-test-ops -b cpu:threads=1 -o MUL_MAT -o ROPE
@@ -12,7 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -25,6 +29,8 @@
 namespace {
 
 namespace conf = bp::conformance;
+
+constexpr int kExitSkipped = 77;
 
 struct counts {
   int passed = 0, failed = 0, unsupported = 0;
@@ -178,7 +184,11 @@ int main(int argc, char **argv) {
   app.add_option("--json", json_path, "write the results as JSON to FILE ('-' = stdout)");
   app.add_flag("-v,--verbose", verbose, "print every case, not only failures");
   app.add_flag("--list", list, "list the cases and exit");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; every usage error is 2
+  }
 
   const std::vector<std::string> known = conf::conformance_ops();
   for (std::string &op : ops) {
@@ -199,11 +209,29 @@ int main(int argc, char **argv) {
 
   // With --json - the JSON owns stdout; the report goes to stderr.
   FILE *out = json_path == "-" ? stderr : stdout;
+  // Opened before the run, so a bad path fails in a second, not after it.
+  std::ofstream json_file;
+  if (!json_path.empty() && json_path != "-") {
+    json_file.open(json_path);
+    if (!json_file) {
+      std::fprintf(stderr, "bp-test-ops: cannot write --json '%s': %s\n", json_path.c_str(), std::strerror(errno));
+      return 2;
+    }
+  }
 
   bp_plugin *plugin = nullptr;
-  if (!plugin_path.empty() && bp_registry_load(plugin_path.c_str(), &plugin) != BP_OK) {
-    std::fprintf(stderr, "bp-test-ops: cannot load plugin '%s': %s\n", plugin_path.c_str(), last_error().c_str());
-    return 1;
+  if (!plugin_path.empty()) {
+    bp_status st = bp_registry_load(plugin_path.c_str(), &plugin);
+    if (st == BP_ERR_UNAVAILABLE) {
+      // No hardware for this plugin here: nothing failed, nothing was tested.
+      std::fprintf(stderr, "bp-test-ops: SKIPPED: plugin '%s' has no device on this machine: %s\n",
+                   plugin_path.c_str(), last_error().c_str());
+      return kExitSkipped;
+    }
+    if (st != BP_OK) {
+      std::fprintf(stderr, "bp-test-ops: cannot load plugin '%s': %s\n", plugin_path.c_str(), last_error().c_str());
+      return 1;
+    }
   }
   if (specs.empty()) {
     std::string why;
@@ -241,12 +269,9 @@ int main(int argc, char **argv) {
     const std::string text = to_json(runs, ok).dump(2) + "\n";
     if (json_path == "-") {
       std::fwrite(text.data(), 1, text.size(), stdout);
-    } else {
-      std::ofstream f(json_path);
-      if (!(f << text)) {
-        std::fprintf(stderr, "bp-test-ops: cannot write '%s'\n", json_path.c_str());
-        return 1;
-      }
+    } else if (!(json_file << text) || !json_file.flush()) {
+      std::fprintf(stderr, "bp-test-ops: cannot write --json '%s': %s\n", json_path.c_str(), std::strerror(errno));
+      return 1;
     }
   }
   return ok ? 0 : 1;
