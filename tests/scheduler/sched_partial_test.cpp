@@ -67,6 +67,47 @@ TEST_F(SchedTest, WeightsPullTheirConsumers) {
   EXPECT_EQ(bp_sched_get_n_copies(sched), 0);
 }
 
+TEST_F(SchedTest, OffloadHintPullsAProductUpFromTheCpu) {
+  NEED_PARTIAL();
+  // Weights in cpu memory, as above, but partial's offload_op asks for
+  // products over at least 4 columns: both MUL_MATs (n = 7) move up, their
+  // weights are copied in, and the numbers do not change.
+  make_backends("partial:offload_min_batch=4;cpu");
+  make_sched();
+  build_mlp(backends[1], false);
+  reference ref(cpu_ref, false);
+  for (unsigned seed = 1; seed <= 2; ++seed) {
+    std::vector<float> got = run(seed), want = ref.run(seed);
+    EXPECT_LT(nmse(got, want), 1e-6) << "seed " << seed;
+  }
+  EXPECT_EQ(backend_of(m.mm1), backends[0]);
+  EXPECT_EQ(backend_of(m.mm2), backends[0]);
+  EXPECT_EQ(backend_of(m.out), backends[1]) << "SOFT_MAX only runs on the cpu";
+  uint64_t bytes = 0;
+  for (int i = 0; i < bp_sched_get_n_splits(sched); ++i) {
+    bp_sched_split_info info{};
+    info.struct_size = sizeof info;
+    ASSERT_EQ(bp_sched_get_split(sched, i, &info), BP_OK);
+    bytes += info.bytes_copied;
+  }
+  // w1 and w2 (d x h floats each) reach partial by copy, with x and more.
+  EXPECT_GE(bytes, (uint64_t)(2 * m.d * m.h) * sizeof(float));
+}
+
+TEST_F(SchedTest, OffloadHintBelowItsBatchLeavesTheProductOnTheCpu) {
+  NEED_PARTIAL();
+  // n = 7 columns is under the hint's threshold of 8: nothing moves.
+  make_backends("partial:offload_min_batch=8;cpu");
+  make_sched();
+  build_mlp(backends[1], false);
+  reference ref(cpu_ref, false);
+  std::vector<float> got = run(1), want = ref.run(1);
+  EXPECT_LT(nmse(got, want), 1e-12);
+  EXPECT_EQ(backend_of(m.mm1), backends[1]);
+  EXPECT_EQ(bp_sched_get_n_splits(sched), 1);
+  EXPECT_EQ(bp_sched_get_n_copies(sched), 0);
+}
+
 TEST_F(SchedTest, WeightsInPartialMemoryRunThere) {
   NEED_PARTIAL();
   make_backends("partial;cpu");
