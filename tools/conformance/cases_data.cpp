@@ -71,6 +71,8 @@ void add_cpy(std::vector<case_desc> &out) {
       {{7, 5, 3, 1}, i32, L::transposed, {7, 5, 3, 1}, i32, L::permuted},
       {{257, 67, 1, 1}, f32, L::contiguous, {257, 67, 1, 1}, f16, L::transposed},  // big
       {{7, 2053, 2, 1}, f16, L::strided, {7, 2053, 2, 1}, f32, L::shuffled},
+      {{33, 7, 1, 1}, f16, L::contiguous, {33, 7, 1, 1}, f16, L::transposed},  // f16 -> f16: bit-exact
+      {{7, 5, 3, 2}, f16, L::permuted, {7, 5, 3, 2}, f16, L::strided},
   };
   for (const cpy_case &s : cases) {
     case_desc c;
