@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels.hpp"
+#include "row_math.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -43,8 +44,7 @@ void reduce_rows(const bp_tensor *dst, int ith, int nth) {
       store_flat(dst, r, 0.0f, static_cast<int32_t>(best), true);
       continue;
     }
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += x[i];
+    double sum = row_sum(x, n);
     if (dst->op == BP_OP_MEAN) sum /= static_cast<double>(n);
     store_flat(dst, r, static_cast<float>(sum), 0, false);
   }
@@ -62,17 +62,14 @@ void norm_rows(const bp_tensor *dst, int ith, int nth) {
     const float *x = read_row(a, ix.i1, ix.i2, ix.i3, sa.data());
     float *y = out_row(dst, ix.i1, ix.i2, ix.i3, so.data());
     if (dst->op == BP_OP_NORM) {
-      double mean = 0.0;
-      for (int64_t i = 0; i < n; ++i) mean += x[i];
-      mean /= static_cast<double>(n);
-      double var = 0.0;
-      for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
-      var /= static_cast<double>(n);
+      const double mean = row_sum(x, n) / static_cast<double>(n);
+      const double var = row_sum_sq(x, n, mean) / static_cast<double>(n);
       const double inv = 1.0 / std::sqrt(var + eps);
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>((x[i] - mean) * inv);
+      // (x - mean) * inv in float: both fit, and the loop vectorizes.
+      const float meanf = static_cast<float>(mean), invf = static_cast<float>(inv);
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - meanf) * invf;
     } else {  // RMS_NORM
-      double ss = 0.0;
-      for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+      const double ss = row_sum_sq(x, n, 0.0);
       const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
       for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv;
     }
@@ -133,21 +130,19 @@ void soft_max_run(const bp_tensor *dst, int ith, int nth) {
     const float *m = mask ? read_row(mask, ix.i1 % mask->ne[1], ix.i2 % mask->ne[2], ix.i3 % mask->ne[3], sm.data())
                           : nullptr;
     float *y = out_row(dst, ix.i1, ix.i2, ix.i3, so.data());
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t i = 0; i < n; ++i) {
-      float v = x[i] * scale + (m ? m[i % mask->ne[0]] : 0.0f);
-      y[i] = v;
-      mx = v > mx ? v : mx;
+    // Scale and mask, then the row maximum (separate loops vectorize).
+    if (!m) {
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
+    } else if (mask->ne[0] >= n) {
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + m[i];
+    } else {  // a narrower mask repeats along the row
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + m[i % mask->ne[0]];
     }
-    double sum = 0.0;
+    const float mx = row_max(y, n);
     if (mx == -std::numeric_limits<float>::infinity()) {
       for (int64_t i = 0; i < n; ++i) y[i] = 0.0f;
     } else {
-      for (int64_t i = 0; i < n; ++i) {
-        float e = std::exp(y[i] - mx);
-        y[i] = e;
-        sum += e;
-      }
+      const double sum = row_exp_shift_sum(y, n, mx);
       const float inv = static_cast<float>(1.0 / sum);
       for (int64_t i = 0; i < n; ++i) y[i] *= inv;
     }
