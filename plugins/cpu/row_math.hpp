@@ -6,6 +6,7 @@
 // accuracy; the AVX2 one keeps 8 partial sums, which changes the order of
 // the additions, not their precision. exp comes from glibc: libmvec's 8-wide
 // expf (`_ZGVdN8v_expf`, within 1 ulp) under AVX2, expf otherwise.
+// BP_CPU_BASELINE=1 in the environment forces the portable loops.
 #ifndef BP_PLUGIN_CPU_ROW_MATH_HPP_
 #define BP_PLUGIN_CPU_ROW_MATH_HPP_
 
