@@ -43,6 +43,10 @@ void soft_max_run(const bp_tensor *t, int ith, int nth);
 bool mul_mat_supports(const bp_tensor *t);
 void mul_mat_run(const bp_tensor *t, int ith, int nth);
 int64_t mul_mat_work(const bp_tensor *t);
+// The packed GEMM (ops_matmul_packed.cpp), for products with at least 6 rows
+// of b and 16 rows of a; mul_mat_run hands those to it.
+bool mul_mat_packed_suits(const bp_tensor *t);
+void mul_mat_packed_run(const bp_tensor *t, int ith, int nth);
 bool get_rows_supports(const bp_tensor *t);
 bp_status get_rows_prepare(const bp_tensor *t, bp_error *err);
 void get_rows_run(const bp_tensor *t, int ith, int nth);

@@ -1,4 +1,9 @@
 // ops_matmul.cpp: MUL_MAT. a [K, M, A2, A3] (F32/F16) x b [K, N, B2, B3]
+// Products with at least 6 rows of b and 16 of a go to the packed GEMM
+// (ops_matmul_packed.cpp); this file keeps the dot-product kernel below for
+// the thin ones (matrix-vector products and the like), where packing costs
+// more than it saves.
+//
 // -> dst [M, N, B2, B3] with dst[m, n] = sum_k a[k, m] * b[k, n]; a repeats
 // over the batch dims (B2 % A2 == 0, B3 % A3 == 0, batch i2 uses a's
 // i2 / (B2 / A2)).
@@ -95,6 +100,10 @@ bool mul_mat_supports(const bp_tensor *t) {
 int64_t mul_mat_work(const bp_tensor *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3] * t->src[0]->ne[0]; }
 
 void mul_mat_run(const bp_tensor *t, int ith, int nth) {
+  if (mul_mat_packed_suits(t)) {
+    mul_mat_packed_run(t, ith, nth);
+    return;
+  }
   const bp_tensor *a = t->src[0], *b = t->src[1];
   const int64_t K = a->ne[0], M = t->ne[0], N = t->ne[1];
   const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];

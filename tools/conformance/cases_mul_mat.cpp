@@ -55,6 +55,8 @@ void add_mul_mat_cases(std::vector<case_desc> &out) {
       {{33, 7, 2, 1}, {33, 5, 2, 1}, f32, L::contiguous, L::transposed},
       {{257, 67, 1, 1}, {257, 33, 1, 1}},  // big enough to be split over threads
       {{65, 129, 3, 1}, {65, 33, 6, 1}, f32, L::permuted, L::contiguous},
+      {{33, 20, 1, 1}, {33, 131, 1, 1}},               // few rows of a, many of b: b's rows split over threads
+      {{520, 37, 1, 1}, {520, 13, 1, 1}, f16},         // three K blocks, edge panels on both sides
       {{1, 1, 1, 1}, {1, 1, 1, 1}, f16},
       {{257, 67, 1, 1}, {257, 33, 1, 1}, f16},
       {{65, 129, 1, 2}, {65, 33, 3, 2}, f16, L::strided, L::permuted},
