@@ -16,7 +16,7 @@ echo "== release build"
 bash scripts/build.sh
 ./build/bin/bp-test-ops
 # The cpu plugin's portable row loops too (this machine would pick AVX2).
-BP_CPU_BASELINE=1 ./build/bin/bp-test-ops -b cpu -o NORM -o RMS_NORM -o SOFT_MAX -o SUM_ROWS -o MEAN
+BP_CPU_BASELINE=1 ./build/bin/bp-test-ops -b cpu -o NORM -o RMS_NORM -o SOFT_MAX -o SUM_ROWS -o MEAN -o MUL_MAT
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels.hpp"
+#include "row_math.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -80,6 +81,10 @@ void pack_panel(const row_reader &src, int64_t r0, int64_t count, int64_t k0, in
     if (src.dense_f32()) {
       const float *p = reinterpret_cast<const float *>(row) + k0;
       for (int64_t k = 0; k < kc; ++k) dst[k * width + j] = p[k];
+    } else if (src.t->type == BP_TYPE_F16 && src.t->nb[0] == sizeof(uint16_t)) {
+      float wide[kKC];
+      row_f16_to_f32(reinterpret_cast<const uint16_t *>(row) + k0, kc, wide);
+      for (int64_t k = 0; k < kc; ++k) dst[k * width + j] = wide[k];
     } else {
       const size_t nb0 = src.t->nb[0];
       for (int64_t k = 0; k < kc; ++k) dst[k * width + j] = load_f32(row + (k0 + k) * nb0, src.t->type);
