@@ -25,7 +25,7 @@ namespace {
 
 constexpr int kMR = 16;       // micro-kernel: columns of dst (rows of a)
 constexpr int kNR = 6;        // micro-kernel: rows of dst (rows of b)
-constexpr int64_t kMC = 64;   // rows of a per unit (4 panels)
+constexpr int64_t kMC = 128;  // rows of a per unit (8 panels, 128 KiB packed per K block: fits L2)
 constexpr int64_t kKC = 256;  // K block
 
 typedef float v8f __attribute__((vector_size(32)));
@@ -72,6 +72,14 @@ struct row_reader {
 // [k0, k0 + kc), into |dst| k-major: dst[k * width + j] = src[r0 + j][k0 + k];
 // rows past |count| are zeros.
 void pack_panel(const row_reader &src, int64_t r0, int64_t count, int64_t k0, int64_t kc, int width, float *dst) {
+  if (src.dense_f32() && count == width) {
+    // The common case, k-major: |width| sequential reads, one sequential write.
+    const float *rows[kMR];
+    for (int j = 0; j < width; ++j) rows[j] = reinterpret_cast<const float *>(src.row(r0 + j)) + k0;
+    for (int64_t k = 0; k < kc; ++k)
+      for (int j = 0; j < width; ++j) dst[k * width + j] = rows[j][k];
+    return;
+  }
   for (int j = 0; j < width; ++j) {
     if (j >= count) {
       for (int64_t k = 0; k < kc; ++k) dst[k * width + j] = 0.0f;
