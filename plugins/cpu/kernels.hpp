@@ -14,7 +14,20 @@
 
 #include "backplane/plugin.h"
 
+// Compiles a function twice, for baseline x86-64 and x86-64-v3 (AVX2, FMA);
+// the dynamic linker picks one at load. Off under ASan (no ifunc there).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define BP_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define BP_CPU_CLONES
+#endif
+
 namespace bp::cpu {
+
+// Eight floats in one vector (GCC vector extension): one AVX register in
+// the x86-64-v3 clones, two SSE registers in the baseline ones.
+typedef float v8f __attribute__((vector_size(32)));
+
 
 struct op_kernel {
   bool (*supports)(const bp_tensor *node);

@@ -34,14 +34,6 @@ constexpr int64_t kNChunk = 32;
 // while every column pair of the tile passes over them.
 constexpr int64_t kKBlock = 256;
 
-typedef float v8f __attribute__((vector_size(32)));
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define BP_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define BP_CPU_CLONES
-#endif
-
 // out[i][j] = dot(a[i], b[j]) over |k| floats.
 BP_CPU_CLONES
 void micro_kernel(const float *const *a, const float *const *b, int64_t k, float out[kMR][kNR]) {

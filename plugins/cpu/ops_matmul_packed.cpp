@@ -28,14 +28,6 @@ constexpr int kNR = 6;        // micro-kernel: rows of dst (rows of b)
 constexpr int64_t kMC = 128;  // rows of a per unit (8 panels, 128 KiB packed per K block: fits L2)
 constexpr int64_t kKC = 256;  // K block
 
-typedef float v8f __attribute__((vector_size(32)));
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define BP_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define BP_CPU_CLONES
-#endif
-
 // c[i][j] = sum_k bp[k*kNR + i] * ap[k*kMR + j] over |kc| steps.
 BP_CPU_CLONES
 void micro_kernel(const float *ap, const float *bp, int64_t kc, float c[kNR][kMR]) {
