@@ -28,7 +28,6 @@ namespace bp::cpu {
 // the x86-64-v3 clones, two SSE registers in the baseline ones.
 typedef float v8f __attribute__((vector_size(32)));
 
-
 struct op_kernel {
   bool (*supports)(const bp_tensor *node);
   // (optional) Checks input values before the parallel run.
