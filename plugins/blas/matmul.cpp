@@ -108,9 +108,9 @@ struct product {
   int64_t ldb;
   const char *A;
   bool a_f16;
-  int64_t lda;    // f32 a
-  size_t a_nb1;   // f16 a
-  float *scratch; // f16 a: cols * K floats
+  int64_t lda;     // f32 a
+  size_t a_nb1;    // f16 a
+  float *scratch;  // f16 a: cols * K floats
   float *D;
   int64_t ldd;
 

@@ -48,7 +48,8 @@ class thread_pool {
 
   template <typename F>
   std::string run(int nth, F &body) {
-    return run(nth, [](void *c, int ith, int n) { (*static_cast<F *>(c))(ith, n); }, &body);
+    return run(
+        nth, [](void *c, int ith, int n) { (*static_cast<F *>(c))(ith, n); }, &body);
   }
 
   // Sends polling workers to sleep now rather than after their spin budget.

@@ -75,28 +75,47 @@ bp_tensor *random_op(round_state &s) {
   bp_tensor *a = s.operand(), *b = s.operand();
   const float f = std::uniform_real_distribution<float>(-2.0f, 2.0f)(s.rng);
   switch (s.pick(0, 24)) {
-    case 0: return bp_add(ctx, a, b);
-    case 1: return bp_sub(ctx, a, b);
-    case 2: return bp_mul(ctx, a, b);
-    case 3: return bp_div(ctx, a, b);
-    case 4: return bp_scale(ctx, a, f);
-    case 5: return bp_clamp(ctx, a, f, f + static_cast<float>(s.pick(-1, 2)));
-    case 6: return bp_unary(ctx, a, static_cast<bp_op>(s.pick(0, 60)));  // often not a unary op
-    case 7: return s.chance(50) ? bp_sum_rows(ctx, a) : bp_mean(ctx, a);
-    case 8: return bp_argmax(ctx, a);
-    case 9: return s.chance(50) ? bp_norm(ctx, a, 1e-5f) : bp_rms_norm(ctx, a, s.chance(90) ? 1e-5f : -1.0f);
-    case 10: return bp_soft_max(ctx, a, s.chance(50) ? b : nullptr, f);
+    case 0:
+      return bp_add(ctx, a, b);
+    case 1:
+      return bp_sub(ctx, a, b);
+    case 2:
+      return bp_mul(ctx, a, b);
+    case 3:
+      return bp_div(ctx, a, b);
+    case 4:
+      return bp_scale(ctx, a, f);
+    case 5:
+      return bp_clamp(ctx, a, f, f + static_cast<float>(s.pick(-1, 2)));
+    case 6:
+      return bp_unary(ctx, a, static_cast<bp_op>(s.pick(0, 60)));  // often not a unary op
+    case 7:
+      return s.chance(50) ? bp_sum_rows(ctx, a) : bp_mean(ctx, a);
+    case 8:
+      return bp_argmax(ctx, a);
+    case 9:
+      return s.chance(50) ? bp_norm(ctx, a, 1e-5f) : bp_rms_norm(ctx, a, s.chance(90) ? 1e-5f : -1.0f);
+    case 10:
+      return bp_soft_max(ctx, a, s.chance(50) ? b : nullptr, f);
     case 11:
-    case 12: return bp_mul_mat(ctx, a, b);
-    case 13: return bp_get_rows(ctx, a, b);
-    case 14: return bp_cpy(ctx, a, b);
-    case 15: return s.chance(50) ? bp_cont(ctx, a) : bp_cast(ctx, a, s.type());
-    case 16: return bp_concat(ctx, a, b, s.pick(-1, 4));
+    case 12:
+      return bp_mul_mat(ctx, a, b);
+    case 13:
+      return bp_get_rows(ctx, a, b);
+    case 14:
+      return bp_cpy(ctx, a, b);
+    case 15:
+      return s.chance(50) ? bp_cont(ctx, a) : bp_cast(ctx, a, s.type());
+    case 16:
+      return bp_concat(ctx, a, b, s.pick(-1, 4));
     case 17:
-      return bp_rope(ctx, a, b, s.pick(-2, 8), s.chance(80) ? (s.chance(50) ? BP_ROPE_NORMAL : BP_ROPE_NEOX) : s.pick(0, 5),
-                     10000.0f, s.chance(90) ? 1.0f : 0.0f);
-    case 18: return bp_permute(ctx, a, s.pick(-1, 3), s.pick(0, 4), s.pick(0, 3), s.pick(0, 3));
-    case 19: return bp_transpose(ctx, a);
+      return bp_rope(ctx, a, b, s.pick(-2, 8),
+                     s.chance(80) ? (s.chance(50) ? BP_ROPE_NORMAL : BP_ROPE_NEOX) : s.pick(0, 5), 10000.0f,
+                     s.chance(90) ? 1.0f : 0.0f);
+    case 18:
+      return bp_permute(ctx, a, s.pick(-1, 3), s.pick(0, 4), s.pick(0, 3), s.pick(0, 3));
+    case 19:
+      return bp_transpose(ctx, a);
     case 20: {
       int64_t ne[4] = {s.dim(), s.dim(), s.dim(), s.dim()};
       return bp_reshape(ctx, a, s.pick(0, 5), ne);
@@ -104,7 +123,8 @@ bp_tensor *random_op(round_state &s) {
     case 21: {
       if (!a) return bp_view_1d(ctx, a, 1, 0);
       const int64_t n = bp_tensor_nelements(a);
-      return bp_view_1d(ctx, a, s.pick(-1, static_cast<int>(n) + 1), static_cast<size_t>(s.pick(0, 3)) * bp_type_size(a->type));
+      return bp_view_1d(ctx, a, s.pick(-1, static_cast<int>(n) + 1),
+                        static_cast<size_t>(s.pick(0, 3)) * bp_type_size(a->type));
     }
     case 22: {
       if (!a) return bp_view_2d(ctx, a, 1, 1, 4, 0);
