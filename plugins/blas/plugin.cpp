@@ -72,7 +72,7 @@ bp_status dev_backend_init(void *, const bp_param_value *params, uint32_t n_para
     }
     if (threads <= 0) threads = g_state ? g_state->default_threads : 1;
     // Poll between nodes only when every thread has a core of its own.
-    const int spin = threads <= static_cast<int>(plugins::count_cores()) ? 4096 : 0;
+    const int spin = threads <= static_cast<int>(plugins::count_cores()) ? plugins::thread_pool::kDefaultSpin : 0;
     ctx->pool = std::make_unique<plugins::thread_pool>(threads, spin);
     *out = bp_backend_ref{&kBackendIface, ctx.release()};
     return BP_OK;

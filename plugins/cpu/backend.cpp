@@ -20,9 +20,9 @@ using plugins::thread_pool;
 struct backend_ctx {
   plugin_state *plugin;
   thread_pool pool;
-  // Poll for ~10-50 us between nodes only when every thread has its own core.
+  // Poll briefly between nodes only when every thread has its own core.
   backend_ctx(plugin_state *p, int threads)
-      : plugin(p), pool(threads, threads <= static_cast<int>(p->n_cores) ? 4096 : 0) {}
+      : plugin(p), pool(threads, threads <= static_cast<int>(p->n_cores) ? thread_pool::kDefaultSpin : 0) {}
 };
 
 struct node_task {
