@@ -35,7 +35,7 @@ bp_status be_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *
     }
     // The nodes between this split and the next run on another backend:
     // workers that kept polling would take its cores.
-    if (ctx.pool) ctx.pool->rest();
+    ctx.pool.rest();
     return BP_OK;
   });
 }

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,8 +42,9 @@ void log(bp_log_level level, const std::string &message);
 
 // Backend instance.
 struct backend_ctx {
-  int64_t min_mnk = kDefaultMinMnk;
-  std::unique_ptr<plugins::thread_pool> pool;  // sized by the threads parameter
+  backend_ctx(int threads, int64_t min_mnk_) : min_mnk(min_mnk_), pool(threads) {}
+  int64_t min_mnk;
+  plugins::thread_pool pool;   // sized by the threads parameter
   std::vector<float> scratch;  // f16 a widened to f32; one backend = one caller thread
 };
 

@@ -12,16 +12,12 @@
 // over batches when each batch is too small to split.
 #include <cblas.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <climits>
-#include <functional>
 #include <vector>
 
 #include "blas.hpp"
+#include "plugins/common/f16.hpp"
 
 namespace bp::blas {
 namespace {
@@ -40,28 +36,9 @@ int64_t leading_dim(const bp_tensor *t, int64_t cols) {
 
 // Copies the M x K f16 slice at |src| (row stride |nb1| bytes) into |dst|
 // as dense f32.
-void widen_row(const uint16_t *row, int64_t k, float *out) {
-  for (int64_t c = 0; c < k; ++c) out[c] = bp_fp16_to_fp32(row[c]);
-}
-
-#if defined(__x86_64__)
-// The same with F16C's 8-wide conversion (exact, like the scalar one). The
-// plugin is built for baseline x86-64, so this is picked at run time.
-__attribute__((target("avx,f16c"))) void widen_row_f16c(const uint16_t *row, int64_t k, float *out) {
-  int64_t c = 0;
-  for (; c + 8 <= k; c += 8)
-    _mm256_storeu_ps(out + c, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + c))));
-  for (; c < k; ++c) out[c] = bp_fp16_to_fp32(row[c]);
-}
-#endif
-
 void widen_f16(const char *src, size_t nb1, int64_t m, int64_t k, float *dst) {
-  auto widen = widen_row;
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) widen = widen_row_f16c;
-#endif
   for (int64_t r = 0; r < m; ++r)
-    widen(reinterpret_cast<const uint16_t *>(src + static_cast<size_t>(r) * nb1), k, dst + r * k);
+    plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(src + static_cast<size_t>(r) * nb1), k, dst + r * k);
 }
 
 }  // namespace
@@ -150,9 +127,9 @@ struct product {
   }
 };
 
-void run_on_pool(plugins::thread_pool &pool, int nth, const std::function<void(int, int)> &body) {
-  auto task = [&](int ith, int n) { body(ith, n); };
-  std::string error = pool.run(nth, task);
+template <typename F>
+void run_on_pool(plugins::thread_pool &pool, int nth, F body) {
+  std::string error = pool.run(nth, body);
   if (!error.empty()) throw plugin_error(BP_ERR_INTERNAL, "blas: " + error);
 }
 
@@ -171,8 +148,7 @@ void mul_mat_compute(const bp_tensor *node, backend_ctx &ctx) {
   const bp_tensor *a = node->src[0], *b = node->src[1];
   if (!a->data || !b->data || !node->data)
     throw plugin_error(BP_ERR_INVALID_ARGUMENT, std::string("blas: MUL_MAT '") + node->name + "' has no memory");
-  if (!ctx.pool) throw plugin_error(BP_ERR_FAILED_PRECONDITION, "blas: backend has no thread pool");
-  plugins::thread_pool &pool = *ctx.pool;
+  plugins::thread_pool &pool = ctx.pool;
 
   const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
   const int64_t B2 = b->ne[2], B3 = b->ne[3], r2 = B2 / a->ne[2], r3 = B3 / a->ne[3];

@@ -9,7 +9,6 @@
 #include <cblas.h>
 
 #include <cstring>
-#include <memory>
 #include <new>
 #include <string>
 
@@ -63,18 +62,15 @@ bp_status dev_backend_init(void *, const bp_param_value *params, uint32_t n_para
   return plugin_guard(err, [&]() -> bp_status {
     if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: backend output is NULL");
     *out = bp_backend_ref{nullptr, nullptr};
-    auto ctx = std::make_unique<backend_ctx>();
     int threads = 0;
+    int64_t min_mnk = kDefaultMinMnk;
     for (uint32_t i = 0; params && i < n_params; ++i) {
       std::string name = params[i].name ? params[i].name : "";
       if (name == "threads") threads = static_cast<int>(params[i].int_value);
-      if (name == "min_mnk") ctx->min_mnk = params[i].int_value;
+      if (name == "min_mnk") min_mnk = params[i].int_value;
     }
     if (threads <= 0) threads = g_state ? g_state->default_threads : 1;
-    // Poll between nodes only when every thread has a core of its own.
-    const int spin = threads <= static_cast<int>(plugins::count_cores()) ? plugins::thread_pool::kDefaultSpin : 0;
-    ctx->pool = std::make_unique<plugins::thread_pool>(threads, spin);
-    *out = bp_backend_ref{&kBackendIface, ctx.release()};
+    *out = bp_backend_ref{&kBackendIface, new backend_ctx(threads, min_mnk)};
     return BP_OK;
   });
 }

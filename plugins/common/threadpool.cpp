@@ -28,8 +28,18 @@ uint32_t count_cores() {
   return n ? n : 1u;
 }
 
+namespace {
+
+int resolve_spin(int n_threads, int spin_iterations) {
+  if (spin_iterations == thread_pool::kAutoSpin)
+    return n_threads <= static_cast<int>(count_cores()) ? thread_pool::kDefaultSpin : 0;
+  return spin_iterations > 0 ? spin_iterations : 0;
+}
+
+}  // namespace
+
 thread_pool::thread_pool(int n_threads, int spin_iterations)
-    : spin_iterations_(spin_iterations > 0 ? spin_iterations : 0) {
+    : spin_iterations_(resolve_spin(n_threads, spin_iterations)) {
   if (n_threads < 1) n_threads = 1;
   try {
     workers_.reserve(static_cast<size_t>(n_threads - 1));

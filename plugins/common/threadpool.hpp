@@ -32,16 +32,18 @@ class thread_pool {
 
   // Starts |n_threads| - 1 workers (the caller is the last thread). Between
   // runs, threads poll |spin_iterations| times before sleeping: worth it when
-  // each thread has a core, harmful when the pool oversubscribes the CPU.
+  // each thread has a core, harmful when the pool oversubscribes the CPU, so
+  // kAutoSpin means kDefaultSpin when n_threads <= count_cores(), else 0.
   // Throws std::system_error if the OS refuses a thread (workers started so
   // far are joined).
-  explicit thread_pool(int n_threads, int spin_iterations = kDefaultSpin);
+  explicit thread_pool(int n_threads, int spin_iterations = kAutoSpin);
 
   // The default poll budget: 512 pauses, ~10-20 us. Longer polls were slower
   // on the 2-vCPU development VM (bp-run's small decoder: median 6-8 ms per
   // run with 4096, 3.6-3.9 ms with 512), where a hypervisor's pause-loop
   // exiting takes the vCPU away from a long spinner.
   static constexpr int kDefaultSpin = 512;
+  static constexpr int kAutoSpin = -1;
   ~thread_pool();
   thread_pool(const thread_pool &) = delete;
   thread_pool &operator=(const thread_pool &) = delete;

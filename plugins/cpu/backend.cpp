@@ -20,9 +20,7 @@ using plugins::thread_pool;
 struct backend_ctx {
   plugin_state *plugin;
   thread_pool pool;
-  // Poll briefly between nodes only when every thread has its own core.
-  backend_ctx(plugin_state *p, int threads)
-      : plugin(p), pool(threads, threads <= static_cast<int>(p->n_cores) ? thread_pool::kDefaultSpin : 0) {}
+  backend_ctx(plugin_state *p, int threads) : plugin(p), pool(threads) {}
 };
 
 struct node_task {

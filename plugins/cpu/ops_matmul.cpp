@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "kernels.hpp"
-#include "row_math.hpp"
+#include "plugins/common/f16.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -67,7 +67,7 @@ const float *k_row(const bp_tensor *t, int64_t r, int64_t i2, int64_t i3, float 
   if (dense_f32_k(t)) return reinterpret_cast<const float *>(p);
   const int64_t k = t->ne[0];
   if (t->type == BP_TYPE_F16 && t->nb[0] == sizeof(uint16_t)) {
-    row_f16_to_f32(reinterpret_cast<const uint16_t *>(p), k, scratch);
+    plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(p), k, scratch);
   } else if (t->type == BP_TYPE_F16) {
     for (int64_t i = 0; i < k; ++i) {
       uint16_t h;

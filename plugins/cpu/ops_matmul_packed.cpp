@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "kernels.hpp"
-#include "row_math.hpp"
+#include "plugins/common/f16.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -83,7 +83,7 @@ void pack_panel(const row_reader &src, int64_t r0, int64_t count, int64_t k0, in
       for (int64_t k = 0; k < kc; ++k) dst[k * width + j] = p[k];
     } else if (src.t->type == BP_TYPE_F16 && src.t->nb[0] == sizeof(uint16_t)) {
       float wide[kKC];
-      row_f16_to_f32(reinterpret_cast<const uint16_t *>(row) + k0, kc, wide);
+      plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(row) + k0, kc, wide);
       for (int64_t k = 0; k < kc; ++k) dst[k * width + j] = wide[k];
     } else {
       const size_t nb0 = src.t->nb[0];

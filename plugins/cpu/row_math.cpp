@@ -29,10 +29,6 @@ double sum_sq_portable(const float *x, int64_t n, double center) {
   return s;
 }
 
-void f16_portable(const uint16_t *src, int64_t n, float *dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = bp_fp16_to_fp32(src[i]);
-}
-
 float max_portable(const float *x, int64_t n) {
   float m = -INFINITY;
   for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
@@ -92,13 +88,6 @@ BP_AVX2 double sum_sq_avx2(const float *x, int64_t n, double center) {
   return hsum(a, b) + sum_sq_portable(x + i, n - i, center);
 }
 
-BP_AVX2 __attribute__((target("f16c"))) void f16_avx2(const uint16_t *src, int64_t n, float *dst) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i))));
-  f16_portable(src + i, n - i, dst + i);
-}
-
 BP_AVX2 float max_avx2(const float *x, int64_t n) {
   // Two accumulators hide the latency of vmaxps. _mm256_max_ps(v, m) returns
   // m where v is NaN, so NaNs are skipped as in the portable loop.
@@ -138,8 +127,7 @@ bool have_avx2() {
   static const bool use = [] {
     const char *env = std::getenv("BP_CPU_BASELINE");
     const bool baseline = env && env[0] == '1';
-    return !baseline && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    return !baseline && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   }();
   return use;
 }
@@ -159,13 +147,6 @@ double row_sum_sq(const float *x, int64_t n, double center) {
   if (have_avx2()) return sum_sq_avx2(x, n, center);
 #endif
   return sum_sq_portable(x, n, center);
-}
-
-void row_f16_to_f32(const uint16_t *src, int64_t n, float *dst) {
-#ifdef BP_ROW_MATH_AVX2
-  if (have_avx2()) return f16_avx2(src, n, dst);
-#endif
-  f16_portable(src, n, dst);
 }
 
 float row_max(const float *x, int64_t n) {

@@ -12,17 +12,12 @@
 
 #include <cstdint>
 
-#include "backplane/backplane.h"  // bp_fp16_to_fp32
-
 namespace bp::cpu {
 
 // Sum of x[0..n).
 double row_sum(const float *x, int64_t n);
 // Sum of (x[i] - center)^2 over [0, n).
 double row_sum_sq(const float *x, int64_t n, double center);
-// dst[i] = src[i] as float for n dense halves (F16C when the CPU has it;
-// exact either way).
-void row_f16_to_f32(const uint16_t *src, int64_t n, float *dst);
 // Largest of x[0..n) (-inf when n is 0; NaNs are skipped).
 float row_max(const float *x, int64_t n);
 // y[i] = exp(y[i] - shift) in place; returns the sum of the new y.
