@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backplane/backplane.h"
+#include "common/cli.hpp"
 #include "report.hpp"
 
 int main(int argc, char **argv) {
@@ -27,11 +28,7 @@ int main(int argc, char **argv) {
   app.add_flag("--json", json, "print the same information as one JSON object");
   app.add_option("--plugin-path", paths, "also search this folder for libbp-*.so (repeatable)");
   app.add_option("--plugin", files, "load this plugin file explicitly, whatever its name (repeatable)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; every usage error is 2
-  }
+  if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
   // Log messages are collected into the report (collect.cpp): refusals are
   // listed with their reasons, other warnings under "Problems".
 

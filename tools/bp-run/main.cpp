@@ -11,6 +11,7 @@
 
 #include <cstdio>
 
+#include "common/cli.hpp"
 #include "run.hpp"
 
 int main(int argc, char **argv) {
@@ -34,12 +35,7 @@ int main(int argc, char **argv) {
       ->check(CLI::Validator([](std::string &s) { return s.empty() ? std::string("the path is empty") : ""; },
                              "FILE"));
   app.add_flag("--json", opt.json, "print the plan, memory, timings and check as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
   std::string bad = bp::run::check_config(opt.cfg);
   if (!bad.empty()) {
     std::fprintf(stderr, "bp-run: %s\n", bad.c_str());

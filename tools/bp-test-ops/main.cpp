@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "conformance/conformance.hpp"
 
 namespace {
@@ -184,11 +185,7 @@ int main(int argc, char **argv) {
   app.add_option("--json", json_path, "write the results as JSON to FILE ('-' = stdout)");
   app.add_flag("-v,--verbose", verbose, "print every case, not only failures");
   app.add_flag("--list", list, "list the cases and exit");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; every usage error is 2
-  }
+  if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
 
   const std::vector<std::string> known = conf::conformance_ops();
   for (std::string &op : ops) {
