@@ -14,13 +14,10 @@
 
 #include "backplane/plugin.h"
 
-// Compiles a function twice, for baseline x86-64 and x86-64-v3 (AVX2, FMA);
-// the dynamic linker picks one at load. Off under ASan (no ifunc there).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define BP_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define BP_CPU_CLONES
-#endif
+// ISA-specific code: functions with target attributes (AVX2, AVX-512)
+// beside their baseline versions, picked at run time by cpu_isa()
+// (plugins/common/isa.hpp), which BP_CPU_ISA caps. Not target_clones: an
+// ifunc picks by CPU alone and cannot be forced down for tests.
 
 namespace bp::cpu {
 
@@ -55,10 +52,19 @@ void soft_max_run(const bp_tensor *t, int ith, int nth);
 bool mul_mat_supports(const bp_tensor *t);
 void mul_mat_run(const bp_tensor *t, int ith, int nth);
 int64_t mul_mat_work(const bp_tensor *t);
-// The packed GEMM (ops_matmul_packed.cpp), for products with at least 6 rows
-// of b and 16 rows of a; mul_mat_run hands those to it.
+// The packed GEMM (ops_matmul_packed.cpp), for products with at least one
+// micro-kernel's rows on both sides (and, with AVX-512, at least
+// kMinPackedNAvx512 rows of b); mul_mat_run hands those to it.
 bool mul_mat_packed_suits(const bp_tensor *t);
 void mul_mat_packed_run(const bp_tensor *t, int ith, int nth);
+constexpr int64_t kMinPackedNAvx512 = 48;
+// The AVX-512 kernels (gemm_avx512.cpp); call only when cpu_isa() is avx512.
+// The dot-product kernel for thin products with dense rows of a (F32/F16) and b:
+bool mul_mat_dot_avx512_suits(const bp_tensor *t);
+void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth);
+// The packed GEMM's 12 x 32 micro-kernel (see ops_matmul_packed.cpp).
+void gemm_micro_avx512(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows, int cols,
+                       bool add);
 bool get_rows_supports(const bp_tensor *t);
 bp_status get_rows_prepare(const bp_tensor *t, bp_error *err);
 void get_rows_run(const bp_tensor *t, int ith, int nth);

@@ -15,13 +15,16 @@
 // into F32 scratch, then a 4x2 register micro-kernel computes partial dot
 // products with 8-wide vectors, summed into the tile's accumulator. The
 // micro-kernel is compiled twice (baseline x86-64 and x86-64-v3 with
-// AVX2/FMA) and picked at load by the dynamic linker, so the .so runs on
-// any x86-64 CPU.
+// AVX2/FMA) and picked by cpu_isa() (plugins/common/isa.hpp) at run time,
+// so the .so runs on any x86-64 CPU. With AVX-512 the thin products go to
+// the dot-product kernel of gemm_avx512.cpp instead (16-wide, larger tiles,
+// F16 widened in registers).
 #include <cstring>
 #include <vector>
 
 #include "kernels.hpp"
 #include "plugins/common/f16.hpp"
+#include "plugins/common/isa.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -35,8 +38,8 @@ constexpr int64_t kNChunk = 32;
 constexpr int64_t kKBlock = 256;
 
 // out[i][j] = dot(a[i], b[j]) over |k| floats.
-BP_CPU_CLONES
-void micro_kernel(const float *const *a, const float *const *b, int64_t k, float out[kMR][kNR]) {
+__attribute__((always_inline)) inline void micro_body(const float *const *a, const float *const *b, int64_t k,
+                                                      float out[kMR][kNR]) {
   v8f acc[kMR][kNR];
   for (int i = 0; i < kMR; ++i)
     for (int j = 0; j < kNR; ++j) acc[i][j] = v8f{0, 0, 0, 0, 0, 0, 0, 0};
@@ -55,6 +58,26 @@ void micro_kernel(const float *const *a, const float *const *b, int64_t k, float
       for (int64_t q = p; q < k; ++q) s += a[i][q] * b[j][q];
       out[i][j] = s;
     }
+}
+
+void micro_baseline(const float *const *a, const float *const *b, int64_t k, float out[kMR][kNR]) {
+  micro_body(a, b, k, out);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) void micro_avx2(const float *const *a, const float *const *b, int64_t k,
+                                                    float out[kMR][kNR]) {
+  micro_body(a, b, k, out);
+}
+#endif
+
+using micro_fn = void (*)(const float *const *, const float *const *, int64_t, float[kMR][kNR]);
+
+micro_fn pick_micro() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (plugins::cpu_isa() >= plugins::isa_level::avx2) return micro_avx2;
+#endif
+  return micro_baseline;
 }
 
 // Dense F32 data along K can be used in place.
@@ -99,6 +122,11 @@ void mul_mat_run(const bp_tensor *t, int ith, int nth) {
     mul_mat_packed_run(t, ith, nth);
     return;
   }
+  if (plugins::cpu_isa() == plugins::isa_level::avx512 && mul_mat_dot_avx512_suits(t)) {
+    mul_mat_dot_avx512(t, ith, nth);
+    return;
+  }
+  static const micro_fn micro_kernel = pick_micro();
   const bp_tensor *a = t->src[0], *b = t->src[1];
   const int64_t K = a->ne[0], M = t->ne[0], N = t->ne[1];
   const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
@@ -149,8 +177,9 @@ void mul_mat_run(const bp_tensor *t, int ith, int nth) {
         for (int j = 0; j < kNR; ++j) {
           // Past the edge, repeat the last column and drop its results.
           const int64_t nn = n + j < n1 ? n + j : n1 - 1;
-          mk_b[j] = (pack_b ? b_scratch.data() + (nn - n0) * K
-                            : reinterpret_cast<const float *>(row_ptr(b, nn, i2, i3))) + k0;
+          mk_b[j] =
+              (pack_b ? b_scratch.data() + (nn - n0) * K : reinterpret_cast<const float *>(row_ptr(b, nn, i2, i3))) +
+              k0;
         }
         for (int64_t m = m0; m < m1; m += kMR) {
           for (int i = 0; i < kMR; ++i) mk_a[i] = a_rows[(m + i < m1 ? m + i : m1 - 1) - m0] + k0;

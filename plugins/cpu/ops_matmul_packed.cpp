@@ -1,55 +1,107 @@
 // ops_matmul_packed.cpp: MUL_MAT for products with enough rows on both
-// sides (N >= kNR, M >= kMR), as a packed outer-product GEMM.
+// sides, as a packed outer-product GEMM.
 //
 // With dst[m, n] = sum_k a[k, m] * b[k, n], a row n of dst is M floats along
-// m, so the micro-kernel computes a kNR x kMR block (6 rows n by 16 columns
-// m) of dst in 12 vector accumulators: for each k it loads 16 values of a
-// (two 8-wide vectors) and broadcasts 6 values of b, 12 fused multiply-adds.
-// Operands are packed first, which is also where F16 a and strided views are
-// converted: a into panels of 16 rows of a (k-major, 16 floats per k), b into
-// panels of 6 rows of b (k-major). K is cut into blocks of kKC so that a's
-// panels stay in L2 and b's panel in L1 while they are reused.
+// m, so a micro-kernel computes an NR x MR block of dst (NR rows n by MR
+// columns m) in registers: for each k it loads MR values of a and broadcasts
+// NR values of b. The kernel depends on the ISA (cpu_isa(), chosen at run
+// time): 6 x 16 with 8-wide vectors for baseline x86-64 and AVX2 (12 ymm
+// accumulators), 12 x 32 with AVX-512 (24 zmm accumulators,
+// gemm_avx512.cpp). Operands are packed first, which is also where F16 a and
+// strided views are converted: a into panels of MR rows (k-major, MR floats
+// per k), b into panels of NR rows (k-major, NR floats per k).
 //
-// Threads take units of work: (batch, kMC rows of a, a range of b's rows);
-// ranges of b are split further only when there are too few units for the
-// threads. Each unit packs its own operands, so threads share nothing but
-// the (disjoint) parts of dst they write.
+// Loop order inside a unit of work (GotoBLAS's, with b's block in L2):
+//   for each K block (kKC):       pack b's rows of the unit: NC x kKC (L2)
+//     for each panel of a (MR):   pack MR x kKC (32 KiB with AVX-512: L1)
+//       for each panel of b (NR): micro-kernel, adding into dst
+// a panel stays in L1 while every b panel streams past it from L2; each
+// operand is packed once per unit and K block.
+//
+// Threads take units (batch, range of m, range of n). Ranges of n are at
+// most kNC rows; ranges of m are the whole M unless there are too few units
+// for the threads, then M is cut into as many pieces as that takes (b's
+// block is then packed once per piece, a cost of 1/(rows of the piece) per
+// multiply-add). Threads share nothing but the disjoint parts of dst they write.
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "kernels.hpp"
 #include "plugins/common/f16.hpp"
+#include "plugins/common/isa.hpp"
 
 namespace bp::cpu {
 namespace {
 
-constexpr int kMR = 16;       // micro-kernel: columns of dst (rows of a)
-constexpr int kNR = 6;        // micro-kernel: rows of dst (rows of b)
-constexpr int64_t kMC = 128;  // rows of a per unit (8 panels, 128 KiB packed per K block: fits L2)
-constexpr int64_t kKC = 256;  // K block
+constexpr int kMaxMR = 32, kMaxNR = 12;
+constexpr int64_t kKC = 256;  // K block: an AVX-512 a panel is 32 x 256 floats = 32 KiB
+constexpr int64_t kNC = 384;  // rows of b per unit: 384 x 256 floats = 384 KiB packed (L2)
 
-// c[i][j] = sum_k bp[k*kNR + i] * ap[k*kMR + j] over |kc| steps.
-BP_CPU_CLONES
-void micro_kernel(const float *ap, const float *bp, int64_t kc, float c[kNR][kMR]) {
-  v8f acc[kNR][2];
+// The 8-wide kernel for baseline and AVX2 (one body, two compilations).
+constexpr int kMR8 = 16, kNR8 = 6;
+typedef float v8f __attribute__((vector_size(32)));
+
+__attribute__((always_inline)) inline void micro8_body(const float *ap, const float *bp, int64_t kc, float *c,
+                                                       int64_t ldc, int rows, int cols, bool add) {
+  v8f acc[kNR8][2];
 #pragma GCC unroll 6
-  for (int i = 0; i < kNR; ++i) acc[i][0] = acc[i][1] = v8f{0, 0, 0, 0, 0, 0, 0, 0};
+  for (int i = 0; i < kNR8; ++i) acc[i][0] = acc[i][1] = v8f{0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t k = 0; k < kc; ++k) {
     v8f a0, a1;
-    std::memcpy(&a0, ap + k * kMR, sizeof a0);
-    std::memcpy(&a1, ap + k * kMR + 8, sizeof a1);
+    std::memcpy(&a0, ap + k * kMR8, sizeof a0);
+    std::memcpy(&a1, ap + k * kMR8 + 8, sizeof a1);
 #pragma GCC unroll 6
-    for (int i = 0; i < kNR; ++i) {
-      const float b = bp[k * kNR + i];
+    for (int i = 0; i < kNR8; ++i) {
+      const float b = bp[k * kNR8 + i];
       acc[i][0] += a0 * b;
       acc[i][1] += a1 * b;
     }
   }
-#pragma GCC unroll 6
-  for (int i = 0; i < kNR; ++i) {
-    std::memcpy(&c[i][0], &acc[i][0], sizeof(v8f));
-    std::memcpy(&c[i][8], &acc[i][1], sizeof(v8f));
+  float tile[kNR8][kMR8];
+  std::memcpy(tile, acc, sizeof tile);
+  for (int i = 0; i < rows; ++i) {
+    float *d = c + i * ldc;
+    if (add) {
+      for (int j = 0; j < cols; ++j) d[j] += tile[i][j];
+    } else {
+      std::memcpy(d, tile[i], static_cast<size_t>(cols) * sizeof(float));
+    }
   }
+}
+
+void micro8_baseline(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows, int cols,
+                     bool add) {
+  micro8_body(ap, bp, kc, c, ldc, rows, cols, add);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) void micro8_avx2(const float *ap, const float *bp, int64_t kc, float *c,
+                                                     int64_t ldc, int rows, int cols, bool add) {
+  micro8_body(ap, bp, kc, c, ldc, rows, cols, add);
+}
+#endif
+
+struct gemm_kernel {
+  int mr, nr;
+  void (*run)(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows, int cols, bool add);
+};
+
+const gemm_kernel &pick_kernel() {
+  static const gemm_kernel k = [] {
+#if defined(__x86_64__) && defined(__GNUC__)
+    switch (plugins::cpu_isa()) {
+      case plugins::isa_level::avx512:
+        return gemm_kernel{32, 12, gemm_micro_avx512};
+      case plugins::isa_level::avx2:
+        return gemm_kernel{kMR8, kNR8, micro8_avx2};
+      default:
+        break;
+    }
+#endif
+    return gemm_kernel{kMR8, kNR8, micro8_baseline};
+  }();
+  return k;
 }
 
 // Element k of row |r| of |t| at batch (i2, i3), as float.
@@ -64,104 +116,109 @@ struct row_reader {
 // [k0, k0 + kc), into |dst| k-major: dst[k * width + j] = src[r0 + j][k0 + k];
 // rows past |count| are zeros.
 void pack_panel(const row_reader &src, int64_t r0, int64_t count, int64_t k0, int64_t kc, int width, float *dst) {
-  if (src.dense_f32() && count == width) {
-    // The common case, k-major: |width| sequential reads, one sequential write.
-    const float *rows[kMR];
-    for (int j = 0; j < width; ++j) rows[j] = reinterpret_cast<const float *>(src.row(r0 + j)) + k0;
-    for (int64_t k = 0; k < kc; ++k)
-      for (int j = 0; j < width; ++j) dst[k * width + j] = rows[j][k];
-    return;
-  }
+  const float *rows[kMaxMR];
+  float wide[kMaxMR][kKC];  // F16 and strided rows, converted first
   for (int j = 0; j < width; ++j) {
     if (j >= count) {
-      for (int64_t k = 0; k < kc; ++k) dst[k * width + j] = 0.0f;
+      rows[j] = nullptr;
       continue;
     }
     const char *row = src.row(r0 + j);
     if (src.dense_f32()) {
-      const float *p = reinterpret_cast<const float *>(row) + k0;
-      for (int64_t k = 0; k < kc; ++k) dst[k * width + j] = p[k];
+      rows[j] = reinterpret_cast<const float *>(row) + k0;
     } else if (src.t->type == BP_TYPE_F16 && src.t->nb[0] == sizeof(uint16_t)) {
-      float wide[kKC];
-      plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(row) + k0, kc, wide);
-      for (int64_t k = 0; k < kc; ++k) dst[k * width + j] = wide[k];
+      plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(row) + k0, kc, wide[j]);
+      rows[j] = wide[j];
     } else {
       const size_t nb0 = src.t->nb[0];
-      for (int64_t k = 0; k < kc; ++k) dst[k * width + j] = load_f32(row + (k0 + k) * nb0, src.t->type);
+      for (int64_t k = 0; k < kc; ++k) wide[j][k] = load_f32(row + (k0 + k) * nb0, src.t->type);
+      rows[j] = wide[j];
     }
   }
+  if (count == width) {
+    // k-major: |width| sequential reads, one sequential write.
+    for (int64_t k = 0; k < kc; ++k)
+      for (int j = 0; j < width; ++j) dst[k * width + j] = rows[j][k];
+    return;
+  }
+  for (int64_t k = 0; k < kc; ++k)
+    for (int j = 0; j < width; ++j) dst[k * width + j] = j < count ? rows[j][k] : 0.0f;
 }
 
 struct unit_plan {
-  int64_t m_chunks, n_splits, n_per_split, batches;
-  int64_t count() const { return batches * m_chunks * n_splits; }
+  int64_t m_chunks, m_per_chunk, n_chunks, n_per_chunk, batches;
+  int64_t count() const { return batches * m_chunks * n_chunks; }
 };
 
-unit_plan plan_units(const bp_tensor *t, int nth) {
+unit_plan plan_units(const bp_tensor *t, int nth, const gemm_kernel &kr) {
   const int64_t M = t->ne[0], N = t->ne[1];
   unit_plan p;
   p.batches = t->ne[2] * t->ne[3];
-  p.m_chunks = (M + kMC - 1) / kMC;
-  p.n_splits = 1;
-  // Enough units for every thread to have two, while each range of b keeps
-  // at least two micro-kernel rows.
-  while (p.count() < 2 * static_cast<int64_t>(nth) && N / (p.n_splits * 2) >= 2 * kNR) p.n_splits *= 2;
-  const int64_t per = (N + p.n_splits - 1) / p.n_splits;
-  p.n_per_split = (per + kNR - 1) / kNR * kNR;
+  p.n_chunks = (N + kNC - 1) / kNC;
+  const int64_t per = (N + p.n_chunks - 1) / p.n_chunks;
+  p.n_per_chunk = (per + kr.nr - 1) / kr.nr * kr.nr;
+  p.m_chunks = 1;
+  // Few units, or a count the threads cannot share evenly: cut M so the
+  // count becomes a multiple of the threads (each piece at least one panel).
+  const int64_t units = p.batches * p.n_chunks;
+  if (nth > 1 && units % nth != 0 && units < 8 * nth) {
+    const int64_t g = std::gcd(units, static_cast<int64_t>(nth));
+    const int64_t panels = (M + kr.mr - 1) / kr.mr;
+    p.m_chunks = nth / g < panels ? nth / g : panels;
+  }
+  const int64_t panels_per = ((M + kr.mr - 1) / kr.mr + p.m_chunks - 1) / p.m_chunks;
+  p.m_per_chunk = panels_per * kr.mr;
   return p;
 }
 
 }  // namespace
 
 bool mul_mat_packed_suits(const bp_tensor *t) {
-  return t->ne[1] >= kNR && t->ne[0] >= kMR && t->nb[0] == sizeof(float);  // dst rows dense (the op table's dst is)
+  const gemm_kernel &kr = pick_kernel();
+  // With AVX-512 the dot-product kernel wins on thin products (few rows of
+  // b use each packed element of a too few times to repay packing it).
+  const int64_t min_n = plugins::cpu_isa() == plugins::isa_level::avx512 ? kMinPackedNAvx512 : kr.nr;
+  return t->ne[1] >= min_n && t->ne[0] >= kr.mr && t->nb[0] == sizeof(float);  // dst rows dense (the op table's are)
 }
 
 void mul_mat_packed_run(const bp_tensor *t, int ith, int nth) {
+  const gemm_kernel &kr = pick_kernel();
   const bp_tensor *a = t->src[0], *b = t->src[1];
   const int64_t K = a->ne[0], M = t->ne[0], N = t->ne[1];
   const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
-  const unit_plan plan = plan_units(t, nth);
+  const int64_t ldc = t->nb[1] / static_cast<int64_t>(sizeof(float));
+  const unit_plan plan = plan_units(t, nth, kr);
   int64_t u0, u1;
   split_range(plan.count(), ith, nth, &u0, &u1);
   if (u0 >= u1) return;
 
-  std::vector<float> apack(static_cast<size_t>(kMC * kKC)), bpack(static_cast<size_t>(kNR * kKC));
-  float c[kNR][kMR];
+  std::vector<float> apack(static_cast<size_t>(kr.mr * kKC));
+  std::vector<float> bpack(static_cast<size_t>(plan.n_per_chunk * kKC));
 
   for (int64_t u = u0; u < u1; ++u) {
-    const int64_t ns = u % plan.n_splits, mc = (u / plan.n_splits) % plan.m_chunks;
-    const int64_t batch = u / (plan.n_splits * plan.m_chunks);
+    const int64_t nc = u % plan.n_chunks, mc = (u / plan.n_chunks) % plan.m_chunks;
+    const int64_t batch = u / (plan.n_chunks * plan.m_chunks);
     const int64_t i2 = batch % t->ne[2], i3 = batch / t->ne[2];
     const row_reader ar{a, i2 / r2, i3 / r3}, br{b, i2, i3};
-    const int64_t m0 = mc * kMC, m1 = m0 + kMC < M ? m0 + kMC : M;
-    const int64_t n_begin = ns * plan.n_per_split;
-    const int64_t n_end = n_begin + plan.n_per_split < N ? n_begin + plan.n_per_split : N;
-    if (n_begin >= n_end) continue;
-    const int64_t panels = (m1 - m0 + kMR - 1) / kMR;
+    const int64_t m0 = mc * plan.m_per_chunk, m1 = m0 + plan.m_per_chunk < M ? m0 + plan.m_per_chunk : M;
+    const int64_t n0 = nc * plan.n_per_chunk, n1 = n0 + plan.n_per_chunk < N ? n0 + plan.n_per_chunk : N;
+    if (m0 >= m1 || n0 >= n1) continue;
+    const int64_t n_panels = (n1 - n0 + kr.nr - 1) / kr.nr;
 
     for (int64_t k0 = 0; k0 < K; k0 += kKC) {
       const int64_t kc = K - k0 < kKC ? K - k0 : kKC;
-      for (int64_t p = 0; p < panels; ++p) {
-        const int64_t pm = m0 + p * kMR;
-        pack_panel(ar, pm, m1 - pm < kMR ? m1 - pm : kMR, k0, kc, kMR, apack.data() + p * kMR * kKC);
+      for (int64_t p = 0; p < n_panels; ++p) {
+        const int64_t pn = n0 + p * kr.nr;
+        pack_panel(br, pn, n1 - pn < kr.nr ? n1 - pn : kr.nr, k0, kc, kr.nr, bpack.data() + p * kr.nr * kc);
       }
-      for (int64_t n0 = n_begin; n0 < n_end; n0 += kNR) {
-        const int64_t rows = n_end - n0 < kNR ? n_end - n0 : kNR;
-        pack_panel(br, n0, rows, k0, kc, kNR, bpack.data());
-        for (int64_t p = 0; p < panels; ++p) {
-          const int64_t pm = m0 + p * kMR;
-          const int64_t cols = m1 - pm < kMR ? m1 - pm : kMR;
-          micro_kernel(apack.data() + p * kMR * kKC, bpack.data(), kc, c);
-          // The first K block writes dst, later ones add to it.
-          for (int64_t i = 0; i < rows; ++i) {
-            float *d = reinterpret_cast<float *>(elem_ptr(t, pm, n0 + i, i2, i3));
-            if (k0 == 0) {
-              std::memcpy(d, c[i], static_cast<size_t>(cols) * sizeof(float));
-            } else {
-              for (int64_t j = 0; j < cols; ++j) d[j] += c[i][j];
-            }
-          }
+      for (int64_t pm = m0; pm < m1; pm += kr.mr) {
+        const int cols = static_cast<int>(m1 - pm < kr.mr ? m1 - pm : kr.mr);
+        pack_panel(ar, pm, cols, k0, kc, kr.mr, apack.data());
+        for (int64_t p = 0; p < n_panels; ++p) {
+          const int64_t pn = n0 + p * kr.nr;
+          const int rows = static_cast<int>(n1 - pn < kr.nr ? n1 - pn : kr.nr);
+          float *c = reinterpret_cast<float *>(elem_ptr(t, pm, pn, i2, i3));
+          kr.run(apack.data(), bpack.data() + p * kr.nr * kc, kc, c, ldc, rows, cols, k0 > 0);
         }
       }
     }

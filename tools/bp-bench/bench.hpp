@@ -2,8 +2,9 @@
 //
 // What it is: the benchmark cases (one op at one shape), the benchmarks that
 // run a case on a backend or on its same-run reference (cblas_sgemm for
-// MUL_MAT, memcpy of the same bytes for the rest), and the reporter that
-// prints the ratio summary after the run. What it is not: a test; results are
+// MUL_MAT, memcpy of the same bytes for the rest), the two machine
+// references (the FMA peak of the CPU's widest vector ISA, memcpy at DRAM
+// size), and the reporter that prints the ratio summary after the run. What it is not: a test; results are
 // only sanity-checked (a few sampled outputs) so a broken kernel cannot post
 // a good figure.
 #pragma once
@@ -20,7 +21,11 @@
 
 namespace bp::bench {
 
-enum class op_kind { mul_mat, rms_norm, soft_max, add };
+// Row-op tensors of at least this many bytes are "DRAM" cases (far past the
+// last-level cache); their group names end in "_dram".
+constexpr int64_t kDramCaseBytes = int64_t{32} << 20;
+
+enum class op_kind { mul_mat, rms_norm, norm, soft_max, add, mul, scale };
 
 // One op at one shape. MUL_MAT: a [K, M] (f32 or f16) x b [K, N] f32 -> [M, N];
 // the others: f32 [ne0, ne1] (rows of ne0 elements).
@@ -33,6 +38,9 @@ struct op_case {
   std::string group() const;  // "MUL_MAT_f32", "MUL_MAT_f16xf32", "RMS_NORM", ...
   std::string shape() const;  // "M=1024,N=1024,K=1024" or "4096x512"
   bool counts_flops() const { return op == op_kind::mul_mat; }
+  // Bytes of the weights (a), which a product with few rows of b streams
+  // from memory once per call: its bound is bandwidth, not FLOPs.
+  double weight_bytes() const { return static_cast<double>(m * k) * (a_type == BP_TYPE_F16 ? 2 : 4); }
 };
 
 // The cases a plain `bp-bench` runs, in order.
@@ -41,13 +49,15 @@ std::vector<op_case> default_cases();
 // What one registered benchmark measures; the summary pairs each backend
 // entry with its reference through |ref|.
 struct entry {
-  std::string name;   // the registered name: group/shape/who
-  std::string group;  // op_case::group()
-  std::string shape;  // op_case::shape()
-  std::string who;    // the backend spec, or "ref:sgemm:threads=N" / "ref:memcpy:threads=N"
-  std::string ref;    // the reference's name; "" when this entry is a reference
-  bool flops = true;  // the rate is FLOP/s (else bytes read + written per second)
-  double work = 0;    // flops or bytes per iteration (bp_op_flops / bp_op_bytes)
+  std::string name;         // the registered name: group/shape/who
+  std::string group;        // op_case::group()
+  std::string shape;        // op_case::shape()
+  std::string who;          // the backend spec, or "ref:sgemm:threads=N" / "ref:memcpy:threads=N"
+  std::string ref;          // the reference's name; "" when this entry is a reference
+  bool flops = true;        // the rate is FLOP/s (else bytes read + written per second)
+  double work = 0;          // flops or bytes per iteration (bp_op_flops / bp_op_bytes)
+  double weight_bytes = 0;  // MUL_MAT: bytes of a (op_case::weight_bytes); else 0
+  int64_t n = 0;            // MUL_MAT: rows of b
 };
 
 // Flops (MUL_MAT) or bytes read + written of |c|, from the core's own
@@ -65,6 +75,22 @@ entry register_backend_bench(const op_case &c, double work, bp_backend *be, cons
 // Registers the reference of |c| with |threads| threads (OpenBLAS threads for
 // sgemm, memcpy split over that many std::threads).
 entry register_reference_bench(const op_case &c, double work, int threads);
+
+// The machine references, measured with |threads| threads outside Google
+// Benchmark (so a --benchmark_filter never drops them), best of 5 runs:
+// a register-only FMA loop of the widest vector ISA the CPU has (the compute
+// ceiling, FLOP/s), and memcpy of kDramBytes, far past the caches (the DRAM
+// ceiling, bytes read + written per second).
+constexpr double kDramBytes = 256.0 * 1024 * 1024;
+struct machine_rate {
+  double rate = 0;
+  std::string what;  // "fma avx512", "memcpy 256 MiB"
+};
+machine_rate measure_peak(int threads);
+machine_rate measure_dram(int threads);
+
+// Which kernel OpenBLAS chose (openblas_get_corename: "Haswell", "SkylakeX", ...).
+std::string openblas_corename();
 
 // Frees the buffers, graphs and host arrays the last benchmark kept between
 // its calls (the benchmark body is called several times per benchmark).
@@ -93,7 +119,11 @@ class collecting_reporter : public benchmark::BenchmarkReporter {
 };
 
 // The ratio table: one line per backend benchmark that ran, with its rate,
-// its reference's rate and the ratio. Empty when nothing ran.
-std::string summary_text(const std::vector<entry> &entries, const std::map<std::string, result> &results);
+// its reference's rate and the ratio, and its fraction of the machine:
+// FLOP/s against |peak| for compute-bound cases, bytes/s against |dram| for
+// memory-bound ones (and a product's weight bytes/s against |dram| when b
+// has at most 4 rows). Empty when nothing ran.
+std::string summary_text(const std::vector<entry> &entries, const std::map<std::string, result> &results,
+                         const machine_rate &peak, const machine_rate &dram);
 
 }  // namespace bp::bench

@@ -8,7 +8,12 @@
 // iteration count), so that setup is kept until the next benchmark starts.
 #include <cblas.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +30,7 @@ namespace {
 
 constexpr float kRmsEps = 1e-6f;
 constexpr float kSoftMaxScale = 0.125f;
+constexpr float kScale = 0.75f;
 
 // ---------------------------------------------------------------------------
 // Setup kept between calls of one benchmark's body.
@@ -92,21 +98,28 @@ bp_tensor *build_node(bp_context *ctx, const op_case &c, std::vector<bp_tensor *
       inputs = {a, b};
       return bp_mul_mat(ctx, a, b);
     }
-    case op_kind::rms_norm: {
+    case op_kind::rms_norm:
+    case op_kind::norm: {
       bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
       inputs = {x};
-      return bp_rms_norm(ctx, x, kRmsEps);
+      return c.op == op_kind::norm ? bp_norm(ctx, x, kRmsEps) : bp_rms_norm(ctx, x, kRmsEps);
+    }
+    case op_kind::scale: {
+      bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
+      inputs = {x};
+      return bp_scale(ctx, x, kScale);
     }
     case op_kind::soft_max: {
       bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
       inputs = {x};
       return bp_soft_max(ctx, x, nullptr, kSoftMaxScale);
     }
-    case op_kind::add: {
+    case op_kind::add:
+    case op_kind::mul: {
       bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
       bp_tensor *y = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
       inputs = {x, y};
-      return bp_add(ctx, x, y);
+      return c.op == op_kind::add ? bp_add(ctx, x, y) : bp_mul(ctx, x, y);
     }
   }
   return nullptr;
@@ -180,8 +193,8 @@ std::vector<double> read_row(const bp_tensor *t, int64_t row) {
 
 std::string mismatch(const char *what, int64_t i, int64_t j, double got, double want) {
   char msg[200];
-  std::snprintf(msg, sizeof msg, "wrong result: %s [%lld,%lld] = %.7g, expected %.7g", what,
-                static_cast<long long>(i), static_cast<long long>(j), got, want);
+  std::snprintf(msg, sizeof msg, "wrong result: %s [%lld,%lld] = %.7g, expected %.7g", what, static_cast<long long>(i),
+                static_cast<long long>(j), got, want);
   return msg;
 }
 
@@ -194,8 +207,7 @@ std::string verify(const op_case &c, const graph_setup &s) {
     const int64_t M = c.m, N = c.n;
     const int64_t samples[][2] = {{0, 0}, {M - 1, N - 1}, {M / 2, N / 2}, {M / 3, N - 1}, {M - 1, 0}};
     for (const auto &ij : samples) {
-      std::vector<double> a = read_row(s.inputs[0], ij[0]), b = read_row(s.inputs[1], ij[1]),
-                          d = read_row(out, ij[1]);
+      std::vector<double> a = read_row(s.inputs[0], ij[0]), b = read_row(s.inputs[1], ij[1]), d = read_row(out, ij[1]);
       if (a.empty() || b.empty() || d.empty()) return api_error("reading the result");
       double want = 0, mag = 0;
       for (int64_t k = 0; k < c.k; ++k) want += a[k] * b[k], mag += std::fabs(a[k] * b[k]);
@@ -206,8 +218,9 @@ std::string verify(const op_case &c, const graph_setup &s) {
   }
   for (int64_t row : {int64_t{0}, c.ne1 / 2, c.ne1 - 1}) {
     std::vector<double> x = read_row(s.inputs[0], row), y = read_row(out, row);
-    std::vector<double> x2 = c.op == op_kind::add ? read_row(s.inputs[1], row) : std::vector<double>{};
-    if (x.empty() || y.empty() || (c.op == op_kind::add && x2.empty())) return api_error("reading the result");
+    const bool binary = c.op == op_kind::add || c.op == op_kind::mul;
+    std::vector<double> x2 = binary ? read_row(s.inputs[1], row) : std::vector<double>{};
+    if (x.empty() || y.empty() || (binary && x2.empty())) return api_error("reading the result");
     std::vector<double> want(x.size());
     if (c.op == op_kind::rms_norm) {
       double ss = 0;
@@ -219,6 +232,17 @@ std::string verify(const op_case &c, const graph_setup &s) {
       for (double v : x) mx = std::max(mx, v * kSoftMaxScale);
       for (size_t i = 0; i < x.size(); ++i) sum += (want[i] = std::exp(x[i] * kSoftMaxScale - mx));
       for (double &w : want) w /= sum;
+    } else if (c.op == op_kind::norm) {
+      double mean = 0, var = 0;
+      for (double v : x) mean += v;
+      mean /= static_cast<double>(x.size());
+      for (double v : x) var += (v - mean) * (v - mean);
+      double inv = 1.0 / std::sqrt(var / static_cast<double>(x.size()) + kRmsEps);
+      for (size_t i = 0; i < x.size(); ++i) want[i] = (x[i] - mean) * inv;
+    } else if (c.op == op_kind::scale) {
+      for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] * kScale;
+    } else if (c.op == op_kind::mul) {
+      for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] * x2[i];
     } else {
       for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] + x2[i];
     }
@@ -361,27 +385,161 @@ void run_memcpy(benchmark::State &state, const op_case &c, double work, int thre
   set_rate_counter(state, c, work);
 }
 
+// ---------------------------------------------------------------------------
+// Machine references.
+
+// Rounds of the peak loop per thread per iteration: ~2^26 FMA instructions,
+// ~10 ms on a 3.5 GHz core with two FMA pipes, so starting the threads each
+// iteration costs well under 1%.
+constexpr int64_t kPeakRounds = int64_t{1} << 22;
+constexpr int kPeakAccumulators = 16;  // 4 cycles of latency x 2 pipes x 2 for slack
+
+// acc = acc * x + y on kPeakAccumulators independent registers: nothing but
+// FMAs and a loop branch, no memory. Returns a sum so the work is kept.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f"))) float peak_loop_avx512(int64_t rounds) {
+  __m512 acc[kPeakAccumulators];
+  for (int i = 0; i < kPeakAccumulators; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512 x = _mm512_set1_ps(0.5f), y = _mm512_set1_ps(0.5f);
+  for (int64_t r = 0; r < rounds; ++r) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kPeakAccumulators; ++i) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < kPeakAccumulators; ++i) s = _mm512_add_ps(s, acc[i]);
+  float f[16];  // (not _mm512_reduce_add_ps: GCC 12 warns inside it)
+  _mm512_storeu_ps(f, s);
+  float sum = 0;
+  for (float v : f) sum += v;
+  return sum;
+}
+
+__attribute__((target("avx2,fma"))) float peak_loop_avx2(int64_t rounds) {
+  // 12 of the 16 ymm registers: enough for 2 pipes x 4 cycles, no spills.
+  constexpr int n = 12;
+  __m256 acc[n];
+  for (int i = 0; i < n; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+  const __m256 x = _mm256_set1_ps(0.5f), y = _mm256_set1_ps(0.5f);
+  for (int64_t r = 0; r < rounds * kPeakAccumulators / n; ++r) {
+#pragma GCC unroll 12
+    for (int i = 0; i < n; ++i) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
+  }
+  __m256 s = acc[0];
+  for (int i = 1; i < n; ++i) s = _mm256_add_ps(s, acc[i]);
+  float f[8];
+  _mm256_storeu_ps(f, s);
+  return f[0] + f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7];
+}
+#endif
+
+// Baseline x86-64 has no FMA: a multiply and an add (two FLOPs) per lane.
+float peak_loop_sse(int64_t rounds) {
+  typedef float v4f __attribute__((vector_size(16)));
+  constexpr int n = 12;
+  v4f acc[n];
+  for (int i = 0; i < n; ++i) acc[i] = v4f{} + static_cast<float>(i);
+  const v4f x = v4f{} + 0.5f, y = v4f{} + 0.5f;
+  for (int64_t r = 0; r < rounds * kPeakAccumulators / n; ++r) {
+#pragma GCC unroll 12
+    for (int i = 0; i < n; ++i) acc[i] = acc[i] * x + y;
+  }
+  v4f s = acc[0];
+  for (int i = 1; i < n; ++i) s += acc[i];
+  return s[0] + s[1] + s[2] + s[3];
+}
+
+struct peak_isa {
+  const char *name;
+  float (*loop)(int64_t);
+  int lanes;  // floats per vector
+};
+
+// The widest vector ISA this CPU runs, whatever BP_CPU_ISA says: the peak is
+// the machine's, not the kernels'.
+peak_isa widest_isa() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx512f")) return {"avx512", peak_loop_avx512, 16};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {"avx2", peak_loop_avx2, 8};
+#endif
+  return {"sse2", peak_loop_sse, 4};
+}
+
+// FLOPs of one iteration of the peak benchmark on |threads| threads.
+double peak_work(int threads, const peak_isa &isa) {
+  return 2.0 * isa.lanes * kPeakAccumulators * static_cast<double>(kPeakRounds) * threads;
+}
+
+// Best of |tries| timings of |body| in seconds: other processes on a shared
+// machine only ever slow a run down, so the fastest is the machine's.
+template <class F>
+double best_seconds(int tries, F &&body) {
+  double best = 1e30;
+  for (int t = 0; t < tries; ++t) {
+    auto t0 = std::chrono::steady_clock::now();
+    body();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
 }  // namespace
+
+machine_rate measure_peak(int threads) {
+  const peak_isa isa = widest_isa();
+  std::vector<float> sink(static_cast<size_t>(threads));
+  const double s = best_seconds(5, [&] {
+    std::vector<std::thread> pool;
+    for (int i = 1; i < threads; ++i) pool.emplace_back([&, i] { sink[i] = isa.loop(kPeakRounds); });
+    sink[0] = isa.loop(kPeakRounds);
+    for (auto &t : pool) t.join();
+    benchmark::DoNotOptimize(sink.data());
+  });
+  return {peak_work(threads, isa) / s, std::string("fma ") + isa.name};
+}
+
+machine_rate measure_dram(int threads) {
+  memcpy_setup m(static_cast<size_t>(kDramBytes));
+  fill_random(m.src.p, m.bytes / 4, 1);
+  parallel_memcpy(m, threads);  // faults the destination in
+  const double s = best_seconds(5, [&] {
+    parallel_memcpy(m, threads);
+    benchmark::ClobberMemory();
+  });
+  return {2 * kDramBytes / s, "memcpy 256 MiB"};
+}
+
+std::string openblas_corename() {
+  const char *name = openblas_get_corename();
+  return name ? name : "unknown";
+}
 
 // ---------------------------------------------------------------------------
 
 std::string op_case::group() const {
+  // Tensors past every cache get their own group name ("ADD_dram"), so a
+  // filter such as '^ADD/' keeps selecting the in-cache case alone.
+  const std::string dram = ne0 * ne1 * 4 >= kDramCaseBytes ? "_dram" : "";
   switch (op) {
     case op_kind::mul_mat:
       return a_type == BP_TYPE_F16 ? "MUL_MAT_f16xf32" : "MUL_MAT_f32";
     case op_kind::rms_norm:
-      return "RMS_NORM";
+      return "RMS_NORM" + dram;
+    case op_kind::norm:
+      return "NORM" + dram;
     case op_kind::soft_max:
-      return "SOFT_MAX";
+      return "SOFT_MAX" + dram;
     case op_kind::add:
-      return "ADD";
+      return "ADD" + dram;
+    case op_kind::mul:
+      return "MUL" + dram;
+    case op_kind::scale:
+      return "SCALE" + dram;
   }
   return "?";
 }
 
 std::string op_case::shape() const {
-  if (op == op_kind::mul_mat)
-    return "M=" + std::to_string(m) + ",N=" + std::to_string(n) + ",K=" + std::to_string(k);
+  if (op == op_kind::mul_mat) return "M=" + std::to_string(m) + ",N=" + std::to_string(n) + ",K=" + std::to_string(k);
   return std::to_string(ne0) + "x" + std::to_string(ne1);
 }
 
@@ -392,19 +550,22 @@ std::vector<op_case> default_cases() {
     c.op = op_kind::mul_mat, c.a_type = t, c.m = m, c.n = n, c.k = k;
     cases.push_back(c);
   };
-  for (int64_t s : {128, 256, 512, 1024}) mul_mat(BP_TYPE_F32, s, s, s);
-  // LLM-like: a 4096 x 4096 weight times one token (a matrix-vector product,
-  // memory-bound) and times a batch of 32 tokens.
-  mul_mat(BP_TYPE_F32, 4096, 1, 4096);
-  mul_mat(BP_TYPE_F32, 4096, 32, 4096);
+  for (int64_t s : {128, 256, 512, 1024, 2048}) mul_mat(BP_TYPE_F32, s, s, s);
+  // A decoder's shapes: a 4096 x 4096 weight times 1..32 tokens. N <= 4 is
+  // bound by streaming the 64 MiB (f32) or 32 MiB (f16) of weights.
+  for (int64_t n : {1, 2, 4, 8, 16, 32}) mul_mat(BP_TYPE_F32, 4096, n, 4096);
   for (int64_t s : {512, 1024}) mul_mat(BP_TYPE_F16, s, s, s);
-  mul_mat(BP_TYPE_F16, 4096, 1, 4096);
-  mul_mat(BP_TYPE_F16, 4096, 32, 4096);
-  for (op_kind k : {op_kind::rms_norm, op_kind::soft_max, op_kind::add}) {
-    op_case c;
-    c.op = k, c.ne0 = 4096, c.ne1 = 512;
-    cases.push_back(c);
-  }
+  for (int64_t n : {1, 2, 4, 8, 16, 32}) mul_mat(BP_TYPE_F16, 4096, n, 4096);
+  // Row ops at 8 MiB (inside this machine's L3), then at 64 MiB per tensor
+  // (DRAM: what a model's activations at long context cost).
+  for (int64_t rows : {512, 4096})
+    for (op_kind k :
+         {op_kind::rms_norm, op_kind::norm, op_kind::soft_max, op_kind::add, op_kind::mul, op_kind::scale}) {
+      if (rows == 512 && (k == op_kind::norm || k == op_kind::mul || k == op_kind::scale)) continue;
+      op_case c;
+      c.op = k, c.ne0 = 4096, c.ne1 = rows;
+      cases.push_back(c);
+    }
   return cases;
 }
 
@@ -427,23 +588,25 @@ bool backend_supports(bp_backend *be, const op_case &c, std::string &why) {
 entry register_backend_bench(const op_case &c, double work, bp_backend *be, const std::string &spec,
                              const std::string &ref_name) {
   entry e{c.group() + "/" + c.shape() + "/" + spec, c.group(), c.shape(), spec, ref_name, c.counts_flops(), work};
-  benchmark::RegisterBenchmark(e.name.c_str(), [c, work, be, name = e.name](benchmark::State &st) {
-    run_backend(st, c, work, be, name);
-  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+  if (c.op == op_kind::mul_mat) e.weight_bytes = c.weight_bytes(), e.n = c.n;
+  benchmark::RegisterBenchmark(
+      e.name.c_str(), [c, work, be, name = e.name](benchmark::State &st) { run_backend(st, c, work, be, name); })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
   return e;
 }
 
 entry register_reference_bench(const op_case &c, double work, int threads) {
   std::string who = std::string(c.counts_flops() ? "ref:sgemm" : "ref:memcpy") + ":threads=" + std::to_string(threads);
   entry e{c.group() + "/" + c.shape() + "/" + who, c.group(), c.shape(), who, "", c.counts_flops(), work};
-  auto *b = c.counts_flops() ? benchmark::RegisterBenchmark(e.name.c_str(),
-                                                            [c, work, threads, name = e.name](benchmark::State &st) {
-                                                              run_sgemm(st, c, work, threads, name);
-                                                            })
-                             : benchmark::RegisterBenchmark(e.name.c_str(),
-                                                            [c, work, threads, name = e.name](benchmark::State &st) {
-                                                              run_memcpy(st, c, work, threads, name);
-                                                            });
+  auto *b = c.counts_flops()
+                ? benchmark::RegisterBenchmark(e.name.c_str(),
+                                               [c, work, threads, name = e.name](benchmark::State &st) {
+                                                 run_sgemm(st, c, work, threads, name);
+                                               })
+                : benchmark::RegisterBenchmark(e.name.c_str(), [c, work, threads, name = e.name](benchmark::State &st) {
+                    run_memcpy(st, c, work, threads, name);
+                  });
   b->UseRealTime()->Unit(benchmark::kMicrosecond);
   return e;
 }

@@ -1,6 +1,9 @@
 // bp-bench: Google Benchmark over Backplane backends. Every op is timed on each
 // backend and on a reference in the same run (cblas_sgemm for MUL_MAT, memcpy
-// of the same bytes for the rest); a ratio table follows the results.
+// of the same bytes for the rest); a ratio table follows the results, with
+// each case also as a fraction of the machine: the FMA peak of the CPU's
+// widest vector ISA and memcpy at DRAM size, both measured in this run with
+// the same threads.
 //
 //   bp-bench [--device SPEC]... [--threads N] [--plugin-path DIR]... [--benchmark_* flags]
 //
@@ -180,15 +183,34 @@ int main(int argc, char **argv) {
   for (const backend_slot &b : backends) specs += (specs.empty() ? "" : ";") + b.spec;
   benchmark::AddCustomContext("bp-bench backends", specs);
   benchmark::AddCustomContext("bp-bench reference threads", threads);
+  // Which sgemm the MUL_MAT references are: OpenBLAS picks its kernel by CPU
+  // and OPENBLAS_CORETYPE, so the ratios depend on it.
+  const std::string corename = bp::bench::openblas_corename();
+  benchmark::AddCustomContext("bp-bench openblas core", corename);
+  const char *isa_env = std::getenv("BP_CPU_ISA");
+  benchmark::AddCustomContext("bp-bench BP_CPU_ISA", isa_env && *isa_env ? isa_env : "(unset: best available)");
+
+  // The machine references, before and after the benchmarks (the better of
+  // the two: a neighbour's load only ever lowers them).
+  bp::bench::machine_rate peak = bp::bench::measure_peak(opt.threads);
+  bp::bench::machine_rate dram = bp::bench::measure_dram(opt.threads);
+  char line[128];
+  std::snprintf(line, sizeof line, "%.1f GFLOP/s (%s)", peak.rate / 1e9, peak.what.c_str());
+  benchmark::AddCustomContext("bp-bench peak (before)", line);
+  std::snprintf(line, sizeof line, "%.1f GB/s (%s)", dram.rate / 1e9, dram.what.c_str());
+  benchmark::AddCustomContext("bp-bench dram (before)", line);
 
   bp::bench::collecting_reporter reporter(make_display_reporter(opt));
   benchmark::RunSpecifiedBenchmarks(&reporter);
   bp::bench::release_cached_setup();
   benchmark::Shutdown();
+  peak.rate = std::max(peak.rate, bp::bench::measure_peak(opt.threads).rate);
+  dram.rate = std::max(dram.rate, bp::bench::measure_dram(opt.threads).rate);
 
   // The summary goes to stdout after a console report, to stderr after JSON
   // so that stdout stays machine-readable.
-  std::string summary = bp::bench::summary_text(entries, reporter.results());
+  std::string summary =
+      "\nOpenBLAS core: " + corename + "\n" + bp::bench::summary_text(entries, reporter.results(), peak, dram);
   std::fputs(summary.c_str(), opt.format == "console" ? stdout : stderr);
 
   bool failed = false;

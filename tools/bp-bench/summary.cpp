@@ -48,9 +48,34 @@ void collecting_reporter::ReportRuns(const std::vector<Run> &runs) {
   }
 }
 
-std::string summary_text(const std::vector<entry> &entries, const std::map<std::string, result> &results) {
+namespace {
+
+// The case's fraction of the machine: FLOP/s of peak for a product, bytes/s
+// of DRAM memcpy for the rest; a product with at most 4 rows of b is bound
+// by its weights, so its weight bytes/s against DRAM follow.
+std::string machine_fraction(const entry &e, double rate, const machine_rate &peak, const machine_rate &dram) {
+  char buf[96];
+  if (!e.flops) {
+    if (dram.rate <= 0) return "-";
+    std::snprintf(buf, sizeof buf, "%.2f DRAM", rate / dram.rate);
+    return buf;
+  }
+  if (peak.rate <= 0) return "-";
+  int n = std::snprintf(buf, sizeof buf, "%.2f peak", rate / peak.rate);
+  if (e.n > 0 && e.n <= 4 && e.weight_bytes > 0 && dram.rate > 0 && e.work > 0) {
+    const double weights_per_s = rate / e.work * e.weight_bytes;
+    std::snprintf(buf + n, sizeof buf - n, ", %.2f DRAM (%.1f GB/s weights)", weights_per_s / dram.rate,
+                  weights_per_s / 1e9);
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::string summary_text(const std::vector<entry> &entries, const std::map<std::string, result> &results,
+                         const machine_rate &peak, const machine_rate &dram) {
   std::vector<std::vector<std::string>> rows = {
-      {"OP", "SHAPE", "BACKEND", "RATE", "REFERENCE", "REF RATE", "RATIO"}};
+      {"OP", "SHAPE", "BACKEND", "RATE", "REFERENCE", "REF RATE", "RATIO", "OF MACHINE"}};
   for (const entry &e : entries) {
     if (e.ref.empty()) continue;
     auto it = results.find(e.name);
@@ -69,17 +94,23 @@ std::string summary_text(const std::vector<entry> &entries, const std::map<std::
     if (rr == results.end() || !rr->second.error.empty() || rr->second.rate <= 0) {
       row.push_back(rr == results.end() ? "not run" : "error");
       row.push_back("-");
+      row.push_back(machine_fraction(e, r.rate, peak, dram));
     } else {
       char ratio[32];
       std::snprintf(ratio, sizeof ratio, "%.3gx", r.rate / rr->second.rate);
       row.push_back(format_rate(rr->second.rate, e.flops));
       row.push_back(ratio);
+      row.push_back(machine_fraction(e, r.rate, peak, dram));
     }
     rows.push_back(row);
   }
   if (rows.size() == 1) return "";
-  return "\nSummary: each backend against its reference measured in this run "
-         "(RATIO = RATE / REF RATE, higher is better)\n" +
+  char head[256];
+  std::snprintf(head, sizeof head, "Machine: peak %.1f GFLOP/s (%s), DRAM %.1f GB/s (%s), measured in this run\n",
+                peak.rate / 1e9, peak.what.c_str(), dram.rate / 1e9, dram.what.c_str());
+  return std::string(head) +
+         "\nSummary: each backend against its reference measured in this run "
+         "(RATIO = RATE / REF RATE, higher is better; OF MACHINE = RATE / peak or DRAM)\n" +
          bp::tools::text_table(rows, "  ");
 }
 

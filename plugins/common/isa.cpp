@@ -1,0 +1,68 @@
+// isa.cpp: see isa.hpp.
+#include "isa.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace bp::plugins {
+namespace {
+
+isa_level detect() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  // x86-64-v4's set; VL and BW because the kernels use masked 256/512-bit
+  // loads and stores on 16-bit data.
+  const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  return v4 ? isa_level::avx512 : v3 ? isa_level::avx2 : isa_level::baseline;
+#else
+  return isa_level::baseline;
+#endif
+}
+
+isa_level from_env(isa_level available) {
+  // secure_getenv: a setuid process ignores these, as it does BP_PLUGIN_PATH.
+  const char *isa = secure_getenv("BP_CPU_ISA");
+  if (isa && *isa) {
+    if (std::strcmp(isa, "baseline") == 0) return isa_level::baseline;
+    if (std::strcmp(isa, "avx2") == 0) return isa_level::avx2;
+    if (std::strcmp(isa, "avx512") == 0) return isa_level::avx512;
+  }
+  const char *base = secure_getenv("BP_CPU_BASELINE");
+  if (base && base[0] == '1') return isa_level::baseline;
+  return available;
+}
+
+}  // namespace
+
+isa_level cpu_isa_available() {
+  static const isa_level level = detect();
+  return level;
+}
+
+isa_level isa_requested() {
+  static const isa_level level = from_env(cpu_isa_available());
+  return level;
+}
+
+isa_level cpu_isa() {
+  static const isa_level level = [] {
+    const isa_level want = isa_requested(), have = cpu_isa_available();
+    return static_cast<int>(want) < static_cast<int>(have) ? want : have;
+  }();
+  return level;
+}
+
+const char *isa_name(isa_level level) {
+  switch (level) {
+    case isa_level::avx512:
+      return "avx512";
+    case isa_level::avx2:
+      return "avx2";
+    default:
+      return "baseline";
+  }
+}
+
+}  // namespace bp::plugins

@@ -1,0 +1,35 @@
+// isa.hpp: which vector ISA the host-memory plugins' kernels use, chosen
+// once per process at run time (the .so files are built for baseline x86-64
+// and carry their AVX2 and AVX-512 code in functions with target
+// attributes, so they load and run on any x86-64 CPU).
+//
+// The level is the best the CPU has, capped by the environment:
+//   BP_CPU_ISA=baseline|avx2|avx512   the highest level to use;
+//   BP_CPU_BASELINE=1                 an alias for BP_CPU_ISA=baseline.
+// A cap above what the CPU has gives the CPU's best (isa_requested() tells
+// callers so they can say it). Tests use the cap to run every path on a
+// machine that has them all.
+#ifndef BP_PLUGINS_COMMON_ISA_HPP_
+#define BP_PLUGINS_COMMON_ISA_HPP_
+
+namespace bp::plugins {
+
+enum class isa_level {
+  baseline = 0,  // SSE2: whatever x86-64 (or another architecture) guarantees
+  avx2 = 1,      // x86-64-v3: AVX2, FMA, F16C
+  avx512 = 2,    // x86-64-v4: AVX-512 F, BW, DQ, VL (plus FMA, F16C)
+};
+
+// The level the kernels use (computed once; thread-safe).
+isa_level cpu_isa();
+// The best level this CPU has, ignoring the environment.
+isa_level cpu_isa_available();
+// The level the environment asked for, or the available one when it asked
+// for nothing (or for something unknown).
+isa_level isa_requested();
+// "baseline", "avx2", "avx512".
+const char *isa_name(isa_level level);
+
+}  // namespace bp::plugins
+
+#endif  // BP_PLUGINS_COMMON_ISA_HPP_

@@ -1,0 +1,198 @@
+// gemm_avx512.cpp: the AVX-512 kernels of MUL_MAT (see ops_matmul.cpp and
+// ops_matmul_packed.cpp for the drivers and the layout of the product).
+//
+// Two kernels, both compiled for x86-64-v4 through target attributes and
+// called only when cpu_isa() (plugins/common/isa.hpp) says avx512, so the
+// .so still loads on any x86-64:
+//
+//  - gemm_micro_avx512: the packed GEMM's 12 x 32 outer-product kernel.
+//    Per k it loads 32 values of a (two zmm) and broadcasts 12 values of b
+//    (fused into the FMAs as {1to16} memory operands): 24 FMAs into 24 zmm
+//    accumulators, 2 loads + 12 broadcasts. 24 accumulators cover the FMA
+//    latency (4 cycles) x 2 pipes three times over, and 24 + 2 + spare fit
+//    the 32 registers with no spill.
+//
+//  - mul_mat_dot_avx512: products with few rows of b (a decoder's 1..32
+//    tokens), as dot products along K with no packing: a tile of RM rows of
+//    a by RN rows of b keeps RM x RN zmm accumulators and reads a straight
+//    from its rows, converting F16 on the fly (vcvtph2ps), so an F16 weight
+//    costs half the memory traffic of an F32 one. Packing a would cost as
+//    much as the product itself here: a's elements are each used only N times.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels.hpp"
+
+namespace bp::cpu {
+
+#define BP_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
+
+namespace {
+
+// Lanes [0, n) of a 16-lane mask (n clamped to [0, 16]).
+BP_AVX512 inline __mmask16 lanes(int64_t n) {
+  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// Sum of the 16 lanes, through memory: called once per tile (not per k),
+// and GCC 12's 512-to-256-bit casts and extracts warn -Wuninitialized inside
+// their own header.
+BP_AVX512 inline float hsum(__m512 v) {
+  alignas(64) float f[16];
+  _mm512_store_ps(f, v);
+  float s[8];
+  for (int i = 0; i < 8; ++i) s[i] = f[i] + f[i + 8];
+  return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+// 16 values of row |p| at k (F32, or F16 widened), |m| the lanes to load.
+template <bool F16>
+BP_AVX512 inline __m512 load_a(const void *p, int64_t k, __mmask16 m) {
+  if constexpr (F16) {
+    return _mm512_maskz_cvtph_ps(m, _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t *>(p) + k));
+  } else {
+    return _mm512_maskz_loadu_ps(m, static_cast<const float *>(p) + k);
+  }
+}
+template <bool F16>
+BP_AVX512 inline __m512 load_a_full(const void *p, int64_t k) {
+  if constexpr (F16) {
+    return _mm512_maskz_cvtph_ps(
+        0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(static_cast<const uint16_t *>(p) + k)));
+  } else {
+    return _mm512_loadu_ps(static_cast<const float *>(p) + k);
+  }
+}
+
+// out[j * ldo + i] = dot(a[i], b[j]) over K for i < RM, j < RN.
+template <int RM, int RN, bool F16>
+BP_AVX512 void dot_tile(const void *const *a, const float *const *b, int64_t K, float *out, int64_t ldo) {
+  __m512 acc[RM][RN];
+#pragma GCC unroll 8
+  for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    __m512 va[RM];
+#pragma GCC unroll 8
+    for (int i = 0; i < RM; ++i) va[i] = load_a_full<F16>(a[i], k);
+#pragma GCC unroll 8
+    for (int j = 0; j < RN; ++j) {
+      const __m512 vb = _mm512_loadu_ps(b[j] + k);
+#pragma GCC unroll 8
+      for (int i = 0; i < RM; ++i) acc[i][j] = _mm512_fmadd_ps(va[i], vb, acc[i][j]);
+    }
+  }
+  if (k < K) {  // the tail as one masked step: zeros past K add nothing
+    const __mmask16 m = lanes(K - k);
+    __m512 va[RM];
+    for (int i = 0; i < RM; ++i) va[i] = load_a<F16>(a[i], k, m);
+    for (int j = 0; j < RN; ++j) {
+      const __m512 vb = _mm512_maskz_loadu_ps(m, b[j] + k);
+      for (int i = 0; i < RM; ++i) acc[i][j] = _mm512_fmadd_ps(va[i], vb, acc[i][j]);
+    }
+  }
+  for (int j = 0; j < RN; ++j)
+    for (int i = 0; i < RM; ++i) out[j * ldo + i] = hsum(acc[i][j]);
+}
+
+using dot_fn = void (*)(const void *const *, const float *const *, int64_t, float *, int64_t);
+
+// Rows of a per tile for RN rows of b: RM x RN <= 24 accumulators, and more
+// rows of a when b is thin (more independent loads in flight from memory).
+constexpr int rows_for(int rn) { return rn == 1 ? 8 : rn == 2 ? 6 : rn == 3 ? 6 : rn == 4 ? 5 : rn <= 6 ? 4 : 3; }
+
+template <int RN, bool F16>
+constexpr dot_fn full_tile() {
+  return dot_tile<rows_for(RN), RN, F16>;
+}
+
+template <bool F16>
+dot_fn tile_fn(int rn, bool one_row) {
+  static const dot_fn full[8] = {full_tile<1, F16>(), full_tile<2, F16>(), full_tile<3, F16>(), full_tile<4, F16>(),
+                                 full_tile<5, F16>(), full_tile<6, F16>(), full_tile<7, F16>(), full_tile<8, F16>()};
+  static const dot_fn single[8] = {dot_tile<1, 1, F16>, dot_tile<1, 2, F16>, dot_tile<1, 3, F16>, dot_tile<1, 4, F16>,
+                                   dot_tile<1, 5, F16>, dot_tile<1, 6, F16>, dot_tile<1, 7, F16>, dot_tile<1, 8, F16>};
+  return one_row ? single[rn - 1] : full[rn - 1];
+}
+
+constexpr int64_t kDotRowsPerUnit = 48;  // rows of a per unit of work (a multiple of every rows_for)
+
+}  // namespace
+
+bool mul_mat_dot_avx512_suits(const bp_tensor *t) {
+  const bp_tensor *a = t->src[0], *b = t->src[1];
+  const bool a_dense = (a->type == BP_TYPE_F32 && a->nb[0] == sizeof(float)) ||
+                       (a->type == BP_TYPE_F16 && a->nb[0] == sizeof(uint16_t)) || a->ne[0] == 1;
+  return a_dense && (a->type == BP_TYPE_F32 || a->type == BP_TYPE_F16) && b->type == BP_TYPE_F32 &&
+         (b->nb[0] == sizeof(float) || b->ne[0] == 1) && t->nb[0] == sizeof(float);
+}
+
+void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth) {
+  const bp_tensor *a = t->src[0], *b = t->src[1];
+  const int64_t K = a->ne[0], M = t->ne[0], N = t->ne[1];
+  const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+  const bool f16 = a->type == BP_TYPE_F16;
+  const int64_t m_units = (M + kDotRowsPerUnit - 1) / kDotRowsPerUnit;
+  int64_t u0, u1;
+  split_range(m_units * t->ne[2] * t->ne[3], ith, nth, &u0, &u1);
+  float res[8 * 8];
+  const void *ar[8];
+  const float *br[8];
+  for (int64_t u = u0; u < u1; ++u) {
+    const int64_t batch = u / m_units, mu = u % m_units;
+    const int64_t i2 = batch % t->ne[2], i3 = batch / t->ne[2];
+    const int64_t m_end = (mu + 1) * kDotRowsPerUnit < M ? (mu + 1) * kDotRowsPerUnit : M;
+    for (int64_t n0 = 0; n0 < N; n0 += 8) {
+      const int rn = static_cast<int>(N - n0 < 8 ? N - n0 : 8);
+      for (int j = 0; j < rn; ++j) br[j] = reinterpret_cast<const float *>(row_ptr(b, n0 + j, i2, i3));
+      const int rm = rows_for(rn);
+      for (int64_t m0 = mu * kDotRowsPerUnit; m0 < m_end;) {
+        const bool one = m_end - m0 < rm;
+        const int rows = one ? 1 : rm;
+        for (int i = 0; i < rows; ++i) ar[i] = row_ptr(a, m0 + i, i2 / r2, i3 / r3);
+        (f16 ? tile_fn<true>(rn, one) : tile_fn<false>(rn, one))(ar, br, K, res, 8);
+        for (int j = 0; j < rn; ++j) {
+          float *d = reinterpret_cast<float *>(elem_ptr(t, m0, n0 + j, i2, i3));
+          std::memcpy(d, res + j * 8, static_cast<size_t>(rows) * sizeof(float));
+        }
+        m0 += rows;
+      }
+    }
+  }
+}
+
+// c[i * ldc + j] (+)= sum_k bp[k * 12 + i] * ap[k * 32 + j] for i < rows,
+// j < cols: the first K block stores, later ones add.
+BP_AVX512 void gemm_micro_avx512(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows,
+                                 int cols, bool add) {
+  __m512 acc[12][2];
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 a0 = _mm512_loadu_ps(ap + k * 32), a1 = _mm512_loadu_ps(ap + k * 32 + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) {
+      const __m512 bv = _mm512_set1_ps(bp[k * 12 + i]);
+      acc[i][0] = _mm512_fmadd_ps(a0, bv, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(a1, bv, acc[i][1]);
+    }
+  }
+  const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; ++i) {
+    if (i >= rows) break;
+    float *d = c + i * ldc;
+    __m512 v0 = acc[i][0], v1 = acc[i][1];
+    if (add) {
+      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, d));
+      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, d + 16));
+    }
+    _mm512_mask_storeu_ps(d, m0, v0);
+    _mm512_mask_storeu_ps(d + 16, m1, v1);
+  }
+}
+
+}  // namespace bp::cpu
