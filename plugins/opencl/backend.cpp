@@ -1,0 +1,226 @@
+// backend.cpp: a backend is one in-order command queue on a device: graph
+// compute enqueues one kernel (or a few, for MUL_MAT) per node and returns;
+// synchronize waits. Asynchronous transfers and events go on the same queue.
+#include <CL/cl.h>
+
+#include <memory>
+
+#include "backend.hpp"
+#include "backplane/plugin_guard.hpp"
+
+namespace bp::opencl {
+
+backend_ctx::~backend_ctx() {
+  if (queue) clFinish(queue);
+  for (auto &[key, k] : kernels) clReleaseKernel(k);
+  for (cl_mem m : scratch)
+    if (m) clReleaseMemObject(m);
+  if (queue) clReleaseCommandQueue(queue);
+}
+
+namespace {
+
+void backend_free(void *backend) noexcept { delete static_cast<backend_ctx *>(backend); }
+
+bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
+  return buffer_type_of(static_cast<backend_ctx *>(backend)->dev);
+}
+
+bp_status transfer_target(backend_ctx *be, const bp_tensor *t, size_t offset, size_t size, cl_buffer **out,
+                          bp_error *err) {
+  cl_buffer *b = buffer_of(t);
+  if (!be || !b) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: async transfer of a tensor outside OpenCL memory");
+  if (b->dev->context != be->dev->context)
+    return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: tensor '%s' lives on another OpenCL device", t->name);
+  const uint64_t at = offset_of(t, b);
+  if (at > b->size || offset > b->size - at || size > b->size - at - offset)
+    return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: transfer of %zu bytes leaves the buffer of '%s'", size, t->name);
+  *out = b;
+  return BP_OK;
+}
+
+bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_t offset, size_t size,
+                            bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    auto *be = static_cast<backend_ctx *>(backend);
+    cl_buffer *b = nullptr;
+    if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
+    cl_int rc =
+        clEnqueueWriteBuffer(be->queue, b->mem, CL_FALSE, offset_of(t, b) + offset, size, data, 0, nullptr, nullptr);
+    return rc == CL_SUCCESS ? BP_OK
+                            : fail(err, status_of(rc), "opencl: set_tensor_async: %s", cl_error_name(rc).c_str());
+  });
+}
+
+bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_t offset, size_t size,
+                            bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    auto *be = static_cast<backend_ctx *>(backend);
+    cl_buffer *b = nullptr;
+    if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
+    cl_int rc =
+        clEnqueueReadBuffer(be->queue, b->mem, CL_FALSE, offset_of(t, b) + offset, size, data, 0, nullptr, nullptr);
+    return rc == CL_SUCCESS ? BP_OK
+                            : fail(err, status_of(rc), "opencl: get_tensor_async: %s", cl_error_name(rc).c_str());
+  });
+}
+
+bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    auto *be = static_cast<backend_ctx *>(backend);
+    if (!be) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: synchronize needs a backend");
+    cl_int rc = clFinish(be->queue);
+    return rc == CL_SUCCESS ? BP_OK : fail(err, status_of(rc), "opencl: clFinish: %s", cl_error_name(rc).c_str());
+  });
+}
+
+bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    auto *be = static_cast<backend_ctx *>(backend);
+    if (!be || !graph) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: graph_compute needs a backend and a graph");
+    if (graph->n_nodes > 0 && !graph->nodes)
+      return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: graph has %u nodes but no node array", graph->n_nodes);
+    for (uint32_t i = 0; i < graph->n_nodes; ++i) {
+      const bp_tensor *node = graph->nodes[i];
+      if (!node) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: graph node %u is NULL", i);
+      if (bp_op_is_view(node->op)) continue;
+      if (bp_status s = compute_node(be, node, err); s != BP_OK) return s;
+    }
+    clFlush(be->queue);  // start the work now; synchronize waits for it
+    return BP_OK;
+  });
+}
+
+int backend_supports_op(void *backend, const bp_tensor *op) noexcept {
+  return plugin_guard_value(0, [&] {
+    auto *be = static_cast<backend_ctx *>(backend);
+    if (!be || !op) return 0;
+    if (bp_op_is_view(op->op)) return 1;
+    return op_supported(be->dev, op) ? 1 : 0;
+  });
+}
+
+int backend_supports_buft(void *backend, bp_buffer_type_ref buft) noexcept {
+  return plugin_guard_value(0, [&] {
+    auto *be = static_cast<backend_ctx *>(backend);
+    if (!be || buft.iface != &buffer_type_iface || !buft.ctx) return 0;
+    // Kernels can only address memory of their own context.
+    return static_cast<device_state *>(buft.ctx) == be->dev ? 1 : 0;
+  });
+}
+
+int backend_offload_op(void *, const bp_tensor *op) noexcept {
+  // Big products are worth copying host weights over; the rest is not.
+  return op && op->op == BP_OP_MUL_MAT && op->ne[1] >= 32 ? 1 : 0;
+}
+
+// ---- events ----------------------------------------------------------------
+
+struct event_obj {
+  device_state *dev = nullptr;
+  cl_event ev = nullptr;  // the marker of the last record; nullptr: never recorded
+  ~event_obj() {
+    if (ev) clReleaseEvent(ev);
+  }
+};
+
+bp_status backend_event_record(void *backend, void *event, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    auto *be = static_cast<backend_ctx *>(backend);
+    auto *e = static_cast<event_obj *>(event);
+    if (!be || !e) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: event_record needs a backend and an event");
+    cl_event ev = nullptr;
+    cl_int rc = clEnqueueMarkerWithWaitList(be->queue, 0, nullptr, &ev);
+    if (rc != CL_SUCCESS) return fail(err, status_of(rc), "opencl: event_record: %s", cl_error_name(rc).c_str());
+    if (e->ev) clReleaseEvent(e->ev);
+    e->ev = ev;
+    clFlush(be->queue);
+    return BP_OK;
+  });
+}
+
+bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    auto *be = static_cast<backend_ctx *>(backend);
+    auto *e = static_cast<event_obj *>(event);
+    if (!be || !e) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: event_wait needs a backend and an event");
+    if (!e->ev) return BP_OK;
+    cl_context ev_ctx = nullptr;
+    clGetEventInfo(e->ev, CL_EVENT_CONTEXT, sizeof ev_ctx, &ev_ctx, nullptr);
+    cl_int rc;
+    if (ev_ctx == be->dev->context) {
+      // Same context: the queue waits on the device, the host does not.
+      rc = clEnqueueBarrierWithWaitList(be->queue, 1, &e->ev, nullptr);
+    } else {
+      rc = clWaitForEvents(1, &e->ev);  // events do not cross contexts
+    }
+    return rc == CL_SUCCESS ? BP_OK : fail(err, status_of(rc), "opencl: event_wait: %s", cl_error_name(rc).c_str());
+  });
+}
+
+const bp_backend_i backend_iface = {
+    sizeof(bp_backend_i),
+    backend_free,
+    backend_buffer_type,
+    backend_set_async,
+    backend_get_async,
+    nullptr,  // copy_tensor_async: the host's synchronous copy
+    backend_synchronize,
+    nullptr,  // graph_plan_create
+    nullptr,  // graph_plan_free
+    nullptr,  // graph_plan_compute
+    backend_graph_compute,
+    backend_supports_op,
+    backend_supports_buft,
+    backend_offload_op,
+    backend_event_record,
+    backend_event_wait,
+};
+
+bp_status event_synchronize(void *event, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    auto *e = static_cast<event_obj *>(event);
+    if (!e) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: event_synchronize needs an event");
+    if (!e->ev) return BP_OK;
+    cl_int rc = clWaitForEvents(1, &e->ev);
+    return rc == CL_SUCCESS ? BP_OK
+                            : fail(err, status_of(rc), "opencl: event_synchronize: %s", cl_error_name(rc).c_str());
+  });
+}
+
+void event_free(void *event) noexcept { delete static_cast<event_obj *>(event); }
+
+const bp_event_i event_iface = {sizeof(bp_event_i), event_synchronize, event_free};
+
+}  // namespace
+
+bp_status backend_create(device_state *dev, const backend_options &opt, bp_backend_ref *out, bp_error *err) {
+  if (bp_status s = device_open(dev, err); s != BP_OK) return s;
+  auto be = std::make_unique<backend_ctx>();
+  be->dev = dev;
+  be->cache = resolve_cache(opt.cache, opt.cache_dir);
+  // 16 output rows per work-item fills 16 vector accumulators: right for
+  // wide-vector CPUs (float16 registers); narrower devices get 8.
+  be->matmul_tile = opt.matmul_tile ? opt.matmul_tile : (dev->vector_width >= 8 ? 16 : 8);
+  cl_int rc = CL_SUCCESS;
+  be->queue = clCreateCommandQueue(dev->context, dev->device, 0, &rc);
+  if (!be->queue || rc != CL_SUCCESS)
+    return fail(err, status_of(rc), "opencl: cannot create a queue on '%s': %s", dev->name.c_str(),
+                cl_error_name(rc).c_str());
+  log(dev->plugin->host, BP_LOG_INFO, "opencl: backend on %s (cache %s)", dev->name.c_str(),
+      be->cache.enabled ? be->cache.dir.c_str() : "off");
+  out->iface = &backend_iface;
+  out->ctx = be.release();
+  return BP_OK;
+}
+
+bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err) {
+  if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: event_new needs a device and an out ref");
+  auto *e = new event_obj();
+  e->dev = dev;
+  out->iface = &event_iface;
+  out->ctx = e;
+  return BP_OK;
+}
+
+}  // namespace bp::opencl

@@ -1,0 +1,79 @@
+// backend.hpp: a backend (one in-order queue on one device), its kernel
+// objects and scratch memory, and the helper that sets kernel arguments.
+#ifndef BP_PLUGIN_OPENCL_BACKEND_HPP_
+#define BP_PLUGIN_OPENCL_BACKEND_HPP_
+
+#include <CL/cl.h>
+
+#include <map>
+#include <string>
+
+#include "opencl.hpp"
+
+namespace bp::opencl {
+
+struct backend_options {
+  bool cache = true;
+  std::string cache_dir;  // "" = the default folder
+  int matmul_tile = 0;    // 0 = chosen for the device
+};
+
+struct backend_ctx {
+  device_state *dev = nullptr;
+  cl_command_queue queue = nullptr;
+  cache_settings cache;
+  int matmul_tile = 16;
+  // Kernel objects, created once per (program, name) and reused for every
+  // node: only their arguments change. Key: family|options|name.
+  std::map<std::string, cl_kernel> kernels;
+  // MUL_MAT panel scratch (a, b), grown on demand; the queue is in order so
+  // one node's panels are never overwritten before its gemm ran.
+  cl_mem scratch[2] = {nullptr, nullptr};
+  size_t scratch_size[2] = {0, 0};
+  ~backend_ctx();
+};
+
+bp_status backend_create(device_state *dev, const backend_options &opt, bp_backend_ref *out, bp_error *err);
+bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err);
+
+// kernels.cpp: the kernel |name| of |family| built with |options|.
+bp_status get_kernel(backend_ctx *be, const char *family, const std::string &options, const char *name, cl_kernel *out,
+                     bp_error *err);
+// Scratch buffer |slot| of at least |bytes|.
+bp_status get_scratch(backend_ctx *be, int slot, size_t bytes, cl_mem *out, bp_error *err);
+
+// Sets arguments in order, remembering the first failure, then launches.
+class launch {
+ public:
+  launch(backend_ctx *be, cl_kernel k) : be_(be), k_(k) {}
+  template <typename T>
+  launch &arg(const T &v) {
+    if (rc_ == CL_SUCCESS) rc_ = clSetKernelArg(k_, n_++, sizeof(T), &v);
+    return *this;
+  }
+  launch &mem(cl_mem m) { return arg(m); }
+  // The four arguments of TENSOR(n): cl_mem, byte offset, ne, nb.
+  launch &tensor(const bp_tensor *t);
+  // Enqueues on the backend queue; global sizes are rounded up to |local|.
+  bp_status run(cl_uint dims, const size_t *global, const size_t *local, const char *what, bp_error *err);
+
+ private:
+  backend_ctx *be_;
+  cl_kernel k_;
+  cl_uint n_ = 0;
+  cl_int rc_ = CL_SUCCESS;
+};
+
+// ops.cpp
+bool op_supported(const device_state *dev, const bp_tensor *t);
+bp_status compute_node(backend_ctx *be, const bp_tensor *node, bp_error *err);
+// ops_matmul.cpp
+bool mul_mat_supported(const bp_tensor *t);
+bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, bp_error *err);
+
+// Type code used by the kernels' -D options: 0 f32, 1 f16, 2 i32.
+inline int type_code(bp_type t) { return t == BP_TYPE_F16 ? 1 : t == BP_TYPE_I32 ? 2 : 0; }
+
+}  // namespace bp::opencl
+
+#endif  // BP_PLUGIN_OPENCL_BACKEND_HPP_

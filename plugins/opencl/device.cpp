@@ -1,0 +1,260 @@
+// device.cpp: discovery of every device of every OpenCL platform, their
+// properties, the context and transfer queue (created on first use) and
+// backend creation from the validated parameters.
+#include <CL/cl.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "backend.hpp"
+#include "backplane/plugin_guard.hpp"
+#include "opencl.hpp"
+
+namespace bp::opencl {
+namespace {
+
+std::string platform_string(cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  std::string s(n, '\0');
+  if (clGetPlatformInfo(p, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
+  s.resize(std::strlen(s.c_str()));
+  return s;
+}
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  std::string s(n, '\0');
+  if (clGetDeviceInfo(d, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
+  s.resize(std::strlen(s.c_str()));
+  return s;
+}
+
+template <typename T>
+T device_value(cl_device_id d, cl_device_info what, T fallback) {
+  T v{};
+  return clGetDeviceInfo(d, what, sizeof v, &v, nullptr) == CL_SUCCESS ? v : fallback;
+}
+
+// cl_khr_device_uuid: the driver's own 16-byte device UUID when it has one.
+constexpr cl_device_info kDeviceUuidKhr = 0x106A;
+
+// A stable id: the driver's UUID when offered, else a string made of what
+// stays the same across runs (platform name, device name, index among the
+// devices of that name on that platform); spaces become '-'.
+std::string stable_id(device_state &d, const std::string &extensions, uint32_t same_name_index) {
+  if (extensions.find("cl_khr_device_uuid") != std::string::npos) {
+    unsigned char uuid[16] = {};
+    if (clGetDeviceInfo(d.device, kDeviceUuidKhr, sizeof uuid, uuid, nullptr) == CL_SUCCESS) {
+      char s[40];
+      std::snprintf(s, sizeof s, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", uuid[0],
+                    uuid[1], uuid[2], uuid[3], uuid[4], uuid[5], uuid[6], uuid[7], uuid[8], uuid[9], uuid[10], uuid[11],
+                    uuid[12], uuid[13], uuid[14], uuid[15]);
+      bool all_zero = true;
+      for (unsigned char c : uuid) all_zero = all_zero && c == 0;
+      if (!all_zero) return s;
+    }
+  }
+  std::string id = "opencl-" + d.platform_name + "-" + d.name + "-" + std::to_string(same_name_index);
+  for (char &c : id)
+    if (c == ' ' || c == ',' || c == ';' || c == '=' || static_cast<unsigned char>(c) < 0x21 ||
+        static_cast<unsigned char>(c) > 0x7e)
+      c = '-';
+  return id;
+}
+
+bp_device_type type_of(cl_device_type t) {
+  if (t & CL_DEVICE_TYPE_GPU) return BP_DEVICE_TYPE_GPU;
+  if (t & CL_DEVICE_TYPE_ACCELERATOR) return BP_DEVICE_TYPE_ACCEL;
+  if (t & CL_DEVICE_TYPE_CPU) return BP_DEVICE_TYPE_CPU;
+  return BP_DEVICE_TYPE_ACCEL;
+}
+
+std::unique_ptr<device_state> describe(plugin_state *plugin, cl_platform_id p, cl_device_id d) {
+  auto dev = std::make_unique<device_state>();
+  dev->plugin = plugin;
+  dev->platform = p;
+  dev->device = d;
+  dev->platform_name = platform_string(p, CL_PLATFORM_NAME);
+  dev->name = device_string(d, CL_DEVICE_NAME);
+  dev->vendor = device_string(d, CL_DEVICE_VENDOR);
+  dev->version = device_string(d, CL_DEVICE_VERSION);
+  dev->driver_version = device_string(d, CL_DRIVER_VERSION);
+  dev->c_version = device_string(d, CL_DEVICE_OPENCL_C_VERSION);
+  const std::string ext = device_string(d, CL_DEVICE_EXTENSIONS);
+  dev->fp16 = ext.find("cl_khr_fp16") != std::string::npos;
+  dev->type = type_of(device_value<cl_device_type>(d, CL_DEVICE_TYPE, CL_DEVICE_TYPE_GPU));
+  dev->compute_units = device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS, 1);
+  dev->global_mem = device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE, 0);
+  dev->max_alloc = device_value<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, 0);
+  dev->max_work_group = device_value<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, 1);
+  dev->vector_width = device_value<cl_uint>(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, 4);
+  // The base address alignment is in bits; tensors start at multiples of it
+  // so any of them could become a sub-buffer, and never below 128 bytes
+  // (a float16 vector) so vector loads of a tensor's start are aligned.
+  const cl_uint align_bits = device_value<cl_uint>(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN, 1024);
+  dev->alignment = align_bits / 8 < 128 ? 128 : align_bits / 8;
+  dev->id = ext;  // replaced below, once the same-name index is known
+  char desc[512];
+  std::snprintf(desc, sizeof desc, "%s (%s; %s; %s; %u CUs; %" PRIu64 " MiB, max alloc %" PRIu64 " MiB; f16 %s)",
+                dev->name.c_str(), dev->vendor.c_str(), dev->platform_name.c_str(), dev->version.c_str(),
+                dev->compute_units, dev->global_mem >> 20, dev->max_alloc >> 20,
+                dev->fp16 ? "arithmetic" : "storage only");
+  dev->description = desc;
+  return dev;
+}
+
+}  // namespace
+
+device_state::~device_state() {
+  for (auto &[key, prog] : programs) clReleaseProgram(prog);
+  if (transfer_queue) clReleaseCommandQueue(transfer_queue);
+  if (context) clReleaseContext(context);
+}
+
+bp_status enumerate_devices(plugin_state *plugin, bp_error *err) {
+  std::lock_guard<std::mutex> lock(plugin->mu);
+  if (plugin->enumerated) return BP_OK;
+  plugin->enumerated = true;
+  cl_uint n_platforms = 0;
+  cl_int rc = clGetPlatformIDs(0, nullptr, &n_platforms);
+  if (rc == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (rc == CL_SUCCESS && n_platforms == 0))
+    return fail(err, BP_ERR_UNAVAILABLE,
+                "opencl: no OpenCL platform is installed (the ICD loader found no driver in /etc/OpenCL/vendors; "
+                "install one, e.g. pocl-opencl-icd)");
+  if (rc != CL_SUCCESS)
+    return fail(err, BP_ERR_UNAVAILABLE, "opencl: clGetPlatformIDs failed: %s", cl_error_name(rc).c_str());
+  std::vector<cl_platform_id> platforms(n_platforms);
+  clGetPlatformIDs(n_platforms, platforms.data(), nullptr);
+  for (cl_uint pi = 0; pi < n_platforms; ++pi) {
+    cl_uint n_devices = 0;
+    rc = clGetDeviceIDs(platforms[pi], CL_DEVICE_TYPE_ALL, 0, nullptr, &n_devices);
+    if (rc != CL_SUCCESS || n_devices == 0) {
+      log(plugin->host, BP_LOG_INFO, "opencl: platform %u (%s) has no devices: %s", pi,
+          platform_string(platforms[pi], CL_PLATFORM_NAME).c_str(), cl_error_name(rc).c_str());
+      continue;
+    }
+    std::vector<cl_device_id> ids(n_devices);
+    clGetDeviceIDs(platforms[pi], CL_DEVICE_TYPE_ALL, n_devices, ids.data(), nullptr);
+    for (cl_uint di = 0; di < n_devices; ++di) {
+      auto dev = describe(plugin, platforms[pi], ids[di]);
+      const std::string ext = dev->id;
+      uint32_t same_name = 0;
+      for (const auto &other : plugin->devices)
+        if (other->platform == dev->platform && other->name == dev->name) ++same_name;
+      dev->id = stable_id(*dev, ext, same_name);
+      dev->index = static_cast<uint32_t>(plugin->devices.size());
+      dev->platform_index = pi;
+      dev->index_in_platform = di;
+      plugin->devices.push_back(std::move(dev));
+    }
+  }
+  log(plugin->host, BP_LOG_DEBUG, "opencl: %zu devices on %u platforms", plugin->devices.size(), n_platforms);
+  return BP_OK;
+}
+
+bp_status device_open(device_state *dev, bp_error *err) {
+  std::lock_guard<std::mutex> lock(dev->mu);
+  if (dev->context) return BP_OK;
+  cl_int rc = CL_SUCCESS;
+  const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(dev->platform),
+                                         0};
+  cl_context ctx = clCreateContext(props, 1, &dev->device, nullptr, nullptr, &rc);
+  if (!ctx || rc != CL_SUCCESS)
+    return fail(err, rc == CL_OUT_OF_HOST_MEMORY ? BP_ERR_OUT_OF_HOST_MEMORY : BP_ERR_UNAVAILABLE,
+                "opencl: cannot create a context on '%s': %s", dev->name.c_str(), cl_error_name(rc).c_str());
+  cl_command_queue q = clCreateCommandQueue(ctx, dev->device, 0, &rc);
+  if (!q || rc != CL_SUCCESS) {
+    clReleaseContext(ctx);
+    return fail(err, BP_ERR_UNAVAILABLE, "opencl: cannot create a queue on '%s': %s", dev->name.c_str(),
+                cl_error_name(rc).c_str());
+  }
+  dev->context = ctx;
+  dev->transfer_queue = q;
+  log(dev->plugin->host, BP_LOG_DEBUG, "opencl: context created on %s", dev->name.c_str());
+  return BP_OK;
+}
+
+namespace {
+
+bp_status device_get_props(void *ctx, bp_device_props *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!ctx || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: get_props needs a device and an out struct");
+    auto *dev = static_cast<device_state *>(ctx);
+    bp_device_props p{};
+    p.struct_size = out->struct_size;
+    p.name = dev->name.c_str();
+    p.description = dev->description.c_str();
+    p.id = dev->id.c_str();
+    p.type = dev->type;
+    p.caps = BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS;
+    p.memory_total = dev->global_mem;
+    p.memory_free = dev->global_mem;  // OpenCL has no portable "free memory" query
+    size_t n = out->struct_size < sizeof p ? out->struct_size : sizeof p;
+    std::memcpy(out, &p, n);
+    return BP_OK;
+  });
+}
+
+const bp_param_value *find_param(const bp_param_value *params, uint32_t n, const char *name) {
+  for (uint32_t i = 0; params && i < n; ++i)
+    if (params[i].name && std::strcmp(params[i].name, name) == 0) return &params[i];
+  return nullptr;
+}
+
+bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                              bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!ctx || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: backend_init needs a device and an out ref");
+    out->iface = nullptr;
+    out->ctx = nullptr;
+    auto *dev = static_cast<device_state *>(ctx);
+    backend_options opt;
+    if (const bp_param_value *p = find_param(params, n_params, "platform"); p && p->int_value >= 0) {
+      // platform=P: the host's device index counts within platform P.
+      const auto &all = dev->plugin->devices;
+      std::vector<device_state *> on_platform;
+      for (const auto &d : all)
+        if (d->platform_index == static_cast<uint32_t>(p->int_value)) on_platform.push_back(d.get());
+      if (on_platform.empty())
+        return fail(err, BP_ERR_NOT_FOUND, "opencl: platform=%lld has no devices (platforms with devices: 0..%u)",
+                    static_cast<long long>(p->int_value), all.empty() ? 0u : all.back()->platform_index);
+      if (dev->index >= on_platform.size())
+        return fail(err, BP_ERR_NOT_FOUND, "opencl: platform %lld has devices 0..%zu, not %u",
+                    static_cast<long long>(p->int_value), on_platform.size() - 1, dev->index);
+      dev = on_platform[dev->index];
+    }
+    if (const bp_param_value *p = find_param(params, n_params, "cache")) opt.cache = p->int_value != 0;
+    if (const bp_param_value *p = find_param(params, n_params, "cache_dir"); p && p->string_value)
+      opt.cache_dir = p->string_value;
+    if (const bp_param_value *p = find_param(params, n_params, "matmul_tile")) {
+      if (p->int_value != 0 && p->int_value != 8 && p->int_value != 16)
+        return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: matmul_tile=%lld; use 0 (auto), 8 or 16",
+                    static_cast<long long>(p->int_value));
+      opt.matmul_tile = static_cast<int>(p->int_value);
+    }
+    return backend_create(dev, opt, out, err);
+  });
+}
+
+bp_buffer_type_ref device_buffer_type(void *ctx) noexcept { return buffer_type_of(static_cast<device_state *>(ctx)); }
+
+bp_status device_event_new(void *ctx, bp_event_ref *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status { return event_create(static_cast<device_state *>(ctx), out, err); });
+}
+
+}  // namespace
+
+const bp_device_i device_iface = {
+    sizeof(bp_device_i),
+    device_get_props,
+    device_backend_init,
+    device_buffer_type,
+    nullptr,  // host_buffer_type
+    nullptr,  // buffer_from_host_ptr
+    device_event_new,
+};
+
+}  // namespace bp::opencl

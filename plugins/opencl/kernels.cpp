@@ -1,0 +1,89 @@
+// kernels.cpp: kernel objects per backend (created once, reused for every
+// node), scratch memory, and the argument/launch helper.
+#include <CL/cl.h>
+
+#include <cstring>
+
+#include "backend.hpp"
+
+namespace bp::opencl {
+
+bp_status get_kernel(backend_ctx *be, const char *family, const std::string &options, const char *name, cl_kernel *out,
+                     bp_error *err) {
+  std::string key = std::string(family) + "|" + options + "|" + name;
+  if (auto it = be->kernels.find(key); it != be->kernels.end()) {
+    *out = it->second;
+    return BP_OK;
+  }
+  cl_program prog = nullptr;
+  bp_status s = get_program(be->dev, be->cache, family, options, &prog, err);
+  if (s != BP_OK) return s;
+  cl_int rc = CL_SUCCESS;
+  cl_kernel k = clCreateKernel(prog, name, &rc);
+  if (!k || rc != CL_SUCCESS)
+    return fail(err, BP_ERR_INTERNAL, "opencl: no kernel '%s' in %s.cl (%s): %s", name, family, options.c_str(),
+                cl_error_name(rc).c_str());
+  be->kernels.emplace(std::move(key), k);
+  *out = k;
+  return BP_OK;
+}
+
+bp_status get_scratch(backend_ctx *be, int slot, size_t bytes, cl_mem *out, bp_error *err) {
+  if (bytes == 0) bytes = 64;
+  if (be->scratch[slot] && be->scratch_size[slot] >= bytes) {
+    *out = be->scratch[slot];
+    return BP_OK;
+  }
+  if (be->dev->max_alloc && bytes > be->dev->max_alloc)
+    return fail(err, BP_ERR_OUT_OF_DEVICE_MEMORY,
+                "opencl: MUL_MAT needs %zu bytes of scratch, more than the device's largest allocation", bytes);
+  if (be->scratch[slot]) clReleaseMemObject(be->scratch[slot]);  // the in-order queue keeps it alive while used
+  be->scratch[slot] = nullptr;
+  be->scratch_size[slot] = 0;
+  // Grow by half again so a sequence of slightly bigger products does not
+  // reallocate every time.
+  size_t want = bytes + bytes / 2;
+  if (be->dev->max_alloc && want > be->dev->max_alloc) want = bytes;
+  cl_int rc = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(be->dev->context, CL_MEM_READ_WRITE, want, nullptr, &rc);
+  if (!m || rc != CL_SUCCESS)
+    return fail(err, BP_ERR_OUT_OF_DEVICE_MEMORY, "opencl: cannot allocate %zu bytes of MUL_MAT scratch: %s", want,
+                cl_error_name(rc).c_str());
+  be->scratch[slot] = m;
+  be->scratch_size[slot] = want;
+  *out = m;
+  return BP_OK;
+}
+
+launch &launch::tensor(const bp_tensor *t) {
+  const cl_buffer *b = buffer_of(t);
+  if (!b) {
+    if (rc_ == CL_SUCCESS) rc_ = CL_INVALID_MEM_OBJECT;
+    return *this;
+  }
+  cl_ulong off = offset_of(t, b);
+  cl_long4 ne, nb;
+  for (int i = 0; i < 4; ++i) {
+    ne.s[i] = t->ne[i];
+    nb.s[i] = static_cast<cl_long>(t->nb[i]);
+  }
+  return mem(b->mem).arg(off).arg(ne).arg(nb);
+}
+
+bp_status launch::run(cl_uint dims, const size_t *global, const size_t *local, const char *what, bp_error *err) {
+  if (rc_ != CL_SUCCESS)
+    return fail(err, BP_ERR_INTERNAL, "opencl: setting argument %u of %s failed: %s", n_ - 1, what,
+                cl_error_name(rc_).c_str());
+  size_t g[3], l[3];
+  for (cl_uint i = 0; i < dims; ++i) {
+    l[i] = local ? local[i] : 1;
+    g[i] = (global[i] + l[i] - 1) / l[i] * l[i];
+    if (g[i] == 0) return BP_OK;  // nothing to do
+  }
+  cl_int rc = clEnqueueNDRangeKernel(be_->queue, k_, dims, nullptr, g, local ? l : nullptr, 0, nullptr, nullptr);
+  if (rc != CL_SUCCESS)
+    return fail(err, status_of(rc), "opencl: launching %s failed: %s", what, cl_error_name(rc).c_str());
+  return BP_OK;
+}
+
+}  // namespace bp::opencl
