@@ -4,21 +4,34 @@
 #include <vector>
 
 #include "kernels.hpp"
+#include "row_math.hpp"
 
 namespace bp::cpu {
 namespace {
 
-struct add_op { static float f(float a, float b) { return a + b; } };
-struct sub_op { static float f(float a, float b) { return a - b; } };
-struct mul_op { static float f(float a, float b) { return a * b; } };
-struct div_op { static float f(float a, float b) { return a / b; } };
+struct add_op {
+  static float f(float a, float b) { return a + b; }
+  static constexpr row_binary_op row = row_binary_op::add;
+};
+struct sub_op {
+  static float f(float a, float b) { return a - b; }
+  static constexpr row_binary_op row = row_binary_op::sub;
+};
+struct mul_op {
+  static float f(float a, float b) { return a * b; }
+  static constexpr row_binary_op row = row_binary_op::mul;
+};
+struct div_op {
+  static float f(float a, float b) { return a / b; }
+  static constexpr row_binary_op row = row_binary_op::div;
+};
 
 // out[i] = a[i] op b[i % nb0] for one row. The three shapes of b get their
 // own loops so the common ones vectorize.
 template <typename Op>
 void binary_row(float *out, const float *a, const float *b, int64_t n, int64_t nb0) {
   if (nb0 == n) {
-    for (int64_t i = 0; i < n; ++i) out[i] = Op::f(a[i], b[i]);
+    row_binary(Op::row, out, a, b, n);  // the ISA-dispatched loop (row_math.hpp)
   } else if (nb0 == 1) {
     const float s = b[0];
     for (int64_t i = 0; i < n; ++i) out[i] = Op::f(a[i], s);
@@ -60,7 +73,7 @@ void param_rows(const bp_tensor *dst, int ith, int nth) {
     const float *ra = read_row(a, ix.i1, ix.i2, ix.i3, sa.data());
     float *ro = out_row(dst, ix.i1, ix.i2, ix.i3, so.data());
     if (dst->op == BP_OP_SCALE) {
-      for (int64_t i = 0; i < n; ++i) ro[i] = ra[i] * p0;
+      row_scale_add(ro, ra, n, p0, nullptr);
     } else {  // CLAMP: min then max, so NaN bounds leave values alone
       for (int64_t i = 0; i < n; ++i) {
         float v = ra[i];
@@ -88,11 +101,21 @@ bool binary_supports(const bp_tensor *t) {
 
 void binary_run(const bp_tensor *t, int ith, int nth) {
   switch (t->op) {
-    case BP_OP_ADD: binary_rows<add_op>(t, ith, nth); break;
-    case BP_OP_SUB: binary_rows<sub_op>(t, ith, nth); break;
-    case BP_OP_MUL: binary_rows<mul_op>(t, ith, nth); break;
-    case BP_OP_DIV: binary_rows<div_op>(t, ith, nth); break;
-    default: param_rows(t, ith, nth); break;
+    case BP_OP_ADD:
+      binary_rows<add_op>(t, ith, nth);
+      break;
+    case BP_OP_SUB:
+      binary_rows<sub_op>(t, ith, nth);
+      break;
+    case BP_OP_MUL:
+      binary_rows<mul_op>(t, ith, nth);
+      break;
+    case BP_OP_DIV:
+      binary_rows<div_op>(t, ith, nth);
+      break;
+    default:
+      param_rows(t, ith, nth);
+      break;
   }
 }
 

@@ -66,12 +66,11 @@ void norm_rows(const bp_tensor *dst, int ith, int nth) {
       const double var = row_sum_sq(x, n, mean) / static_cast<double>(n);
       const double inv = 1.0 / std::sqrt(var + eps);
       // (x - mean) * inv in float: both fit, and the loop vectorizes.
-      const float meanf = static_cast<float>(mean), invf = static_cast<float>(inv);
-      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - meanf) * invf;
+      row_sub_scale(y, x, n, static_cast<float>(mean), static_cast<float>(inv));
     } else {  // RMS_NORM
       const double ss = row_sum_sq(x, n, 0.0);
       const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv;
+      row_scale_add(y, x, n, inv, nullptr);
     }
     finish_row(dst, ix.i1, ix.i2, ix.i3, y);
   }
@@ -127,14 +126,12 @@ void soft_max_run(const bp_tensor *dst, int ith, int nth) {
   for (int64_t r = r0; r < r1; ++r) {
     row_index ix = decode_row(dst, r);
     const float *x = read_row(a, ix.i1, ix.i2, ix.i3, sa.data());
-    const float *m = mask ? read_row(mask, ix.i1 % mask->ne[1], ix.i2 % mask->ne[2], ix.i3 % mask->ne[3], sm.data())
-                          : nullptr;
+    const float *m =
+        mask ? read_row(mask, ix.i1 % mask->ne[1], ix.i2 % mask->ne[2], ix.i3 % mask->ne[3], sm.data()) : nullptr;
     float *y = out_row(dst, ix.i1, ix.i2, ix.i3, so.data());
     // Scale and mask, then the row maximum (separate loops vectorize).
-    if (!m) {
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
-    } else if (mask->ne[0] >= n) {
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + m[i];
+    if (!m || mask->ne[0] >= n) {
+      row_scale_add(y, x, n, scale, m);
     } else {  // a narrower mask repeats along the row
       for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + m[i % mask->ne[0]];
     }
@@ -143,8 +140,7 @@ void soft_max_run(const bp_tensor *dst, int ith, int nth) {
       for (int64_t i = 0; i < n; ++i) y[i] = 0.0f;
     } else {
       const double sum = row_exp_shift_sum(y, n, mx);
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+      row_scale_add(y, y, n, static_cast<float>(1.0 / sum), nullptr);
     }
     finish_row(dst, ix.i1, ix.i2, ix.i3, y);
   }

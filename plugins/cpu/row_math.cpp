@@ -4,8 +4,18 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "plugins/common/isa.hpp"
+
 #if defined(__x86_64__) && defined(__GNUC__)
+// GCC 12's AVX-512 intrinsics fill "undefined" operands with a
+// self-initialised variable, which -Wuninitialized then reports inside the
+// header wherever an unmasked form is inlined; the warning is about the
+// header, not this code, so it is silenced for the header's lines only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #define BP_ROW_MATH_AVX2 1
 // glibc's libmvec: expf on 8 floats, AVX2 vector ABI (argument in ymm0).
 extern "C" __attribute__((target("avx2"))) __m256 _ZGVdN8v_expf(__m256 x);
@@ -121,22 +131,224 @@ BP_AVX2 double exp_shift_sum_avx2(float *y, int64_t n, float shift) {
   return hsum(a, b) + exp_shift_sum_portable(y + i, n - i, shift);
 }
 
-// BP_CPU_BASELINE=1 forces the portable loops, so that the test suite checks
-// them on a machine that has AVX2 (scripts/test.sh runs bp-test-ops so).
-bool have_avx2() {
-  static const bool use = [] {
-    const char *env = std::getenv("BP_CPU_BASELINE");
-    const bool baseline = env && env[0] == '1';
-    return !baseline && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return use;
+#define BP_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+
+// Lanes [0, n) of a 16-lane mask (n in [0, 16]).
+BP_AVX512 inline __mmask16 lanes16(int64_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1); }
+
+// The sum of 8 doubles, through memory (GCC 12's 512-bit extracts warn
+// -Wuninitialized inside their own header); once per row.
+BP_AVX512 double hsum8(__m512d v) {
+  alignas(64) double d[8];
+  _mm512_store_pd(d, v);
+  return ((d[0] + d[4]) + (d[1] + d[5])) + ((d[2] + d[6]) + (d[3] + d[7]));
 }
+
+// 16 floats as two vectors of 8 doubles. The maskz forms with full masks
+// are the plain instructions; GCC 12's unmasked intrinsics for these warn
+// -Wmaybe-uninitialized inside their own header.
+BP_AVX512 inline void widen16(__m512 v, __m512d *lo, __m512d *hi) {
+  *lo = _mm512_maskz_cvtps_pd(0xff, _mm512_maskz_extractf32x8_ps(0xff, v, 0));
+  *hi = _mm512_maskz_cvtps_pd(0xff, _mm512_maskz_extractf32x8_ps(0xff, v, 1));
+}
+
+// Four double accumulators (32 floats a step): enough independent adds to
+// cover their latency, so the loop runs at load speed, not add latency.
+BP_AVX512 double sum_avx512(const float *x, int64_t n) {
+  __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m512d l0, h0, l1, h1;
+    widen16(_mm512_loadu_ps(x + i), &l0, &h0);
+    widen16(_mm512_loadu_ps(x + i + 16), &l1, &h1);
+    a0 = _mm512_add_pd(a0, l0);
+    a1 = _mm512_add_pd(a1, h0);
+    a2 = _mm512_add_pd(a2, l1);
+    a3 = _mm512_add_pd(a3, h1);
+  }
+  for (; i < n; i += 16) {  // masked: zeros past n add nothing
+    __m512d l, h;
+    widen16(_mm512_maskz_loadu_ps(lanes16(n - i), x + i), &l, &h);
+    a0 = _mm512_add_pd(a0, l);
+    a1 = _mm512_add_pd(a1, h);
+  }
+  return hsum8(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+}
+
+BP_AVX512 double sum_sq_avx512(const float *x, int64_t n, double center) {
+  const __m512d c = _mm512_set1_pd(center);
+  __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m512d l0, h0, l1, h1;
+    widen16(_mm512_loadu_ps(x + i), &l0, &h0);
+    widen16(_mm512_loadu_ps(x + i + 16), &l1, &h1);
+    l0 = _mm512_sub_pd(l0, c), h0 = _mm512_sub_pd(h0, c), l1 = _mm512_sub_pd(l1, c), h1 = _mm512_sub_pd(h1, c);
+    a0 = _mm512_fmadd_pd(l0, l0, a0);
+    a1 = _mm512_fmadd_pd(h0, h0, a1);
+    a2 = _mm512_fmadd_pd(l1, l1, a2);
+    a3 = _mm512_fmadd_pd(h1, h1, a3);
+  }
+  for (; i < n; i += 16) {
+    // Lanes past n are loaded as |center| so they add 0.
+    const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(static_cast<float>(center)), lanes16(n - i), x + i);
+    __m512d l, h;
+    widen16(v, &l, &h);
+    // float(center) need not equal center: zero those lanes explicitly.
+    const __mmask16 m = lanes16(n - i);
+    l = _mm512_maskz_sub_pd(static_cast<__mmask8>(m), l, c);
+    h = _mm512_maskz_sub_pd(static_cast<__mmask8>(m >> 8), h, c);
+    a0 = _mm512_fmadd_pd(l, l, a0);
+    a1 = _mm512_fmadd_pd(h, h, a1);
+  }
+  return hsum8(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+}
+
+BP_AVX512 float max_avx512(const float *x, int64_t n) {
+  // _mm512_max_ps(v, m) returns m where v is NaN: NaNs are skipped.
+  __m512 a = _mm512_set1_ps(-INFINITY), b = a;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a = _mm512_max_ps(_mm512_loadu_ps(x + i), a);
+    b = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), b);
+  }
+  for (; i < n; i += 16) a = _mm512_max_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), lanes16(n - i), x + i), a);
+  alignas(64) float f[16];
+  _mm512_store_ps(f, _mm512_max_ps(a, b));
+  float m = -INFINITY;
+  for (float v : f) m = v > m ? v : m;
+  return m;
+}
+
+// expf on 16 lanes, inline (a libmvec call per vector cost more than the
+// rest of SOFT_MAX): x = n ln2 + r with |r| <= ln2/2, e^r by Cephes' expf
+// polynomial (within 2 ulp), then 2^n by vscalefps, which gives inf past
+// 88.7 and 0 below -103.9 (-inf included, through the clamp) without
+// branches. max(lo, x) keeps a NaN x (vmaxps returns its second operand when
+// either is NaN).
+BP_AVX512 inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+BP_AVX512 double exp_shift_sum_avx512(float *y, int64_t n, float shift) {
+  const __m512 s = _mm512_set1_ps(shift);
+  __m512d a = _mm512_setzero_pd(), b = _mm512_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(y + i), s));
+    _mm512_storeu_ps(y + i, e);
+    __m512d lo, hi;
+    widen16(e, &lo, &hi);
+    a = _mm512_add_pd(a, lo);
+    b = _mm512_add_pd(b, hi);
+  }
+  if (i < n) {
+    const __mmask16 m = lanes16(n - i);
+    // Masked-off lanes: exp(-inf - shift) = 0, stored nowhere, summed as 0.
+    const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), m, y + i);
+    const __m512 e = exp16(_mm512_sub_ps(v, s));
+    _mm512_mask_storeu_ps(y + i, m, e);
+    __m512d lo, hi;
+    widen16(e, &lo, &hi);
+    a = _mm512_add_pd(a, lo);
+    b = _mm512_add_pd(b, hi);
+  }
+  return hsum8(_mm512_add_pd(a, b));
+}
+
+// Divisor lanes past the tail are 0 (maskz loads): make them 1 so the
+// discarded lanes raise no division-by-zero flag.
+BP_AVX512 inline __m512 tail_safe_divisor(__m512 vb, __mmask16 m, bool tail) {
+  return tail ? _mm512_mask_blend_ps(m, _mm512_set1_ps(1.0f), vb) : vb;
+}
+
+// The element-wise loops: plain 512-bit loads and stores in the body (a
+// masked store every step measured 2x slower on the development VM), one
+// masked step for the tail. f(m, i, tail) computes lanes |m| at element i.
+template <class F>
+BP_AVX512 inline void each16(int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    f(__mmask16(0xffff), i, false);
+    f(__mmask16(0xffff), i + 16, false);
+  }
+  for (; i < n; i += 16) f(lanes16(n - i), i, n - i < 16);
+}
+
+BP_AVX512 inline __m512 load16(const float *p, __mmask16 m, bool tail) {
+  return tail ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
+}
+BP_AVX512 inline void store16(float *p, __m512 v, __mmask16 m, bool tail) {
+  if (tail) {
+    _mm512_mask_storeu_ps(p, m, v);
+  } else {
+    _mm512_storeu_ps(p, v);
+  }
+}
+
+BP_AVX512 void scale_add_avx512(float *y, const float *x, int64_t n, float scale, const float *add) {
+  const __m512 s = _mm512_set1_ps(scale);
+  if (add) {
+    each16(n, [&](__mmask16 m, int64_t i, bool t) BP_AVX512 {
+      store16(y + i, _mm512_add_ps(_mm512_mul_ps(load16(x + i, m, t), s), load16(add + i, m, t)), m, t);
+    });
+  } else {
+    each16(n, [&](__mmask16 m, int64_t i, bool t)
+                  BP_AVX512 { store16(y + i, _mm512_mul_ps(load16(x + i, m, t), s), m, t); });
+  }
+}
+
+BP_AVX512 void sub_scale_avx512(float *y, const float *x, int64_t n, float center, float scale) {
+  const __m512 c = _mm512_set1_ps(center), s = _mm512_set1_ps(scale);
+  each16(n, [&](__mmask16 m, int64_t i, bool t)
+                BP_AVX512 { store16(y + i, _mm512_mul_ps(_mm512_sub_ps(load16(x + i, m, t), c), s), m, t); });
+}
+
+template <row_binary_op Op>
+BP_AVX512 void binary_avx512(float *y, const float *a, const float *b, int64_t n) {
+  each16(n, [&](__mmask16 m, int64_t i, bool t) BP_AVX512 {
+    const __m512 va = load16(a + i, m, t), vb = load16(b + i, m, t);
+    __m512 v;
+    if constexpr (Op == row_binary_op::add) {
+      v = _mm512_add_ps(va, vb);
+    } else if constexpr (Op == row_binary_op::sub) {
+      v = _mm512_sub_ps(va, vb);
+    } else if constexpr (Op == row_binary_op::mul) {
+      v = _mm512_mul_ps(va, vb);
+    } else {
+      v = _mm512_div_ps(va, tail_safe_divisor(vb, m, t));
+    }
+    store16(y + i, v, m, t);
+  });
+}
+
+// The level the row loops use: cpu_isa() (plugins/common/isa.hpp), which
+// BP_CPU_ISA / BP_CPU_BASELINE cap so the tests can check every path.
+plugins::isa_level level() {
+  static const plugins::isa_level l = plugins::cpu_isa();
+  return l;
+}
+bool have_avx2() { return level() >= plugins::isa_level::avx2; }
+bool have_avx512() { return level() == plugins::isa_level::avx512; }
 #endif
 
 }  // namespace
 
 double row_sum(const float *x, int64_t n) {
 #ifdef BP_ROW_MATH_AVX2
+  if (have_avx512()) return sum_avx512(x, n);
   if (have_avx2()) return sum_avx2(x, n);
 #endif
   return sum_portable(x, n);
@@ -144,6 +356,7 @@ double row_sum(const float *x, int64_t n) {
 
 double row_sum_sq(const float *x, int64_t n, double center) {
 #ifdef BP_ROW_MATH_AVX2
+  if (have_avx512()) return sum_sq_avx512(x, n, center);
   if (have_avx2()) return sum_sq_avx2(x, n, center);
 #endif
   return sum_sq_portable(x, n, center);
@@ -151,6 +364,7 @@ double row_sum_sq(const float *x, int64_t n, double center) {
 
 float row_max(const float *x, int64_t n) {
 #ifdef BP_ROW_MATH_AVX2
+  if (have_avx512()) return max_avx512(x, n);
   if (have_avx2()) return max_avx2(x, n);
 #endif
   return max_portable(x, n);
@@ -158,9 +372,62 @@ float row_max(const float *x, int64_t n) {
 
 double row_exp_shift_sum(float *y, int64_t n, float shift) {
 #ifdef BP_ROW_MATH_AVX2
+  if (have_avx512()) return exp_shift_sum_avx512(y, n, shift);
   if (have_avx2()) return exp_shift_sum_avx2(y, n, shift);
 #endif
   return exp_shift_sum_portable(y, n, shift);
+}
+
+// The element-wise loops: AVX-512 when chosen, else plain loops that GCC
+// vectorizes for the baseline (SSE2): memory-bound at DRAM sizes either way,
+// the wider path mostly frees the core for the other passes of a row.
+void row_scale_add(float *y, const float *x, int64_t n, float scale, const float *add) {
+#ifdef BP_ROW_MATH_AVX2
+  if (have_avx512()) return scale_add_avx512(y, x, n, scale, add);
+#endif
+  if (add) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + add[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
+  }
+}
+
+void row_sub_scale(float *y, const float *x, int64_t n, float center, float scale) {
+#ifdef BP_ROW_MATH_AVX2
+  if (have_avx512()) return sub_scale_avx512(y, x, n, center, scale);
+#endif
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - center) * scale;
+}
+
+void row_binary(row_binary_op op, float *y, const float *a, const float *b, int64_t n) {
+#ifdef BP_ROW_MATH_AVX2
+  if (have_avx512()) {
+    switch (op) {
+      case row_binary_op::add:
+        return binary_avx512<row_binary_op::add>(y, a, b, n);
+      case row_binary_op::sub:
+        return binary_avx512<row_binary_op::sub>(y, a, b, n);
+      case row_binary_op::mul:
+        return binary_avx512<row_binary_op::mul>(y, a, b, n);
+      default:
+        return binary_avx512<row_binary_op::div>(y, a, b, n);
+    }
+  }
+#endif
+  switch (op) {
+    case row_binary_op::add:
+      for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+      break;
+    case row_binary_op::sub:
+      for (int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i];
+      break;
+    case row_binary_op::mul:
+      for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+      break;
+    default:
+      for (int64_t i = 0; i < n; ++i) y[i] = a[i] / b[i];
+      break;
+  }
 }
 
 }  // namespace bp::cpu

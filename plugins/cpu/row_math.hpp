@@ -1,12 +1,15 @@
 // row_math.hpp: the inner loops of the row kernels (NORM, RMS_NORM,
-// SOFT_MAX) over dense float rows, picked at run time: AVX2 when the CPU has
-// it, portable C++ otherwise (the plugin is built for baseline x86-64).
+// SOFT_MAX, and the dense F32 rows of ADD SUB MUL DIV SCALE) over dense
+// float rows, picked at run time by cpu_isa() (plugins/common/isa.hpp):
+// AVX-512 or AVX2 when the CPU has them, portable C++ otherwise (the plugin
+// is built for baseline x86-64).
 //
-// Sums accumulate in double in both versions, so long rows keep their
-// accuracy; the AVX2 one keeps 8 partial sums, which changes the order of
-// the additions, not their precision. exp comes from glibc: libmvec's 8-wide
-// expf (`_ZGVdN8v_expf`, within 1 ulp) under AVX2, expf otherwise.
-// BP_CPU_BASELINE=1 in the environment forces the portable loops.
+// Sums accumulate in double in every version, so long rows keep their
+// accuracy; the vector ones keep 8 to 32 partial sums, which changes the
+// order of the additions, not their precision. exp comes from glibc:
+// libmvec's 16-wide (`_ZGVeN16v_expf`) or 8-wide (`_ZGVdN8v_expf`) expf,
+// within 1 ulp, else expf. BP_CPU_ISA=baseline|avx2|avx512 caps the choice
+// (BP_CPU_BASELINE=1 = baseline), so tests can check each path.
 #ifndef BP_PLUGIN_CPU_ROW_MATH_HPP_
 #define BP_PLUGIN_CPU_ROW_MATH_HPP_
 
@@ -22,6 +25,13 @@ double row_sum_sq(const float *x, int64_t n, double center);
 float row_max(const float *x, int64_t n);
 // y[i] = exp(y[i] - shift) in place; returns the sum of the new y.
 double row_exp_shift_sum(float *y, int64_t n, float shift);
+// y[i] = x[i] * scale (+ add[i] when |add| is not NULL). y may be x.
+void row_scale_add(float *y, const float *x, int64_t n, float scale, const float *add);
+// y[i] = (x[i] - center) * scale. y may be x.
+void row_sub_scale(float *y, const float *x, int64_t n, float center, float scale);
+enum class row_binary_op { add, sub, mul, div };
+// y[i] = a[i] op b[i]. y may be a or b.
+void row_binary(row_binary_op op, float *y, const float *a, const float *b, int64_t n);
 
 }  // namespace bp::cpu
 
