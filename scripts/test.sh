@@ -15,9 +15,36 @@ bash scripts/deps.sh
 echo "== release build"
 bash scripts/build.sh
 ./build/bin/bp-test-ops
-# The cpu plugin's portable row loops too (this machine would pick AVX2).
-BP_CPU_BASELINE=1 ./build/bin/bp-test-ops -b cpu -o NORM -o RMS_NORM -o SOFT_MAX -o SUM_ROWS -o MEAN -o MUL_MAT
+# The cpu plugin's portable loops too (this machine would pick AVX2 or AVX-512).
+BP_CPU_ISA=baseline ./build/bin/bp-test-ops -b cpu -o NORM -o RMS_NORM -o SOFT_MAX -o SUM_ROWS -o MEAN -o MUL_MAT
 ctest --test-dir build --output-on-failure -j "$jobs"
+
+# -- vulkan plugin (issue 7): extra checks go here
+
+# -- opencl plugin (issue 8): extra checks go here
+
+# -- cpu ISA paths (issue 11): extra checks go here
+# Every kernel path the cpu plugin can pick at run time (BP_CPU_ISA caps the
+# choice, docs/plugins/cpu.md), each through the conformance runner and the
+# plugin's own kernel tests (a second each); a path this CPU lacks is skipped.
+for isa in baseline avx2 avx512; do
+  case $isa in
+    avx2) need="avx2 fma f16c" ;;
+    avx512) need="avx512f avx512bw avx512dq avx512vl" ;;
+    *) need="" ;;
+  esac
+  missing=""
+  for flag in $need; do grep -qw "$flag" /proc/cpuinfo || missing="$missing $flag"; done
+  if [ -n "$missing" ]; then
+    echo "== cpu ISA path $isa: skipped, this CPU lacks$missing"
+    continue
+  fi
+  echo "== cpu ISA path $isa"
+  BP_CPU_ISA=$isa ./build/bin/bp-test-ops -b cpu
+  BP_CPU_ISA=$isa ./build/bin/bp_test_plugins_cpu --gtest_brief=1
+done
+
+# -- install, packaging and examples (issue 9): extra checks go here
 
 if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== address + undefined-behaviour sanitizers"

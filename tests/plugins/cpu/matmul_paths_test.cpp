@@ -1,0 +1,44 @@
+// matmul_paths_test.cpp: MUL_MAT at the edges of every kernel the cpu
+// plugin picks between (packed GEMM with 6x16 or 12x32 micro-kernels, the
+// AVX-512 dot-product kernel for thin products, the 4x2 dot-product kernel),
+// whichever ISA path this process runs: scripts/test.sh runs this binary once
+// per BP_CPU_ISA level, so every path meets the same shapes. The shapes
+// straddle the micro-kernel widths (6, 12, 16, 32), the thin/packed switch
+// (48 rows of b), the K block (256) and the 16-wide K tail.
+#include "cpu_harness.hpp"
+
+using namespace cpu_test;
+
+TEST(CpuMatMulPaths, EdgesOfEveryKernel) {
+  loaded_plugin p{3};
+  ASSERT_TRUE(p.ok());
+  tensor_pool pool;
+  std::mt19937 rng{77};
+  struct mm_case {
+    int64_t K, M, N;
+  };
+  const mm_case cases[] = {{17, 31, 1},   {300, 33, 2},  {15, 97, 5},    {16, 32, 6},   {513, 50, 8},
+                           {33, 47, 9},   {257, 65, 12}, {31, 96, 13},   {100, 33, 47}, {40, 64, 48},
+                           {300, 97, 49}, {1, 40, 60},   {260, 130, 100}};
+  for (const auto &c : cases)
+    for (bp_type ta : {BP_TYPE_F32, BP_TYPE_F16}) {
+      bp_tensor *a = pool.make(ta, {c.K, c.M});
+      bp_tensor *b = pool.make(BP_TYPE_F32, {c.K, c.N});
+      fill(a, rng);
+      fill(b, rng);
+      bp_tensor *out = pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {c.M, c.N}, {a, b});
+      ASSERT_TRUE(p.supports(out));
+      bp_error err{};
+      ASSERT_EQ(p.compute({out}, &err), BP_OK) << err.message;
+      expect_close(
+          out,
+          [&](int64_t m, int64_t n, int64_t, int64_t) {
+            double s = 0;
+            for (int64_t k = 0; k < c.K; ++k) s += get(a, k, m, 0, 0) * get(b, k, n, 0, 0);
+            return s;
+          },
+          1e-5 * std::sqrt(static_cast<double>(c.K)),
+          "K=" + std::to_string(c.K) + " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
+              (ta == BP_TYPE_F16 ? " f16" : " f32"));
+    }
+}
