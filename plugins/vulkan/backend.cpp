@@ -1,0 +1,292 @@
+// backend.cpp: a vulkan backend, i.e. a command stream on its device's
+// queue. Work (graphs, async transfers) is recorded into the current command
+// buffer and submitted on flush (graph_compute, synchronize, events);
+// command buffers are recycled once the timeline passes their submission.
+// synchronize waits for the last submission, finishes async reads (staging
+// -> caller memory) and reports a bad GET_ROWS id seen by a shader.
+#include <cstring>
+
+#include "backplane/plugin_guard.hpp"
+#include "vulkan.hpp"
+
+namespace bp::vk {
+
+void cmd_begin_barrier(VkCommandBuffer cb) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
+                     VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                         VK_ACCESS_TRANSFER_WRITE_BIT};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0,
+                       nullptr);
+}
+
+void cmd_end_barrier(VkCommandBuffer cb) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
+                     VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+backend_ctx::~backend_ctx() {
+  bp_error ignored{};
+  backend_sync(this, &ignored);
+  device_wait_all(dev, nullptr);
+  for (vk_buffer *b : staging) buffer_destroy(b);
+  buffer_destroy(scratch);
+  buffer_destroy(status);
+  if (pool) vkDestroyCommandPool(dev->dev, pool, nullptr);
+}
+
+bp_status backend_begin(backend_ctx *be, VkCommandBuffer *out, bp_error *err) {
+  if (bp_status st = device_check(be->dev, err); st != BP_OK) return st;
+  if (be->recording >= 0) {
+    *out = be->slots[static_cast<size_t>(be->recording)].cb;
+    return BP_OK;
+  }
+  uint64_t done = 0;
+  vkGetSemaphoreCounterValue(be->dev->dev, be->dev->timeline, &done);
+  int pick = -1;
+  for (size_t i = 0; i < be->slots.size(); ++i)
+    if (be->slots[i].value <= done) {
+      pick = static_cast<int>(i);
+      break;
+    }
+  if (pick < 0) {
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, be->pool,
+                                   VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
+    cmd_slot s;
+    VkResult r = vkAllocateCommandBuffers(be->dev->dev, &ai, &s.cb);
+    if (r != VK_SUCCESS) return device_fail(be->dev, r, "vkAllocateCommandBuffers", err);
+    be->slots.push_back(s);
+    pick = static_cast<int>(be->slots.size() - 1);
+  }
+  VkCommandBuffer cb = be->slots[static_cast<size_t>(pick)].cb;
+  vkResetCommandBuffer(cb, 0);
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
+                              VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
+  VkResult r = vkBeginCommandBuffer(cb, &bi);
+  if (r != VK_SUCCESS) return device_fail(be->dev, r, "vkBeginCommandBuffer", err);
+  cmd_begin_barrier(cb);
+  be->recording = pick;
+  *out = cb;
+  return BP_OK;
+}
+
+bp_status backend_flush(backend_ctx *be, bp_error *err) {
+  if (be->recording < 0) return device_check(be->dev, err);
+  cmd_slot &s = be->slots[static_cast<size_t>(be->recording)];
+  be->recording = -1;
+  cmd_end_barrier(s.cb);
+  VkResult r = vkEndCommandBuffer(s.cb);
+  if (r != VK_SUCCESS) return device_fail(be->dev, r, "vkEndCommandBuffer", err);
+  uint64_t v = 0;
+  if (bp_status st = device_submit(be->dev, s.cb, &v, err); st != BP_OK) return st;
+  s.value = v;
+  be->last = v;
+  return BP_OK;
+}
+
+bp_status backend_sync(backend_ctx *be, bp_error *err) {
+  bp_status st = backend_flush(be, err);
+  if (st == BP_OK) st = device_wait(be->dev, be->last, err);
+  if (st == BP_OK)
+    for (const pending_read &pr : be->reads) std::memcpy(pr.dst, pr.staging->mapped, pr.size);
+  be->reads.clear();
+  for (vk_buffer *b : be->staging) buffer_destroy(b);
+  be->staging.clear();
+  if (st != BP_OK || !be->status) return st;
+  auto *words = reinterpret_cast<uint32_t *>(be->status->mapped);
+  if (words[0] != 0) {
+    const int32_t id = static_cast<int32_t>(words[1]);
+    const uint32_t rows = words[2];
+    std::memset(words, 0, 16);
+    return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: GET_ROWS id %d is out of range: the source has %u rows", id,
+                rows);
+  }
+  return BP_OK;
+}
+
+namespace {
+
+backend_ctx *ctx_of(void *backend) { return static_cast<backend_ctx *>(backend); }
+
+void backend_free(void *backend) noexcept { delete ctx_of(backend); }
+
+bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
+  return bp_buffer_type_ref{&buffer_type_iface, &ctx_of(backend)->dev->buft_device};
+}
+
+// Async transfers go through a staging buffer so the caller's memory is only
+// touched now (set) or at synchronize (get), and the copy is ordered with the
+// graphs recorded around it.
+bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_t offset, size_t size,
+                            bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    backend_ctx *be = ctx_of(backend);
+    auto *dst = static_cast<vk_buffer *>(t->buffer_ctx);
+    if (!dst || dst->dev != be->dev) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor is not on this device");
+    vk_buffer *st = nullptr;
+    if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
+    be->staging.push_back(st);
+    std::memcpy(st->mapped, data, size);
+    VkCommandBuffer cb;
+    if (bp_status s = backend_begin(be, &cb, err); s != BP_OK) return s;
+    VkBufferCopy region{0, tensor_offset(t) + offset, size};
+    vkCmdCopyBuffer(cb, st->buffer, dst->buffer, 1, &region);
+    cmd_begin_barrier(cb);  // later work in this command buffer reads it
+    return BP_OK;
+  });
+}
+
+bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_t offset, size_t size,
+                            bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    backend_ctx *be = ctx_of(backend);
+    auto *src = static_cast<vk_buffer *>(t->buffer_ctx);
+    if (!src || src->dev != be->dev) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor is not on this device");
+    vk_buffer *st = nullptr;
+    if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
+    be->staging.push_back(st);
+    VkCommandBuffer cb;
+    if (bp_status s = backend_begin(be, &cb, err); s != BP_OK) return s;
+    cmd_begin_barrier(cb);  // after what was recorded before
+    VkBufferCopy region{tensor_offset(t) + offset, 0, size};
+    vkCmdCopyBuffer(cb, src->buffer, st->buffer, 1, &region);
+    be->reads.push_back(pending_read{st, data, size});
+    return BP_OK;
+  });
+}
+
+bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status { return backend_sync(ctx_of(backend), err); });
+}
+
+bp_status backend_plan_create(void *backend, const bp_graph_desc *graph, void **out_plan, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!out_plan || !graph) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_plan_create needs a graph");
+    *out_plan = nullptr;
+    graph_plan *plan = nullptr;
+    bp_status st = graph_plan_create(ctx_of(backend), graph, &plan, err);
+    *out_plan = plan;
+    return st;
+  });
+}
+
+void backend_plan_free(void *, void *plan) noexcept { graph_plan_destroy(static_cast<graph_plan *>(plan)); }
+
+bp_status backend_plan_compute(void *, void *plan, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!plan) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_plan_compute needs a plan");
+    return graph_plan_run(static_cast<graph_plan *>(plan), err);
+  });
+}
+
+bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!backend || !graph) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_compute needs a graph");
+    return graph_compute(ctx_of(backend), graph, err);
+  });
+}
+
+int backend_supports_op(void *backend, const bp_tensor *op) noexcept {
+  return plugin_guard_value(0, [&] {
+    if (!op) return 0;
+    if (bp_op_is_view(op->op)) return 1;
+    backend_ctx *be = ctx_of(backend);
+    return op_supported(be->dev, be->opt, op) ? 1 : 0;
+  });
+}
+
+int backend_supports_buft(void *backend, bp_buffer_type_ref buft) noexcept {
+  backend_ctx *be = ctx_of(backend);
+  if (buft.iface != &buffer_type_iface) return 0;
+  auto *t = static_cast<buffer_type_ctx *>(buft.ctx);
+  return t && t->dev == be->dev ? 1 : 0;
+}
+
+bp_status backend_event_record(void *backend, void *event, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    backend_ctx *be = ctx_of(backend);
+    auto *ev = static_cast<vk_event *>(event);
+    if (!ev) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_record needs an event");
+    if (bp_status st = backend_flush(be, err); st != BP_OK) return st;
+    ev->value = be->last;
+    return BP_OK;
+  });
+}
+
+bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    backend_ctx *be = ctx_of(backend);
+    auto *ev = static_cast<vk_event *>(event);
+    if (!ev) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_wait needs an event");
+    // Same device: the event's work was submitted to this queue earlier, and
+    // every command buffer starts with a full barrier, so later work here is
+    // already ordered after it. Another device's event: wait on the host.
+    if (ev->dev == be->dev) return device_check(be->dev, err);
+    return device_wait(ev->dev, ev->value, err);
+  });
+}
+
+const bp_backend_i backend_iface = {
+    sizeof(bp_backend_i),
+    backend_free,
+    backend_buffer_type,
+    backend_set_async,
+    backend_get_async,
+    nullptr,  // copy_tensor_async: the host's copy path
+    backend_synchronize,
+    backend_plan_create,
+    backend_plan_free,
+    backend_plan_compute,
+    backend_graph_compute,
+    backend_supports_op,
+    backend_supports_buft,
+    nullptr,  // offload_op
+    backend_event_record,
+    backend_event_wait,
+};
+
+bp_status event_synchronize(void *event, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    auto *ev = static_cast<vk_event *>(event);
+    if (!ev) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_synchronize needs an event");
+    return device_wait(ev->dev, ev->value, err);
+  });
+}
+
+void event_free(void *event) noexcept { delete static_cast<vk_event *>(event); }
+
+}  // namespace
+
+const bp_event_i event_iface = {sizeof(bp_event_i), event_synchronize, event_free};
+
+bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err) {
+  if (bp_status st = device_open(dev, err); st != BP_OK) return st;
+  out->iface = &event_iface;
+  out->ctx = new vk_event{dev, 0};
+  return BP_OK;
+}
+
+bp_status backend_create(device_state *dev, const backend_options &opt, bp_backend_ref *out, bp_error *err) {
+  auto be = std::make_unique<backend_ctx>();
+  be->dev = dev;
+  be->opt = opt;
+  if (!dev->has_16bit_storage) be->opt.f16 = false;
+  if (be->opt.tile_rows == 0) be->opt.tile_rows = dev->tile_rows;
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
+                              VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, dev->queue_family};
+  VkResult r = vkCreateCommandPool(dev->dev, &pci, nullptr, &be->pool);
+  if (r != VK_SUCCESS) return device_fail(dev, r, "vkCreateCommandPool", err);
+  // Host-visible so synchronize can read a shader's report without a copy.
+  if (bp_status st = buffer_create(dev, 256, true, &be->status, err); st != BP_OK) return st;
+  std::memset(be->status->mapped, 0, 256);
+  log(dev->plugin->host, BP_LOG_INFO, "vulkan: backend on '%s' (f16 %s, fast paths %s, tile rows %u)",
+      dev->name.c_str(), be->opt.f16 ? "on" : "off", be->opt.fast_paths ? "on" : "off", be->opt.tile_rows);
+  out->iface = &backend_iface;
+  out->ctx = be.release();
+  return BP_OK;
+}
+
+}  // namespace bp::vk

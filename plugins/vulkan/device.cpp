@@ -1,0 +1,368 @@
+// device.cpp: one Backplane device per Vulkan physical device with a compute
+// queue: its description (read at enumerate), the VkDevice (opened at first
+// use), submission on a timeline semaphore, and the device table.
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "backplane/plugin_guard.hpp"
+#include "vulkan.hpp"
+
+namespace bp::vk {
+namespace {
+
+constexpr uint64_t kWaitTimeoutNs = 600ull * 1000 * 1000 * 1000;  // bounded: a hung device is lost
+
+bool has_extension(const std::vector<VkExtensionProperties> &exts, const char *name) {
+  for (const auto &e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice phys) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  if (n) vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, exts.data());
+  exts.resize(n);
+  return exts;
+}
+
+bp_device_type device_type_of(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return BP_DEVICE_TYPE_CPU;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return BP_DEVICE_TYPE_IGPU;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return BP_DEVICE_TYPE_GPU;
+    default: return BP_DEVICE_TYPE_ACCEL;
+  }
+}
+
+// Memory type with all |want| flags, preferring |prefer| too; UINT32_MAX if none.
+uint32_t pick_memory_type(const VkPhysicalDeviceMemoryProperties &mp, VkMemoryPropertyFlags want,
+                          VkMemoryPropertyFlags prefer) {
+  uint32_t found = UINT32_MAX;
+  for (uint32_t i = 0; i < mp.memoryTypeCount; ++i) {
+    const VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
+    if ((f & want) != want) continue;
+    if ((f & prefer) == prefer) return i;
+    if (found == UINT32_MAX) found = i;
+  }
+  return found;
+}
+
+void memory_budget(const device_state *d, uint64_t *total, uint64_t *free_bytes) {
+  auto budget = vk_struct<VkPhysicalDeviceMemoryBudgetPropertiesEXT>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT);
+  auto mp2 = vk_struct<VkPhysicalDeviceMemoryProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2);
+  if (d->has_budget) mp2.pNext = &budget;
+  vkGetPhysicalDeviceMemoryProperties2(d->phys, &mp2);
+  *total = 0;
+  *free_bytes = 0;
+  for (uint32_t h = 0; h < mp2.memoryProperties.memoryHeapCount; ++h) {
+    if (!(mp2.memoryProperties.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)) continue;
+    *total += mp2.memoryProperties.memoryHeaps[h].size;
+    if (d->has_budget) {
+      const uint64_t b = budget.heapBudget[h], u = budget.heapUsage[h];
+      *free_bytes += b > u ? b - u : 0;
+    }
+  }
+  if (!d->has_budget) *free_bytes = *total;
+}
+
+std::string hex_uuid(const uint8_t *u) {
+  char s[VK_UUID_SIZE * 2 + 1];
+  for (unsigned i = 0; i < VK_UUID_SIZE; ++i) std::snprintf(s + 2 * i, 3, "%02x", u[i]);
+  return s;
+}
+
+}  // namespace
+
+bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index, device_state *d) {
+  d->plugin = plugin;
+  d->index = index;
+  d->phys = phys;
+  vkGetPhysicalDeviceProperties(phys, &d->props);
+  const char *dev_name = d->props.deviceName;
+  if (d->props.apiVersion < VK_API_VERSION_1_2) {
+    log(plugin->host, BP_LOG_WARN, "vulkan: skipping '%s': Vulkan %u.%u, 1.2 is needed", dev_name,
+        VK_API_VERSION_MAJOR(d->props.apiVersion), VK_API_VERSION_MINOR(d->props.apiVersion));
+    return false;
+  }
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, qf.data());
+  // Prefer a compute queue without graphics (a dedicated compute engine).
+  uint32_t best = UINT32_MAX;
+  for (uint32_t i = 0; i < nq; ++i) {
+    if (!(qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (best == UINT32_MAX || !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) best = i;
+  }
+  if (best == UINT32_MAX) {
+    log(plugin->host, BP_LOG_WARN, "vulkan: skipping '%s': no compute queue", dev_name);
+    return false;
+  }
+  d->queue_family = best;
+  const auto exts = device_extensions(phys);
+  if (!has_extension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
+    log(plugin->host, BP_LOG_WARN, "vulkan: skipping '%s': no %s", dev_name, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    return false;
+  }
+  d->has_budget = has_extension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+
+  auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  f11.pNext = &f12;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11, {}};
+  vkGetPhysicalDeviceFeatures2(phys, &f2);
+  if (!f12.timelineSemaphore) {
+    log(plugin->host, BP_LOG_WARN, "vulkan: skipping '%s': no timeline semaphores", dev_name);
+    return false;
+  }
+  d->has_16bit_storage = f11.storageBuffer16BitAccess;
+  auto sg = vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &sg, {}};
+  auto drv = vk_struct<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  sg.pNext = &drv;
+  vkGetPhysicalDeviceProperties2(phys, &p2);
+  d->subgroup_size = sg.subgroupSize ? sg.subgroupSize : 1;
+  d->subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                      (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                      (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  VkFormatProperties fp{};
+  vkGetPhysicalDeviceFormatProperties(phys, VK_FORMAT_R16G16B16A16_SFLOAT, &fp);
+  d->f16_view = (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) &&
+                (fp.bufferFeatures & VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT);
+
+  d->type = device_type_of(d->props.deviceType);
+  // CPU-type drivers (lavapipe) run a workgroup as one task: the register
+  // tile is the only reuse there, and 16 rows is the measured best (32+
+  // gave wrong results in Mesa 22). GPUs: 8 rows keeps register pressure low.
+  d->tile_rows = d->type == BP_DEVICE_TYPE_CPU ? 16 : 8;
+  d->name = dev_name;
+  d->id = hex_uuid(d->props.pipelineCacheUUID);  // replaced below by deviceUUID
+  auto idp = vk_struct<VkPhysicalDeviceIDProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
+  VkPhysicalDeviceProperties2 pid{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &idp, {}};
+  vkGetPhysicalDeviceProperties2(phys, &pid);
+  d->id = hex_uuid(idp.deviceUUID);
+  uint64_t free_bytes = 0;
+  memory_budget(d, &d->memory_total, &free_bytes);
+  char desc[1024];
+  std::snprintf(desc, sizeof desc,
+                "%s; driver %s %s; Vulkan %u.%u.%u; subgroup %u; f16 storage %s; memory budget %s; "
+                "max storage range %u MiB",
+                dev_name, drv.driverName, drv.driverInfo, VK_API_VERSION_MAJOR(d->props.apiVersion),
+                VK_API_VERSION_MINOR(d->props.apiVersion), VK_API_VERSION_PATCH(d->props.apiVersion),
+                d->subgroup_size, d->has_16bit_storage ? "yes" : "no", d->has_budget ? "yes" : "no",
+                d->props.limits.maxStorageBufferRange >> 20);
+  d->description = desc;
+  d->buft_device.dev = d;
+  d->buft_device.name = "Vulkan" + std::to_string(index);
+  d->buft_host.dev = d;
+  d->buft_host.host = true;
+  d->buft_host.name = "Vulkan" + std::to_string(index) + "_Host";
+  return true;
+}
+
+bp_status device_open(device_state *d, bp_error *err) {
+  std::lock_guard<std::mutex> lock(d->open_mu);
+  if (d->opened) return device_check(d, err);
+  const float prio = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, nullptr, 0, d->queue_family, 1, &prio};
+  std::vector<const char *> exts = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+  if (d->has_budget) exts.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  f11.pNext = &f12;
+  f11.storageBuffer16BitAccess = d->has_16bit_storage ? VK_TRUE : VK_FALSE;
+  f12.timelineSemaphore = VK_TRUE;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11, {}};
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &f2, 0, 1, &qci, 0, nullptr,
+                         static_cast<uint32_t>(exts.size()), exts.data(), nullptr};
+  VkResult r = vkCreateDevice(d->phys, &dci, nullptr, &d->dev);
+  if (r != VK_SUCCESS) {
+    d->dev = VK_NULL_HANDLE;
+    return fail(err, status_of(r), "vulkan: vkCreateDevice on '%s' failed (%s)", d->name.c_str(), vk_result_name(r));
+  }
+  vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
+  d->push_descriptor =
+      reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(vkGetDeviceProcAddr(d->dev, "vkCmdPushDescriptorSetKHR"));
+  VkSemaphoreTypeCreateInfo sti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO, nullptr, VK_SEMAPHORE_TYPE_TIMELINE, 0};
+  VkSemaphoreCreateInfo sci{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, &sti, 0};
+  r = vkCreateSemaphore(d->dev, &sci, nullptr, &d->timeline);
+  if (r != VK_SUCCESS || !d->push_descriptor) {
+    vkDestroyDevice(d->dev, nullptr);
+    d->dev = VK_NULL_HANDLE;
+    return fail(err, BP_ERR_INTERNAL, "vulkan: setting up '%s' failed (%s)", d->name.c_str(), vk_result_name(r));
+  }
+  VkPhysicalDeviceMemoryProperties mp;
+  vkGetPhysicalDeviceMemoryProperties(d->phys, &mp);
+  const uint32_t dev_type = pick_memory_type(mp, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+  const uint32_t host_type = pick_memory_type(
+      mp, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  if (host_type == UINT32_MAX) {
+    vkDestroySemaphore(d->dev, d->timeline, nullptr);
+    vkDestroyDevice(d->dev, nullptr);
+    d->dev = VK_NULL_HANDLE;
+    return fail(err, BP_ERR_UNAVAILABLE, "vulkan: '%s' has no host-visible coherent memory", d->name.c_str());
+  }
+  // Device-local memory that is also host-visible (lavapipe, integrated
+  // GPUs, resizable BAR) is mapped: set/get become memcpy.
+  const uint32_t chosen = dev_type == UINT32_MAX ? host_type : dev_type;
+  const VkMemoryPropertyFlags cf = mp.memoryTypes[chosen].propertyFlags;
+  d->device_mem_mappable = (cf & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && (cf & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  auto m3 = vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &m3, {}};
+  vkGetPhysicalDeviceProperties2(d->phys, &p2);
+  const VkDeviceSize block = std::min<VkDeviceSize>(256ull << 20, m3.maxMemoryAllocationSize);
+  d->device_mem.dev = d;
+  d->device_mem.type_index = chosen;
+  d->device_mem.mappable = d->device_mem_mappable;
+  d->device_mem.block_size = block;
+  d->host_mem.dev = d;
+  d->host_mem.type_index = host_type;
+  d->host_mem.mappable = true;
+  d->host_mem.block_size = std::min<VkDeviceSize>(64ull << 20, m3.maxMemoryAllocationSize);
+  bp_status st = pipelines_init(d, err);
+  if (st != BP_OK) {
+    vkDestroySemaphore(d->dev, d->timeline, nullptr);
+    vkDestroyDevice(d->dev, nullptr);
+    d->dev = VK_NULL_HANDLE;
+    return st;
+  }
+  d->opened = true;
+  log(d->plugin->host, BP_LOG_INFO, "vulkan: opened '%s' (memory type %u%s)", d->name.c_str(), chosen,
+      d->device_mem_mappable ? ", host-visible" : "");
+  return BP_OK;
+}
+
+device_state::~device_state() {
+  if (!dev) return;
+  // Bounded: a lost device must not hang shutdown.
+  uint64_t v = submitted.load();
+  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, nullptr, 0, 1, &timeline, &v};
+  if (v) vkWaitSemaphores(dev, &wi, kWaitTimeoutNs);
+  pipelines_destroy(this);
+  device_mem.destroy_all();
+  host_mem.destroy_all();
+  vkDestroySemaphore(dev, timeline, nullptr);
+  vkDestroyDevice(dev, nullptr);
+}
+
+bp_status device_check(device_state *d, bp_error *err) {
+  if (d->lost.load())
+    return fail(err, BP_ERR_DEVICE_LOST, "vulkan: device '%s' was lost; recreate the process's Vulkan objects",
+                d->name.c_str());
+  return BP_OK;
+}
+
+bp_status device_fail(device_state *d, VkResult r, const char *what, bp_error *err) {
+  if (r == VK_ERROR_DEVICE_LOST) d->lost.store(true);
+  if (r == VK_ERROR_DEVICE_LOST) return device_check(d, err);
+  return fail(err, status_of(r), "vulkan: %s failed on '%s' (%s)", what, d->name.c_str(), vk_result_name(r));
+}
+
+bp_status device_submit(device_state *d, VkCommandBuffer cb, uint64_t *value, bp_error *err) {
+  if (bp_status st = device_check(d, err); st != BP_OK) return st;
+  std::lock_guard<std::mutex> lock(d->queue_mu);
+  const uint64_t v = d->submitted.load() + 1;
+  VkTimelineSemaphoreSubmitInfo ts{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO, nullptr, 0, nullptr, 1, &v};
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, &ts, 0, nullptr, nullptr, 1, &cb, 1, &d->timeline};
+  VkResult r = vkQueueSubmit(d->queue, 1, &si, VK_NULL_HANDLE);
+  if (r != VK_SUCCESS) return device_fail(d, r, "vkQueueSubmit", err);
+  d->submitted.store(v);
+  *value = v;
+  return BP_OK;
+}
+
+bp_status device_wait(device_state *d, uint64_t value, bp_error *err) {
+  if (bp_status st = device_check(d, err); st != BP_OK) return st;
+  if (value == 0) return BP_OK;
+  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, nullptr, 0, 1, &d->timeline, &value};
+  VkResult r = vkWaitSemaphores(d->dev, &wi, kWaitTimeoutNs);
+  if (r == VK_TIMEOUT) {
+    d->lost.store(true);
+    return fail(err, BP_ERR_DEVICE_LOST, "vulkan: '%s' did not finish within 600 s; treating it as lost",
+                d->name.c_str());
+  }
+  if (r != VK_SUCCESS) return device_fail(d, r, "vkWaitSemaphores", err);
+  return BP_OK;
+}
+
+bp_status device_wait_all(device_state *d, bp_error *err) { return device_wait(d, d->submitted.load(), err); }
+
+namespace {
+
+bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: get_props needs a device and an out struct");
+    auto *d = static_cast<device_state *>(dev);
+    bp_device_props p{};
+    p.struct_size = out->struct_size;
+    p.name = d->name.c_str();
+    p.description = d->description.c_str();
+    p.id = d->id.c_str();
+    p.type = d->type;
+    p.caps = BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS | BP_DEVICE_CAP_HOST_BUFFER;
+    memory_budget(d, &p.memory_total, &p.memory_free);
+    size_t n = out->struct_size < sizeof p ? out->struct_size : sizeof p;
+    std::memcpy(out, &p, n);
+    return BP_OK;
+  });
+}
+
+bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                              bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: backend_init needs a device and an out ref");
+    out->iface = nullptr;
+    out->ctx = nullptr;
+    backend_options opt;
+    for (uint32_t i = 0; params && i < n_params; ++i) {
+      if (!params[i].name) continue;
+      if (std::strcmp(params[i].name, "f16") == 0) opt.f16 = params[i].int_value != 0;
+      if (std::strcmp(params[i].name, "fast_paths") == 0) opt.fast_paths = params[i].int_value != 0;
+      if (std::strcmp(params[i].name, "tile_rows") == 0) {
+        const int64_t v = params[i].int_value;
+        if (v != 0 && v != 8 && v != 16)
+          return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tile_rows=%lld: use 0 (auto), 8 or 16",
+                      static_cast<long long>(v));
+        opt.tile_rows = static_cast<uint32_t>(v);
+      }
+    }
+    auto *d = static_cast<device_state *>(dev);
+    if (bp_status st = device_open(d, err); st != BP_OK) return st;
+    return backend_create(d, opt, out, err);
+  });
+}
+
+bp_buffer_type_ref device_buffer_type(void *dev) noexcept {
+  auto *d = static_cast<device_state *>(dev);
+  return bp_buffer_type_ref{&buffer_type_iface, d ? &d->buft_device : nullptr};
+}
+
+bp_buffer_type_ref device_host_buffer_type(void *dev) noexcept {
+  auto *d = static_cast<device_state *>(dev);
+  return bp_buffer_type_ref{&buffer_type_iface, d ? &d->buft_host : nullptr};
+}
+
+bp_status device_event_new(void *dev, bp_event_ref *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_new needs a device and an out ref");
+    return event_create(static_cast<device_state *>(dev), out, err);
+  });
+}
+
+}  // namespace
+
+const bp_device_i device_iface = {
+    sizeof(bp_device_i),
+    device_get_props,
+    device_backend_init,
+    device_buffer_type,
+    device_host_buffer_type,
+    nullptr,  // buffer_from_host_ptr: would need VK_EXT_external_memory_host
+    device_event_new,
+};
+
+}  // namespace bp::vk

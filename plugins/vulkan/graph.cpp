@@ -1,0 +1,196 @@
+// graph.cpp: records a graph's nodes as dispatches into one command buffer.
+// A pipeline barrier goes in only where a dispatch reads or overwrites bytes
+// an earlier dispatch since the last barrier wrote, or writes bytes one of
+// them read (the allocator reuses memory): independent nodes run without one.
+// Graph plans record once into their own command buffer (with their own
+// scratch) and replay it by submitting it again.
+#include <algorithm>
+
+#include "vulkan.hpp"
+
+namespace bp::vk {
+namespace {
+
+bool overlaps(const std::vector<byte_range> &set, const byte_range &r) {
+  for (const byte_range &s : set)
+    if (s.buffer == r.buffer && s.begin < r.end && r.begin < s.end) return true;
+  return false;
+}
+
+struct recorder {
+  backend_ctx *be;
+  VkCommandBuffer cb;
+  std::vector<byte_range> written, read;  // since the last barrier
+  VkPipeline bound = VK_NULL_HANDLE;
+  uint32_t n_barriers = 0, n_dispatches = 0;
+};
+
+void record(recorder &rec, const dispatch &d) {
+  bool hazard = false;
+  for (const byte_range &r : d.reads) hazard = hazard || overlaps(rec.written, r);
+  for (const byte_range &w : d.writes) hazard = hazard || overlaps(rec.written, w) || overlaps(rec.read, w);
+  if (hazard) {
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+                       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    vkCmdPipelineBarrier(rec.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
+                         0, nullptr, 0, nullptr);
+    rec.written.clear();
+    rec.read.clear();
+    ++rec.n_barriers;
+  }
+  rec.read.insert(rec.read.end(), d.reads.begin(), d.reads.end());
+  rec.written.insert(rec.written.end(), d.writes.begin(), d.writes.end());
+
+  device_state *dev = rec.be->dev;
+  const int li = static_cast<int>(d.layout);
+  if (d.pipeline != rec.bound) {
+    vkCmdBindPipeline(rec.cb, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline);
+    rec.bound = d.pipeline;
+  }
+  // Unused bindings point at the backend's small status buffer: every
+  // binding a shader declares must hold a valid descriptor.
+  vk_buffer *dummy = rec.be->status;
+  VkDescriptorBufferInfo infos[kBindings];
+  VkBufferView views[kBindings];
+  VkWriteDescriptorSet writes[kBindings];
+  for (uint32_t i = 0; i < kBindings; ++i) {
+    const binding &b = d.bind[i];
+    const bool texel = d.layout == layout_kind::texel && i < 3;
+    writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, VK_NULL_HANDLE, i, 0, 1,
+                                     VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, nullptr, nullptr};
+    if (texel) {
+      views[i] = b.view ? b.view : dummy->view_f32;
+      writes[i].descriptorType = i < 2 ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
+      writes[i].pTexelBufferView = &views[i];
+    } else {
+      infos[i] = b.buf ? VkDescriptorBufferInfo{b.buf->buffer, b.offset, b.range}
+                       : VkDescriptorBufferInfo{dummy->buffer, 0, VK_WHOLE_SIZE};
+      writes[i].pBufferInfo = &infos[i];
+    }
+  }
+  dev->push_descriptor(rec.cb, VK_PIPELINE_BIND_POINT_COMPUTE, dev->pipes.layout[li], 0, kBindings, writes);
+  vkCmdPushConstants(rec.cb, dev->pipes.layout[li], VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push_consts), &d.pc);
+  vkCmdDispatch(rec.cb, d.groups[0], d.groups[1], d.groups[2]);
+  ++rec.n_dispatches;
+}
+
+// Plans every node (skipping views) into |out| with scratch from |scratch|.
+bp_status plan_graph(backend_ctx *be, const bp_graph_desc *graph, vk_buffer *scratch, size_t *scratch_used,
+                     std::vector<dispatch> &out, bp_error *err) {
+  if (graph->n_nodes > 0 && !graph->nodes)
+    return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph has %u nodes but no node array", graph->n_nodes);
+  size_t off = 0;
+  for (uint32_t i = 0; i < graph->n_nodes; ++i) {
+    const bp_tensor *node = graph->nodes[i];
+    if (!node) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph node %u is NULL", i);
+    if (bp_op_is_view(node->op) || bp_tensor_nelements(node) == 0) continue;
+    if (bp_status st = op_plan(be, node, scratch, &off, out, err); st != BP_OK) return st;
+  }
+  *scratch_used = off;
+  for (dispatch &d : out) {
+    bp_status st = pipeline_get(be->dev, d.variant, d.layout, d.spec, d.n_spec, &d.pipeline, err);
+    if (st != BP_OK) return st;
+  }
+  return BP_OK;
+}
+
+// Sizes the scratch the graph needs and makes sure |*scratch| holds it.
+// |in_flight| is the last submission that may still use the old one.
+bp_status ensure_scratch(backend_ctx *be, const bp_graph_desc *graph, vk_buffer **scratch, uint64_t in_flight,
+                         bp_error *err) {
+  std::vector<dispatch> sizing;
+  size_t need = 0;
+  if (bp_status st = plan_graph(be, graph, nullptr, &need, sizing, err); st != BP_OK) return st;
+  if (need == 0 || (*scratch && (*scratch)->size >= need)) return BP_OK;
+  if (bp_status st = device_wait(be->dev, in_flight, err); st != BP_OK) return st;
+  buffer_destroy(*scratch);
+  *scratch = nullptr;
+  const size_t grown = std::max(need, static_cast<size_t>(1) << 20);
+  return buffer_create(be->dev, grown, false, scratch, err);
+}
+
+}  // namespace
+
+bp_status graph_compute(backend_ctx *be, const bp_graph_desc *graph, bp_error *err) {
+  if (bp_status st = device_check(be->dev, err); st != BP_OK) return st;
+  // Growing the scratch waits for this backend's earlier work first.
+  if (bp_status st = backend_flush(be, err); st != BP_OK) return st;
+  if (bp_status st = ensure_scratch(be, graph, &be->scratch, be->last, err); st != BP_OK) return st;
+  std::vector<dispatch> ds;
+  size_t used = 0;
+  if (bp_status st = plan_graph(be, graph, be->scratch, &used, ds, err); st != BP_OK) return st;
+  if (ds.empty()) return BP_OK;
+  VkCommandBuffer cb;
+  if (bp_status st = backend_begin(be, &cb, err); st != BP_OK) return st;
+  recorder rec{be, cb, {}, {}, VK_NULL_HANDLE, 0, 0};
+  for (const dispatch &d : ds) record(rec, d);
+  log(be->dev->plugin->host, BP_LOG_DEBUG, "vulkan: graph of %u nodes: %u dispatches, %u barriers", graph->n_nodes,
+      rec.n_dispatches, rec.n_barriers);
+  return backend_flush(be, err);
+}
+
+bp_status graph_plan_create(backend_ctx *be, const bp_graph_desc *graph, graph_plan **out, bp_error *err) {
+  *out = nullptr;
+  if (bp_status st = device_check(be->dev, err); st != BP_OK) return st;
+  auto plan = std::make_unique<graph_plan>();
+  plan->be = be;
+  if (bp_status st = ensure_scratch(be, graph, &plan->scratch, 0, err); st != BP_OK) {
+    buffer_destroy(plan->scratch);
+    return st;
+  }
+  std::vector<dispatch> ds;
+  size_t used = 0;
+  bp_status st = plan_graph(be, graph, plan->scratch, &used, ds, err);
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, be->pool,
+                                 VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
+  if (st == BP_OK) {
+    VkResult r = vkAllocateCommandBuffers(be->dev->dev, &ai, &plan->cb);
+    if (r != VK_SUCCESS) st = device_fail(be->dev, r, "vkAllocateCommandBuffers", err);
+  }
+  if (st != BP_OK) {
+    buffer_destroy(plan->scratch);
+    return st;
+  }
+  // Simultaneous use: a replay may be submitted while the previous one runs;
+  // the leading barrier orders them.
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
+                              VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT, nullptr};
+  vkBeginCommandBuffer(plan->cb, &bi);
+  cmd_begin_barrier(plan->cb);
+  recorder rec{be, plan->cb, {}, {}, VK_NULL_HANDLE, 0, 0};
+  for (const dispatch &d : ds) record(rec, d);
+  cmd_end_barrier(plan->cb);
+  VkResult r = vkEndCommandBuffer(plan->cb);
+  if (r != VK_SUCCESS) {
+    graph_plan_destroy(plan.release());
+    return device_fail(be->dev, r, "vkEndCommandBuffer", err);
+  }
+  plan->n_dispatches = rec.n_dispatches;
+  plan->n_barriers = rec.n_barriers;
+  log(be->dev->plugin->host, BP_LOG_DEBUG, "vulkan: plan of %u nodes: %u dispatches, %u barriers", graph->n_nodes,
+      rec.n_dispatches, rec.n_barriers);
+  *out = plan.release();
+  return BP_OK;
+}
+
+void graph_plan_destroy(graph_plan *plan) {
+  if (!plan) return;
+  device_state *dev = plan->be->dev;
+  device_wait(dev, plan->value, nullptr);
+  if (plan->cb) vkFreeCommandBuffers(dev->dev, plan->be->pool, 1, &plan->cb);
+  buffer_destroy(plan->scratch);
+  delete plan;
+}
+
+bp_status graph_plan_run(graph_plan *plan, bp_error *err) {
+  backend_ctx *be = plan->be;
+  // Work queued before the replay (async writes of its inputs) goes first.
+  if (bp_status st = backend_flush(be, err); st != BP_OK) return st;
+  uint64_t v = 0;
+  if (bp_status st = device_submit(be->dev, plan->cb, &v, err); st != BP_OK) return st;
+  plan->value = v;
+  be->last = v;
+  return BP_OK;
+}
+
+}  // namespace bp::vk

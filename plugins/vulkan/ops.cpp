@@ -1,0 +1,471 @@
+// ops.cpp: which ops the vulkan backend runs (supports_op) and, per node,
+// the dispatches that compute it: shader variant, specialization, bindings
+// (byte windows of the tensors' buffers) and push constants (shapes, strides
+// and offsets in elements of each binding). Fast paths (texel buffers) are
+// taken when the layout allows; the general shaders handle any strides.
+#include <algorithm>
+#include <cstring>
+
+#include "vulkan.hpp"
+
+namespace bp::vk {
+namespace {
+
+// The op's name for messages (the plugin links nothing of the core).
+const char *op_label(bp_op op) {
+  static const char *const names[] = {"NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE", "ADD", "SUB", "MUL",
+                                      "DIV", "SCALE", "CLAMP", "NEG", "ABS", "SQR", "SQRT", "EXP", "RELU", "GELU",
+                                      "SILU", "TANH", "SIGMOID", "SUM_ROWS", "MEAN", "ARGMAX", "NORM", "RMS_NORM",
+                                      "SOFT_MAX", "MUL_MAT", "GET_ROWS", "CPY", "CONT", "CONCAT", "ROPE"};
+  return op >= 0 && op < static_cast<int>(sizeof names / sizeof names[0]) ? names[op] : "?";
+}
+
+bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
+
+bool uses_f16(const bp_tensor *node) {
+  if (node->type == BP_TYPE_F16) return true;
+  for (const bp_tensor *s : node->src)
+    if (s && s->type == BP_TYPE_F16) return true;
+  return false;
+}
+
+// Every tensor must fit one storage-buffer binding and 32-bit indexing.
+bool fits(const device_state *dev, const bp_tensor *t) {
+  if (!t) return true;
+  const uint64_t limit = dev->props.limits.maxStorageBufferRange;
+  const uint64_t align = dev->props.limits.minStorageBufferOffsetAlignment;
+  if (bp_tensor_nbytes(t) + align > limit) return false;
+  if (static_cast<uint64_t>(bp_tensor_nelements(t)) >= (1ull << 31)) return false;
+  for (int i = 0; i < 4; ++i)
+    if (t->nb[i] / bp_type_size(t->type) >= (1ull << 31)) return false;
+  return true;
+}
+
+}  // namespace
+
+bool op_supported(const device_state *dev, const backend_options &opt, const bp_tensor *node) {
+  const bp_tensor *a = node->src[0], *b = node->src[1];
+  if (!a) return false;
+  if (uses_f16(node) && !opt.f16) return false;
+  for (const bp_tensor *t : {node, a, b})
+    if (!fits(dev, t)) return false;
+  switch (node->op) {
+    case BP_OP_ADD:
+    case BP_OP_SUB:
+    case BP_OP_MUL:
+    case BP_OP_DIV:
+      return b && is_float(a->type) && is_float(b->type) && node->type == a->type;
+    case BP_OP_SCALE:
+    case BP_OP_CLAMP:
+    case BP_OP_NEG:
+    case BP_OP_ABS:
+    case BP_OP_SQR:
+    case BP_OP_SQRT:
+    case BP_OP_EXP:
+    case BP_OP_RELU:
+    case BP_OP_GELU:
+    case BP_OP_SILU:
+    case BP_OP_TANH:
+    case BP_OP_SIGMOID:
+      return is_float(a->type) && node->type == a->type;
+    case BP_OP_SUM_ROWS:
+    case BP_OP_MEAN:
+    case BP_OP_ARGMAX:
+    case BP_OP_NORM:
+    case BP_OP_RMS_NORM:
+      return dev->subgroup_arith && a->type == BP_TYPE_F32;
+    case BP_OP_SOFT_MAX:
+      return dev->subgroup_arith && a->type == BP_TYPE_F32 && (!b || is_float(b->type));
+    case BP_OP_MUL_MAT:
+      return b && is_float(a->type) && b->type == BP_TYPE_F32 && node->type == BP_TYPE_F32 &&
+             bp_tensor_rows_contiguous(a) && bp_tensor_rows_contiguous(b);
+    case BP_OP_GET_ROWS:
+      return b && b->type == BP_TYPE_I32 && (node->type == (a->type == BP_TYPE_I32 ? BP_TYPE_I32 : BP_TYPE_F32));
+    case BP_OP_CPY:
+    case BP_OP_CONT:
+      return (is_float(a->type) && is_float(node->type)) || (a->type == BP_TYPE_I32 && node->type == BP_TYPE_I32);
+    case BP_OP_CONCAT:
+      return b && a->type == b->type && node->type == a->type && bp_tensor_param_i32(node, 0) >= 0 &&
+             bp_tensor_param_i32(node, 0) < 4;
+    case BP_OP_ROPE: {
+      const int32_t n_dims = bp_tensor_param_i32(node, 0), mode = bp_tensor_param_i32(node, 1);
+      return b && a->type == BP_TYPE_F32 && b->type == BP_TYPE_I32 && n_dims >= 2 && n_dims % 2 == 0 &&
+             n_dims <= a->ne[0] && (mode == BP_ROPE_NORMAL || mode == BP_ROPE_NEOX);
+    }
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+struct planner {
+  backend_ctx *be;
+  const bp_tensor *node;
+  bp_error *err;
+  device_state *dev() const { return be->dev; }
+};
+
+// Storage-buffer binding of |t|'s bytes: the window starts at the aligned
+// offset below the tensor; the element offset inside it goes to the shader.
+bp_status bind_ssbo(const planner &p, const bp_tensor *t, binding *out, uint32_t *elem_off) {
+  auto *b = static_cast<vk_buffer *>(t->buffer_ctx);
+  if (!b || !t->data) return fail(p.err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' has no memory", t->name);
+  if (b->dev != p.dev())
+    return fail(p.err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' lives on another device", t->name);
+  const size_t start = tensor_offset(t), len = bp_tensor_nbytes(t);
+  const size_t align = p.dev()->props.limits.minStorageBufferOffsetAlignment;
+  const size_t off = start / align * align;
+  size_t range = (start - off + len + 3) / 4 * 4;
+  range = std::min(range, b->vk_size - off);
+  if (range > p.dev()->props.limits.maxStorageBufferRange)
+    return fail(p.err, BP_ERR_INVALID_ARGUMENT,
+                "vulkan: tensor '%s' spans %zu bytes, more than one binding may (maxStorageBufferRange %u)", t->name,
+                len, p.dev()->props.limits.maxStorageBufferRange);
+  out->buf = b;
+  out->offset = off;
+  out->range = std::max<size_t>(range, 4);
+  *elem_off = static_cast<uint32_t>((start - off) / bp_type_size(t->type));
+  return BP_OK;
+}
+
+// Texel binding of |t| through its buffer's whole-buffer view; offset in texels.
+bool bind_texel(const bp_tensor *t, bool f16, binding *out, uint32_t *texel_off) {
+  auto *b = static_cast<vk_buffer *>(t->buffer_ctx);
+  if (!b) return false;
+  VkBufferView v = f16 ? b->view_f16 : b->view_f32;
+  const size_t texel = f16 ? 8 : 16;
+  const size_t start = tensor_offset(t);
+  if (!v || start % texel || start + bp_tensor_nbytes(t) > b->vk_size / texel * texel) return false;
+  out->buf = b;
+  out->view = v;
+  *texel_off = static_cast<uint32_t>(start / texel);
+  return true;
+}
+
+void set_shape(uint32_t ne[4], uint32_t nb[4], const bp_tensor *t, size_t unit) {
+  for (int i = 0; i < 4; ++i) {
+    ne[i] = static_cast<uint32_t>(t->ne[i]);
+    nb[i] = static_cast<uint32_t>(t->nb[i] / unit);
+  }
+}
+
+void add_range(std::vector<byte_range> &v, const bp_tensor *t) {
+  auto *b = static_cast<vk_buffer *>(t->buffer_ctx);
+  const size_t start = tensor_offset(t);
+  v.push_back(byte_range{b->buffer, start, start + bp_tensor_nbytes(t)});
+}
+
+// 1-D work of |n| items in groups of |local| as a 2-D grid (x <= 65535).
+void grid_for(dispatch &d, uint64_t n, uint32_t local) {
+  const uint64_t groups = std::max<uint64_t>(1, (n + local - 1) / local);
+  const uint64_t gx = std::min<uint64_t>(groups, 65535);
+  d.groups[0] = static_cast<uint32_t>(gx);
+  d.groups[1] = static_cast<uint32_t>((groups + gx - 1) / gx);
+  d.groups[2] = 1;
+}
+
+// A general (storage buffer) dispatch over dst = node, a = src0, b = src1.
+bp_status general(const planner &p, const char *variant, const bp_tensor *dst, const bp_tensor *a,
+                  const bp_tensor *b, dispatch &d) {
+  d.variant = variant;
+  d.layout = layout_kind::ssbo;
+  if (bp_status st = bind_ssbo(p, dst, &d.bind[2], &d.pc.d_off); st != BP_OK) return st;
+  set_shape(d.pc.d_ne, d.pc.d_nb, dst, bp_type_size(dst->type));
+  add_range(d.writes, dst);
+  if (a) {
+    if (bp_status st = bind_ssbo(p, a, &d.bind[0], &d.pc.a_off); st != BP_OK) return st;
+    set_shape(d.pc.a_ne, d.pc.a_nb, a, bp_type_size(a->type));
+    add_range(d.reads, a);
+  }
+  if (b) {
+    if (bp_status st = bind_ssbo(p, b, &d.bind[1], &d.pc.b_off); st != BP_OK) return st;
+    set_shape(d.pc.b_ne, d.pc.b_nb, b, bp_type_size(b->type));
+    add_range(d.reads, b);
+  }
+  return BP_OK;
+}
+
+void copy_params(dispatch &d, const bp_tensor *node, int from, int count) {
+  for (int i = 0; i < count; ++i) d.pc.p[i] = static_cast<uint32_t>(node->op_params[from + i]);
+}
+
+// Row shaders: one workgroup per row, sized to one subgroup on CPU-type
+// devices (no barrier), else 4 subgroups combined through shared memory.
+void row_spec(const planner &p, dispatch &d, uint32_t op) {
+  const bool single = p.dev()->type == BP_DEVICE_TYPE_CPU;
+  const uint32_t sg = p.dev()->subgroup_size;
+  d.spec[0] = single ? sg : std::min<uint32_t>(sg * 4, 256);
+  d.spec[1] = single ? 0 : 1;
+  d.spec[2] = op;
+  d.n_spec = 3;
+}
+
+bool contiguous_all(std::initializer_list<const bp_tensor *> ts) {
+  for (const bp_tensor *t : ts)
+    if (!bp_tensor_is_contiguous(t)) return false;
+  return true;
+}
+
+bp_status plan_binary(const planner &p, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
+  dispatch d;
+  d.spec[0] = static_cast<uint32_t>(n->op - BP_OP_ADD);
+  d.n_spec = 1;
+  const int64_t count = bp_tensor_nelements(n);
+  const bool row_bias = b->ne[0] == a->ne[0] && bp_tensor_nrows(b) == 1;
+  if (p.be->opt.fast_paths && n->type == BP_TYPE_F32 && a->type == BP_TYPE_F32 && b->type == BP_TYPE_F32 &&
+      count % 4 == 0 && a->ne[0] % 4 == 0 && contiguous_all({n, a, b}) && (bp_tensor_same_shape(a, b) || row_bias) &&
+      bind_texel(a, false, &d.bind[0], &d.pc.a_off) && bind_texel(b, false, &d.bind[1], &d.pc.b_off) &&
+      bind_texel(n, false, &d.bind[2], &d.pc.d_off)) {
+    d.variant = "binary_vec4";
+    d.layout = layout_kind::texel;
+    d.pc.n = static_cast<uint32_t>(count / 4);
+    d.pc.p[0] = static_cast<uint32_t>(bp_tensor_nelements(b) / 4);
+    add_range(d.reads, a);
+    add_range(d.reads, b);
+    add_range(d.writes, n);
+    grid_for(d, (d.pc.n + 3) / 4, 256);
+    out.push_back(std::move(d));
+    return BP_OK;
+  }
+  const char *variant = a->type == BP_TYPE_F32 ? (b->type == BP_TYPE_F32 ? "binary_f32_f32" : "binary_f32_f16")
+                                               : (b->type == BP_TYPE_F32 ? "binary_f16_f32" : "binary_f16_f16");
+  if (bp_status st = general(p, variant, n, a, b, d); st != BP_OK) return st;
+  d.pc.n = static_cast<uint32_t>(count);
+  grid_for(d, count, 256);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+
+bp_status plan_unary(const planner &p, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *a = n->src[0];
+  dispatch d;
+  d.spec[0] = static_cast<uint32_t>(n->op - BP_OP_SCALE);
+  d.n_spec = 1;
+  if (bp_status st = general(p, a->type == BP_TYPE_F32 ? "unary_f32" : "unary_f16", n, a, nullptr, d); st != BP_OK)
+    return st;
+  copy_params(d, n, 0, 2);
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n));
+  grid_for(d, d.pc.n, 256);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+bp_status plan_rows(const planner &p, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *a = n->src[0];
+  dispatch d;
+  static const uint32_t codes[] = {0, 1, 2, 3, 4};  // SUM_ROWS MEAN ARGMAX NORM RMS_NORM
+  row_spec(p, d, codes[n->op - BP_OP_SUM_ROWS]);
+  if (bp_status st = general(p, "rows", n, a, nullptr, d); st != BP_OK) return st;
+  copy_params(d, n, 0, 1);
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nrows(a));
+  grid_for(d, d.pc.n, 1);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+bp_status plan_soft_max(const planner &p, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *a = n->src[0], *mask = n->src[1];
+  dispatch d;
+  row_spec(p, d, 0);
+  const char *variant = mask && mask->type == BP_TYPE_F16 ? "soft_max_f16" : "soft_max_f32";
+  if (bp_status st = general(p, variant, n, a, mask, d); st != BP_OK) return st;
+  copy_params(d, n, 0, 1);
+  d.pc.p[1] = mask ? 1u : 0u;
+  if (!mask)
+    for (int i = 0; i < 4; ++i) d.pc.b_ne[i] = 1;
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nrows(a));
+  grid_for(d, d.pc.n, 1);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+// Strides of |t| in units of |unit| bytes, when every one divides evenly.
+bool strides_in(const bp_tensor *t, size_t unit) {
+  for (int i = 1; i < 4; ++i)
+    if (t->ne[i] > 1 && t->nb[i] % unit) return false;
+  return true;
+}
+
+bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
+  const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
+  const bool f16 = a->type == BP_TYPE_F16;
+  const bool fast = p.be->opt.fast_paths && K % 4 == 0 && strides_in(b, 16);
+  // Matrix x vector: few columns of b, so a is read once; its rows are
+  // K-contiguous already and a texel view widens f16.
+  if (fast && N < 8 && strides_in(a, f16 ? 8 : 16)) {
+    dispatch d;
+    d.variant = "mul_mv";
+    d.layout = layout_kind::texel;
+    if (bind_texel(a, f16, &d.bind[0], &d.pc.a_off) && bind_texel(b, false, &d.bind[1], &d.pc.b_off)) {
+      if (bp_status st = bind_ssbo(p, n, &d.bind[3], &d.pc.d_off); st != BP_OK) return st;
+      set_shape(d.pc.a_ne, d.pc.a_nb, a, f16 ? 8 : 16);
+      set_shape(d.pc.b_ne, d.pc.b_nb, b, 16);
+      set_shape(d.pc.d_ne, d.pc.d_nb, n, 4);
+      add_range(d.reads, a);
+      add_range(d.reads, b);
+      add_range(d.writes, n);
+      d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n));
+      grid_for(d, d.pc.n, 64);
+      out.push_back(std::move(d));
+      return BP_OK;
+    }
+  }
+  // Register-blocked: a transposed to [M, K] (m fastest) in scratch first.
+  if (fast && M % 4 == 0 && N >= 8 && n->ne[2] * n->ne[3] <= 65535) {
+    const size_t at_bytes = static_cast<size_t>(K * M * a->ne[2] * a->ne[3]) * 4;
+    const size_t at_off = *scratch_off;
+    *scratch_off += (at_bytes + 255) / 256 * 256;
+    dispatch mm;
+    mm.variant = p.be->opt.tile_rows == 8 ? "mul_mat_tex_r8" : "mul_mat_tex_r16";
+    mm.layout = layout_kind::texel;
+    const bool ok = bind_texel(b, false, &mm.bind[1], &mm.pc.b_off) && bind_texel(n, false, &mm.bind[2], &mm.pc.d_off);
+    if (ok && (!scratch || scratch->view_f32)) {
+      if (!scratch) return BP_OK;  // sizing pass
+      dispatch tr;  // the transposition, through the copy shader
+      if (bp_status st = general(p, f16 ? "copy_f16_f32" : "copy_f32_f32", a, a, nullptr, tr); st != BP_OK) return st;
+      tr.writes.clear();
+      tr.bind[2] = binding{scratch, at_off, at_bytes, VK_NULL_HANDLE};
+      tr.pc.d_off = 0;
+      const uint32_t m = static_cast<uint32_t>(M), k = static_cast<uint32_t>(K);
+      const uint32_t d_nb[4] = {m, 1, m * k, static_cast<uint32_t>(m * k * a->ne[2])};
+      std::memcpy(tr.pc.d_nb, d_nb, sizeof d_nb);
+      tr.pc.n = static_cast<uint32_t>(bp_tensor_nelements(a));
+      tr.writes.push_back(byte_range{scratch->buffer, at_off, at_off + at_bytes});
+      grid_for(tr, tr.pc.n, 256);
+      out.push_back(std::move(tr));
+
+      mm.bind[0] = binding{scratch, 0, 0, scratch->view_f32};
+      mm.pc.a_off = static_cast<uint32_t>(at_off / 16);
+      mm.pc.a_nb[0] = m / 4;
+      mm.pc.a_nb[2] = m * k / 4;
+      mm.pc.a_nb[3] = static_cast<uint32_t>(m * k * a->ne[2] / 4);
+      mm.pc.a_ne[2] = static_cast<uint32_t>(a->ne[2]);
+      mm.pc.a_ne[3] = static_cast<uint32_t>(a->ne[3]);
+      set_shape(mm.pc.b_ne, mm.pc.b_nb, b, 16);
+      set_shape(mm.pc.d_ne, mm.pc.d_nb, n, 16);
+      for (int i = 0; i < 4; ++i) mm.pc.d_ne[i] = static_cast<uint32_t>(n->ne[i]);
+      mm.pc.p[0] = k;
+      mm.reads.push_back(byte_range{scratch->buffer, at_off, at_off + at_bytes});
+      add_range(mm.reads, b);
+      add_range(mm.writes, n);
+      const uint32_t rows = p.be->opt.tile_rows == 8 ? 8 : 16;
+      mm.groups[0] = static_cast<uint32_t>((M / 4 + 63) / 64);
+      mm.groups[1] = static_cast<uint32_t>((N + rows - 1) / rows);
+      mm.groups[2] = static_cast<uint32_t>(n->ne[2] * n->ne[3]);
+      out.push_back(std::move(mm));
+      return BP_OK;
+    }
+    *scratch_off = at_off;  // not taken after all
+  }
+  dispatch d;
+  if (bp_status st = general(p, f16 ? "mul_mat_f16" : "mul_mat_f32", n, a, b, d); st != BP_OK) return st;
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n));
+  grid_for(d, d.pc.n, 64);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+const char *copy_variant(bp_type s, bp_type d) {
+  if (s == BP_TYPE_I32) return "copy_i32_i32";
+  if (s == BP_TYPE_F32) return d == BP_TYPE_F32 ? "copy_f32_f32" : "copy_f32_f16";
+  return d == BP_TYPE_F32 ? "copy_f16_f32" : "copy_f16_f16";
+}
+
+bp_status plan_copy(const planner &p, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *a = n->src[0];
+  dispatch d;
+  if (bp_status st = general(p, copy_variant(a->type, n->type), n, a, nullptr, d); st != BP_OK) return st;
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(a));
+  grid_for(d, d.pc.n, 256);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+bp_status plan_concat(const planner &p, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node;
+  dispatch d;
+  const char *variant = n->type == BP_TYPE_F32 ? "concat_f32" : n->type == BP_TYPE_F16 ? "concat_f16" : "concat_i32";
+  if (bp_status st = general(p, variant, n, n->src[0], n->src[1], d); st != BP_OK) return st;
+  copy_params(d, n, 0, 1);
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n));
+  grid_for(d, d.pc.n, 256);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+bp_status plan_get_rows(const planner &p, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *a = n->src[0];
+  dispatch d;
+  const char *variant =
+      a->type == BP_TYPE_F32 ? "get_rows_f32" : a->type == BP_TYPE_F16 ? "get_rows_f16" : "get_rows_i32";
+  if (bp_status st = general(p, variant, n, a, n->src[1], d); st != BP_OK) return st;
+  d.bind[3] = binding{p.be->status, 0, p.be->status->vk_size, VK_NULL_HANDLE};
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n));
+  grid_for(d, d.pc.n, 256);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+bp_status plan_rope(const planner &p, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *a = n->src[0];
+  dispatch d;
+  if (bp_status st = general(p, "rope_f32", n, a, n->src[1], d); st != BP_OK) return st;
+  d.pc.p[0] = static_cast<uint32_t>(bp_tensor_param_i32(n, 0));
+  d.pc.p[1] = static_cast<uint32_t>(bp_tensor_param_i32(n, 1));
+  d.pc.p[2] = static_cast<uint32_t>(n->op_params[2]);
+  d.pc.p[3] = static_cast<uint32_t>(n->op_params[3]);
+  const uint64_t per_row = static_cast<uint64_t>(d.pc.p[0] / 2 + (a->ne[0] - d.pc.p[0]));
+  d.pc.n = static_cast<uint32_t>(per_row * static_cast<uint64_t>(bp_tensor_nrows(a)));
+  grid_for(d, d.pc.n, 256);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+}  // namespace
+
+bp_status op_plan(backend_ctx *be, const bp_tensor *node, vk_buffer *scratch, size_t *scratch_off,
+                  std::vector<dispatch> &out, bp_error *err) {
+  if (!op_supported(be->dev, be->opt, node))
+    return fail(err, BP_ERR_UNIMPLEMENTED, "vulkan: node '%s' (%s, %s) is not supported by this backend", node->name,
+                op_label(node->op), bp_type_name(node->type));
+  if (!node->data)
+    return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: node '%s' has no memory; allocate the graph first", node->name);
+  for (const bp_tensor *s : node->src)
+    if (s && (!s->data || !s->buffer_ctx))
+      return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: a source of node '%s' has no memory", node->name);
+  const planner p{be, node, err};
+  switch (node->op) {
+    case BP_OP_ADD:
+    case BP_OP_SUB:
+    case BP_OP_MUL:
+    case BP_OP_DIV:
+      return plan_binary(p, out);
+    case BP_OP_SUM_ROWS:
+    case BP_OP_MEAN:
+    case BP_OP_ARGMAX:
+    case BP_OP_NORM:
+    case BP_OP_RMS_NORM:
+      return plan_rows(p, out);
+    case BP_OP_SOFT_MAX:
+      return plan_soft_max(p, out);
+    case BP_OP_MUL_MAT:
+      return plan_mul_mat(p, scratch, scratch_off, out);
+    case BP_OP_GET_ROWS:
+      return plan_get_rows(p, out);
+    case BP_OP_CPY:
+    case BP_OP_CONT:
+      return plan_copy(p, out);
+    case BP_OP_CONCAT:
+      return plan_concat(p, out);
+    case BP_OP_ROPE:
+      return plan_rope(p, out);
+    default:
+      return plan_unary(p, out);
+  }
+}
+
+}  // namespace bp::vk

@@ -1,0 +1,350 @@
+// vulkan.hpp: the objects of the vulkan plugin and what its files share.
+//
+// plugin_state (plugin.cpp) owns the VkInstance (made by enumerate, never by
+// init) and one device_state per physical device with a compute queue.
+// device_state (device.cpp) opens its VkDevice at first use and owns the
+// queue, a timeline semaphore that numbers every submission, two memory
+// allocators and the pipelines. Buffers (buffer.cpp) are VkBuffers placed in
+// sub-allocated VkDeviceMemory blocks, with whole-buffer texel views made
+// once. A backend (backend.cpp) records into command buffers that it submits
+// on flush; graph.cpp turns a node list into dispatches with barriers only on
+// hazards; ops.cpp knows each op's shader, push constants and bindings.
+#ifndef BP_PLUGIN_VULKAN_VULKAN_HPP_
+#define BP_PLUGIN_VULKAN_VULKAN_HPP_
+
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backplane/plugin.h"
+
+namespace bp::vk {
+
+struct device_state;
+struct vk_buffer;
+
+// A Vulkan info struct, zeroed, with its sType set.
+template <typename T>
+T vk_struct(VkStructureType type) {
+  T v{};
+  v.sType = type;
+  return v;
+}
+
+// ---- plugin.cpp -------------------------------------------------------------
+
+struct plugin_state {
+  const bp_host_api *host = nullptr;
+  VkInstance instance = VK_NULL_HANDLE;
+  std::vector<std::unique_ptr<device_state>> devices;
+  ~plugin_state();
+};
+
+// The host table for the next init, and the plugin table (plugin.cpp).
+void set_host(const bp_host_api *host);
+const bp_plugin_i *plugin_table();
+void log(const bp_host_api *host, bp_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bp_status fail(bp_error *err, bp_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+// "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc.
+const char *vk_result_name(VkResult r);
+// The Backplane status for a failed Vulkan call.
+bp_status status_of(VkResult r);
+
+// ---- buffer.cpp: memory -----------------------------------------------------
+
+struct memory_block {
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceSize size = 0;
+  char *mapped = nullptr;                     // persistent mapping, or NULL
+  std::map<VkDeviceSize, VkDeviceSize> free;  // offset -> size, coalesced
+  bool dedicated = false;                     // one buffer owns it all
+};
+
+struct allocation {
+  memory_block *block = nullptr;
+  VkDeviceSize offset = 0, size = 0;
+};
+
+// Sub-allocates VkDeviceMemory of one memory type in blocks (vkAllocateMemory
+// is slow and drivers cap the count); requests bigger than half a block get
+// a dedicated allocation. Thread-safe.
+struct memory_allocator {
+  device_state *dev = nullptr;
+  uint32_t type_index = 0;
+  bool mappable = false;
+  VkDeviceSize block_size = 0;
+  std::mutex mu;
+  std::vector<std::unique_ptr<memory_block>> blocks;
+  bp_status alloc(const VkMemoryRequirements &req, allocation *out, bp_error *err);
+  void release(const allocation &a);
+  void destroy_all();
+};
+
+// A buffer type: ctx of bp_buffer_type_ref. |host| is the staging type
+// (host-visible, the device's host_buffer_type).
+struct buffer_type_ctx {
+  device_state *dev = nullptr;
+  bool host = false;
+  std::string name;
+};
+
+extern const bp_buffer_type_i buffer_type_iface;
+extern const bp_buffer_i buffer_iface;
+
+struct vk_buffer {
+  device_state *dev = nullptr;
+  buffer_type_ctx *type = nullptr;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  allocation mem;
+  memory_allocator *allocator = nullptr;  // where |mem| came from
+  size_t size = 0;      // as asked
+  size_t vk_size = 0;   // VkBuffer size (rounded up to 16)
+  char *mapped = nullptr;  // host pointer of byte 0, when mappable
+  void *base = nullptr;    // what tensors' data is relative to
+  bool reserved_base = false;  // base is an mmap'd PROT_NONE range
+  VkBufferView view_f32 = VK_NULL_HANDLE;  // RGBA32F, uniform + storage texel
+  VkBufferView view_f16 = VK_NULL_HANDLE;  // RGBA16F, uniform texel
+};
+
+// A device buffer for the plugin's own use (staging, scratch, status).
+bp_status buffer_create(device_state *dev, size_t size, bool host, vk_buffer **out, bp_error *err);
+void buffer_destroy(vk_buffer *b);
+// Byte offset of |t| in its buffer; |t| must live in a vk_buffer.
+inline size_t tensor_offset(const bp_tensor *t) {
+  const auto *b = static_cast<const vk_buffer *>(t->buffer_ctx);
+  return static_cast<size_t>(static_cast<const char *>(t->data) - static_cast<const char *>(b->base));
+}
+bool is_our_buffer(const bp_tensor *t);
+
+// ---- pipelines.cpp ----------------------------------------------------------
+
+enum class layout_kind { ssbo = 0, texel = 1 };
+constexpr int kBindings = 4;
+
+// One layout for every shader (common.glsl).
+struct push_consts {
+  uint32_t d_ne[4], d_nb[4], a_ne[4], a_nb[4], b_ne[4], b_nb[4];
+  uint32_t d_off, a_off, b_off, n;
+  uint32_t p[4];
+};
+static_assert(sizeof(push_consts) == 128, "push constants must match common.glsl");
+
+struct pipeline_cache {
+  VkDescriptorSetLayout set_layout[2] = {};
+  VkPipelineLayout layout[2] = {};
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  std::mutex mu;
+  std::unordered_map<std::string, VkPipeline> pipelines;
+  std::unordered_map<std::string, VkShaderModule> modules;
+};
+
+bp_status pipelines_init(device_state *dev, bp_error *err);
+void pipelines_destroy(device_state *dev);
+// The pipeline of |variant| with specialization constants 0..n-1 = |spec|,
+// created at first use. Thread-safe.
+bp_status pipeline_get(device_state *dev, const char *variant, layout_kind layout, const uint32_t *spec,
+                       uint32_t n_spec, VkPipeline *out, bp_error *err);
+
+// ---- device.cpp ------------------------------------------------------------
+
+struct device_state {
+  plugin_state *plugin = nullptr;
+  uint32_t index = 0;
+  VkPhysicalDevice phys = VK_NULL_HANDLE;
+  VkPhysicalDeviceProperties props{};
+  uint32_t queue_family = 0;
+  std::string name, description, id;
+  bp_device_type type = BP_DEVICE_TYPE_GPU;
+  bool has_budget = false;
+  bool has_16bit_storage = false;
+  bool subgroup_arith = false;
+  uint32_t subgroup_size = 1;
+  bool f16_view = false;  // RGBA16F usable as a uniform and storage texel format
+  uint64_t memory_total = 0;
+  uint32_t tile_rows = 16;  // mul_mat_tex register tile, chosen at enumerate
+
+  // Opened at first use (open()).
+  std::mutex open_mu;
+  bool opened = false;
+  VkDevice dev = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  std::mutex queue_mu;
+  VkSemaphore timeline = VK_NULL_HANDLE;
+  std::atomic<uint64_t> submitted{0};
+  std::atomic<bool> lost{false};
+  memory_allocator device_mem, host_mem;
+  bool device_mem_mappable = false;
+  pipeline_cache pipes;
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
+  buffer_type_ctx buft_device, buft_host;
+
+  ~device_state();
+};
+
+extern const bp_device_i device_iface;
+
+// Fills a device_state from |phys|; false (with a log line) when it cannot
+// serve Backplane (no compute queue, Vulkan < 1.2, no push descriptors).
+bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index, device_state *out);
+// Creates the VkDevice and friends once. Thread-safe.
+bp_status device_open(device_state *dev, bp_error *err);
+// DEVICE_LOST with a message when the device was lost.
+bp_status device_check(device_state *dev, bp_error *err);
+// Records a failed Vulkan call (marks the device lost on DEVICE_LOST).
+bp_status device_fail(device_state *dev, VkResult r, const char *what, bp_error *err);
+// Submits |cb|, signalling the next timeline value (returned in |value|).
+bp_status device_submit(device_state *dev, VkCommandBuffer cb, uint64_t *value, bp_error *err);
+// Waits until the timeline reaches |value|.
+bp_status device_wait(device_state *dev, uint64_t value, bp_error *err);
+// Waits for everything submitted so far.
+bp_status device_wait_all(device_state *dev, bp_error *err);
+// Runs |record| in a one-off command buffer and waits (non-mappable memory).
+template <typename F>
+bp_status device_run_once(device_state *dev, F &&record, bp_error *err);
+
+// ---- backend.cpp -----------------------------------------------------------
+
+struct backend_options {
+  bool f16 = true;         // use 16-bit storage when the device has it
+  bool fast_paths = true;  // texel-buffer MUL_MAT and elementwise shaders
+  uint32_t tile_rows = 0;  // 0: the device's choice
+};
+
+struct cmd_slot {
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  uint64_t value = 0;  // timeline value of its last submission (0: never)
+};
+
+struct pending_read {
+  vk_buffer *staging;
+  void *dst;
+  size_t size;
+};
+
+struct backend_ctx {
+  device_state *dev = nullptr;
+  backend_options opt;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  std::vector<cmd_slot> slots;
+  int recording = -1;      // slot being recorded, -1 if none
+  uint64_t last = 0;       // last submitted value
+  vk_buffer *status = nullptr;   // GET_ROWS bad-id report; also the dummy binding
+  vk_buffer *scratch = nullptr;  // graph_compute's scratch arena
+  std::vector<vk_buffer *> staging;  // async transfers until synchronize
+  std::vector<pending_read> reads;
+  ~backend_ctx();
+};
+
+bp_status backend_create(device_state *dev, const backend_options &opt, bp_backend_ref *out, bp_error *err);
+// The command buffer being recorded, begun (with a leading barrier) if none.
+bp_status backend_begin(backend_ctx *be, VkCommandBuffer *out, bp_error *err);
+// Ends and submits the command buffer being recorded, if any.
+bp_status backend_flush(backend_ctx *be, bp_error *err);
+bp_status backend_sync(backend_ctx *be, bp_error *err);
+// Full barrier at the start and a host-read barrier at the end of every
+// command buffer: submissions of one queue are ordered, but their memory
+// accesses need these to be visible to each other and to the host.
+void cmd_begin_barrier(VkCommandBuffer cb);
+void cmd_end_barrier(VkCommandBuffer cb);
+bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err);
+extern const bp_event_i event_iface;
+struct vk_event {
+  device_state *dev;
+  uint64_t value = 0;
+};
+
+// ---- ops.cpp ---------------------------------------------------------------
+
+struct binding {
+  vk_buffer *buf = nullptr;  // NULL: the dummy
+  VkDeviceSize offset = 0, range = 0;
+  VkBufferView view = VK_NULL_HANDLE;  // texel bindings
+};
+
+struct byte_range {
+  VkBuffer buffer;
+  VkDeviceSize begin, end;
+};
+
+struct dispatch {
+  const char *variant = nullptr;
+  layout_kind layout = layout_kind::ssbo;
+  uint32_t spec[3] = {};
+  uint32_t n_spec = 0;
+  binding bind[kBindings];
+  push_consts pc{};
+  uint32_t groups[3] = {1, 1, 1};
+  std::vector<byte_range> reads, writes;
+  VkPipeline pipeline = VK_NULL_HANDLE;  // resolved by graph.cpp
+};
+
+// Scratch the node's dispatches use (bytes, 256-aligned), placed by graph.cpp.
+struct scratch_use {
+  size_t bytes = 0;
+};
+
+bool op_supported(const device_state *dev, const backend_options &opt, const bp_tensor *node);
+// Appends |node|'s dispatches. |scratch| is the arena; |scratch_off| the
+// node's place in it (advanced). A NULL arena only sizes: *scratch_off grows.
+bp_status op_plan(backend_ctx *be, const bp_tensor *node, vk_buffer *scratch, size_t *scratch_off,
+                  std::vector<dispatch> &out, bp_error *err);
+
+// ---- graph.cpp -------------------------------------------------------------
+
+struct graph_plan {
+  backend_ctx *be = nullptr;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  vk_buffer *scratch = nullptr;
+  uint64_t value = 0;  // last submission
+  uint32_t n_dispatches = 0, n_barriers = 0;
+};
+
+bp_status graph_compute(backend_ctx *be, const bp_graph_desc *graph, bp_error *err);
+bp_status graph_plan_create(backend_ctx *be, const bp_graph_desc *graph, graph_plan **out, bp_error *err);
+void graph_plan_destroy(graph_plan *plan);
+bp_status graph_plan_run(graph_plan *plan, bp_error *err);
+
+// ---- template body ----------------------------------------------------------
+
+template <typename F>
+bp_status device_run_once(device_state *dev, F &&record, bp_error *err) {
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr, VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+                              dev->queue_family};
+  VkResult r = vkCreateCommandPool(dev->dev, &pci, nullptr, &pool);
+  if (r != VK_SUCCESS) return device_fail(dev, r, "vkCreateCommandPool", err);
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, pool,
+                                 VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
+  r = vkAllocateCommandBuffers(dev->dev, &ai, &cb);
+  bp_status st = BP_OK;
+  if (r != VK_SUCCESS) {
+    st = device_fail(dev, r, "vkAllocateCommandBuffers", err);
+  } else {
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
+                                VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
+    vkBeginCommandBuffer(cb, &bi);
+    cmd_begin_barrier(cb);
+    record(cb);
+    cmd_end_barrier(cb);
+    r = vkEndCommandBuffer(cb);
+    uint64_t value = 0;
+    if (r != VK_SUCCESS) st = device_fail(dev, r, "vkEndCommandBuffer", err);
+    if (st == BP_OK) st = device_submit(dev, cb, &value, err);
+    if (st == BP_OK) st = device_wait(dev, value, err);
+  }
+  vkDestroyCommandPool(dev->dev, pool, nullptr);
+  return st;
+}
+
+}  // namespace bp::vk
+
+#endif  // BP_PLUGIN_VULKAN_VULKAN_HPP_

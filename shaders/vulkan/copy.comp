@@ -1,0 +1,44 @@
+// copy.comp: CPY and CONT (element i of a, row-major, goes to element i of
+// d, each with its own shape and strides, converting S_T -> D_T), the
+// transposition that feeds mul_mat_tex (the same, with d's strides swapped),
+// and with -DCONCAT=1 CONCAT (p.x = dim; d element from a below a.ne[dim],
+// else from b). Types: float, float16_t, int.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+
+// Same-type copies store what they load: a same-width conversion is invalid
+// SPIR-V for 16-bit types.
+#if SAME_TYPE
+#define CONVERT(x) (x)
+#else
+#define CONVERT(x) D_T(x)
+#endif
+
+layout(std430, binding = 0) readonly buffer A { S_T a[]; };
+layout(std430, binding = 1) readonly buffer B { S_T b[]; };
+layout(std430, binding = 2) writeonly buffer D { D_T d[]; };
+
+void main() {
+  const uint i = flat_invocation();
+  if (i >= pc.n) return;
+#if CONCAT
+  const uvec4 c = coords_of(i, pc.d_ne);
+  const uint dim = pc.p.x;
+  const uint split = pc.a_ne[dim];
+  // No local of type S_T: 16-bit storage allows f16 only in buffers.
+  const uint at = pc.d_off + offset_of(c, pc.d_nb);
+  if (c[dim] < split) {
+    d[at] = a[pc.a_off + offset_of(c, pc.a_nb)];
+  } else {
+    uvec4 cb = c;
+    cb[dim] -= split;
+    d[at] = b[pc.b_off + offset_of(cb, pc.b_nb)];
+  }
+#else
+  d[pc.d_off + offset_of(coords_of(i, pc.d_ne), pc.d_nb)] =
+      CONVERT(a[pc.a_off + offset_of(coords_of(i, pc.a_ne), pc.a_nb)]);
+#endif
+}

@@ -1,0 +1,31 @@
+// get_rows.comp: GET_ROWS, out[:, n, i2, i3] = a[:, ids[n, i2, i3], i2, i3],
+// one invocation per output element. S_T: a's type (float, float16_t, int);
+// D_T: float, or int for int rows. An id outside [0, R) is never read: the
+// first one is recorded in the status buffer (binding 3: flag, id, R) and
+// the plugin fails the compute with it.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+
+layout(std430, binding = 0) readonly buffer A { S_T a[]; };
+layout(std430, binding = 1) readonly buffer I { int ids[]; };
+layout(std430, binding = 2) writeonly buffer D { D_T d[]; };
+layout(std430, binding = 3) buffer S { uint status[]; };
+
+void main() {
+  const uint i = flat_invocation();
+  if (i >= pc.n) return;
+  const uvec4 c = coords_of(i, pc.d_ne);
+  const int id = ids[pc.b_off + offset_of(uvec4(c.y, c.z, c.w, 0), pc.b_nb)];
+  const uint rows = pc.a_ne.y;
+  if (id < 0 || uint(id) >= rows) {
+    if (atomicCompSwap(status[0], 0u, 1u) == 0u) {
+      status[1] = uint(id);
+      status[2] = rows;
+    }
+    return;
+  }
+  d[pc.d_off + offset_of(c, pc.d_nb)] = D_T(a[pc.a_off + offset_of(uvec4(c.x, uint(id), c.z, c.w), pc.a_nb)]);
+}
