@@ -22,6 +22,25 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 # -- vulkan plugin (issue 7): extra checks go here
 
 # -- opencl plugin (issue 8): extra checks go here
+# bp-test-ops above already ran every op on each OpenCL device, and ctest ran
+# bp_test_plugins_opencl (conformance on every device, plugin API, program
+# cache from child processes with POCL_KERNEL_CACHE=0); the ASan+UBSan pass
+# below runs that binary again. Here, end to end with a fresh cache folder
+# and PoCL's own cache off: a cold start compiles every program, the next
+# start must compile none.
+if [ -e build/lib/backplane/plugins/libbp-opencl.so ]; then
+  echo "== opencl: every op on every OpenCL device, cold then warm program cache"
+  cl_cache=$(mktemp -d)
+  for spec in $(./build/bin/bp-devices 2>/dev/null | awk '$1 == "spec" && $2 ~ /^opencl:/ {print $2}'); do
+    BP_CACHE_DIR=$cl_cache POCL_KERNEL_CACHE=0 ./build/bin/bp-test-ops -b "$spec"
+    if BP_CACHE_DIR=$cl_cache POCL_KERNEL_CACHE=0 BP_LOG=debug ./build/bin/bp-test-ops -b "$spec" 2>&1 |
+        grep "compiled from source"; then
+      echo "opencl: $spec compiled again although every program was in the cache" >&2
+      exit 1
+    fi
+  done
+  rm -rf "$cl_cache"
+fi
 
 # -- cpu ISA paths (issue 11): extra checks go here
 # Every kernel path the cpu plugin can pick at run time (BP_CPU_ISA caps the
