@@ -125,6 +125,12 @@ struct bp_plugin {
   std::vector<std::unique_ptr<bp_device>> devices;
   std::atomic<long> live_objects{0};        // backends, buffers, events alive
   bool loaded = true;
+  // Device enumeration (registry/devices.cpp): at load, or deferred to first
+  // use when the plugin has an enumerate slot. |enumerated| is set (release)
+  // after |devices| and the outcome below were written under state_mutex.
+  std::atomic<bool> enumerated{false};
+  bp_status enumerate_status = BP_OK;
+  std::string enumerate_message;
 };
 
 struct bp_buffer_type {

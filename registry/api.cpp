@@ -84,10 +84,22 @@ BP_API const bp_param_info *bp_plugin_param(const bp_plugin *p, size_t i) {
   return &p->params[i];
 }
 BP_API size_t bp_plugin_device_count(const bp_plugin *p) {
-  return valid_plugin(p, "bp_plugin_device_count") ? p->devices.size() : 0;
+  if (!valid_plugin(p, "bp_plugin_device_count")) return 0;
+  ensure_devices(const_cast<bp_plugin *>(p));
+  return p->devices.size();
+}
+BP_API bp_status bp_plugin_status(const bp_plugin *p, const char **out_message) {
+  if (out_message) *out_message = nullptr;
+  if (!valid_plugin(p, "bp_plugin_status")) return BP_ERR_INVALID_ARGUMENT;
+  bp_status st = ensure_devices(const_cast<bp_plugin *>(p));
+  if (st == BP_ERR_FAILED_PRECONDITION && !p->enumerated.load())
+    return bp::core::set_error(st, "bp_plugin_status: called from inside a plugin load; ask again afterwards");
+  if (out_message && st != BP_OK) *out_message = p->enumerate_message.c_str();
+  return st;
 }
 BP_API bp_device *bp_plugin_device(const bp_plugin *p, size_t i) {
   if (!valid_plugin(p, "bp_plugin_device")) return nullptr;
+  ensure_devices(const_cast<bp_plugin *>(p));
   if (i >= p->devices.size()) {
     bp::core::set_errorf(BP_ERR_NOT_FOUND, "bp_plugin_device: index %zu out of range (plugin '%s' has %zu devices)",
                          i, p->name.c_str(), p->devices.size());
@@ -122,6 +134,7 @@ BP_API bp_status bp_rejected_get(size_t i, const char **out_path, bp_status *out
 
 BP_API size_t bp_device_count(void) {
   if (!discovered()) return 0;
+  ensure_all_devices();
   std::lock_guard<std::mutex> lock(state().state_mutex);
   size_t n = 0;
   for (auto &p : state().plugins) n += p->devices.size();
@@ -130,6 +143,7 @@ BP_API size_t bp_device_count(void) {
 
 BP_API bp_device *bp_device_get(size_t i) {
   if (!discovered()) return nullptr;
+  ensure_all_devices();
   std::unique_lock<std::mutex> lock(state().state_mutex);
   size_t total = 0;
   for (auto &p : state().plugins) {

@@ -1,12 +1,16 @@
 // devices.cpp: turns a plugin's device tables into bp_device handles.
 //
-// Runs once per plugin at load, after init succeeded (load_mutex held, no
-// state lock). Every required device slot is checked here (PLG-9), the
+// Runs once per plugin: at load, after init succeeded, or, for a plugin with
+// an enumerate slot (ABI 1.1), when one of its devices is first listed or
+// asked for (PLG-21: an application that asks for "cpu" never pays for a
+// Vulkan instance). Always under load_mutex, never under the state lock.
+// Every required device slot is checked here (PLG-9), the
 // props strings are copied (PLG-14), and each device gets its spec string
 // ("<plugin>:<index>", the exact text that selects it) and a stable id (the
 // plugin's, else "<plugin>-<index>").
 #include <cstring>
 #include <set>
+#include <vector>
 
 #include "registry/registry_internal.hpp"
 
@@ -105,7 +109,10 @@ bp_status make_device(bp_plugin *p, uint32_t index, std::set<std::string> &ids, 
 
 }  // namespace
 
-bp_status enumerate_devices(bp_plugin *p, std::string &message) {
+namespace {
+
+// Fills |out| from device_count/device_get (load_mutex held).
+bp_status list_devices(bp_plugin *p, std::vector<std::unique_ptr<bp_device>> &out, std::string &message) {
   uint32_t n = p->iface->device_count(p->ctx);
   if (n > k_max_devices_per_plugin) {
     // A fixed capacity: clamp and say so (FAILURES.md #23).
@@ -118,9 +125,101 @@ bp_status enumerate_devices(bp_plugin *p, std::string &message) {
     std::unique_ptr<bp_device> dev;
     bp_status st = make_device(p, i, ids, dev, message);
     if (st != BP_OK) return st;
-    p->devices.push_back(std::move(dev));
+    out.push_back(std::move(dev));
   }
   return BP_OK;
+}
+
+bool has_enumerate(const bp_plugin *p) { return BP_HAS_SLOT(p->iface, bp_plugin_i, enumerate); }
+
+}  // namespace
+
+bp_status enumerate_devices(bp_plugin *p, std::string &message) {
+  if (has_enumerate(p)) return BP_OK;  // deferred: ensure_devices
+  std::vector<std::unique_ptr<bp_device>> devs;
+  bp_status st = list_devices(p, devs, message);
+  if (st != BP_OK) return st;
+  p->devices = std::move(devs);
+  p->enumerated.store(true, std::memory_order_release);
+  return BP_OK;
+}
+
+namespace {
+
+// The slow path: |p| is not dereferenced before it is known to be listed
+// (an unload may have freed it since the caller found it).
+bp_status enumerate_deferred(bp_plugin *p) {
+  // A log callback fired by plugin code during a load must not load again.
+  if (in_load_on_this_thread()) return BP_ERR_FAILED_PRECONDITION;
+  std::lock_guard<std::mutex> load_lock(state().load_mutex);
+  {
+    std::lock_guard<std::mutex> lock(state().state_mutex);
+    if (!is_loaded_locked(p)) return BP_ERR_NOT_FOUND;
+  }
+  if (p->enumerated.load(std::memory_order_acquire)) return p->enumerate_status;
+  load_scope scope;
+  std::string message;
+  bp_status st = BP_OK;
+  std::vector<std::unique_ptr<bp_device>> devs;
+  bp_error err{};
+  try {
+    st = p->iface->enumerate(p->ctx, &err);
+    if (st != BP_OK) {
+      if (st <= BP_OK || st >= BP_STATUS_COUNT_) st = BP_ERR_INTERNAL;
+      std::string detail = bounded(err.message, sizeof err.message);
+      if (detail.empty()) detail = std::string("enumerate returned ") + bp_status_name(st) + " without a message";
+      message = st == BP_ERR_UNAVAILABLE ? "plugin '" + p->name + "' is unavailable on this machine: " + detail
+                                         : "plugin '" + p->name + "': device enumeration failed: " + detail + " (PLG-21)";
+    } else {
+      st = list_devices(p, devs, message);
+    }
+  } catch (...) {
+    // PLG-10 forbids it; the plugin stays listed with no devices instead of
+    // taking the process down.
+    st = BP_ERR_INTERNAL;
+    message = "plugin '" + p->name + "': an exception escaped device enumeration (PLG-10)";
+  }
+  if (st != BP_OK) devs.clear();
+  {
+    std::lock_guard<std::mutex> lock(state().state_mutex);
+    p->devices = std::move(devs);
+    p->enumerate_status = st;
+    p->enumerate_message = message;
+    p->enumerated.store(true, std::memory_order_release);
+  }
+  if (st != BP_OK)
+    bp::core::log(st == BP_ERR_UNAVAILABLE ? BP_LOG_INFO : BP_LOG_WARN, "registry", message);
+  else
+    bp::core::logf(BP_LOG_DEBUG, "registry", "plugin '%s': %zu devices enumerated on first use", p->name.c_str(),
+                   p->devices.size());
+  return st;
+}
+
+}  // namespace
+
+bp_status ensure_devices(bp_plugin *p) {
+  if (p->enumerated.load(std::memory_order_acquire)) return p->enumerate_status;
+  return enumerate_deferred(p);
+}
+
+void ensure_devices_named(const std::string &name) {
+  bp_plugin *p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state().state_mutex);
+    p = find_by_name_locked(name);
+    if (p && p->enumerated.load(std::memory_order_acquire)) return;
+  }
+  if (p) enumerate_deferred(p);
+}
+
+void ensure_all_devices() {
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(state().state_mutex);
+    for (auto &p : state().plugins)
+      if (!p->enumerated.load(std::memory_order_acquire)) names.push_back(p->name);
+  }
+  for (const std::string &name : names) ensure_devices_named(name);
 }
 
 }  // namespace bp::registry

@@ -6,7 +6,8 @@
 // with RTLD_NOW | RTLD_LOCAL (missing dependencies fail here, and plugins
 // cannot see each other's symbols), read the const descriptor and refuse an
 // incompatible plugin before any of its functions run, refuse a duplicate
-// name, then call bp_plugin_entry, check the table, init, enumerate devices.
+// name, then call bp_plugin_entry, check the table, init, enumerate devices
+// (deferred to first use when the plugin has an enumerate slot).
 // Every failure closes the handle and is recorded with its reason.
 #include <dlfcn.h>
 #include <link.h>
@@ -147,7 +148,7 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out) {
   if (!h) return reject(real, BP_ERR_INCOMPATIBLE, "cannot load " + real + ": " + dl_error_text());
   handle_guard close_on_error(h);
 
-  auto *desc = static_cast<const bp_plugin_descriptor *>(dlsym(h, BP_PLUGIN_DESCRIPTOR_SYMBOL));
+  auto *desc = static_cast<const bp_plugin_descriptor_t *>(dlsym(h, BP_PLUGIN_DESCRIPTOR_SYMBOL));
   if (!desc || !defined_by(h, desc))
     return reject(real, BP_ERR_INCOMPATIBLE,
                   real + ": not a Backplane plugin (missing " BP_PLUGIN_DESCRIPTOR_SYMBOL ") (PLG-2)");
@@ -218,8 +219,12 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out) {
     state().plugins.push_back(std::move(p));
   }
   forget_rejection(real);
-  bp::core::logf(BP_LOG_INFO, "registry", "loaded plugin '%s' %s from %s (%zu devices)", loaded->name.c_str(),
-                 loaded->version.c_str(), real.c_str(), loaded->devices.size());
+  if (loaded->enumerated.load())
+    bp::core::logf(BP_LOG_INFO, "registry", "loaded plugin '%s' %s from %s (%zu devices)", loaded->name.c_str(),
+                   loaded->version.c_str(), real.c_str(), loaded->devices.size());
+  else
+    bp::core::logf(BP_LOG_INFO, "registry", "loaded plugin '%s' %s from %s (devices found on first use)",
+                   loaded->name.c_str(), loaded->version.c_str(), real.c_str());
   if (out) *out = loaded;
   return BP_OK;
 }

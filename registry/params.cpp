@@ -193,8 +193,10 @@ bp_status pick_device_locked(const parsed_spec &spec, const std::string &context
     return BP_ERR_NOT_FOUND;
   }
   if (p->devices.empty()) {
-    message = context + ": plugin '" + p->name + "' has no devices on this machine";
-    return BP_ERR_UNAVAILABLE;
+    message = context + ": plugin '" + p->name + "' has no devices on this machine" +
+              (p->enumerate_message.empty() ? std::string() : " (" + p->enumerate_message + ")");
+    return p->enumerate_status != BP_OK && p->enumerate_status != BP_ERR_FAILED_PRECONDITION ? p->enumerate_status
+                                                                                              : BP_ERR_UNAVAILABLE;
   }
   if (index && id) {
     message = at_column(context, id->column, "give a device index or id=, not both");
@@ -232,6 +234,11 @@ bp_status resolve_spec(const parsed_spec &spec, const std::string &context, reso
   bp_device *dev = nullptr;
   std::string message;
   bp_status st;
+  // Only the plugin the spec names is enumerated (all of them for "auto").
+  if (spec.name == "auto")
+    ensure_all_devices();
+  else
+    ensure_devices_named(spec.name);
   {
     std::lock_guard<std::mutex> lock(state().state_mutex);
     st = pick_device_locked(spec, context, dev, message);

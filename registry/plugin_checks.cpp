@@ -95,7 +95,7 @@ bp_status copy_param(bp_plugin *p, const bp_param_info &in, std::set<std::string
 
 }  // namespace
 
-bp_status check_descriptor(const bp_plugin_descriptor *d, const std::string &path, std::string &message) {
+bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &path, std::string &message) {
   const std::string file = base_name(path);
   if (d->magic != BP_PLUGIN_MAGIC) {
     char buf[160];
@@ -113,10 +113,10 @@ bp_status check_descriptor(const bp_plugin_descriptor *d, const std::string &pat
                                      std::to_string(d->abi_major) + ", or rebuild the plugin against Backplane " +
                                      BP_VERSION_STRING + " (PLG-2)");
   }
-  if (d->struct_size < sizeof(bp_plugin_descriptor))
+  if (d->struct_size < sizeof(bp_plugin_descriptor_t))
     return incompatible(message, file + ": descriptor is " + std::to_string(d->struct_size) + " bytes, ABI " +
                                      std::to_string(BP_PLUGIN_ABI_VERSION) + " needs at least " +
-                                     std::to_string(sizeof(bp_plugin_descriptor)) + " (PLG-2)");
+                                     std::to_string(sizeof(bp_plugin_descriptor_t)) + " (PLG-2)");
   std::string name = bounded(d->name, k_spec_max_name + 2);
   if (!is_valid_identifier(name))
     return incompatible(message, file + ": plugin name " + quote_for_message(name) +
@@ -139,10 +139,12 @@ bp_status check_descriptor(const bp_plugin_descriptor *d, const std::string &pat
 
 bp_status check_plugin_table(bp_plugin *p, const bp_plugin_i *iface, std::string &message) {
   const std::string who = "plugin '" + p->name + "': ";
-  if (iface->struct_size < sizeof(bp_plugin_i))
+  // ABI 1.0 ends after n_params; later slots are optional (BP_HAS_SLOT).
+  constexpr size_t min_size = offsetof(bp_plugin_i, n_params) + sizeof(uint32_t);
+  if (iface->struct_size < min_size)
     return incompatible(message, who + "plugin table is " + std::to_string(iface->struct_size) + " bytes, ABI " +
                                      std::to_string(BP_PLUGIN_ABI_VERSION) + " needs at least " +
-                                     std::to_string(sizeof(bp_plugin_i)) + " (PLG-5)");
+                                     std::to_string(min_size) + " (PLG-5)");
   const char *missing = !iface->init           ? "init"
                         : !iface->shutdown     ? "shutdown"
                         : !iface->device_count ? "device_count"

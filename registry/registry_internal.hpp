@@ -79,14 +79,25 @@ bp_status check_plugin_file(const std::string &real, const struct stat &st, std:
 // ---- plugin_checks.cpp -------------------------------------------------
 // Checks the descriptor of the plugin file |path| without running its code.
 // Fills |message| on failure (PLG-2, PLG-3, PLG-6).
-bp_status check_descriptor(const bp_plugin_descriptor *d, const std::string &path, std::string &message);
+bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &path, std::string &message);
 // Checks the table bp_plugin_entry returned and copies its param schema
 // into |p| (p->name set). Fills |message| on failure.
 bp_status check_plugin_table(bp_plugin *p, const bp_plugin_i *iface, std::string &message);
 
 // ---- devices.cpp -------------------------------------------------------
-// Enumerates the devices of an initialised plugin into p->devices.
+// Enumerates the devices of an initialised plugin into p->devices, at load
+// (load_mutex held by the caller, |p| not yet listed). A plugin with an
+// enumerate slot is left for ensure_devices instead (returns OK at once).
 bp_status enumerate_devices(bp_plugin *p, std::string &message);
+// Enumerates a listed plugin's devices if that was deferred (takes
+// load_mutex; runs plugin code at most once per plugin). Returns the
+// enumeration's outcome, recorded in the plugin (bp_plugin_status). |p| must
+// be a loaded plugin the caller got from the lists or the API.
+bp_status ensure_devices(bp_plugin *p);
+// The same by name (no plugin of that name: OK, nothing done).
+void ensure_devices_named(const std::string &name);
+// The same for every loaded plugin ("auto", global device lists).
+void ensure_all_devices();
 
 // ---- registry.cpp ------------------------------------------------------
 void record_rejection(const std::string &path, bp_status status, const std::string &message);

@@ -4,7 +4,13 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libcli11-dev libopenblas-dev)
+      nlohmann-json3-dev libcli11-dev libopenblas-dev
+      # Vulkan: loader + headers, Mesa's lavapipe (a real driver on the CPU),
+      # glslang to compile the shaders at build time, the validation layer.
+      libvulkan-dev mesa-vulkan-drivers glslang-tools glslang-dev vulkan-validationlayers
+      # OpenCL: the ICD loader, headers, PoCL (a real driver on the CPU).
+      ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+      ccache)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

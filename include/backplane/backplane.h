@@ -448,7 +448,14 @@ BP_API const char *bp_plugin_description(const bp_plugin *p);
 BP_API size_t bp_plugin_n_params(const bp_plugin *p);
 /* Borrowed; valid while the plugin is loaded. */
 BP_API const bp_param_info *bp_plugin_param(const bp_plugin *p, size_t i);
+/* Devices of |p|. The first call (or any listing or spec naming the plugin)
+ * enumerates them: a plugin with deferred discovery (Vulkan, OpenCL) creates
+ * its driver instance then, not at load. */
 BP_API size_t bp_plugin_device_count(const bp_plugin *p);
+/* OK, or why |p| has no usable devices (e.g. UNAVAILABLE: no driver); the
+ * message is borrowed, valid until the plugin is unloaded. Enumerates the
+ * devices first if that has not happened yet. */
+BP_API bp_status bp_plugin_status(const bp_plugin *p, const char **out_message);
 BP_API bp_device *bp_plugin_device(const bp_plugin *p, size_t i);
 /* Unloads |p| (shutdown, then dlclose). FAILED_PRECONDITION while any of its
  * backends, buffers or events live. Honours BP_DISABLE_UNLOAD=1 (no dlclose). */

@@ -5,12 +5,19 @@
  * from this header (and the tensor struct in backplane.h) alone and links
  * nothing of Backplane. What it is not: an API for applications.
  *
- * A plugin exports exactly two symbols:
- *   const bp_plugin_descriptor bp_plugin_descriptor;     (data, read first)
+ * A plugin exports exactly two symbols, declared at the end of this header
+ * and defined in C99 or C++ exactly as written there:
+ *   const bp_plugin_descriptor_t bp_plugin_descriptor = BP_PLUGIN_DESCRIPTOR(
+ *       "name", "1.0.0", "one line");                  (data, read first)
  *   const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host,
- *                                      bp_error *err);
+ *                                      bp_error *err) { ... }
  * The core reads the descriptor after dlopen and before running any plugin
- * function, so an incompatible plugin is refused without executing it.
+ * function (ELF constructors of the file do run at dlopen: keep none).
+ *
+ * Start-up cost: init runs when the plugin is loaded, for every process that
+ * loads plugins, so it must be cheap (no driver or instance creation).
+ * Device discovery belongs in the optional enumerate slot, which the host
+ * calls once, when one of the plugin's devices is first listed or asked for.
  *
  * Objects: plugin -> device -> backend; device -> buffer type -> buffer;
  * device -> event. Each object is a pair (iface table, ctx pointer). Every
@@ -43,7 +50,7 @@ extern "C" {
 #endif
 
 #define BP_PLUGIN_ABI_VERSION 1 /* major: a mismatch is refused */
-#define BP_PLUGIN_ABI_MINOR 0   /* minor: appended slots only */
+#define BP_PLUGIN_ABI_MINOR 1   /* minor: appended slots only (1: bp_plugin_i.enumerate) */
 #define BP_PLUGIN_MAGIC 0x4C504250u /* "BPPL" little-endian */
 #define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_entry"
@@ -93,17 +100,27 @@ enum {
 #endif
 #define BP_PLUGIN_BUILD_FLAGS ((uint32_t)(BP_PLUGIN_BUILT_ASAN_ | BP_PLUGIN_BUILT_TSAN_ | BP_PLUGIN_BUILT_DEBUG_))
 
-/* Const data exported as "bp_plugin_descriptor". Static storage. */
-typedef struct bp_plugin_descriptor {
-  uint32_t struct_size; /* sizeof(bp_plugin_descriptor) as built */
+/* Const data exported as "bp_plugin_descriptor" (the type carries _t so the
+ * object can have the plain name in C). Static storage. Initialise it with
+ * BP_PLUGIN_DESCRIPTOR so the sizes, magic, versions and build flags are
+ * always the ones this header defines. */
+typedef struct bp_plugin_descriptor_t {
+  uint32_t struct_size; /* sizeof(bp_plugin_descriptor_t) as built */
   uint32_t magic;       /* BP_PLUGIN_MAGIC */
   uint32_t abi_major;   /* BP_PLUGIN_ABI_VERSION the plugin was built for */
   uint32_t abi_minor;
   const char *name;     /* [a-z0-9_]+, at most 31 chars, unique */
   const char *version;  /* free text, e.g. "1.0.0" */
   const char *description;
-  uint32_t flags;       /* BP_PLUGIN_FLAG_* */
-} bp_plugin_descriptor;
+  uint32_t flags;       /* BP_PLUGIN_BUILD_FLAGS of the plugin's own build */
+} bp_plugin_descriptor_t;
+
+/* The one way to fill a descriptor: string literals (static storage). */
+#define BP_PLUGIN_DESCRIPTOR(name, version, description)                                          \
+  {                                                                                               \
+    (uint32_t)sizeof(bp_plugin_descriptor_t), BP_PLUGIN_MAGIC, BP_PLUGIN_ABI_VERSION,             \
+        BP_PLUGIN_ABI_MINOR, (name), (version), (description), BP_PLUGIN_BUILD_FLAGS              \
+  }
 
 /* Services the host lends; valid from bp_plugin_entry until shutdown returns.
  * A plugin must not call a slot beyond the host's struct_size. */
@@ -282,6 +299,15 @@ typedef struct bp_plugin_i {
    * the host). Static or lives until shutdown; may be NULL if n_params == 0. */
   const bp_param_info *params;
   uint32_t n_params;
+  /* ---- ABI 1.1 ---- */
+  /* (optional) Finds the devices. The host calls it once, before the first
+   * device_count, when one of this plugin's devices is first listed or asked
+   * for (never at load): expensive discovery (a Vulkan instance, OpenCL
+   * platforms) goes here so an application that asks for another plugin
+   * never pays for it. UNAVAILABLE: no usable driver or hardware; the plugin
+   * stays loaded with no devices and bp-devices shows the message. Default:
+   * nothing (device_count is enough). */
+  bp_status (*enumerate)(void *plugin, bp_error *err);
 } bp_plugin_i;
 
 /* Signature of the exported entry. Returns NULL (with |err| filled) when it
@@ -304,6 +330,15 @@ static inline bp_status bp_error_set(bp_error *err, bp_status code, const char *
 #define BP_PLUGIN_EXPORT __attribute__((visibility("default")))
 #else
 #define BP_PLUGIN_EXPORT
+#endif
+
+/* The two exports, declared here so a plugin defines them as written above
+ * (and -Wmissing-prototypes stays quiet). The host never references them.
+ * BP_PLUGIN_NO_EXPORT_DECLS skips them (the host's own test fixtures that
+ * export malformed descriptors define it). */
+#ifndef BP_PLUGIN_NO_EXPORT_DECLS
+BP_PLUGIN_EXPORT extern const bp_plugin_descriptor_t bp_plugin_descriptor;
+BP_PLUGIN_EXPORT const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err);
 #endif
 
 #ifdef __cplusplus

@@ -140,6 +140,7 @@ const bp_plugin_i kPluginIface = {
     plugin_device_get,
     kParams,
     sizeof kParams / sizeof kParams[0],
+    nullptr,  // enumerate: devices are cheap, listed at load
 };
 
 }  // namespace
@@ -169,26 +170,11 @@ const bp_plugin_i *entry(uint32_t host_abi, const bp_host_api *host, bp_error *e
 
 }  // namespace bp::blas
 
-// The descriptor's C name equals its type's typedef name, which C++ allows
-// only in another scope: declare it inside a namespace with C linkage, so the
-// exported symbol is plain "bp_plugin_descriptor".
-namespace bp::blas::exported {
-extern "C" {
-BP_PLUGIN_EXPORT extern const bp_plugin_descriptor bp_plugin_descriptor;
-const ::bp_plugin_descriptor bp_plugin_descriptor = {
-    sizeof(::bp_plugin_descriptor),
-    BP_PLUGIN_MAGIC,
-    BP_PLUGIN_ABI_VERSION,
-    BP_PLUGIN_ABI_MINOR,
-    "blas",
-    "0.1.0",
-    "MUL_MAT through OpenBLAS sgemm on host memory",
-    BP_PLUGIN_BUILD_FLAGS,
-};
-}  // extern "C"
-}  // namespace bp::blas::exported
+// The exported symbols, defined as plugin.h declares them.
+extern "C" const bp_plugin_descriptor_t bp_plugin_descriptor =
+    BP_PLUGIN_DESCRIPTOR("blas", "0.1.0", "MUL_MAT through OpenBLAS sgemm on host memory");
 
-extern "C" BP_PLUGIN_EXPORT const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host,
+extern "C" const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host,
                                                                bp_error *err) {
   return bp::plugin_guard_value<const bp_plugin_i *>(nullptr, [&] { return bp::blas::entry(host_abi, host, err); });
 }

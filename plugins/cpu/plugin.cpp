@@ -7,9 +7,8 @@
 //                              The host reads it before running any code.
 //        bp_plugin_entry       returns the plugin table (a const static), or
 //                              NULL with |err| filled when the host is too old.
-//      The descriptor's symbol has the same name as its C type, so define it
-//      inside a namespace with extern "C" (as below), or in C with an asm
-//      label: `const struct bp_plugin_descriptor d __asm__("bp_plugin_descriptor")`.
+//      plugin.h declares both; define them as it shows, the descriptor with
+//      BP_PLUGIN_DESCRIPTOR(name, version, description).
 //   2. Every table (plugin, device, backend, buffer type, buffer, event) is a
 //      const static struct with struct_size first; leave optional slots NULL.
 //   3. Wrap every slot body in bp::plugin_guard so no exception escapes.
@@ -78,6 +77,7 @@ const bp_plugin_i plugin_iface = {
     plugin_device_get,
     params_schema,
     sizeof(params_schema) / sizeof(params_schema[0]),
+    nullptr,  // enumerate: devices are cheap, listed at load
 };
 
 }  // namespace
@@ -106,20 +106,13 @@ bp_status fail(bp_error *err, bp_status code, const char *fmt, ...) {
   return code;
 }
 
-// The exported symbols. extern "C" inside a namespace: the C name is
-// bp_plugin_descriptor, which would otherwise clash with the type's name.
-// A const object needs `extern` to get external linkage in C++.
+// The exported symbols, defined as plugin.h declares them. Inside a
+// namespace, extern "C" names the same global C symbols, but GCC takes the
+// visibility from this declaration (hence BP_PLUGIN_EXPORT again) and a
+// const object needs `extern` to keep external linkage.
 extern "C" {
-BP_PLUGIN_EXPORT extern const ::bp_plugin_descriptor bp_plugin_descriptor = {
-    sizeof(::bp_plugin_descriptor),
-    BP_PLUGIN_MAGIC,
-    BP_PLUGIN_ABI_VERSION,
-    BP_PLUGIN_ABI_MINOR,
-    "cpu",
-    "0.1.0",
-    "reference and multi-threaded CPU kernels on host memory",
-    BP_PLUGIN_BUILD_FLAGS,
-};
+BP_PLUGIN_EXPORT extern const bp_plugin_descriptor_t bp_plugin_descriptor =
+    BP_PLUGIN_DESCRIPTOR("cpu", "0.1.0", "reference and multi-threaded CPU kernels on host memory");
 
 BP_PLUGIN_EXPORT const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
   if (host_abi != BP_PLUGIN_ABI_VERSION) {

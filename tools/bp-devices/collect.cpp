@@ -109,7 +109,16 @@ inventory collect(const std::vector<std::string> &paths, const std::vector<std::
     bp_plugin *p = bp_plugin_get(i);
     if (!p) continue;
     plugin_row row{str(bp_plugin_name(p)), str(bp_plugin_version(p)), str(bp_plugin_path(p)),
-                   str(bp_plugin_description(p)), params_of(p), {}};
+                   str(bp_plugin_description(p)), params_of(p), {}, "OK", {}};
+    // Enumerates the plugin's devices if it deferred that (Vulkan, OpenCL).
+    const char *why = nullptr;
+    bp_status status = bp_plugin_status(p, &why);
+    if (status != BP_OK) {
+      row.status = bp_status_name(status);
+      row.status_message = str(why);
+      // Other failures were logged as warnings, which are problems already.
+      if (status == BP_ERR_UNAVAILABLE) inv.problems.push_back(row.name + ": UNAVAILABLE: " + row.status_message);
+    }
     inv.plugins.push_back(row);
   }
 

@@ -71,7 +71,9 @@ json to_json(const inventory &inv) {
                               {"path", p.path},
                               {"description", p.description},
                               {"params", params_json(p.params)},
-                              {"devices", p.devices}});
+                              {"devices", p.devices},
+                              {"status", p.status},
+                              {"status_message", p.status_message}});
   }
   out["devices"] = json::array();
   for (const auto &d : inv.devices) {
@@ -102,7 +104,8 @@ std::string to_text(const inventory &inv) {
   if (!inv.plugins.empty()) {
     std::vector<std::vector<std::string>> rows{{"NAME", "VERSION", "DEVICES", "FILE"}};
     for (const auto &p : inv.plugins)
-      rows.push_back({p.name, p.version, std::to_string(p.devices.size()), p.path});
+      rows.push_back({p.name, p.version,
+                      std::to_string(p.devices.size()) + (p.status == "OK" ? "" : " (" + p.status + ")"), p.path});
     out << text_table(rows, "  ");
   }
 

@@ -23,6 +23,8 @@ struct plugin_row {
   std::string name, version, path, description;
   std::vector<param_row> params;
   std::vector<size_t> devices;  // indices into inventory::devices
+  std::string status = "OK";    // bp_plugin_status: why it has no devices
+  std::string status_message;
 };
 
 struct device_row {

@@ -229,6 +229,14 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "bp-test-ops: cannot load plugin '%s': %s\n", plugin_path.c_str(), last_error().c_str());
       return 1;
     }
+    // A plugin that finds its devices on first use (ABI 1.1) reports a
+    // missing driver here rather than at load.
+    const char *why = nullptr;
+    if (bp_plugin_status(plugin, &why) == BP_ERR_UNAVAILABLE) {
+      std::fprintf(stderr, "bp-test-ops: SKIPPED: plugin '%s' has no device on this machine: %s\n",
+                   plugin_path.c_str(), why ? why : "");
+      return kExitSkipped;
+    }
   }
   if (specs.empty()) {
     std::string why;

@@ -38,7 +38,7 @@ class loaded_plugin {
       ADD_FAILURE() << "dlopen " << plugin_path() << ": " << dlerror();
       return;
     }
-    desc = static_cast<const bp_plugin_descriptor *>(dlsym(so_, BP_PLUGIN_DESCRIPTOR_SYMBOL));
+    desc = static_cast<const bp_plugin_descriptor_t *>(dlsym(so_, BP_PLUGIN_DESCRIPTOR_SYMBOL));
     entry = reinterpret_cast<bp_plugin_entry_fn>(dlsym(so_, BP_PLUGIN_ENTRY_SYMBOL));
     if (!desc || !entry) {
       ADD_FAILURE() << "missing ABI symbols";
@@ -84,7 +84,7 @@ class loaded_plugin {
   }
   bool supports(const bp_tensor *t) { return backend.iface->supports_op(backend.ctx, t) != 0; }
 
-  const bp_plugin_descriptor *desc = nullptr;
+  const bp_plugin_descriptor_t *desc = nullptr;
   bp_plugin_entry_fn entry = nullptr;
   const bp_plugin_i *iface = nullptr;
   void *ctx = nullptr;

@@ -1,0 +1,93 @@
+// lazy_enumeration_test.cpp: a plugin with an enumerate slot (ABI 1.1) is
+// loaded without running it; its devices are found when first listed or
+// asked for, exactly once; a failure there leaves the plugin listed with no
+// devices and a status that names the cause (PLG-21). ABI 1.0 tables still
+// load and are enumerated at load.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "registry_test_util.hpp"
+
+using bp_test::load_fixture;
+
+namespace {
+
+TEST(RegistryLazy, LoadDoesNotEnumerateFirstUseDoesOnce) {
+  bp_test::log_capture logs;
+  bp_plugin *p = load_fixture("lazy");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(logs.count("lazy", "fake: init"), 1u);
+  EXPECT_EQ(logs.count("lazy", "fake: enumerate"), 0u) << "enumerate ran at load";
+  EXPECT_GE(logs.count("registry", "devices found on first use"), 1u);
+  EXPECT_EQ(bp_plugin_device_count(p), 2u);
+  EXPECT_EQ(logs.count("lazy", "fake: enumerate"), 1u);
+  EXPECT_NE(bp_plugin_device(p, 1), nullptr);
+  const char *why = "unset";
+  EXPECT_EQ(bp_plugin_status(p, &why), BP_OK);
+  EXPECT_EQ(why, nullptr);
+  EXPECT_EQ(logs.count("lazy", "fake: enumerate"), 1u) << "enumerate ran twice";
+  ASSERT_EQ(bp_plugin_unload(p), BP_OK) << bp_last_error();
+}
+
+TEST(RegistryLazy, BackendInitEnumeratesOnlyTheNamedPlugin) {
+  bp_test::log_capture logs;
+  bp_plugin *lazy = load_fixture("lazy");
+  bp_plugin *good = load_fixture("good");
+  ASSERT_NE(lazy, nullptr);
+  ASSERT_NE(good, nullptr);
+  bp_backend *be = nullptr;
+  ASSERT_EQ(bp_backend_init("good", &be), BP_OK) << bp_last_error();
+  bp_backend_free(be);
+  EXPECT_EQ(logs.count("lazy", "fake: enumerate"), 0u) << "asking for 'good' enumerated 'lazy'";
+  ASSERT_EQ(bp_backend_init("lazy:1", &be), BP_OK) << bp_last_error();
+  bp_backend_free(be);
+  EXPECT_EQ(logs.count("lazy", "fake: enumerate"), 1u);
+  ASSERT_EQ(bp_plugin_unload(lazy), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_plugin_unload(good), BP_OK) << bp_last_error();
+}
+
+TEST(RegistryLazy, UnavailableAtEnumerationKeepsThePluginWithItsReason) {
+  bp_plugin *p = load_fixture("lazy_unavailable");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(bp_plugin_device_count(p), 0u);
+  const char *why = nullptr;
+  EXPECT_EQ(bp_plugin_status(p, &why), BP_ERR_UNAVAILABLE);
+  ASSERT_NE(why, nullptr);
+  EXPECT_NE(std::string(why).find("no fake driver answered"), std::string::npos) << why;
+  bp_backend *be = reinterpret_cast<bp_backend *>(0x1);
+  EXPECT_EQ(bp_backend_init("lazy_unavailable", &be), BP_ERR_UNAVAILABLE);
+  EXPECT_EQ(be, nullptr);
+  const std::string message = bp_last_error();
+  EXPECT_NE(message.find("has no devices"), std::string::npos) << message;
+  EXPECT_NE(message.find("no fake driver answered"), std::string::npos) << message;
+  ASSERT_EQ(bp_plugin_unload(p), BP_OK) << bp_last_error();
+}
+
+TEST(RegistryLazy, ExceptionFromEnumerateIsAStatusNotACrash) {
+  bp_plugin *p = load_fixture("lazy_throws");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(bp_plugin_device_count(p), 0u);
+  const char *why = nullptr;
+  EXPECT_EQ(bp_plugin_status(p, &why), BP_ERR_INTERNAL);
+  ASSERT_NE(why, nullptr);
+  EXPECT_NE(std::string(why).find("PLG-10"), std::string::npos) << why;
+  ASSERT_EQ(bp_plugin_unload(p), BP_OK) << bp_last_error();
+}
+
+TEST(RegistryLazy, Abi10TableWithoutEnumerateLoadsAndIsEnumeratedAtLoad) {
+  bp_test::log_capture logs;
+  bp_plugin *p = load_fixture("abi_1_0_table");
+  ASSERT_NE(p, nullptr) << bp_last_error();
+  EXPECT_GE(logs.count("registry", "(1 devices)"), 1u);
+  EXPECT_EQ(bp_plugin_device_count(p), 1u);
+  EXPECT_EQ(bp_plugin_status(p, nullptr), BP_OK);
+  ASSERT_EQ(bp_plugin_unload(p), BP_OK) << bp_last_error();
+}
+
+TEST(RegistryLazy, StatusRejectsABadHandle) {
+  EXPECT_EQ(bp_plugin_status(nullptr, nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bp_last_error()).find("bp_plugin_status"), std::string::npos);
+}
+
+}  // namespace
