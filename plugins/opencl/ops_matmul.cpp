@@ -11,7 +11,11 @@
 namespace bp::opencl {
 
 namespace {
+// Few columns of b, or a small enough to stay in cache while matvec reads
+// it once per column: packing and three launches would cost more.
 constexpr int64_t kMatvecMaxN = 8;
+constexpr int64_t kMatvecSmallN = 64;
+constexpr size_t kMatvecSmallA = size_t(2) << 20;
 
 bool rows_dense(const bp_tensor *t) { return t->ne[0] == 1 || t->nb[0] == bp_type_size(t->type); }
 }  // namespace
@@ -31,9 +35,11 @@ bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   const size_t batches = static_cast<size_t>(t->ne[2] * t->ne[3]);
   const std::string opts_base = "-DA_TYPE=" + std::to_string(type_code(a->type));
   cl_kernel k = nullptr;
-  if (N < kMatvecMaxN) {
+  const size_t a_bytes = static_cast<size_t>(K * M) * bp_type_size(a->type);
+  if (N < kMatvecMaxN || (N < kMatvecSmallN && a_bytes <= kMatvecSmallA)) {
     if (bp_status s = get_kernel(be, "matmul", opts_base, "matvec", &k, err); s != BP_OK) return s;
-    size_t g[3] = {static_cast<size_t>((M + 3) / 4), static_cast<size_t>(N), batches}, l[3] = {16, 1, 1};
+    size_t g[3] = {static_cast<size_t>((M + 3) / 4), static_cast<size_t>(N), batches},
+           l[3] = {16, N >= 8 ? size_t(8) : size_t(1), 1};
     return launch(be, k).tensor(a).tensor(b).tensor(t).arg(r2).arg(r3).run(3, g, l, t->name, err);
   }
   const int tn = be->matmul_tile;

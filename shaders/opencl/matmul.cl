@@ -80,12 +80,15 @@ __kernel void gemm(__global const float *ap, __global const float *bp, long K, u
   FOR_TILE(ACC_STORE)
 }
 
-// Four rows of a against one column of b. Global (ceil(M / 4), N, batches).
+// Four rows of a against one column of b. Global (ceil(M / 4), N rounded up
+// to the group, batches): groups span columns too, so a small product is a
+// few groups (each group costs the driver a task).
 __kernel void matvec(TENSOR(a), TENSOR(b), TENSOR(d), long r2, long r3) {
   const long M = d_ne.x, K = a_ne.x;
   const long m0 = get_global_id(0) * 4;
   if (m0 >= M) return;
   const long n = get_global_id(1), batch = get_global_id(2);
+  if (n >= d_ne.y) return;
   const long i2 = batch % d_ne.z, i3 = batch / d_ne.z;
   const long a2 = i2 / r2, a3 = i3 / r3;
   __global const char *pa0 = ELEM_PTR(a, 0, m0, a2, a3);
