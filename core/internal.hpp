@@ -16,6 +16,7 @@
 
 #include "backplane/backplane.h"
 #include "backplane/plugin.h"
+#include "backplane/version.h"  // generated; BP_VERSION_STRING for messages
 
 namespace bp::core {
 

@@ -3,10 +3,15 @@
 // Order (ARCHITECTURE.md): BP_PLUGIN_PATH (':'-separated, read with
 // secure_getenv so it is ignored under setuid/setgid; relative entries are
 // ignored too, since they would depend on the CWD), folders added with
-// bp_registry_add_path, <dir of libbackplane.so>/backplane/plugins, then the
-// build tree (BP_BUILD_PLUGIN_DIR). Never the current directory
-// (FAILURES.md #20). Only regular files named libbp-*.so; folders and files
-// are deduplicated by realpath, so the build tree seen twice loads once.
+// bp_registry_add_path, then <dir of libbackplane.so>/backplane/plugins.
+// Never the current directory (FAILURES.md #20). Only regular files named
+// libbp-*.so; folders and files are deduplicated by realpath.
+//
+// No build-tree folder is compiled in: the build tree already keeps its
+// plugins next to its library (build/lib/backplane/plugins), so the rule
+// "next to the library" serves a build and an install alike, and an installed
+// library never reads a folder of the tree it was built in (that folder may
+// hold other code, or be writable by someone else).
 #include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -18,10 +23,6 @@
 #include <cstring>
 
 #include "registry/registry_internal.hpp"
-
-#ifndef BP_BUILD_PLUGIN_DIR
-#define BP_BUILD_PLUGIN_DIR ""
-#endif
 
 namespace bp::registry {
 namespace {
@@ -54,8 +55,8 @@ bool is_candidate_name(const char *name) {
 
 std::vector<std::string> search_folders() {
   // Folders the user named (BP_PLUGIN_PATH) are configuration: one that does
-  // not exist is a warning, not a silent skip (FAILURES.md #14). The install
-  // folder and the build tree are allowed to be absent.
+  // not exist is a warning, not a silent skip (FAILURES.md #14). The folder
+  // next to the library is allowed to be absent.
   struct wanted_folder {
     std::string path;
     bool user_given;
@@ -82,7 +83,6 @@ std::vector<std::string> search_folders() {
     for (const std::string &p : state().api_paths) wanted.push_back({p, false});
   }
   wanted.push_back({install_folder(), false});
-  wanted.push_back({BP_BUILD_PLUGIN_DIR, false});
 
   std::vector<std::string> folders;
   for (const wanted_folder &w : wanted) {

@@ -63,7 +63,11 @@ for isa in baseline avx2 avx512; do
   BP_CPU_ISA=$isa ./build/bin/bp_test_plugins_cpu --gtest_brief=1
 done
 
-# -- install, packaging and examples (issue 9): extra checks go here
+# -- install, packaging and examples (issue 9)
+# Installs the release build into a scratch prefix, builds the examples out
+# of tree against it, runs the example plugin through the installed tools,
+# and checks the cpack -G DEB packages (about a minute).
+bash scripts/test-install.sh
 
 if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== address + undefined-behaviour sanitizers"

@@ -72,6 +72,13 @@ BP_API const char *bp_status_name(bp_status status);
 /* Forgets this thread's last error. */
 BP_API void bp_clear_error(void);
 
+/* The version of the libbackplane.so loaded at run time, as
+ * BP_MAKE_VERSION(major, minor, patch) from backplane/version.h; compare it
+ * with BP_VERSION, the version the caller was compiled against. */
+BP_API uint32_t bp_version(void);
+/* The same as text, e.g. "0.1.0". Static storage. */
+BP_API const char *bp_version_string(void);
+
 /* ------------------------------------------------------------------------ */
 /* Logging. One sink for the core and every plugin (spdlog underneath).     */
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "common/cli.hpp"
 
 namespace {
 
@@ -44,6 +45,7 @@ const char kUsage[] =
     "  --threads N         threads of the references (OpenBLAS sgemm, memcpy) and of the default\n"
     "                      devices. Default: the number of hardware threads.\n"
     "  --plugin-path DIR   also search DIR for libbp-*.so (repeatable).\n"
+    "  --version           print the version and exit.\n"
     "\n"
     "Google Benchmark's flags follow (e.g. --benchmark_filter=REGEX, --benchmark_min_time=SECONDS,\n"
     "--benchmark_repetitions=N, --benchmark_format=json, --benchmark_out=FILE).\n\n";
@@ -77,6 +79,9 @@ bool parse(int argc, char **argv, options &opt, std::vector<char *> &rest) {
         return false;
       }
       opt.threads = static_cast<int>(n);
+    } else if (std::strcmp(argv[i], "--version") == 0) {
+      std::puts(bp::tools::version_text("bp-bench").c_str());
+      std::exit(0);  // nothing started yet
     } else if (missing) {
       std::fprintf(stderr, "bp-bench: %s needs a value\n", argv[i]);
       return false;

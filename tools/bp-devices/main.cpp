@@ -23,6 +23,7 @@
 
 int main(int argc, char **argv) {
   CLI::App app{"bp-devices: plugins, devices and rejected plugin files of Backplane"};
+  bp::tools::add_version_flag(app, "bp-devices");
   bool json = false;
   std::vector<std::string> paths, files;
   app.add_flag("--json", json, "print the same information as one JSON object");

@@ -17,6 +17,7 @@
 int main(int argc, char **argv) {
   bp::run::options opt;
   CLI::App app{"bp-run: a small transformer decoder on a Backplane device list, checked against cpu alone"};
+  bp::tools::add_version_flag(app, "bp-run");
   app.add_option("--device", opt.device, "device list in priority order, e.g. \"blas;cpu\" (default auto, else cpu)");
   app.add_option("--plugin-path", opt.plugin_paths, "also search this folder for libbp-*.so (repeatable)");
   app.add_option("--plugin", opt.plugin_files, "load this plugin file explicitly, whatever its name (repeatable)");

@@ -176,6 +176,7 @@ nlohmann::json to_json(const std::vector<backend_run> &runs, bool ok) {
 
 int main(int argc, char **argv) {
   CLI::App app{"bp-test-ops: checks every op of each backend against a double-precision reference"};
+  bp::tools::add_version_flag(app, "bp-test-ops");
   std::vector<std::string> specs, ops;
   std::string plugin_path, json_path;
   bool verbose = false, list = false;
