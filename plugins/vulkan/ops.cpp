@@ -253,11 +253,48 @@ bp_status plan_unary(const planner &p, std::vector<dispatch> &out) {
   return BP_OK;
 }
 
+// Strides of |t| in units of |unit| bytes, when every one divides evenly.
+bool strides_in(const bp_tensor *t, size_t unit) {
+  for (int i = 1; i < 4; ++i)
+    if (t->ne[i] > 1 && t->nb[i] % unit) return false;
+  return true;
+}
+
+// NORM, RMS_NORM, SOFT_MAX on dense f32 rows of a multiple of 4: one
+// invocation per row through texel buffers (rows_vec4.comp).
+bool plan_rows_vec4(const planner &p, uint32_t op, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *a = n->src[0], *mask = op == 5 ? n->src[1] : nullptr;
+  if (!p.be->opt.fast_paths || a->ne[0] % 4 || !bp_tensor_is_contiguous(a) || !bp_tensor_is_contiguous(n))
+    return false;
+  if (mask && (mask->type != BP_TYPE_F32 || !bp_tensor_rows_contiguous(mask) || !strides_in(mask, 16))) return false;
+  dispatch d;
+  d.variant = "rows_vec4";
+  d.layout = layout_kind::texel;
+  d.spec[0] = op;
+  d.n_spec = 1;
+  if (!bind_texel(a, false, &d.bind[0], &d.pc.a_off) || !bind_texel(n, false, &d.bind[2], &d.pc.d_off)) return false;
+  if (mask && !bind_texel(mask, false, &d.bind[1], &d.pc.b_off)) return false;
+  set_shape(d.pc.a_ne, d.pc.a_nb, a, 16);
+  for (int i = 0; i < 4; ++i) d.pc.b_ne[i] = 1;
+  if (mask) set_shape(d.pc.b_ne, d.pc.b_nb, mask, 16);
+  copy_params(d, n, 0, 1);
+  d.pc.p[1] = mask ? 1u : 0u;
+  add_range(d.reads, a);
+  if (mask) add_range(d.reads, mask);
+  add_range(d.writes, n);
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nrows(a));
+  grid_for(d, d.pc.n, 64);
+  out.push_back(std::move(d));
+  return true;
+}
+
 bp_status plan_rows(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0];
   dispatch d;
   static const uint32_t codes[] = {0, 1, 2, 3, 4};  // SUM_ROWS MEAN ARGMAX NORM RMS_NORM
-  row_spec(p, d, codes[n->op - BP_OP_SUM_ROWS]);
+  const uint32_t op = codes[n->op - BP_OP_SUM_ROWS];
+  if (op >= 3 && p.dev()->type == BP_DEVICE_TYPE_CPU && plan_rows_vec4(p, op, out)) return BP_OK;
+  row_spec(p, d, op);
   if (bp_status st = general(p, "rows", n, a, nullptr, d); st != BP_OK) return st;
   copy_params(d, n, 0, 1);
   d.pc.n = static_cast<uint32_t>(bp_tensor_nrows(a));
@@ -268,6 +305,7 @@ bp_status plan_rows(const planner &p, std::vector<dispatch> &out) {
 
 bp_status plan_soft_max(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0], *mask = n->src[1];
+  if (p.dev()->type == BP_DEVICE_TYPE_CPU && plan_rows_vec4(p, 5, out)) return BP_OK;
   dispatch d;
   row_spec(p, d, 0);
   const char *variant = mask && mask->type == BP_TYPE_F16 ? "soft_max_f16" : "soft_max_f32";
@@ -280,13 +318,6 @@ bp_status plan_soft_max(const planner &p, std::vector<dispatch> &out) {
   grid_for(d, d.pc.n, 1);
   out.push_back(std::move(d));
   return BP_OK;
-}
-
-// Strides of |t| in units of |unit| bytes, when every one divides evenly.
-bool strides_in(const bp_tensor *t, size_t unit) {
-  for (int i = 1; i < 4; ++i)
-    if (t->ne[i] > 1 && t->nb[i] % unit) return false;
-  return true;
 }
 
 bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off, std::vector<dispatch> &out) {

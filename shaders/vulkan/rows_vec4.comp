@@ -1,0 +1,76 @@
+// rows_vec4.comp: the fast path of NORM, RMS_NORM and SOFT_MAX for f32 rows
+// that are contiguous with a multiple of 4 elements (and a 16-byte aligned
+// start): one invocation per row, reading RGBA32F uniform texel buffers and
+// writing an RGBA32F storage texel buffer. On lavapipe a workgroup per row
+// pays a task per row and the scalar SSBO loop; here 64 rows share a
+// workgroup and the sampler gathers 128 bits per lane (GPU-NOTES.md).
+// OP (constant_id 0): 3 NORM, 4 RMS_NORM, 5 SOFT_MAX. p.x: eps or scale;
+// p.y: 1 when SOFT_MAX has a mask (f32, rows contiguous, strides b_nb in
+// texels). Offsets in texels; n = rows.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 64) in;
+layout(constant_id = 0) const uint OP = 4;
+
+layout(binding = 0) uniform samplerBuffer a;
+layout(binding = 1) uniform samplerBuffer mask;
+layout(binding = 2, rgba32f) uniform writeonly imageBuffer d;
+
+void main() {
+  const uint row = flat_invocation();
+  if (row >= pc.n) return;
+  const uint n4 = pc.a_ne.x / 4;
+  const int base = int(pc.a_off + row * n4), out_base = int(pc.d_off + row * n4);
+  if (OP == 5) {
+    const uvec4 c = coords_of(row, uvec4(pc.a_ne.y, pc.a_ne.z, pc.a_ne.w, 1));
+    const int mbase = int(pc.b_off + c.x * pc.b_nb.y + (c.y % pc.b_ne.z) * pc.b_nb.z + (c.z % pc.b_ne.w) * pc.b_nb.w);
+    const bool has_mask = pc.p.y != 0u;
+    const float scale = param_f(0);
+    vec4 m4 = vec4(-1.0 / 0.0);
+    for (int i = 0; i < int(n4); ++i) {
+      vec4 v = texelFetch(a, base + i) * scale;
+      if (has_mask) v += texelFetch(mask, mbase + i);
+      m4 = max(m4, v);
+    }
+    const float m = max(max(m4.x, m4.y), max(m4.z, m4.w));
+    if (isinf(m) && m < 0.0) {
+      for (int i = 0; i < int(n4); ++i) imageStore(d, out_base + i, vec4(0.0));
+      return;
+    }
+    vec4 s4 = vec4(0.0);
+    for (int i = 0; i < int(n4); ++i) {
+      vec4 v = texelFetch(a, base + i) * scale;
+      if (has_mask) v += texelFetch(mask, mbase + i);
+      s4 += exp(v - m);
+    }
+    const float inv = 1.0 / ((s4.x + s4.y) + (s4.z + s4.w));
+    for (int i = 0; i < int(n4); ++i) {
+      vec4 v = texelFetch(a, base + i) * scale;
+      if (has_mask) v += texelFetch(mask, mbase + i);
+      imageStore(d, out_base + i, exp(v - m) * inv);
+    }
+    return;
+  }
+  const float n0 = float(pc.a_ne.x), eps = param_f(0);
+  vec4 s4 = vec4(0.0);
+  for (int i = 0; i < int(n4); ++i) {
+    const vec4 x = texelFetch(a, base + i);
+    s4 += OP == 4 ? x * x : x;
+  }
+  const float sum = (s4.x + s4.y) + (s4.z + s4.w);
+  float mean = 0.0, inv;
+  if (OP == 3) {
+    mean = sum / n0;
+    vec4 v4 = vec4(0.0);
+    for (int i = 0; i < int(n4); ++i) {
+      const vec4 x = texelFetch(a, base + i) - mean;
+      v4 += x * x;
+    }
+    inv = 1.0 / sqrt(((v4.x + v4.y) + (v4.z + v4.w)) / n0 + eps);
+  } else {
+    inv = 1.0 / sqrt(sum / n0 + eps);
+  }
+  for (int i = 0; i < int(n4); ++i) imageStore(d, out_base + i, (texelFetch(a, base + i) - mean) * inv);
+}
