@@ -19,7 +19,34 @@ bash scripts/build.sh
 BP_CPU_ISA=baseline ./build/bin/bp-test-ops -b cpu -o NORM -o RMS_NORM -o SOFT_MAX -o SUM_ROWS -o MEAN -o MUL_MAT
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-# -- vulkan plugin (issue 7): extra checks go here
+# -- vulkan plugin (issue 7)
+# bp-test-ops above already ran every op on each Vulkan device (lavapipe
+# here). Again with the Khronos validation layer, failing on any message it
+# prints, and with only the general shaders (fast_paths=false); then the
+# plugin's own tests under ASan+UBSan in a small build of just those targets
+# (LSan suppressions cover the driver's own caches only:
+# plugins/vulkan/lsan.supp). Skipped with a message when no device exists.
+if ./build/bin/bp-devices 2>/dev/null | grep -q "plugin        vulkan"; then
+  echo "== vulkan: validation layer"
+  VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation ./build/bin/bp-test-ops -b vulkan >build/vulkan-validation.log 2>&1 ||
+    { cat build/vulkan-validation.log; exit 1; }
+  if grep -E "VUID|Validation (Error|Warning)|UNASSIGNED" build/vulkan-validation.log; then
+    echo "vulkan: the validation layer reported the messages above"
+    exit 1
+  fi
+  ./build/bin/bp-test-ops -b vulkan:fast_paths=false
+  if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then
+    echo "== vulkan: plugin tests under ASan+UBSan"
+    BUILD_DIR=build-vk-asan BUILD_TYPE=RelWithDebInfo BUILD_TARGETS="bp-vulkan bp_test_plugins_vulkan" \
+      bash scripts/build.sh -DBP_SANITIZE=address,undefined -DBP_VULKAN=ON
+    ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
+    LSAN_OPTIONS=suppressions=$PWD/plugins/vulkan/lsan.supp:print_suppressions=0 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      ./build-vk-asan/bin/bp_test_plugins_vulkan --gtest_brief=1
+  fi
+else
+  echo "== vulkan: no Vulkan device found, its extra checks are skipped"
+fi
 
 # -- opencl plugin (issue 8): extra checks go here
 # bp-test-ops above already ran every op on each OpenCL device, and ctest ran
