@@ -21,12 +21,12 @@
 
 /* One check after a run of calls: graph builders return NULL on bad input
  * and pass NULL on, so the first failure's message is still there. */
-#define CHECK(cond)                                                                        \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      fprintf(stderr, "app-c: %s failed: %s\n", #cond, bp_last_error());                   \
-      goto done;                                                                           \
-    }                                                                                      \
+#define CHECK(cond)                                                      \
+  do {                                                                   \
+    if (!(cond)) {                                                       \
+      fprintf(stderr, "app-c: %s failed: %s\n", #cond, bp_last_error()); \
+      goto done;                                                         \
+    }                                                                    \
   } while (0)
 
 int main(int argc, char **argv) {

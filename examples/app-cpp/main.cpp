@@ -6,8 +6,8 @@
 //
 // Runs softmax(A B^T) * 2 + 1 on one backend, checks it against plain C++ and
 // shows that a bad request comes back as an error, not an abort.
-#include <backplane/backplane.hpp>
 #include <backplane/version.h>
+#include <backplane/backplane.hpp>
 
 #include <cmath>
 #include <cstdio>

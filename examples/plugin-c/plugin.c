@@ -9,11 +9,9 @@
  * slots (plus is_host, so the scheduler can copy between it and cpu), and
  * errors reported through bp_error, never by aborting.
  *
- * Build: see CMakeLists.txt, or
- *   cc -std=c99 -O2 -shared -fPIC plugin.c -o libbp-cexample.so \
- *      $(pkg-config --cflags --libs backplane-plugin)
- * Use:   BP_PLUGIN_PATH=$PWD bp-devices; bp-run --device "cexample;cpu"
- */
+ * Build with CMakeLists.txt here, or: cc -std=c99 -O2 -shared -fPIC plugin.c
+ * -o libbp-cexample.so $(pkg-config --cflags --libs backplane-plugin).
+ * Use: BP_PLUGIN_PATH=$PWD bp-devices; bp-run --device "cexample;cpu" */
 #define _POSIX_C_SOURCE 200112L /* posix_memalign */
 
 #include <stdio.h>
@@ -77,16 +75,16 @@ static bp_status buffer_clear(void *buf, uint8_t value, bp_error *err) {
   return BP_OK;
 }
 
-static const bp_buffer_i buffer_iface = {
-    sizeof(bp_buffer_i), buffer_free, buffer_base, NULL /* init_tensor */, buffer_set_tensor, buffer_get_tensor,
-    NULL /* memset_tensor */, NULL /* copy_tensor */, buffer_clear, NULL /* reset */, NULL /* set_usage */
-};
+/* Designated initializers: slots not named are NULL, i.e. "not supported". */
+static const bp_buffer_i buffer_iface = {.struct_size = sizeof(bp_buffer_i),
+                                         .free = buffer_free,
+                                         .base = buffer_base,
+                                         .set_tensor = buffer_set_tensor,
+                                         .get_tensor = buffer_get_tensor,
+                                         .clear = buffer_clear};
 
 /* ---- buffer type --------------------------------------------------------- */
-static const char *buft_name(void *buft) {
-  (void)buft;
-  return "CEXAMPLE";
-}
+static const char *buft_name(void *buft) { return (void)buft, "CEXAMPLE"; }
 
 static bp_status buft_alloc(void *buft, size_t size, bp_buffer_ref *out, bp_error *err) {
   host_buffer *b = (host_buffer *)calloc(1, sizeof *b);
@@ -104,19 +102,15 @@ static bp_status buft_alloc(void *buft, size_t size, bp_buffer_ref *out, bp_erro
   return BP_OK;
 }
 
-static size_t buft_alignment(void *buft) {
-  (void)buft;
-  return ALIGNMENT;
-}
+static size_t buft_alignment(void *buft) { return (void)buft, ALIGNMENT; }
 
-static int buft_is_host(void *buft) {
-  (void)buft;
-  return 1;
-}
+static int buft_is_host(void *buft) { return (void)buft, 1; }
 
-static const bp_buffer_type_i buffer_type_iface = {
-    sizeof(bp_buffer_type_i), buft_name, buft_alloc, buft_alignment, NULL /* max_size */, NULL /* alloc_size */,
-    buft_is_host};
+static const bp_buffer_type_i buffer_type_iface = {.struct_size = sizeof(bp_buffer_type_i),
+                                                   .name = buft_name,
+                                                   .alloc = buft_alloc,
+                                                   .alignment = buft_alignment,
+                                                   .is_host = buft_is_host};
 static const bp_buffer_type_ref buffer_type = {&buffer_type_iface, NULL};
 
 /* ---- backend: runs graphs ------------------------------------------------ */
@@ -158,11 +152,12 @@ static bp_status run_node(const bp_tensor *node) {
         for (i0 = 0; i0 < node->ne[0]; ++i0) {
           float x = *at(a, i0, i1, i2, i3);
           float *y = at(node, i0, i1, i2, i3);
-          switch (node->op) {
-            case BP_OP_ADD: *y = x + *at(b, i0, i1, i2, i3); break;
-            case BP_OP_MUL: *y = x * *at(b, i0, i1, i2, i3); break;
-            default: *y = x * s; break; /* SCALE */
-          }
+          if (node->op == BP_OP_ADD)
+            *y = x + *at(b, i0, i1, i2, i3);
+          else if (node->op == BP_OP_MUL)
+            *y = x * *at(b, i0, i1, i2, i3);
+          else /* SCALE */
+            *y = x * s;
         }
   return BP_OK;
 }
@@ -194,12 +189,13 @@ static int backend_supports_buft(void *be, bp_buffer_type_ref buft) {
   return buft.iface == &buffer_type_iface;
 }
 
-static const bp_backend_i backend_iface = {
-    sizeof(bp_backend_i), backend_free, backend_buffer_type,
-    NULL, NULL, NULL, NULL,   /* async set/get/copy, synchronize: a synchronous backend */
-    NULL, NULL, NULL,         /* graph plans */
-    backend_graph_compute, backend_supports_op, backend_supports_buft,
-    NULL, NULL, NULL};        /* offload_op, events */
+/* A synchronous backend: no async transfers, graph plans or events. */
+static const bp_backend_i backend_iface = {.struct_size = sizeof(bp_backend_i),
+                                           .free = backend_free,
+                                           .buffer_type = backend_buffer_type,
+                                           .graph_compute = backend_graph_compute,
+                                           .supports_op = backend_supports_op,
+                                           .supports_buft = backend_supports_buft};
 
 /* ---- device ------------------------------------------------------------- */
 static bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) {
@@ -220,8 +216,8 @@ static bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err
   return BP_OK;
 }
 
-static bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t n_params,
-                                     bp_backend_ref *out, bp_error *err) {
+static bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                                     bp_error *err) {
   backend *be = (backend *)calloc(1, sizeof *be);
   uint32_t i;
   (void)dev;
@@ -242,9 +238,10 @@ static bp_buffer_type_ref device_buffer_type(void *dev) {
   return buffer_type;
 }
 
-static const bp_device_i device_iface = {
-    sizeof(bp_device_i), device_get_props, device_backend_init, device_buffer_type,
-    NULL, NULL, NULL}; /* host_buffer_type, buffer_from_host_ptr, event_new */
+static const bp_device_i device_iface = {.struct_size = sizeof(bp_device_i),
+                                         .get_props = device_get_props,
+                                         .backend_init = device_backend_init,
+                                         .buffer_type = device_buffer_type};
 
 /* ---- plugin ------------------------------------------------------------- */
 static const bp_param_info params_schema[] = {
@@ -273,10 +270,14 @@ static bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *
   return BP_OK;
 }
 
-static const bp_plugin_i plugin_iface = {
-    sizeof(bp_plugin_i), plugin_init, plugin_shutdown, plugin_device_count, plugin_device_get,
-    params_schema, sizeof params_schema / sizeof params_schema[0],
-    NULL}; /* enumerate: the one device needs no discovery */
+/* No enumerate slot: the one device needs no discovery. */
+static const bp_plugin_i plugin_iface = {.struct_size = sizeof(bp_plugin_i),
+                                         .init = plugin_init,
+                                         .shutdown = plugin_shutdown,
+                                         .device_count = plugin_device_count,
+                                         .device_get = plugin_device_get,
+                                         .params = params_schema,
+                                         .n_params = sizeof params_schema / sizeof params_schema[0]};
 
 /* ---- the two exports, exactly as plugin.h declares them ----------------- */
 const bp_plugin_descriptor_t bp_plugin_descriptor =

@@ -27,7 +27,8 @@ inline std::string version_text(const char *tool) {
 // --version on a CLI11 tool: prints version_text and exits 0 (through
 // parse_command_line).
 inline void add_version_flag(CLI::App &app, const char *tool) {
-  app.set_version_flag("--version", [tool] { return version_text(tool); }, "print the version and exit");
+  app.set_version_flag(
+      "--version", [tool] { return version_text(tool); }, "print the version and exit");
 }
 
 // Parses |argv| into |app|. nullopt: go on. Otherwise the tool's exit status:
