@@ -7,6 +7,8 @@
 // op table's rules again, memory present, memory this backend can use, op
 // supported. A backend holds one reference to its plugin until it is freed.
 #include <algorithm>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "core/objects.hpp"
@@ -290,6 +292,95 @@ BP_API bp_status bp_backend_tensor_get_async(bp_backend *backend, const bp_tenso
     if (st != BP_OK) return plugin_failed(backend->device, st, err, "queueing a read of " + describe(t));
     return BP_OK;
   });
+}
+
+}  // extern "C"
+
+// ---- graph plans ---------------------------------------------------------
+
+struct bp_graph_plan {
+  uint32_t tag = bp::core::TAG_PLAN;
+  bp_backend *backend = nullptr;
+  void *plan = nullptr;  // the plugin's
+  uint32_t n_nodes = 0;
+};
+
+namespace {
+
+bool has_plans(const bp_backend *be) {
+  const bp_backend_i *i = be->ref.iface;
+  return BP_HAS_SLOT(i, bp_backend_i, graph_plan_create) && BP_HAS_SLOT(i, bp_backend_i, graph_plan_free) &&
+         BP_HAS_SLOT(i, bp_backend_i, graph_plan_compute) && i->graph_plan_create && i->graph_plan_free &&
+         i->graph_plan_compute;
+}
+
+bp_status plan_create(bp_backend *be, const bp_graph *graph, bp_graph_plan **out, const char *fn) {
+  if (out == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out_plan is NULL", fn);
+  *out = nullptr;
+  if (bp_status st = usable_backend(be, fn); st != BP_OK) return st;
+  if (!handle_ok(graph, TAG_GRAPH)) return bad_handle(fn, "graph", graph, TAG_GRAPH);
+  if (!has_plans(be))
+    return set_errorf(BP_ERR_UNIMPLEMENTED, "%s: backend '%s' has no graph plans; run the graph with "
+                      "bp_backend_graph_compute", fn, be->name.c_str());
+  if (bp_status st = validate_graph(be, graph, fn); st != BP_OK) return st;
+  // Views compute nothing: the plugin gets the nodes that run.
+  std::vector<bp_tensor *> nodes;
+  for (bp_tensor *n : graph->nodes)
+    if (!bp_op_is_view(n->op)) nodes.push_back(n);
+  bp_graph_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.n_nodes = static_cast<uint32_t>(nodes.size());
+  desc.nodes = nodes.data();
+  auto plan = std::make_unique<bp_graph_plan>();
+  plan->backend = be;
+  plan->n_nodes = desc.n_nodes;
+  bp_error err{};
+  bp_status st = be->ref.iface->graph_plan_create(be->ref.ctx, &desc, &plan->plan, &err);
+  if (st != BP_OK)
+    return plugin_failed(be->device, st, err,
+                         "making a plan of " + std::to_string(desc.n_nodes) + " nodes on '" + be->name + "'");
+  *out = plan.release();
+  return BP_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+BP_API bp_status bp_backend_graph_plan_create(bp_backend *backend, const bp_graph *graph, bp_graph_plan **out_plan) {
+  return api_guard([&] { return plan_create(backend, graph, out_plan, "bp_backend_graph_plan_create"); });
+}
+
+BP_API bp_status bp_graph_plan_compute_async(bp_graph_plan *plan) {
+  return api_guard([&]() -> bp_status {
+    const char *fn = "bp_graph_plan_compute_async";
+    if (!handle_ok(plan, TAG_PLAN)) return bad_handle(fn, "graph plan", plan, TAG_PLAN);
+    bp_backend *be = plan->backend;
+    if (bp_status st = usable_backend(be, fn); st != BP_OK) return st;
+    bp_error err{};
+    bp_status st = be->ref.iface->graph_plan_compute(be->ref.ctx, plan->plan, &err);
+    if (st != BP_OK)
+      return plugin_failed(be->device, st, err,
+                           "running a plan of " + std::to_string(plan->n_nodes) + " nodes on '" + be->name + "'");
+    return BP_OK;
+  });
+}
+
+BP_API void bp_graph_plan_free(bp_graph_plan *plan) {
+  if (plan == nullptr) return;
+  if (!handle_ok(plan, TAG_PLAN)) {
+    bad_handle("bp_graph_plan_free", "graph plan", plan, TAG_PLAN);
+    log(BP_LOG_ERROR, "core", bp_last_error());
+    return;
+  }
+  bp_backend *be = plan->backend;
+  // The plugin may still be running the plan: nothing it reads may go.
+  if (handle_ok(be, TAG_BACKEND)) {
+    call_synchronize(be);
+    be->ref.iface->graph_plan_free(be->ref.ctx, plan->plan);
+  }
+  plan->tag = TAG_DEAD;
+  delete plan;
 }
 
 }  // extern "C"

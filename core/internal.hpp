@@ -81,6 +81,7 @@ enum handle_tag : uint32_t {
   TAG_GRAPH = 0x47525048u,
   TAG_SCHED = 0x53434844u,
   TAG_GALLOCR = 0x47414c43u,
+  TAG_PLAN = 0x504c414eu,
   TAG_DEAD = 0xdeadbeefu,
 };
 

@@ -178,6 +178,19 @@ void bp_sched_free(bp_sched *sched) {
   delete sched;
 }
 
+bp_status bp_sched_set_graph_plans(bp_sched *sched, bool enable) {
+  return api_guard([&]() -> bp_status {
+    bp_status st = check_sched(sched, "bp_sched_set_graph_plans");
+    if (st != BP_OK) return st;
+    if (sched->use_plans != enable) {
+      st = sched_synchronize_all(sched);  // a plan may still run
+      for (auto &sp : sched->splits) sp.plans.clear();
+      sched->use_plans = enable;
+    }
+    return st;
+  });
+}
+
 bp_status bp_sched_reserve(bp_sched *sched, bp_graph *measure_graph) {
   return api_guard([&]() -> bp_status {
     const char *fn = "bp_sched_reserve";
@@ -313,6 +326,7 @@ bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split_info *
   info.n_nodes = sp.end - sp.first;
   info.n_inputs = (int)sp.inputs.size();
   info.bytes_copied = sp.bytes;
+  for (const auto &plan : sp.plans) info.n_plans += plan ? 1 : 0;
   // Only the fields the caller's struct holds (it may be an older, shorter one).
   std::memcpy(out, &info, out->struct_size < sizeof info ? out->struct_size : sizeof info);
   return BP_OK;

@@ -77,6 +77,28 @@ bp_status compute_range(bp_backend *be, const bp_graph &exec, size_t from, size_
   return st != BP_OK ? st : bp_backend_synchronize(be);
 }
 
+// Runs the current slot of |sp| through the backend's graph plan when it has
+// plans: made at the first run, replayed after (the allocation, and so every
+// address the plan recorded, stays until the splits are rebuilt).
+bp_status run_planned(bp_sched *s, sched_split &sp, bp_backend *be) {
+  const bp_graph &exec = sp.exec[(size_t)s->cur_slot];
+  if (!s->use_plans || sp.plans_unsupported) return bp_backend_graph_compute_async(be, &exec);
+  if (sp.plans.size() < sp.exec.size()) sp.plans.resize(sp.exec.size());
+  graph_plan_ptr &plan = sp.plans[(size_t)s->cur_slot];
+  if (!plan) {
+    bp_graph_plan *made = nullptr;
+    bp_status st = bp_backend_graph_plan_create(be, &exec, &made);
+    if (st == BP_ERR_UNIMPLEMENTED) {
+      sp.plans_unsupported = true;
+      bp_clear_error();
+      return bp_backend_graph_compute_async(be, &exec);
+    }
+    if (st != BP_OK) return st;
+    plan.reset(made);
+  }
+  return bp_graph_plan_compute_async(plan.get());
+}
+
 // Runs |sp| with the eval callback; sets *stop when the callback says so.
 bp_status run_observed(bp_sched *s, const sched_split &sp, bool *stop) {
   bp_backend *be = s->backends[(size_t)sp.backend];
@@ -114,7 +136,7 @@ bp_status sched_synchronize_all(bp_sched *s) {
 
 bp_status sched_compute_splits(bp_sched *s) {
   bool stop = false;
-  for (const sched_split &sp : s->splits) {
+  for (sched_split &sp : s->splits) {
     bp_backend *be = s->backends[(size_t)sp.backend];
     bp_status st = flush_readers(s, sp.backend);
     if (st != BP_OK) return st;
@@ -125,7 +147,7 @@ bp_status sched_compute_splits(bp_sched *s) {
     if (s->callback) {
       st = run_observed(s, sp, &stop);
     } else if (!sp.exec[(size_t)s->cur_slot].nodes.empty()) {
-      st = bp_backend_graph_compute_async(be, &sp.exec[(size_t)s->cur_slot]);
+      st = run_planned(s, sp, be);
     }
     if (st != BP_OK) return st;
     // Recorded after every split, not only after those that copied: a later

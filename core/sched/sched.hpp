@@ -28,6 +28,11 @@ struct sched_copy {
   bp_tensor *versions[BP_SCHED_MAX_COPIES] = {};  // one per pipeline slot
 };
 
+struct graph_plan_deleter {
+  void operator()(bp_graph_plan *p) const { bp_graph_plan_free(p); }
+};
+using graph_plan_ptr = std::unique_ptr<bp_graph_plan, graph_plan_deleter>;
+
 // A run of consecutive graph nodes on one backend.
 struct sched_split {
   int backend = -1;
@@ -39,6 +44,10 @@ struct sched_split {
   // A bp_graph each: a backend may read it until it synchronizes.
   std::vector<bp_graph> exec;
   std::vector<int> exec_pos;
+  // Per pipeline slot: the backend's plan of exec[slot], made at its first
+  // run (compute.cpp). Dropped with the split, i.e. whenever memory may move.
+  std::vector<graph_plan_ptr> plans;
+  bool plans_unsupported = false;  // the backend said UNIMPLEMENTED
 };
 
 struct gallocr_deleter {
@@ -74,6 +83,7 @@ struct bp_sched {
   // (synchronized before anything writes there again).
   std::vector<std::vector<int>> readers_of;
 
+  bool use_plans = true;  // bp_sched_set_graph_plans
   bp_sched_eval_callback callback = nullptr;
   void *callback_data = nullptr;
 };

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string>
 
+#include <utility>
+
 #include "core/sched/sched.hpp"
 
 namespace bp::core {
@@ -53,7 +55,7 @@ bp_status sched_split_graph(bp_sched *s, const bp_graph *g) {
         sched_split sp;
         sp.backend = b;
         sp.first = i;
-        s->splits.push_back(sp);
+        s->splits.push_back(std::move(sp));
       }
     }
     sched_split &sp = s->splits.back();

@@ -577,6 +577,19 @@ BP_API bp_status bp_backend_graph_compute(bp_backend *backend, const bp_graph *g
 /* Starts |graph|; bp_backend_synchronize waits. Sync backends finish inside. */
 BP_API bp_status bp_backend_graph_compute_async(bp_backend *backend, const bp_graph *graph);
 BP_API bp_status bp_backend_synchronize(bp_backend *backend);
+
+/* Graph plans: |graph| prepared once for repeated runs (the vulkan plugin
+ * records it into a command buffer and replays it). The graph's tensors must
+ * keep their memory and shapes while the plan lives; their contents may
+ * change between runs. UNIMPLEMENTED when the backend has no plans: run the
+ * graph with bp_backend_graph_compute instead. Validated like a compute.
+ * Caller owns; release with bp_graph_plan_free before freeing the backend. */
+typedef struct bp_graph_plan bp_graph_plan;
+BP_API bp_status bp_backend_graph_plan_create(bp_backend *backend, const bp_graph *graph, bp_graph_plan **out_plan);
+/* Starts one run of |plan| on its backend; bp_backend_synchronize waits. */
+BP_API bp_status bp_graph_plan_compute_async(bp_graph_plan *plan);
+/* Waits for the plan's backend, then releases the plan. NULL is a no-op. */
+BP_API void bp_graph_plan_free(bp_graph_plan *plan);
 BP_API bool bp_backend_supports_op(bp_backend *backend, const bp_tensor *op);
 BP_API bool bp_backend_supports_buft(bp_backend *backend, const bp_buffer_type *buft);
 BP_API bool bp_backend_offload_op(bp_backend *backend, const bp_tensor *op);
@@ -662,6 +675,11 @@ BP_API bp_status bp_sched_synchronize(bp_sched *sched);
 /* Forgets assignments and allocations (not the reserved buffers). */
 BP_API void bp_sched_reset(bp_sched *sched);
 BP_API void bp_sched_set_eval_callback(bp_sched *sched, bp_sched_eval_callback callback, void *user_data);
+/* Whether splits run through graph plans on backends that have them (default
+ * on): a split's plan is made at its first run after an allocation and
+ * replayed while the allocation stays (bp_sched_alloc_graph, a changed graph
+ * or bp_sched_reset drop it). Runs with an eval callback never use plans. */
+BP_API bp_status bp_sched_set_graph_plans(bp_sched *sched, bool enable);
 
 /* One split of the last allocated graph, for plans and tools. */
 typedef struct bp_sched_split_info {
@@ -670,6 +688,7 @@ typedef struct bp_sched_split_info {
   int first_node, n_nodes; /* range in the scheduled graph */
   int n_inputs;            /* tensors copied in from other backends */
   uint64_t bytes_copied;   /* per run */
+  int n_plans;             /* graph plans held (one per pipeline slot run so far) */
 } bp_sched_split_info;
 BP_API bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split_info *out);
 /* Backend assigned to node |i| of the last allocated graph (same order as |graph|). */

@@ -189,5 +189,84 @@ TEST_F(SchedTest, PipelinedRunsGiveTheSameResults) {
   EXPECT_EQ(bp_sched_get_n_copies(sched), 4);
 }
 
+// The partial backend (sync mode) has graph plans: its splits run through a
+// plan made at their first run and replayed after, with the same results;
+// with plans off, or a new allocation, none are held.
+TEST_F(SchedTest, SplitsReplayGraphPlansAndMatchCpu) {
+  NEED_PARTIAL();
+  make_backends("partial;cpu");
+  make_sched();
+  build_mlp(backends[0], true);
+  reference ref(cpu_ref, true);
+  auto plans_held = [&] {
+    int held = 0;
+    for (int i = 0; i < bp_sched_get_n_splits(sched); ++i) {
+      bp_sched_split_info info{};
+      info.struct_size = sizeof info;
+      EXPECT_EQ(bp_sched_get_split(sched, i, &info), BP_OK);
+      held += info.n_plans;
+      if (info.backend == backends[1]) {
+        EXPECT_EQ(info.n_plans, 0) << "the cpu backend has no plans";
+      }
+    }
+    return held;
+  };
+  for (unsigned seed = 1; seed <= 3; ++seed) {
+    std::vector<float> got = run(seed), want = ref.run(seed);
+    EXPECT_LT(nmse(got, want), 1e-6) << "seed " << seed;
+    EXPECT_EQ(plans_held(), 2) << "one plan per partial split, made once";
+  }
+  ASSERT_EQ(bp_sched_alloc_graph(sched, m.graph), BP_OK) << bp_last_error();
+  EXPECT_EQ(plans_held(), 0) << "a new allocation drops the plans (addresses may move)";
+  ASSERT_EQ(bp_sched_set_graph_plans(sched, false), BP_OK);
+  std::vector<float> got = run(4), want = ref.run(4);
+  EXPECT_LT(nmse(got, want), 1e-6);
+  EXPECT_EQ(plans_held(), 0) << "plans off";
+  ASSERT_EQ(bp_sched_set_graph_plans(sched, true), BP_OK);
+  got = run(5);
+  EXPECT_LT(nmse(got, ref.run(5)), 1e-6);
+  EXPECT_EQ(plans_held(), 2);
+  EXPECT_EQ(bp_sched_set_graph_plans(nullptr, true), BP_ERR_INVALID_ARGUMENT);
+}
+
+// The plan API directly: a plan replays its graph on new input data; a
+// backend without plans says UNIMPLEMENTED and names the fallback.
+TEST_F(SchedTest, GraphPlanApiReplaysAndRefusesWithoutPlans) {
+  NEED_PARTIAL();
+  make_backends("partial;cpu");
+  bp_context *ctx = bp_context_new(8);
+  ASSERT_NE(ctx, nullptr);
+  bp_tensor *a = bp_new_tensor_1d(ctx, BP_TYPE_F32, 33);
+  bp_tensor *b = bp_new_tensor_1d(ctx, BP_TYPE_F32, 33);
+  bp_tensor *sum = bp_add(ctx, a, b);
+  bp_graph *g = bp_graph_new(ctx, 8);
+  ASSERT_EQ(bp_graph_build(g, sum), BP_OK) << bp_last_error();
+  bp_buffer *buf = nullptr;
+  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, backends[0], &buf), BP_OK) << bp_last_error();
+  bp_graph_plan *plan = nullptr;
+  ASSERT_EQ(bp_backend_graph_plan_create(backends[0], g, &plan), BP_OK) << bp_last_error();
+  for (int run = 0; run < 3; ++run) {
+    std::vector<float> x(33), y(33);
+    for (int i = 0; i < 33; ++i) x[(size_t)i] = 0.5f * i + run, y[(size_t)i] = 100.0f * run - i;
+    write_f32(a, x);
+    write_f32(b, y);
+    ASSERT_EQ(bp_graph_plan_compute_async(plan), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_synchronize(backends[0]), BP_OK);
+    std::vector<float> got = read_f32(sum);
+    for (int i = 0; i < 33; ++i) EXPECT_EQ(got[(size_t)i], (double)x[(size_t)i] + y[(size_t)i]) << run << " " << i;
+  }
+  bp_graph_plan_free(plan);
+  bp_graph_plan *none = reinterpret_cast<bp_graph_plan *>(0x1);
+  EXPECT_EQ(bp_backend_graph_plan_create(backends[1], g, &none), BP_ERR_UNIMPLEMENTED);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_NE(std::string(bp_last_error()).find("bp_backend_graph_compute"), std::string::npos) << bp_last_error();
+  EXPECT_EQ(bp_backend_graph_plan_create(backends[0], g, nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_graph_plan_compute_async(nullptr), BP_ERR_INVALID_ARGUMENT);
+  bp_graph_plan_free(nullptr);
+  bp_buffer_free(buf);
+  bp_graph_free(g);
+  bp_context_free(ctx);
+}
+
 }  // namespace
 }  // namespace sched_test
