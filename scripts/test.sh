@@ -22,10 +22,8 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 # -- vulkan plugin (issue 7)
 # bp-test-ops above already ran every op on each Vulkan device (lavapipe
 # here). Again with the Khronos validation layer, failing on any message it
-# prints, and with only the general shaders (fast_paths=false); then the
-# plugin's own tests under ASan+UBSan in a small build of just those targets
-# (LSan suppressions cover the driver's own caches only:
-# plugins/vulkan/lsan.supp). Skipped with a message when no device exists.
+# prints, and with only the general shaders (fast_paths=false). Skipped with
+# a message when no device exists.
 if ./build/bin/bp-devices 2>/dev/null | grep -q "plugin        vulkan"; then
   echo "== vulkan: validation layer"
   VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation ./build/bin/bp-test-ops -b vulkan >build/vulkan-validation.log 2>&1 ||
@@ -35,20 +33,12 @@ if ./build/bin/bp-devices 2>/dev/null | grep -q "plugin        vulkan"; then
     exit 1
   fi
   ./build/bin/bp-test-ops -b vulkan:fast_paths=false
-  if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then
-    echo "== vulkan: plugin tests under ASan+UBSan"
-    BUILD_DIR=build-vk-asan BUILD_TYPE=RelWithDebInfo BUILD_TARGETS="bp-vulkan bp_test_plugins_vulkan" \
-      bash scripts/build.sh -DBP_SANITIZE=address,undefined -DBP_VULKAN=ON
-    ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
-    LSAN_OPTIONS=suppressions=$PWD/plugins/vulkan/lsan.supp:print_suppressions=0 \
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      ./build-vk-asan/bin/bp_test_plugins_vulkan --gtest_brief=1
-  fi
+  # The plugin's own tests run under ASan+UBSan with every other test below.
 else
   echo "== vulkan: no Vulkan device found, its extra checks are skipped"
 fi
 
-# -- opencl plugin (issue 8): extra checks go here
+# -- opencl plugin (issue 8)
 # bp-test-ops above already ran every op on each OpenCL device, and ctest ran
 # bp_test_plugins_opencl (conformance on every device, plugin API, program
 # cache from child processes with POCL_KERNEL_CACHE=0); the ASan+UBSan pass
@@ -101,7 +91,10 @@ if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then
   BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo bash scripts/build.sh -DBP_SANITIZE=address,undefined
   # allocator_may_return_null: the out-of-memory tests ask for absurd sizes and
   # expect a status, which ASan would otherwise turn into an abort.
+  # LSan suppressions name only the Vulkan and OpenCL drivers' own libraries
+  # (process-lifetime caches), each explained in the file.
   ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:strict_string_checks=1 \
+  LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
