@@ -281,6 +281,33 @@ TEST(BpRun, PartialBackendCopiesAndStillMatches) {
   EXPECT_GT(j["plan"]["n_splits"].get<int>(), 1);
 }
 
+// The partial backend has graph plans: its splits replay them unless
+// --no-plans, and the logits match either way.
+TEST(BpRun, SplitsReplayGraphPlansUnlessNoPlans) {
+  const std::string dir = std::string(BP_TEST_FIXTURE_DIR) + "/partial";
+  if (!exists(dir + "/libbp-partial.so")) GTEST_SKIP() << "partial fixture not built";
+  for (bool plans : {true, false}) {
+    SCOPED_TRACE(plans ? "plans" : "--no-plans");
+    result r = run("BP_PLUGIN_PATH=" + dir + " " + bin("bp-run") + " --json --device 'partial;cpu'" + kTiny +
+                   (plans ? "" : " --no-plans"));
+    ASSERT_EQ(r.status, 0) << r.out;
+    json j = parse(r);
+    EXPECT_TRUE(j["check"]["pass"].get<bool>());
+    int planned = 0;
+    for (const auto &s : j["plan"]["splits"]) {
+      if (s["graph_plan"].get<bool>()) ++planned;
+      if (s["backend"] == "cpu:0") {
+        EXPECT_FALSE(s["graph_plan"].get<bool>()) << "the cpu backend has no plans";
+      }
+    }
+    if (plans) {
+      EXPECT_GT(planned, 0) << r.out;
+    } else {
+      EXPECT_EQ(planned, 0) << r.out;
+    }
+  }
+}
+
 TEST(BpRun, PluginPathFlagFindsAPluginOutsideTheSearchPath) {
   const std::string dir = std::string(BP_TEST_FIXTURE_DIR) + "/partial";
   if (!exists(dir + "/libbp-partial.so")) GTEST_SKIP() << "partial fixture not built";

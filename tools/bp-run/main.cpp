@@ -36,6 +36,8 @@ int main(int argc, char **argv) {
       ->check(CLI::Validator([](std::string &s) { return s.empty() ? std::string("the path is empty") : ""; },
                              "FILE"));
   app.add_flag("--json", opt.json, "print the plan, memory, timings and check as JSON");
+  app.add_flag("--plans,!--no-plans", opt.plans,
+               "replay graph plans on backends that have them (default on; --no-plans to compare)");
   if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
   std::string bad = bp::run::check_config(opt.cfg);
   if (!bad.empty()) {

@@ -66,7 +66,8 @@ json to_json(const run_report &r) {
                       {"first_node", s.first_node},
                       {"n_nodes", s.n_nodes},
                       {"n_inputs", s.n_inputs},
-                      {"bytes_copied", s.bytes_copied}});
+                      {"bytes_copied", s.bytes_copied},
+                      {"graph_plan", s.n_plans > 0}});
   json per = json::array();
   for (const auto &b : r.per_backend) per.push_back({{"backend", b.name}, {"n_nodes", b.n_nodes}, {"ops", b.ops}});
   j["plan"] = {{"n_splits", r.splits.size()},
@@ -103,11 +104,12 @@ std::string to_text(const run_report &r) {
 
   o << "\nPlan: " << r.splits.size() << " splits, " << r.n_copies << " tensor copies, "
     << human_bytes(r.bytes_copied) << " moved per run\n";
-  std::vector<std::vector<std::string>> rows{{"SPLIT", "BACKEND", "FIRST", "NODES", "INPUTS", "BYTES IN"}};
+  std::vector<std::vector<std::string>> rows{{"SPLIT", "BACKEND", "FIRST", "NODES", "INPUTS", "BYTES IN", "RUNS AS"}};
   for (size_t i = 0; i < r.splits.size(); ++i) {
     const auto &s = r.splits[i];
     rows.push_back({std::to_string(i), s.backend, std::to_string(s.first_node), std::to_string(s.n_nodes),
-                    std::to_string(s.n_inputs), human_bytes(s.bytes_copied)});
+                    std::to_string(s.n_inputs), human_bytes(s.bytes_copied),
+                    s.n_plans > 0 ? "graph plan (replayed)" : "graph compute"});
   }
   o << text_table(rows, "  ");
   o << "Nodes per backend (views not counted):\n";

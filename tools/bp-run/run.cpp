@@ -113,7 +113,8 @@ void record_plan(const model &m, bp_sched *sched, const std::vector<bp_backend *
     bp_sched_split_info info{};
     info.struct_size = sizeof info;
     if (bp_sched_get_split(sched, i, &info) != BP_OK) continue;
-    rep.splits.push_back({name_of(info.backend), info.first_node, info.n_nodes, info.n_inputs, info.bytes_copied});
+    rep.splits.push_back(
+        {name_of(info.backend), info.first_node, info.n_nodes, info.n_inputs, info.bytes_copied, info.n_plans});
     rep.bytes_copied += info.bytes_copied;
   }
   rep.n_copies = bp_sched_get_n_copies(sched);
@@ -152,6 +153,10 @@ bool run_scheduled(const options &opt, backends_holder &bes, run_report &rep, st
                           bp_graph_n_nodes(m.graph) + bp_graph_n_leafs(m.graph) + 64, false);
   if (!sh.sched) {
     rep.error = "creating the scheduler: " + last_error();
+    return false;
+  }
+  if (bp_sched_set_graph_plans(sh.sched, opt.plans) != BP_OK) {
+    rep.error = "bp_sched_set_graph_plans: " + last_error();
     return false;
   }
   if (bp_sched_reserve(sh.sched, m.graph) != BP_OK) {

@@ -22,12 +22,14 @@ struct options {
   int runs = 10;  // a few ms each; the median of 10 steadies a noisy machine
   std::string dot_path;  // "" = no Graphviz file
   bool json = false;
+  bool plans = true;  // scheduler runs splits through graph plans where backends have them
 };
 
 struct split_row {
   std::string backend;
   int first_node = 0, n_nodes = 0, n_inputs = 0;
   uint64_t bytes_copied = 0;
+  int n_plans = 0;  // graph plans the scheduler replays for this split
 };
 
 struct backend_row {
