@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "registry_test_util.hpp"
 
@@ -88,6 +89,38 @@ TEST(RegistryLazy, Abi10TableWithoutEnumerateLoadsAndIsEnumeratedAtLoad) {
 TEST(RegistryLazy, StatusRejectsABadHandle) {
   EXPECT_EQ(bp_plugin_status(nullptr, nullptr), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("bp_plugin_status"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// The shipped GPU plugins defer their driver work (PLG-21): asking for the
+// cpu loads them (discovery) but enumerates neither, so no Vulkan instance
+// or OpenCL platform is created; listing every device then does.
+TEST(RegistryLazy, AskingForCpuDoesNotEnumerateTheGpuPlugins) {
+  bp_test::log_capture logs;
+  bp_backend *be = nullptr;
+  ASSERT_EQ(bp_backend_init("cpu", &be), BP_OK) << bp_last_error();
+  bp_backend_free(be);
+  std::vector<std::string> deferred;
+  for (const char *name : {"vulkan", "opencl"})
+    if (bp_plugin_find(name)) deferred.push_back(name);
+  if (deferred.empty()) GTEST_SKIP() << "neither the vulkan nor the opencl plugin is built here";
+  for (const std::string &name : deferred) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(logs.count("registry", "plugin '" + name + "': "), 0u) << "enumerated while asking for cpu";
+  }
+  bp_device_count();
+  for (const std::string &name : deferred) {
+    SCOPED_TRACE(name);
+    const char *why = nullptr;
+    bp_status st = bp_plugin_status(bp_plugin_find(name.c_str()), &why);
+    EXPECT_TRUE(st == BP_OK || st == BP_ERR_UNAVAILABLE) << bp_status_name(st) << ": " << (why ? why : "");
+    if (st == BP_OK) {
+      EXPECT_EQ(logs.count("registry", "plugin '" + name + "': "), 1u) << "enumerated once";
+    }
+  }
 }
 
 }  // namespace
