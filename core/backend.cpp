@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/objects.hpp"
+#include "registry/plugin_tables.hpp"
 
 namespace bp::core {
 
@@ -31,14 +32,12 @@ bp_status backend_create(bp_device *dev, const bp_param_value *params, uint32_t 
   bp_status st = dev->ref.iface->backend_init(dev->ref.ctx, params, n_params, &ref, &err);
   if (st != BP_OK) return plugin_failed(dev, st, err, "creating backend '" + name + "'");
   const bp_backend_i *i = ref.iface;
-  if (i == nullptr || !BP_HAS_SLOT(i, bp_backend_i, free) || !BP_HAS_SLOT(i, bp_backend_i, buffer_type) ||
-      !BP_HAS_SLOT(i, bp_backend_i, graph_compute) || !BP_HAS_SLOT(i, bp_backend_i, supports_op) ||
-      !BP_HAS_SLOT(i, bp_backend_i, supports_buft)) {
+  // Checked once, here, where the host first gets the table (PLG-5).
+  std::string why = bp::plugin_tables::check(bp::plugin_tables::backend, i);
+  if (!why.empty()) {
     if (BP_HAS_SLOT(i, bp_backend_i, free)) i->free(ref.ctx);
-    return set_errorf(BP_ERR_INCOMPATIBLE,
-                      "%s: %s: backend '%s' lacks a required slot (free, buffer_type, graph_compute, supports_op, "
-                      "supports_buft): the plugin is broken",
-                      fn, plugin_name(dev).c_str(), name.c_str());
+    return set_errorf(BP_ERR_INCOMPATIBLE, "%s: %s: backend '%s': %s", fn, plugin_name(dev).c_str(), name.c_str(),
+                      why.c_str());
   }
   bp_buffer_type *buft = device_buft_for(dev, i->buffer_type(ref.ctx));
   if (buft == nullptr) {

@@ -11,15 +11,16 @@
 #include <cstring>
 
 #include "core/objects.hpp"
+#include "registry/plugin_tables.hpp"
 
 namespace bp::core {
 
 namespace {
 
+// |why| says what is wrong and which rule; no advice to rebuild: a bad
+// value is the plugin's bug, not a header mismatch.
 bp_status bad_table(const bp_device *dev, const std::string &why) {
-  return set_error(BP_ERR_INCOMPATIBLE, plugin_name(dev) + ": device '" + device_label(dev) +
-                                            "': buffer type table " + why +
-                                            ": the plugin is broken; rebuild it against this plugin.h");
+  return set_error(BP_ERR_INCOMPATIBLE, plugin_name(dev) + ": device '" + device_label(dev) + "': " + why);
 }
 
 bool same_ref(const bp_buffer_type_ref &a, const bp_buffer_type_ref &b) {
@@ -30,14 +31,9 @@ bool same_ref(const bp_buffer_type_ref &a, const bp_buffer_type_ref &b) {
 
 std::unique_ptr<bp_buffer_type> buffer_type_wrap(bp_device *dev, bp_buffer_type_ref ref) {
   const bp_buffer_type_i *i = ref.iface;
-  if (i == nullptr) {
-    bad_table(dev, "is NULL");
-    return nullptr;
-  }
-  if (!BP_HAS_SLOT(i, bp_buffer_type_i, name) || !BP_HAS_SLOT(i, bp_buffer_type_i, alloc) ||
-      !BP_HAS_SLOT(i, bp_buffer_type_i, alignment)) {
-    bad_table(dev, "lacks a required slot (name, alloc, alignment) or its struct_size " +
-                       std::to_string(i->struct_size) + " is too small");
+  std::string why = bp::plugin_tables::check(bp::plugin_tables::buffer_type, i);
+  if (!why.empty()) {
+    bad_table(dev, why);
     return nullptr;
   }
   auto buft = std::make_unique<bp_buffer_type>();
@@ -47,14 +43,14 @@ std::unique_ptr<bp_buffer_type> buffer_type_wrap(bp_device *dev, bp_buffer_type_
   buft->name = name != nullptr ? std::string(name, strnlen(name, 256)) : std::string("?");
   buft->alignment = i->alignment(ref.ctx);
   if (buft->alignment == 0 || (buft->alignment & (buft->alignment - 1)) != 0) {
-    bad_table(dev, "'" + buft->name + "' reports alignment " + std::to_string(buft->alignment) +
-                       ", which is not a power of two");
+    bad_table(dev, "buffer type '" + buft->name + "' reports alignment " + std::to_string(buft->alignment) +
+                       ", which is not a power of two (PLG-9)");
     return nullptr;
   }
   if (BP_HAS_SLOT(i, bp_buffer_type_i, max_size)) {
     buft->max_size = i->max_size(ref.ctx);
     if (buft->max_size == 0) {
-      bad_table(dev, "'" + buft->name + "' reports a max_size of 0");
+      bad_table(dev, "buffer type '" + buft->name + "' reports a max_size of 0 (PLG-9)");
       return nullptr;
     }
   }
@@ -99,14 +95,11 @@ bool device_ok(const bp_device *dev, const char *fn) {
 bp_status wrap_buffer(bp_buffer_type *buft, bp_buffer_ref ref, size_t size, const char *fn, bp_buffer **out) {
   bp_device *dev = buft->device;
   const bp_buffer_i *i = ref.iface;
-  if (i == nullptr || !BP_HAS_SLOT(i, bp_buffer_i, free) || !BP_HAS_SLOT(i, bp_buffer_i, base) ||
-      !BP_HAS_SLOT(i, bp_buffer_i, set_tensor) || !BP_HAS_SLOT(i, bp_buffer_i, get_tensor) ||
-      !BP_HAS_SLOT(i, bp_buffer_i, clear)) {
+  std::string why = bp::plugin_tables::check(bp::plugin_tables::buffer, i);
+  if (!why.empty()) {
     if (BP_HAS_SLOT(i, bp_buffer_i, free)) i->free(ref.ctx);
-    return set_errorf(BP_ERR_INCOMPATIBLE,
-                      "%s: %s: the buffer '%s' returned lacks a required slot (free, base, set_tensor, get_tensor, "
-                      "clear): the plugin is broken",
-                      fn, plugin_name(dev).c_str(), buft->name.c_str());
+    return set_errorf(BP_ERR_INCOMPATIBLE, "%s: %s: the buffer buffer type '%s' returned: %s", fn,
+                      plugin_name(dev).c_str(), buft->name.c_str(), why.c_str());
   }
   auto *buf = new (std::nothrow) bp_buffer();
   if (buf == nullptr) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/objects.hpp"
+#include "registry/plugin_tables.hpp"
 
 using namespace bp::core;
 
@@ -52,12 +53,11 @@ BP_API bp_status bp_event_new(bp_device *dev, bp_event **out_event) {
     bp_event_ref ref{};
     bp_status st = dev->ref.iface->event_new(dev->ref.ctx, &ref, &err);
     if (st != BP_OK) return plugin_failed(dev, st, err, "creating an event");
-    if (ref.iface == nullptr || !BP_HAS_SLOT(ref.iface, bp_event_i, synchronize) ||
-        !BP_HAS_SLOT(ref.iface, bp_event_i, free)) {
+    std::string why = bp::plugin_tables::check(bp::plugin_tables::event, ref.iface);
+    if (!why.empty()) {
       if (BP_HAS_SLOT(ref.iface, bp_event_i, free)) ref.iface->free(ref.ctx);
-      return set_errorf(BP_ERR_INCOMPATIBLE,
-                        "%s: %s: the event returned lacks a required slot (synchronize, free): the plugin is broken", fn,
-                        plugin_name(dev).c_str());
+      return set_errorf(BP_ERR_INCOMPATIBLE, "%s: %s: the event returned: %s", fn, plugin_name(dev).c_str(),
+                        why.c_str());
     }
     auto *ev = new (std::nothrow) bp_event();
     if (ev == nullptr) {

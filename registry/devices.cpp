@@ -4,7 +4,7 @@
 // an enumerate slot (ABI 1.1), when one of its devices is first listed or
 // asked for (PLG-21: an application that asks for "cpu" never pays for a
 // Vulkan instance). Always under load_mutex, never under the state lock.
-// Every required device slot is checked here (PLG-9), the
+// Every device and buffer type table is checked here (PLG-5, PLG-9), the
 // props strings are copied (PLG-14), and each device gets its spec string
 // ("<plugin>:<index>", the exact text that selects it) and a stable id (the
 // plugin's, else "<plugin>-<index>").
@@ -12,6 +12,8 @@
 #include <set>
 #include <vector>
 
+#include "core/objects.hpp"
+#include "registry/plugin_tables.hpp"
 #include "registry/registry_internal.hpp"
 
 namespace bp::registry {
@@ -27,37 +29,46 @@ bp_status plugin_failure(bp_status code, const bp_error &err, const std::string 
   return code;
 }
 
+// The core's buffer type message starts with the plugin and the device,
+// which |who| already names: say them once.
+std::string buft_failure(const bp_device *dev) {
+  std::string m = bp_last_error();
+  const std::string prefix = bp::core::plugin_name(dev) + ": device '" + bp::core::device_label(dev) + "': ";
+  if (m.compare(0, prefix.size(), prefix) == 0) m.erase(0, prefix.size());
+  return m;
+}
+
 bp_status make_device(bp_plugin *p, uint32_t index, std::set<std::string> &ids, std::unique_ptr<bp_device> &out,
                       std::string &message) {
   const std::string who = "plugin '" + p->name + "': device " + std::to_string(index);
   bp_device_ref ref{};
   bp_error err{};
-  bp_status st = p->iface->device_get(p->ctx, index, &ref, &err);
+  bp_status st = BP_OK;
+  // Each slot call is guarded (PLG-10): see call_slot.
+  if (!call_slot(who, "bp_plugin_i.device_get", message,
+                 [&] { st = p->iface->device_get(p->ctx, index, &ref, &err); }))
+    return BP_ERR_INTERNAL;
   if (st != BP_OK) return plugin_failure(st, err, who + ": device_get failed", message);
   const bp_device_i *di = ref.iface;
-  if (!di) {
-    message = who + ": device_get returned no table (PLG-9)";
-    return BP_ERR_INCOMPATIBLE;
-  }
-  if (di->struct_size < sizeof(bp_device_i)) {
-    message = who + ": device table is " + std::to_string(di->struct_size) + " bytes, ABI " +
-              std::to_string(BP_PLUGIN_ABI_VERSION) + " needs at least " + std::to_string(sizeof(bp_device_i)) +
-              " (PLG-9)";
-    return BP_ERR_INCOMPATIBLE;
-  }
-  const char *missing = !di->get_props ? "get_props" : !di->backend_init ? "backend_init" : !di->buffer_type ? "buffer_type" : nullptr;
-  if (missing) {
-    message = who + ": required slot bp_device_i." + missing + " is NULL (PLG-9)";
+  std::string why = plugin_tables::check(plugin_tables::device, di);
+  if (!why.empty()) {
+    message = who + ": " + why;
     return BP_ERR_INCOMPATIBLE;
   }
 
   bp_device_props props{};
   props.struct_size = sizeof props;
   err = bp_error{};
-  st = di->get_props(ref.ctx, &props, &err);
+  if (!call_slot(who, "bp_device_i.get_props", message, [&] { st = di->get_props(ref.ctx, &props, &err); }))
+    return BP_ERR_INTERNAL;
   if (st != BP_OK) return plugin_failure(st, err, who + ": get_props failed", message);
-  if (props.type < BP_DEVICE_TYPE_CPU || props.type > BP_DEVICE_TYPE_ACCEL) {
-    message = who + ": unknown device type " + std::to_string(props.type) + " (PLG-9)";
+  // Read the type as an integer: loading 99 into a bp_device_type is
+  // undefined behaviour before it can be checked.
+  int32_t type = 0;
+  static_assert(sizeof type == sizeof props.type, "bp_device_type is 32 bits");
+  std::memcpy(&type, &props.type, sizeof type);
+  if (type < BP_DEVICE_TYPE_CPU || type > BP_DEVICE_TYPE_ACCEL) {
+    message = who + ": unknown device type " + std::to_string(type) + " (PLG-9)";
     return BP_ERR_INCOMPATIBLE;
   }
 
@@ -68,7 +79,7 @@ bp_status make_device(bp_plugin *p, uint32_t index, std::set<std::string> &ids, 
   dev->name = bounded(props.name, 256);
   if (dev->name.empty()) dev->name = p->name;
   dev->description = bounded(props.description, 1024);
-  dev->type = props.type;
+  dev->type = static_cast<bp_device_type>(type);
   dev->caps = props.caps;
   dev->memory_total = props.memory_total;
   dev->memory_free = props.memory_free;
@@ -83,22 +94,28 @@ bp_status make_device(bp_plugin *p, uint32_t index, std::set<std::string> &ids, 
   ids.insert(id);
   dev->id = id;
 
-  bp_buffer_type_ref buft = di->buffer_type(ref.ctx);
-  if (!buft.iface) {
-    message = who + ": buffer_type returned no table (PLG-9)";
-    return BP_ERR_INCOMPATIBLE;
-  }
-  dev->buft = bp::core::buffer_type_wrap(dev.get(), buft);
+  // Buffer type tables are checked here, at enumeration, with the device
+  // (PLG-5); the core's wrapper says what is wrong, this adds where.
+  bp_buffer_type_ref buft{};
+  if (!call_slot(who, "bp_device_i.buffer_type", message, [&] { buft = di->buffer_type(ref.ctx); }))
+    return BP_ERR_INTERNAL;
+  if (!call_slot(who, "bp_buffer_type_i slots", message,
+                 [&] { dev->buft = bp::core::buffer_type_wrap(dev.get(), buft); }))
+    return BP_ERR_INTERNAL;
   if (!dev->buft) {
-    message = who + ": default buffer type: " + bp_last_error();
+    message = who + ": default buffer type: " + buft_failure(dev.get());
     return BP_ERR_INCOMPATIBLE;
   }
   if (BP_HAS_SLOT(di, bp_device_i, host_buffer_type)) {
-    bp_buffer_type_ref host = di->host_buffer_type(ref.ctx);
+    bp_buffer_type_ref host{};
+    if (!call_slot(who, "bp_device_i.host_buffer_type", message, [&] { host = di->host_buffer_type(ref.ctx); }))
+      return BP_ERR_INTERNAL;
     if (host.iface) {
-      dev->host_buft = bp::core::buffer_type_wrap(dev.get(), host);
+      if (!call_slot(who, "bp_buffer_type_i slots", message,
+                     [&] { dev->host_buft = bp::core::buffer_type_wrap(dev.get(), host); }))
+        return BP_ERR_INTERNAL;
       if (!dev->host_buft) {
-        message = who + ": host buffer type: " + bp_last_error();
+        message = who + ": host buffer type: " + buft_failure(dev.get());
         return BP_ERR_INCOMPATIBLE;
       }
     }
@@ -113,7 +130,10 @@ namespace {
 
 // Fills |out| from device_count/device_get (load_mutex held).
 bp_status list_devices(bp_plugin *p, std::vector<std::unique_ptr<bp_device>> &out, std::string &message) {
-  uint32_t n = p->iface->device_count(p->ctx);
+  uint32_t n = 0;
+  if (!call_slot("plugin '" + p->name + "'", "bp_plugin_i.device_count", message,
+                 [&] { n = p->iface->device_count(p->ctx); }))
+    return BP_ERR_INTERNAL;
   if (n > k_max_devices_per_plugin) {
     // A fixed capacity: clamp and say so (FAILURES.md #23).
     bp::core::logf(BP_LOG_WARN, "registry", "plugin '%s' reports %u devices; only the first %u are used (limit)",
@@ -162,22 +182,19 @@ bp_status enumerate_deferred(bp_plugin *p) {
   bp_status st = BP_OK;
   std::vector<std::unique_ptr<bp_device>> devs;
   bp_error err{};
-  try {
-    st = p->iface->enumerate(p->ctx, &err);
-    if (st != BP_OK) {
-      if (st <= BP_OK || st >= BP_STATUS_COUNT_) st = BP_ERR_INTERNAL;
-      std::string detail = bounded(err.message, sizeof err.message);
-      if (detail.empty()) detail = std::string("enumerate returned ") + bp_status_name(st) + " without a message";
-      message = st == BP_ERR_UNAVAILABLE ? "plugin '" + p->name + "' is unavailable on this machine: " + detail
-                                         : "plugin '" + p->name + "': device enumeration failed: " + detail + " (PLG-21)";
-    } else {
-      st = list_devices(p, devs, message);
-    }
-  } catch (...) {
-    // PLG-10 forbids it; the plugin stays listed with no devices instead of
-    // taking the process down.
+  if (!call_slot("plugin '" + p->name + "'", "bp_plugin_i.enumerate", message,
+                 [&] { st = p->iface->enumerate(p->ctx, &err); })) {
+    // The plugin stays listed with no devices instead of taking the
+    // process down.
     st = BP_ERR_INTERNAL;
-    message = "plugin '" + p->name + "': an exception escaped device enumeration (PLG-10)";
+  } else if (st != BP_OK) {
+    if (st <= BP_OK || st >= BP_STATUS_COUNT_) st = BP_ERR_INTERNAL;
+    std::string detail = bounded(err.message, sizeof err.message);
+    if (detail.empty()) detail = std::string("enumerate returned ") + bp_status_name(st) + " without a message";
+    message = st == BP_ERR_UNAVAILABLE ? "plugin '" + p->name + "' is unavailable on this machine: " + detail
+                                       : "plugin '" + p->name + "': device enumeration failed: " + detail + " (PLG-21)";
+  } else {
+    st = list_devices(p, devs, message);
   }
   if (st != BP_OK) devs.clear();
   {

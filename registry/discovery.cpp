@@ -129,7 +129,7 @@ bp_status run_discovery() {
     bp::core::logf(BP_LOG_DEBUG, "registry", "searching %s", folder.c_str());
     for (const std::string &file : candidates_in(folder)) {
       bp::core::logf(BP_LOG_DEBUG, "registry", "candidate %s", file.c_str());
-      load_plugin_file(file, nullptr);  // failures are recorded in the rejected list
+      load_plugin_file(file, nullptr, true);  // failures are recorded in the rejected list
     }
   }
   return BP_OK;

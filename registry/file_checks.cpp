@@ -2,7 +2,9 @@
 //
 // Two checks, both on the resolved path and both before any plugin code runs:
 //  - Permissions (FAILURES.md #20, PLG-20): a file every user may write is
-//    refused, since anyone could have swapped its code.
+//    refused, since anyone could have swapped its code; so is a file in a
+//    folder every user may write, unless the folder is sticky (1777) and
+//    the file is ours or root's (then a warning).
 //  - Architecture (FAILURES.md #3): dlopen describes a foreign file badly.
 //    For another machine glibc says "cannot open shared object file: No such
 //    file or directory" (it skips the file as if it were absent), and for
@@ -92,6 +94,33 @@ bp_status check_plugin_file(const std::string &real, const struct stat &st, std:
     message = "refused " + real + ": the file is writable by every user (mode " + mode +
               "), so anyone could have replaced its code; run 'chmod o-w' on it (PLG-20)";
     return BP_ERR_FAILED_PRECONDITION;
+  }
+
+  // The folder matters as much as the file (PLG-20): in a folder every user
+  // may write, anyone can replace the file by another (rename over it), so
+  // nothing in it is trusted. A sticky folder (1777, like /tmp) only lets
+  // owners remove or rename their files: a file of ours or root's there is
+  // safe from others and loads with a warning; anyone else's is refused.
+  const std::string folder = real.substr(0, real.rfind('/'));
+  struct stat dir {};
+  if (!folder.empty() && stat(folder.c_str(), &dir) == 0 && (dir.st_mode & S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(dir.st_mode & 07777));
+    if (!(dir.st_mode & S_ISVTX)) {
+      message = "refused " + real + ": its folder " + folder + " is writable by every user (mode " + mode +
+                "), so anyone could have replaced the file; run 'chmod o-w' on the folder or move the plugin (PLG-20)";
+      return BP_ERR_FAILED_PRECONDITION;
+    }
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+      message = "refused " + real + ": its folder " + folder + " is writable by every user (mode " + mode +
+                ") and the file belongs to another user (uid " + std::to_string(st.st_uid) +
+                "), who may have put it there; move the plugin to a folder only its owner can write (PLG-20)";
+      return BP_ERR_FAILED_PRECONDITION;
+    }
+    bp::core::logf(BP_LOG_WARN, "registry",
+                   "%s is in %s, a folder every user may write (mode %s, sticky): others cannot replace this file, "
+                   "but may add plugins there; prefer a folder only its owner can write (PLG-20)",
+                   real.c_str(), folder.c_str(), mode);
   }
 
   unsigned char head[64];

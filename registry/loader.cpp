@@ -62,6 +62,14 @@ std::string base_name(const std::string &path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// "ref" for .../libbp-ref.so; the whole base name (quoted safely) otherwise.
+std::string file_plugin_name(const std::string &path) {
+  std::string base = base_name(path);
+  if (base.size() > 9 && base.compare(0, 6, "libbp-") == 0 && base.compare(base.size() - 3, 3, ".so") == 0)
+    base = base.substr(6, base.size() - 9);
+  return quote_for_message(base).substr(0, 200);
+}
+
 // The loaded plugin whose file is |real| or the same inode as |st| (a hard
 // link: dlopen would hand back the loaded object itself), or nullptr. The
 // caller holds load_mutex, so the result cannot be unloaded meanwhile.
@@ -92,11 +100,22 @@ bp_log_level arch_mismatch_level(const std::string &real) {
 
 void host_log(void *host, bp_log_level level, const char *message) {
   const auto *p = static_cast<const bp_plugin *>(host);
-  if (level < BP_LOG_DEBUG || level > BP_LOG_ERROR) level = BP_LOG_ERROR;
-  bp::core::log(level, p ? p->name.c_str() : "plugin", message ? message : "");
+  // The level comes from plugin code: look at it as an integer before it is
+  // used as a bp_log_level (99 is not one; loading it as one is undefined).
+  int32_t raw = 0;
+  static_assert(sizeof raw == sizeof level, "bp_log_level is 32 bits");
+  std::memcpy(&raw, &level, sizeof raw);
+  const bp_log_level checked =
+      raw >= BP_LOG_DEBUG && raw <= BP_LOG_ERROR ? static_cast<bp_log_level>(raw) : BP_LOG_ERROR;
+  bp::core::log(checked, p ? p->name.c_str() : "plugin", message ? std::string(message, strnlen(message, 4096)) : "");
 }
 
-int host_log_enabled(void *, bp_log_level level) { return bp::core::log_enabled(level) ? 1 : 0; }
+int host_log_enabled(void *, bp_log_level level) {
+  int32_t raw = 0;
+  std::memcpy(&raw, &level, sizeof raw);
+  if (raw < BP_LOG_DEBUG || raw > BP_LOG_ERROR) return 1;  // logged as ERROR
+  return bp::core::log_enabled(static_cast<bp_log_level>(raw)) ? 1 : 0;
+}
 
 std::string absolute(const std::string &path) {
   if (!path.empty() && path[0] == '/') return path;
@@ -117,7 +136,7 @@ bool defined_by(void *handle, const void *sym) {
 
 }  // namespace
 
-bp_status load_plugin_file(const std::string &path_in, bp_plugin **out) {
+bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool from_search) {
   const std::string abs = absolute(path_in);
   char real_buf[PATH_MAX];
   if (!realpath(abs.c_str(), real_buf)) {
@@ -143,6 +162,12 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out) {
   if (status != BP_OK)
     return reject(real, status, message, status == BP_ERR_INCOMPATIBLE ? arch_mismatch_level(real) : BP_LOG_WARN);
 
+  // dlopen runs the file's constructors before any check (PLG-11): an
+  // untrusted file can be tried in a child process first.
+  if (probe_enabled()) {
+    status = probe_plugin_file(real, message);
+    if (status != BP_OK) return reject(real, status, message);
+  }
   dlerror();
   void *h = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return reject(real, BP_ERR_INCOMPATIBLE, "cannot load " + real + ": " + dl_error_text());
@@ -152,18 +177,35 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out) {
   if (!desc || !defined_by(h, desc))
     return reject(real, BP_ERR_INCOMPATIBLE,
                   real + ": not a Backplane plugin (missing " BP_PLUGIN_DESCRIPTOR_SYMBOL ") (PLG-2)");
-  status = check_descriptor(desc, real, message);
+  descriptor_strings strings;
+  status = check_descriptor(desc, real, image_of(h), strings, message);
   if (status != BP_OK) return reject(real, status, message);
-  const std::string name(desc->name);
+  const std::string name = strings.name;
+  // The file name is how users, specs and tools name a plugin before it is
+  // loaded: libbp-ref.so declaring "cpu" would leave "ref" unfindable. The
+  // name as given or as resolved may agree (a symlink to a versioned file).
+  const std::string expected = "libbp-" + name + ".so";
+  if (base_name(abs) != expected && base_name(real) != expected)
+    return reject(real, BP_ERR_INCOMPATIBLE,
+                  real + " declares the plugin name '" + name + "', but its file name says " +
+                      file_plugin_name(real) + ": rename the file to libbp-" + name +
+                      ".so or rebuild it with that name (PLG-3)");
   std::string taken_by;
   {
     std::lock_guard<std::mutex> lock(state().state_mutex);
     if (bp_plugin *other = find_by_name_locked(name)) taken_by = other->path;
   }
-  if (!taken_by.empty())
+  if (!taken_by.empty()) {
+    if (from_search)  // an intended override: earlier folders win (PLG-3)
+      return reject(real, BP_ERR_ALREADY_EXISTS,
+                    "plugin '" + name + "' in " + real + " is shadowed by " + taken_by +
+                        ", found earlier on the search path (BP_PLUGIN_PATH, then bp_registry_add_path folders, "
+                        "then the installed plugins) (PLG-3)",
+                    BP_LOG_INFO);
     return reject(real, BP_ERR_ALREADY_EXISTS,
                   "plugin name '" + name + "' from " + real + " is already taken by " + taken_by +
                       "; remove or rename one of the two files (PLG-3)");
+  }
   auto entry = reinterpret_cast<bp_plugin_entry_fn>(dlsym(h, BP_PLUGIN_ENTRY_SYMBOL));
   if (!entry || !defined_by(h, reinterpret_cast<const void *>(entry)))
     return reject(real, BP_ERR_INCOMPATIBLE,
@@ -171,8 +213,8 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out) {
 
   auto p = std::make_unique<bp_plugin>();
   p->name = name;
-  p->version = desc->version ? std::string(desc->version, strnlen(desc->version, 64)) : "";
-  p->description = desc->description ? std::string(desc->description, strnlen(desc->description, 1024)) : "";
+  p->version = strings.version;
+  p->description = strings.description;
   p->path = real;
   p->host.struct_size = sizeof(bp_host_api);
   p->host.abi_major = BP_PLUGIN_ABI_VERSION;
@@ -184,8 +226,14 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out) {
     bp::core::logf(BP_LOG_DEBUG, "registry", "plugin '%s' was built for ABI %u.%u (host %u.%u): newer slots unused",
                    name.c_str(), desc->abi_major, desc->abi_minor, BP_PLUGIN_ABI_VERSION, BP_PLUGIN_ABI_MINOR);
 
+  // Every call into the plugin below goes through call_slot: an exception
+  // is caught and destroyed there, before handle_guard may close the file.
+  const std::string who = "plugin '" + name + "'";
   bp_error err{};
-  const bp_plugin_i *iface = entry(BP_PLUGIN_ABI_VERSION, &p->host, &err);
+  const bp_plugin_i *iface = nullptr;
+  if (!call_slot(who, BP_PLUGIN_ENTRY_SYMBOL, message,
+                 [&] { iface = entry(BP_PLUGIN_ABI_VERSION, &p->host, &err); }))
+    return reject(real, BP_ERR_INTERNAL, message);
   if (!iface) {
     bp_status code = err.code > BP_OK && err.code < BP_STATUS_COUNT_ ? err.code : BP_ERR_INCOMPATIBLE;
     std::string detail(err.message, strnlen(err.message, sizeof err.message));
@@ -197,7 +245,8 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out) {
   p->iface = iface;
 
   err = bp_error{};
-  status = iface->init(&p->ctx, &err);
+  if (!call_slot(who, "bp_plugin_i.init", message, [&] { status = iface->init(&p->ctx, &err); }))
+    return reject(real, BP_ERR_INTERNAL, message);
   if (status != BP_OK) {
     if (status <= BP_OK || status >= BP_STATUS_COUNT_) status = BP_ERR_INTERNAL;
     std::string detail(err.message, strnlen(err.message, sizeof err.message));

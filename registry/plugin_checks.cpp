@@ -8,6 +8,7 @@
 #include <cstring>
 #include <set>
 
+#include "registry/plugin_tables.hpp"
 #include "registry/registry_internal.hpp"
 
 namespace bp::registry {
@@ -62,10 +63,14 @@ bp_status copy_param(bp_plugin *p, const bp_param_info &in, std::set<std::string
   if (name == "device" || name == "id")
     return incompatible(message, who + "'" + name + "' is reserved for the host (device index / stable id) (PLG-7)");
   if (!seen.insert(name).second) return incompatible(message, who + "'" + name + "' is declared twice (PLG-7)");
-  if (in.type != BP_PARAM_INT && in.type != BP_PARAM_BOOL && in.type != BP_PARAM_STRING)
-    return incompatible(message, who + "'" + name + "' has unknown type " + std::to_string(in.type) + " (PLG-7)");
+  // Read as an integer first: loading 77 into a bp_param_type is undefined.
+  int32_t type = 0;
+  static_assert(sizeof type == sizeof in.type, "bp_param_type is 32 bits");
+  std::memcpy(&type, &in.type, sizeof type);
+  if (type != BP_PARAM_INT && type != BP_PARAM_BOOL && type != BP_PARAM_STRING)
+    return incompatible(message, who + "'" + name + "' has unknown type " + std::to_string(type) + " (PLG-7)");
   std::string def = bounded(in.default_value, 256);
-  if (in.type == BP_PARAM_INT) {
+  if (type == BP_PARAM_INT) {
     if (in.min_value > in.max_value)
       return incompatible(message, who + "'" + name + "' has min " + std::to_string(in.min_value) + " > max " +
                                        std::to_string(in.max_value) + " (PLG-7)");
@@ -77,14 +82,14 @@ bp_status copy_param(bp_plugin *p, const bp_param_info &in, std::set<std::string
       return incompatible(message, who + "'" + name + "' default " + def + " is outside " +
                                        std::to_string(in.min_value) + ".." + std::to_string(in.max_value) +
                                        " (PLG-7)");
-  } else if (in.type == BP_PARAM_BOOL) {
+  } else if (type == BP_PARAM_BOOL) {
     if (!def.empty() && def != "true" && def != "false" && def != "0" && def != "1")
       return incompatible(message, who + "'" + name + "' default '" + def + "' is not true/false (PLG-7)");
   }
   bp_param_info copy{};
   copy.struct_size = sizeof(bp_param_info);
   copy.name = p->strings.emplace_back(name).c_str();
-  copy.type = in.type;
+  copy.type = static_cast<bp_param_type>(type);
   copy.default_value = p->strings.emplace_back(def).c_str();
   copy.doc = p->strings.emplace_back(bounded(in.doc, 512)).c_str();
   copy.min_value = in.min_value;
@@ -95,8 +100,25 @@ bp_status copy_param(bp_plugin *p, const bp_param_info &in, std::set<std::string
 
 }  // namespace
 
-bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &path, std::string &message) {
+// A descriptor string: NULL is allowed (empty) unless |required|; anything
+// else must lie in the plugin's image and is read at most |max| bytes, never
+// past the end of its segment.
+bool image_string(const image_ranges &image, const char *s, size_t max, std::string &out) {
+  out.clear();
+  if (!s) return true;
+  size_t room = image.room(s);
+  if (room == 0) return false;
+  out.assign(s, strnlen(s, room < max ? room : max));
+  return true;
+}
+
+bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &path, const image_ranges &image,
+                           descriptor_strings &out, std::string &message) {
   const std::string file = base_name(path);
+  // The symbol was found in the file itself; its whole struct must be too.
+  if (!image.contains(d, sizeof(bp_plugin_descriptor_t)))
+    return incompatible(message, file + ": the " BP_PLUGIN_DESCRIPTOR_SYMBOL " symbol does not lie within the "
+                                        "file's loaded image (PLG-2)");
   if (d->magic != BP_PLUGIN_MAGIC) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "%s: bad descriptor magic 0x%08X (expected 0x%08X): not a Backplane plugin (PLG-2)",
@@ -117,10 +139,33 @@ bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &p
     return incompatible(message, file + ": descriptor is " + std::to_string(d->struct_size) + " bytes, ABI " +
                                      std::to_string(BP_PLUGIN_ABI_VERSION) + " needs at least " +
                                      std::to_string(sizeof(bp_plugin_descriptor_t)) + " (PLG-2)");
-  std::string name = bounded(d->name, k_spec_max_name + 2);
-  if (!is_valid_identifier(name))
-    return incompatible(message, file + ": plugin name " + quote_for_message(name) +
+  // Pointers first: nothing is read through one outside the plugin's file.
+  const struct {
+    const char *field;
+    const char *value;
+    size_t max;
+    std::string *to;
+  } strings[] = {{"name", d->name, 64, &out.name},
+                 {"version", d->version, 64, &out.version},
+                 {"description", d->description, 1024, &out.description}};
+  for (const auto &f : strings) {
+    if (!image_string(image, f.value, f.max, *f.to)) {
+      char where[32];
+      std::snprintf(where, sizeof where, "%p", static_cast<const void *>(f.value));
+      return incompatible(message, file + ": descriptor field '" + f.field + "' points to " + where +
+                                       ", outside the plugin's own file: use a string literal (PLG-2)");
+    }
+  }
+  const std::string &name = out.name;
+  if (!is_valid_identifier(name)) {
+    // Say how long an over-long name is: one cut for display must not look
+    // like a valid-length name with a bad character.
+    std::string length;
+    if (name.size() > k_spec_max_name)
+      length = " (" + (name.size() >= 64 ? std::string("64 or more") : std::to_string(name.size())) + " characters)";
+    return incompatible(message, file + ": plugin name " + quote_for_message(name) + length +
                                      " is invalid: names are [a-z0-9_]+, 1 to 31 characters (PLG-3)");
+  }
   if (name == "auto")
     return incompatible(message, file + ": plugin name 'auto' is reserved for automatic selection (PLG-3)");
   if ((d->flags & BP_PLUGIN_FLAG_ASAN) && !k_host_asan)
@@ -139,31 +184,24 @@ bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &p
 
 bp_status check_plugin_table(bp_plugin *p, const bp_plugin_i *iface, std::string &message) {
   const std::string who = "plugin '" + p->name + "': ";
-  // ABI 1.0 ends after n_params; later slots are optional (BP_HAS_SLOT).
-  constexpr size_t min_size = offsetof(bp_plugin_i, n_params) + sizeof(uint32_t);
-  if (iface->struct_size < min_size)
-    return incompatible(message, who + "plugin table is " + std::to_string(iface->struct_size) + " bytes, ABI " +
-                                     std::to_string(BP_PLUGIN_ABI_VERSION) + " needs at least " +
-                                     std::to_string(min_size) + " (PLG-5)");
-  const char *missing = !iface->init           ? "init"
-                        : !iface->shutdown     ? "shutdown"
-                        : !iface->device_count ? "device_count"
-                        : !iface->device_get   ? "device_get"
-                                               : nullptr;
-  if (missing)
-    return incompatible(message, who + "required slot bp_plugin_i." + missing + " is NULL (PLG-5)");
+  std::string why = plugin_tables::check(plugin_tables::plugin, iface);
+  if (!why.empty()) return incompatible(message, who + why);
   if (iface->n_params > k_max_params_per_plugin)
     return incompatible(message, who + "declares " + std::to_string(iface->n_params) + " parameters, the limit is " +
                                      std::to_string(k_max_params_per_plugin) + " (PLG-7)");
   if (iface->n_params > 0 && !iface->params)
     return incompatible(message, who + "n_params is " + std::to_string(iface->n_params) + " but params is NULL (PLG-7)");
   if (iface->n_params == 0) return BP_OK;
-  // Entries may be longer than ours (a newer minor): step by their size.
+  // Entries may be longer than ours (a newer minor): step by their size,
+  // which is bounded so that a bogus size (0x7fffffff) is refused instead
+  // of walking far outside the array.
   const size_t stride = iface->params[0].struct_size;
-  if (stride < sizeof(bp_param_info))
+  constexpr size_t k_max_stride = 16 * sizeof(bp_param_info);
+  if (stride < sizeof(bp_param_info) || stride > k_max_stride)
     return incompatible(message, who + "bp_param_info.struct_size is " + std::to_string(stride) + ", ABI " +
-                                     std::to_string(BP_PLUGIN_ABI_VERSION) + " needs at least " +
-                                     std::to_string(sizeof(bp_param_info)) + " (PLG-7)");
+                                     std::to_string(BP_PLUGIN_ABI_VERSION) + " needs " +
+                                     std::to_string(sizeof(bp_param_info)) + " to " + std::to_string(k_max_stride) +
+                                     " (PLG-7)");
   std::set<std::string> seen;
   const auto *bytes = reinterpret_cast<const unsigned char *>(iface->params);
   for (uint32_t i = 0; i < iface->n_params; ++i) {

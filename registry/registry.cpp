@@ -75,7 +75,12 @@ bool is_loaded_locked(const bp_plugin *p) {
 }
 
 void close_plugin(bp_plugin *p, bool call_shutdown) {
-  if (call_shutdown && p->loaded && p->iface && p->iface->shutdown) p->iface->shutdown(p->ctx);
+  if (call_shutdown && p->loaded && p->iface && p->iface->shutdown) {
+    // Guarded like every slot (PLG-10): the exception is gone before dlclose.
+    std::string message;
+    if (!call_slot("plugin '" + p->name + "'", "bp_plugin_i.shutdown", message, [&] { p->iface->shutdown(p->ctx); }))
+      bp::core::log(BP_LOG_WARN, "registry", message);
+  }
   p->loaded = false;
   for (auto &d : p->devices) {
     d->tag = bp::core::TAG_DEAD;

@@ -17,7 +17,10 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,11 +66,58 @@ struct load_scope {  // marks this thread as inside a load
   ~load_scope();
 };
 
+// Runs plugin code |f| (one slot call). PLG-10 forbids exceptions across the
+// ABI, but one plugin breaking it must not take discovery down: the exception
+// is caught here, at the slot call, its text copied, and the exception object
+// is destroyed before this returns. Only then may the caller dlclose the
+// plugin (what() and the object's destructor may be code of that plugin).
+// Returns false then, with |message| = "<who>: <slot> threw ... (PLG-10)".
+template <typename F>
+bool call_slot(const std::string &who, const char *slot, std::string &message, F &&f) {
+  const char *what = nullptr;
+  std::string text;
+  try {
+    f();
+    return true;
+  } catch (const std::exception &e) {
+    what = e.what();
+    text = what ? std::string(what, strnlen(what, BP_ERROR_MESSAGE_MAX)) : std::string();
+    text = "an exception escaped " + std::string(slot) + ": " + text;
+  } catch (...) {
+    text = "an exception of unknown type escaped " + std::string(slot);
+  }
+  message = who + ": " + text + " (PLG-10)";
+  return false;
+}
+
 // ---- loader.cpp --------------------------------------------------------
 // Loads |path| (load_mutex held by the caller). On success *out is the new
 // or already-loaded plugin; on failure the rejection is recorded, the
-// handle closed, and the thread's last error set.
-bp_status load_plugin_file(const std::string &path, bp_plugin **out);
+// handle closed, and the thread's last error set. |from_search| marks a file
+// found by discovery, where a name already loaded from a folder earlier in
+// the search order is an intended override (the file is "shadowed").
+bp_status load_plugin_file(const std::string &path, bp_plugin **out, bool from_search = false);
+
+// ---- probe.cpp ---------------------------------------------------------
+// True when BP_PLUGIN_PROBE=1 (read with secure_getenv).
+bool probe_enabled();
+// Loads |real| in a child process (dlopen, entry, init, enumerate,
+// device_count, shutdown) with a time limit; INCOMPATIBLE with the cause
+// (signal, exit status, hang) in |message| when the child did not survive.
+bp_status probe_plugin_file(const std::string &real, std::string &message);
+
+// ---- image.cpp ---------------------------------------------------------
+// The readable address ranges of one loaded object (its PT_LOAD segments),
+// used to check that a pointer read from the descriptor lies in the plugin's
+// own file before anything reads through it (PLG-2).
+struct image_ranges {
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end)
+  // Bytes readable from |p| up to the end of its segment; 0 outside.
+  size_t room(const void *p) const;
+  bool contains(const void *p, size_t n) const { return n <= room(p); }
+};
+// The ranges of the object behind dlopen handle |h| (empty when unknown).
+image_ranges image_of(void *h);
 
 // ---- file_checks.cpp ---------------------------------------------------
 // Checks the regular file |real| (stat'ed as |st|) before dlopen: refuses a
@@ -77,9 +127,15 @@ bp_status load_plugin_file(const std::string &path, bp_plugin **out);
 bp_status check_plugin_file(const std::string &real, const struct stat &st, std::string &message);
 
 // ---- plugin_checks.cpp -------------------------------------------------
-// Checks the descriptor of the plugin file |path| without running its code.
-// Fills |message| on failure (PLG-2, PLG-3, PLG-6).
-bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &path, std::string &message);
+// Checks the descriptor of the plugin file |path| without running its code:
+// the struct and every string it points to must lie in |image| (the
+// plugin's own mapped file), read with a bound. Fills |out| with the copied
+// strings, or |message| on failure (PLG-2, PLG-3, PLG-6).
+struct descriptor_strings {
+  std::string name, version, description;
+};
+bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &path, const image_ranges &image,
+                           descriptor_strings &out, std::string &message);
 // Checks the table bp_plugin_entry returned and copies its param schema
 // into |p| (p->name set). Fills |message| on failure.
 bp_status check_plugin_table(bp_plugin *p, const bp_plugin_i *iface, std::string &message);

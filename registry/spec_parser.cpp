@@ -109,10 +109,16 @@ bool parser::parse_params(std::string_view text, size_t offset, parsed_spec &spe
     if (eq == std::string_view::npos) {
       // A bare integer selects the device by index.
       for (size_t i = 0; i < item.size(); ++i)
-        if (!is_digit(item[i]))
-          return fail(item_off + i, "'" + std::string(item) +
-                                        "' is neither a device index nor key=value; write e.g. 'cpu:0' or "
-                                        "'cpu:threads=2'");
+        if (!is_digit(item[i])) {
+          // Suggest with the spec's own plugin and key: a bare key is most
+          // likely a parameter missing its value ('ref:verbose').
+          const std::string plugin = spec.name.empty() ? std::string("cpu") : spec.name;
+          const bool key_like = is_valid_identifier(item);
+          return fail(item_off + i, "'" + std::string(item) + "' is neither a device index nor key=value; " +
+                                        (key_like ? "give it a value, e.g. '" + plugin + ":" + std::string(item) +
+                                                        "=<value>', or select a device with '" + plugin + ":0'"
+                                                  : "write e.g. '" + plugin + ":0' or '" + plugin + ":threads=2'"));
+        }
       int64_t v = 0;
       if (!parse_int64(item, &v) || v > std::numeric_limits<uint32_t>::max())
         return fail(item_off, "device index '" + std::string(item) + "' is too large");

@@ -4,13 +4,26 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 namespace bp::plugins {
 namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// F16C from CPUID leaf 1 (ECX bit 29) directly: clang 14's
+// __builtin_cpu_supports does not know "f16c" and fails to compile.
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+#endif
 
 isa_level detect() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   // x86-64-v4's set; VL and BW because the kernels use masked 256/512-bit
   // loads and stores on 16-bit data.
   const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

@@ -162,7 +162,7 @@ bp_status backend_create(plugin_state *plugin, int64_t threads, bp_backend_ref *
     return fail(err, BP_ERR_RESOURCE_EXHAUSTED, "cpu: cannot start %d threads (%s); ask for fewer with threads=N", n,
                 e.what());
   }
-  log(plugin->host, BP_LOG_INFO, "cpu: %d threads", n);
+  log(plugin->host, BP_LOG_INFO, "%d threads", n);  // the host prefixes "cpu"
   out->iface = &backend_iface;
   out->ctx = ctx.release();
   return BP_OK;

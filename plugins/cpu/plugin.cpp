@@ -46,7 +46,7 @@ bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
     state->description = read_cpu_model();
     state->n_cores = plugins::count_cores();
     *out_plugin = state;
-    log(state->host, BP_LOG_DEBUG, "cpu: plugin ready, %u cores, %s", state->n_cores, state->description.c_str());
+    log(state->host, BP_LOG_DEBUG, "plugin ready, %u cores, %s", state->n_cores, state->description.c_str());
     return BP_OK;
   });
 }

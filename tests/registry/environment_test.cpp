@@ -55,11 +55,11 @@ TEST_F(RegistryEnvironment, PluginPathIsReadInANormalProcess) {
   // The control: without the shim the same folder is searched, so the
   // elevated test below can fail.
   temp_dir dir;
-  fs::copy_file(fixture("zero_devices"), dir.path() / "libbp-from_env.so");
+  fs::copy_file(fixture("zero_devices"), dir.path() / "libbp-zero_devices.so");
   child_result r = run_child({k_probe}, {{"BP_PLUGIN_PATH", dir.path().string()}});
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(has_line(r, "secure_getenv BP_PLUGIN_PATH=set")) << r.out;
-  EXPECT_TRUE(has_line(r, "plugin zero_devices " + (dir.path() / "libbp-from_env.so").string())) << r.out;
+  EXPECT_TRUE(has_line(r, "plugin zero_devices " + (dir.path() / "libbp-zero_devices.so").string())) << r.out;
   EXPECT_TRUE(has_line(r, "done")) << r.out;
 
   // And a trap on that path is opened: the detector works.
@@ -70,7 +70,7 @@ TEST_F(RegistryEnvironment, PluginPathIsReadInANormalProcess) {
 
 TEST_F(RegistryEnvironment, PluginPathIsIgnoredUnderFakeElevation) {
   temp_dir dir;
-  fs::copy_file(fixture("zero_devices"), dir.path() / "libbp-from_env.so");
+  fs::copy_file(fixture("zero_devices"), dir.path() / "libbp-zero_devices.so");
   fs::copy_file(k_trap, dir.path() / "libbp-trap.so");
   child_result r = run_child({k_probe}, elevated({{"BP_PLUGIN_PATH", dir.path().string()}}));
   ASSERT_EQ(r.status, 0) << (r.status == k_trap_status ? "the trap on BP_PLUGIN_PATH was opened\n" : "") << r.out;

@@ -54,8 +54,8 @@ const std::vector<refused_case> k_refused = {
      {"was built for ABI 2, this Backplane speaks ABI 1", "this Backplane is older"}},
     {"entry_null", BP_ERR_INCOMPATIBLE, {"bp_plugin_entry returned no table", "refuses every host"}},
     {"null_required_slot", BP_ERR_INCOMPATIBLE, {"plugin 'null_required_slot'", "bp_plugin_i.device_get is NULL"}},
-    {"short_table", BP_ERR_INCOMPATIBLE, {"plugin 'short_table'", "plugin table is 8 bytes", "PLG-5"}},
-    {"null_device_slot", BP_ERR_INCOMPATIBLE, {"device 0", "bp_device_i.get_props is NULL"}},
+    {"short_table", BP_ERR_INCOMPATIBLE, {"plugin 'short_table'", "bp_plugin_i table is 8 bytes", "PLG-5"}},
+    {"null_device_slot", BP_ERR_INCOMPATIBLE, {"device 0", "required slot bp_device_i.get_props is NULL (PLG-5)"}},
     {"reserved_param", BP_ERR_INCOMPATIBLE, {"'device' is reserved for the host"}},
     {"bad_name", BP_ERR_INCOMPATIBLE, {"plugin name \"Bad-Name!\" is invalid", "[a-z0-9_]+"}},
     {"empty_name", BP_ERR_INCOMPATIBLE, {"plugin name \"\" is invalid"}},
@@ -64,6 +64,27 @@ const std::vector<refused_case> k_refused = {
     {"init_fails", BP_ERR_INTERNAL, {"plugin 'init_fails' failed to initialise", "permission denied"}},
     {"init_unavailable", BP_ERR_UNAVAILABLE, {"unavailable on this machine", "no fake hardware"}},
     {"throws", BP_ERR_INTERNAL, {"plugin 'throws': device 0: get_props failed", "threw a std::runtime_error"}},
+    // Issue 10.
+    {"name_mismatch",
+     BP_ERR_INCOMPATIBLE,
+     {"declares the plugin name 'mismatch_other'", "its file name says \"name_mismatch\"", "PLG-3"}},
+    {"throw_entry", BP_ERR_INTERNAL, {"plugin 'throw_entry'", "escaped bp_plugin_entry", "fake_exception", "PLG-10"}},
+    {"throw_init", BP_ERR_INTERNAL, {"plugin 'throw_init'", "escaped bp_plugin_i.init", "fake_exception", "PLG-10"}},
+    {"throw_device_count",
+     BP_ERR_INTERNAL,
+     {"plugin 'throw_device_count'", "escaped bp_plugin_i.device_count", "fake_exception", "PLG-10"}},
+    {"throw_get_props",
+     BP_ERR_INTERNAL,
+     {"plugin 'throw_get_props': device 0", "escaped bp_device_i.get_props", "fake_exception", "PLG-10"}},
+    {"bad_name_ptr", BP_ERR_INCOMPATIBLE, {"descriptor field 'name' points to 0x10", "outside", "PLG-2"}},
+    {"bad_version_ptr", BP_ERR_INCOMPATIBLE, {"descriptor field 'version' points to 0x10", "PLG-2"}},
+    {"param_struct_size", BP_ERR_INCOMPATIBLE, {"bp_param_info.struct_size is 2147483647", "PLG-7"}},
+    {"device_type_99", BP_ERR_INCOMPATIBLE, {"device 0: unknown device type 99", "PLG-9"}},
+    {"param_type_77", BP_ERR_INCOMPATIBLE, {"'flavor' has unknown type 77", "PLG-7"}},
+    {"alignment_48", BP_ERR_INCOMPATIBLE, {"reports alignment 48, which is not a power of two", "PLG-9"}},
+    {"long_name_35_characters_abcdefghijk",
+     BP_ERR_INCOMPATIBLE,
+     {"\"long_name_35_characters_abcdefghijk\" (35 characters) is invalid", "PLG-3"}},
 };
 
 TEST(RegistryLoad, EachBrokenFixtureIsRefusedWithItsReason) {
@@ -219,7 +240,8 @@ TEST(RegistryLoad, HardLinkToALoadedFileIsTheSamePlugin) {
   // Same inode, other path: dlopen would return the loaded object itself, so
   // the registry must too (not ALREADY_EXISTS against itself).
   temp_dir dir;
-  const fs::path a = dir.path() / "libbp-linked_a.so", b = dir.path() / "libbp-linked_b.so";
+  for (const char *sub : {"a", "b", "c"}) fs::create_directory(dir.path() / sub);
+  const fs::path a = dir.path() / "a" / "libbp-zero_devices.so", b = dir.path() / "b" / "libbp-zero_devices.so";
   fs::copy_file(fixture("zero_devices"), a);
   if (link(a.c_str(), b.c_str()) != 0) GTEST_SKIP() << "cannot make a hard link in " << dir.path();
   bp_plugin *pa = nullptr, *pb = nullptr;
@@ -228,7 +250,7 @@ TEST(RegistryLoad, HardLinkToALoadedFileIsTheSamePlugin) {
   EXPECT_EQ(pa, pb);
   EXPECT_FALSE(find_rejected(b.string(), nullptr, nullptr));
   // A copy is another file: same name, so ALREADY_EXISTS naming both.
-  const fs::path c = dir.path() / "libbp-copied.so";
+  const fs::path c = dir.path() / "c" / "libbp-zero_devices.so";
   fs::copy_file(fixture("zero_devices"), c);
   EXPECT_EQ(bp_registry_load(c.c_str(), nullptr), BP_ERR_ALREADY_EXISTS);
   std::string message = bp_last_error();
@@ -259,7 +281,7 @@ TEST(RegistryLoad, WorldWritableFileIsRefusedBeforeDlopen) {
       },
       ::testing::ExitedWithCode(0), "");
   // Group-writable is the owner's business; only "every user" is refused.
-  const fs::path good = dir.path() / "libbp-group_writable.so";
+  const fs::path good = dir.path() / "libbp-zero_devices.so";
   fs::copy_file(fixture("zero_devices"), good);
   ASSERT_EQ(chmod(good.c_str(), 0775), 0);
   EXPECT_EQ(bp_registry_load(good.c_str(), nullptr), BP_OK) << bp_last_error();
@@ -330,9 +352,9 @@ TEST(RegistryLoad, ThreePluginsWithOneNameKeepTheFirst) {
     std::string message = bp_last_error();
     EXPECT_NE(message.find("plugin name 'dup_name'"), std::string::npos) << message;
     EXPECT_NE(message.find(bp_plugin_path(a)), std::string::npos) << message;       // the one that won
-    EXPECT_NE(message.find(std::string("libbp-") + variant), std::string::npos) << message;  // the refused one
+    EXPECT_NE(message.find(fixture(variant)), std::string::npos) << message;  // the refused one
     bp_status listed = BP_OK;
-    EXPECT_TRUE(find_rejected(std::string(BP_TEST_FIXTURE_DIR) + "/libbp-" + variant + ".so", &listed, nullptr));
+    EXPECT_TRUE(find_rejected(fixture(variant), &listed, nullptr));
     EXPECT_EQ(listed, BP_ERR_ALREADY_EXISTS);
   }
   EXPECT_EQ(bp_plugin_find("dup_name"), a);

@@ -23,8 +23,11 @@ extern char **environ;
 
 namespace bp_test {
 
-// libbp-<variant>.so in the fixture folder.
+// libbp-<variant>.so in the fixture folder; dup_name_<x> is the file
+// libbp-dup_name.so in dup/<x>/ (a file's name matches its plugin's, PLG-3).
 inline std::string fixture(const std::string &variant) {
+  if (variant.rfind("dup_name_", 0) == 0)
+    return std::string(BP_TEST_FIXTURE_DIR) + "/dup/" + variant.substr(9) + "/libbp-dup_name.so";
   return std::string(BP_TEST_FIXTURE_DIR) + "/libbp-" + variant + ".so";
 }
 

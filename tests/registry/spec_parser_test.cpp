@@ -84,6 +84,7 @@ const std::vector<invalid_case> k_invalid = {
     {"cpu:4294967296", 5, "too large"},
     {"cpu:-1", 5, "neither a device index nor key=value"},
     {"cpu:threads", 5, "neither a device index nor key=value"},
+    {"ref:verbose", 5, "give it a value, e.g. 'ref:verbose=<value>', or select a device with 'ref:0'"},
     {"cpü", 3, "non-ASCII byte 0xC3"},
     {"cpu:label=\xff", 11, "non-ASCII byte 0xFF"},
     {"cpu\t", 4, "control byte 0x09"},

@@ -39,6 +39,48 @@ std::string range_text(const param_row &p) {
 
 using bp::tools::text_table;
 
+// Outside text (file names, plugin messages) for a terminal: control bytes
+// (a newline or an escape sequence in a file name) and bytes that are not
+// UTF-8 are shown as \xNN, so no name can forge lines or move the cursor.
+std::string printable(const std::string &s) {
+  std::string out;
+  auto hex = [&](unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02X", c);
+    out += buf;
+  };
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f || c == '\\') {
+      hex(c);
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A well-formed UTF-8 sequence (no overlongs or surrogates) is kept.
+    size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    bool ok = n != 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok && n >= 3) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0) && !(c == 0xF0 && c1 < 0x90) &&
+           !(c == 0xF4 && c1 >= 0x90);
+    }
+    if (!ok) {
+      hex(c);
+      ++i;
+      continue;
+    }
+    out.append(s, i, n);
+    i += n;
+  }
+  return out;
+}
+
 json params_json(const std::vector<param_row> &params) {
   json arr = json::array();
   for (const auto &p : params) {
@@ -105,7 +147,7 @@ std::string to_text(const inventory &inv) {
     std::vector<std::vector<std::string>> rows{{"NAME", "VERSION", "DEVICES", "FILE"}};
     for (const auto &p : inv.plugins)
       rows.push_back({p.name, p.version,
-                      std::to_string(p.devices.size()) + (p.status == "OK" ? "" : " (" + p.status + ")"), p.path});
+                      std::to_string(p.devices.size()) + (p.status == "OK" ? "" : " (" + p.status + ")"), printable(p.path)});
     out << text_table(rows, "  ");
   }
 
@@ -117,7 +159,7 @@ std::string to_text(const inventory &inv) {
     rows.push_back({"id", d.id});
     rows.push_back({"plugin", d.plugin + ", device " + std::to_string(d.plugin_index)});
     rows.push_back({"type", d.type});
-    rows.push_back({"description", d.description});
+    rows.push_back({"description", printable(d.description)});
     rows.push_back({"memory", d.memory_total == 0 && d.memory_free == 0
                                   ? std::string("unknown (the plugin does not report it)")
                                   : human_bytes(d.memory_total) + " total, " + human_bytes(d.memory_free) + " free"});
@@ -142,12 +184,12 @@ std::string to_text(const inventory &inv) {
 
   out << "\nRejected: " << plural(inv.rejected.size(), "candidate", "candidates") << "\n";
   for (const auto &r : inv.rejected) {
-    out << "  " << r.path << "\n";
-    out << "      " << r.status << ": " << r.message << "\n";
+    out << "  " << printable(r.path) << "\n";
+    out << "      " << r.status << ": " << printable(r.message) << "\n";
   }
   if (!inv.problems.empty()) {
     out << "\nProblems:\n";
-    for (const auto &p : inv.problems) out << "  " << p << "\n";
+    for (const auto &p : inv.problems) out << "  " << printable(p) << "\n";
   }
   return out.str();
 }

@@ -2,7 +2,7 @@
 // spec string that selects each one) and every candidate file that was
 // refused, with the reason.
 //
-//   bp-devices [--json] [--plugin-path DIR]... [--plugin FILE]...
+//   bp-devices [--json] [--probe] [--plugin-path DIR]... [--plugin FILE]...
 //
 // A plugin that fails to load is shown, never hidden, and is not an error of
 // this tool: the exit status is 0 unless the command line is wrong (2) or
@@ -28,14 +28,21 @@ int main(int argc, char **argv) {
   std::vector<std::string> paths, files;
   app.add_flag("--json", json, "print the same information as one JSON object");
   app.add_option("--plugin-path", paths, "also search this folder for libbp-*.so (repeatable)");
-  app.add_option("--plugin", files, "load this plugin file explicitly, whatever its name (repeatable)");
+  app.add_option("--plugin", files, "load this plugin file explicitly, from any folder (repeatable)");
+  bool probe = false;
+  app.add_flag("--probe", probe,
+               "load each plugin file in a child process first, with a time limit (BP_PLUGIN_PROBE_TIMEOUT, "
+               "default 10 s): a file whose constructors or init crash, exit or hang is refused with the cause "
+               "instead of taking this tool down (same as BP_PLUGIN_PROBE=1)");
   if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
+  // Before anything loads: the registry reads it for every candidate.
+  if (probe) setenv("BP_PLUGIN_PROBE", "1", 1);
   // Log messages are collected into the report (collect.cpp): refusals are
   // listed with their reasons, other warnings under "Problems".
 
   bp::tools::inventory inv = bp::tools::collect(paths, files);
   if (json) {
-    std::printf("%s\n", bp::tools::to_json(inv).dump(2).c_str());
+    std::printf("%s\n", bp::tools::to_json(inv).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fputs(bp::tools::to_text(inv).c_str(), stdout);
   }

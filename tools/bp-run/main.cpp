@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
   bp::run::run_report report;
   bool ok = bp::run::run_all(opt, report);
   if (opt.json) {
-    std::printf("%s\n", bp::run::to_json(report).dump(2).c_str());
+    std::printf("%s\n", bp::run::to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fputs(bp::run::to_text(report).c_str(), stdout);
   }

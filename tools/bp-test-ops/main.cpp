@@ -272,7 +272,7 @@ int main(int argc, char **argv) {
                  static_cast<int>(runs.size()) - created, runs.size());
 
   if (!json_path.empty()) {
-    const std::string text = to_json(runs, ok).dump(2) + "\n";
+    const std::string text = to_json(runs, ok).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     if (json_path == "-") {
       std::fwrite(text.data(), 1, text.size(), stdout);
     } else if (!(json_file << text) || !json_file.flush()) {
