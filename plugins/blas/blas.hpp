@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <cblas.h>
+
 #include "backplane/plugin.h"
 #include "backplane/plugin_guard.hpp"
 #include "plugins/common/threadpool.hpp"
@@ -27,9 +29,23 @@ inline constexpr int64_t kDefaultMinMnk = 32 * 32 * 32;
 // nodes in between ("blas;cpu" ran 10x slower than cpu alone on 2 cores).
 // So init sets OpenBLAS to one thread, and each backend splits a product over
 // a pool of its own that sleeps when idle (docs/blas.md, "Threads").
+//
+// OpenBLAS is dlopen'ed by enumerate, not linked: its library constructor
+// costs 10-40 ms (thread and buffer setup), which every process that loads
+// plugins would pay even when it only wants "cpu" (PLG-21). The handle is
+// never closed (RTLD_NODELETE): OpenBLAS keeps threads of its own.
+// (decltype of cblas.h's declarations: nothing of OpenBLAS is linked.)
+struct openblas_api {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&openblas_set_num_threads) set_num_threads = nullptr;
+  decltype(&openblas_get_corename) get_corename = nullptr;
+  decltype(&openblas_get_config) get_config = nullptr;
+};
+
 struct plugin_state {
   std::string description;  // device description (owns the text)
   int default_threads = 1;  // threads=0: one per core this process may use
+  openblas_api blas;        // filled by enumerate
 };
 
 // The one plugin instance of this process (set by init). Plugins may keep a

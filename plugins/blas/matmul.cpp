@@ -104,7 +104,7 @@ struct product {
       a = reinterpret_cast<const float *>(A) + c0 * lda;
       ld = lda;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(r1 - r0), static_cast<int>(c1 - c0),
+    state()->blas.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(r1 - r0), static_cast<int>(c1 - c0),
                 static_cast<int>(K), 1.0f, B + r0 * ldb, static_cast<int>(ldb), a, static_cast<int>(ld), 0.0f,
                 D + r0 * ldd + c0, static_cast<int>(ldd));
   }

@@ -6,7 +6,7 @@
 // cpu backend instead of copying them. It is not a full CPU backend: only
 // MUL_MAT is supported, so it is meant to sit before "cpu" in a list
 // ("blas;cpu"). docs/tools.md explains the choice.
-#include <cblas.h>
+#include <dlfcn.h>
 
 #include <cstring>
 #include <new>
@@ -100,13 +100,6 @@ bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
     if (g_state) return bp_error_set(err, BP_ERR_FAILED_PRECONDITION, "blas: already initialised");
     auto *s = new plugin_state();
     s->default_threads = static_cast<int>(plugins::count_cores());
-    // Every sgemm runs on one of the backends' own threads (see plugin_state).
-    openblas_set_num_threads(1);
-    const char *core = openblas_get_corename();
-    const char *config = openblas_get_config();
-    s->description = std::string("OpenBLAS sgemm on host memory (") + (config ? config : "?") + ", core " +
-                     (core ? core : "?") + "), split over " + std::to_string(s->default_threads) +
-                     " threads by default";
     g_state = s;
     *out_plugin = s;
     return BP_OK;
@@ -120,7 +113,45 @@ void plugin_shutdown(void *plugin) noexcept {
   delete s;
 }
 
-uint32_t plugin_device_count(void *) noexcept { return 1; }
+// Loads OpenBLAS (first use of the plugin's device, never at load).
+bp_status plugin_enumerate(void *plugin, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    auto *s = static_cast<plugin_state *>(plugin);
+    void *h = nullptr;
+    const char *names[] = {"libopenblas.so.0", "libopenblas.so"};
+    std::string tried;
+    for (const char *name : names) {
+      h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+      if (h) break;
+      const char *why = dlerror();
+      tried += std::string(tried.empty() ? "" : "; ") + (why ? why : name);
+    }
+    if (!h)
+      return bp_error_set(err, BP_ERR_UNAVAILABLE,
+                          ("blas: OpenBLAS is not installed (" + tried + "); apt-get install libopenblas0").c_str());
+    openblas_api api;
+    api.sgemm = reinterpret_cast<decltype(api.sgemm)>(dlsym(h, "cblas_sgemm"));
+    api.set_num_threads = reinterpret_cast<decltype(api.set_num_threads)>(dlsym(h, "openblas_set_num_threads"));
+    api.get_corename = reinterpret_cast<decltype(api.get_corename)>(dlsym(h, "openblas_get_corename"));
+    api.get_config = reinterpret_cast<decltype(api.get_config)>(dlsym(h, "openblas_get_config"));
+    if (!api.sgemm || !api.set_num_threads)
+      return bp_error_set(err, BP_ERR_UNAVAILABLE,
+                          "blas: the libopenblas found lacks cblas_sgemm or openblas_set_num_threads");
+    // Every sgemm runs on one of the backends' own threads (see plugin_state).
+    api.set_num_threads(1);
+    const char *core = api.get_corename ? api.get_corename() : nullptr;
+    const char *config = api.get_config ? api.get_config() : nullptr;
+    s->description = std::string("OpenBLAS sgemm on host memory (") + (config ? config : "?") + ", core " +
+                     (core ? core : "?") + "), split over " + std::to_string(s->default_threads) +
+                     " threads by default";
+    s->blas = api;
+    return BP_OK;
+  });
+}
+
+uint32_t plugin_device_count(void *plugin) noexcept {
+  return plugin && static_cast<plugin_state *>(plugin)->blas.sgemm ? 1 : 0;
+}
 
 bp_status plugin_device_get(void *, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
   if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: device output is NULL");
@@ -140,7 +171,7 @@ const bp_plugin_i kPluginIface = {
     plugin_device_get,
     kParams,
     sizeof kParams / sizeof kParams[0],
-    nullptr,  // enumerate: devices are cheap, listed at load
+    plugin_enumerate,
 };
 
 }  // namespace
