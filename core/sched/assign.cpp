@@ -138,10 +138,16 @@ struct assigner {
   bp_status unsupported(const bp_tensor *t) {
     std::string names;
     for (int b = 0; b < n; ++b) names += std::string(b ? ", " : "") + bp_backend_name(s->backends[(size_t)b]);
+    // Whether the last backend is the shipped cpu plugin is not known here
+    // (a plugin on BP_PLUGIN_PATH may take its name), so name its file.
+    const bp_backend *last = s->backends[(size_t)n - 1];
+    const std::string file = last->device && last->device->plugin ? last->device->plugin->path : "?";
     return set_errorf(BP_ERR_UNIMPLEMENTED,
-                      "scheduler: no backend supports node %s (op %s, type %s); backends: %s. Add a backend that "
-                      "runs it (the CPU backend runs every op)",
-                      describe(t).c_str(), bp_op_name(t->op), bp_type_name(t->type), names.c_str());
+                      "scheduler: no backend supports node %s (op %s, type %s); backends: %s. The last one, '%s', "
+                      "comes from %s; add a backend that runs the op (Backplane's own cpu plugin runs every op; "
+                      "bp-devices shows which file provides each plugin)",
+                      describe(t).c_str(), bp_op_name(t->op), bp_type_name(t->type), names.c_str(),
+                      bp_backend_name(last), file.c_str());
   }
 
   bp_status run() {
