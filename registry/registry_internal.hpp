@@ -166,7 +166,7 @@ bool is_loaded_locked(const bp_plugin *p);
 void close_plugin(bp_plugin *p, bool call_shutdown);
 
 // ---- discovery.cpp -----------------------------------------------------
-// Folders searched, in order (env, API, install, build tree), deduplicated.
+// Folders searched, in order (env, API, next to the library), deduplicated.
 std::vector<std::string> search_folders();
 // libbp-*.so regular files of |folder|, sorted by name (absolute paths).
 std::vector<std::string> candidates_in(const std::string &folder);
