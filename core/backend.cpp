@@ -89,7 +89,8 @@ bp_status check_tensor_memory(bp_backend *be, bp_tensor *t, const bp_tensor *nod
     if (bp_status st = view_init(t, fn); st != BP_OK) return st;
   }
   if (t->buffer == nullptr) {
-    return set_errorf(BP_ERR_INVALID_ARGUMENT,
+    // The same code as bp_tensor_get/set for the same condition (docs/errors.md).
+    return set_errorf(BP_ERR_FAILED_PRECONDITION,
                       "%s: tensor %s (%s node %s) has no memory: allocate the graph with bp_alloc_ctx_tensors, a "
                       "graph allocator or the scheduler",
                       fn, describe(t).c_str(), t == node ? "the" : "a source of", describe(node).c_str());
@@ -174,12 +175,9 @@ bool async_ok(const bp_backend *be, const bp_tensor *t) {
 extern "C" {
 
 BP_API void bp_backend_free(bp_backend *backend) {
+  BP_API_SCOPE();
   if (backend == nullptr) return;
-  if (!handle_ok(backend, TAG_BACKEND)) {
-    bad_handle("bp_backend_free", "backend", backend, TAG_BACKEND);
-    log(BP_LOG_ERROR, "core", bp_last_error());
-    return;
-  }
+  if (!free_check(backend, TAG_BACKEND, "bp_backend_free", "backend")) return;
   bp_plugin *plugin = backend->device->plugin;
   backend->ref.iface->free(backend->ref.ctx);
   retire_handle(backend);
@@ -187,27 +185,32 @@ BP_API void bp_backend_free(bp_backend *backend) {
 }
 
 BP_API const char *bp_backend_name(const bp_backend *backend) {
+  BP_API_SCOPE();
   if (!backend_ok(backend, "bp_backend_name")) return nullptr;
   return backend->name.c_str();
 }
 
 BP_API bp_device *bp_backend_get_device(const bp_backend *backend) {
+  BP_API_SCOPE();
   if (!backend_ok(backend, "bp_backend_get_device")) return nullptr;
   return backend->device;
 }
 
 BP_API bp_buffer_type *bp_backend_buffer_type(bp_backend *backend) {
+  BP_API_SCOPE();
   if (!backend_ok(backend, "bp_backend_buffer_type")) return nullptr;
   return backend->buft;
 }
 
 BP_API bp_status bp_backend_alloc_buffer(bp_backend *backend, size_t size, bp_buffer **out_buffer) {
+  BP_API_SCOPE();
   if (out_buffer != nullptr) *out_buffer = nullptr;
   if (!backend_ok(backend, "bp_backend_alloc_buffer")) return BP_ERR_INVALID_ARGUMENT;
   return bp_buffer_type_alloc(backend->buft, size, out_buffer);
 }
 
 BP_API size_t bp_backend_alignment(bp_backend *backend) {
+  BP_API_SCOPE();
   if (!backend_ok(backend, "bp_backend_alignment")) return 0;
   return backend->buft->alignment;
 }
@@ -231,12 +234,15 @@ BP_API bp_status bp_backend_synchronize(bp_backend *backend) {
 }
 
 BP_API bool bp_backend_supports_op(bp_backend *backend, const bp_tensor *op) {
-  if (usable_backend(backend, "bp_backend_supports_op") != BP_OK || op == nullptr) return false;
+  BP_API_SCOPE();
+  if (usable_backend(backend, "bp_backend_supports_op") != BP_OK) return false;
+  if (op == nullptr) return set_error(BP_ERR_INVALID_ARGUMENT, "bp_backend_supports_op: op is NULL"), false;
   if (bp_op_is_view(op->op)) return true;  // nothing to compute
   return backend->ref.iface->supports_op(backend->ref.ctx, op) != 0;
 }
 
 BP_API bool bp_backend_supports_buft(bp_backend *backend, const bp_buffer_type *buft) {
+  BP_API_SCOPE();
   if (usable_backend(backend, "bp_backend_supports_buft") != BP_OK) return false;
   if (!handle_ok(buft, TAG_BUFT)) {
     bad_handle("bp_backend_supports_buft", "buffer type", buft, TAG_BUFT);
@@ -246,7 +252,9 @@ BP_API bool bp_backend_supports_buft(bp_backend *backend, const bp_buffer_type *
 }
 
 BP_API bool bp_backend_offload_op(bp_backend *backend, const bp_tensor *op) {
-  if (usable_backend(backend, "bp_backend_offload_op") != BP_OK || op == nullptr) return false;
+  BP_API_SCOPE();
+  if (usable_backend(backend, "bp_backend_offload_op") != BP_OK) return false;
+  if (op == nullptr) return set_error(BP_ERR_INVALID_ARGUMENT, "bp_backend_offload_op: op is NULL"), false;
   if (!BP_HAS_SLOT(backend->ref.iface, bp_backend_i, offload_op)) return false;
   return backend->ref.iface->offload_op(backend->ref.ctx, op) != 0;
 }
@@ -256,8 +264,7 @@ BP_API bp_status bp_backend_tensor_set_async(bp_backend *backend, bp_tensor *t, 
   return api_guard([&]() -> bp_status {
     const char *fn = "bp_backend_tensor_set_async";
     if (bp_status st = usable_backend(backend, fn); st != BP_OK) return st;
-    if (t == nullptr || !async_ok(backend, t) ||
-        !BP_HAS_SLOT(backend->ref.iface, bp_backend_i, set_tensor_async)) {
+    if (t == nullptr || !async_ok(backend, t) || !BP_HAS_SLOT(backend->ref.iface, bp_backend_i, set_tensor_async)) {
       // Fallback: finish queued work, then a synchronous write (which also
       // reports a tensor without memory or a bad range).
       if (bp_status st = call_synchronize(backend); st != BP_OK) return st;
@@ -278,8 +285,7 @@ BP_API bp_status bp_backend_tensor_get_async(bp_backend *backend, const bp_tenso
   return api_guard([&]() -> bp_status {
     const char *fn = "bp_backend_tensor_get_async";
     if (bp_status st = usable_backend(backend, fn); st != BP_OK) return st;
-    if (t == nullptr || !async_ok(backend, t) ||
-        !BP_HAS_SLOT(backend->ref.iface, bp_backend_i, get_tensor_async)) {
+    if (t == nullptr || !async_ok(backend, t) || !BP_HAS_SLOT(backend->ref.iface, bp_backend_i, get_tensor_async)) {
       if (bp_status st = call_synchronize(backend); st != BP_OK) return st;
       return bp_tensor_get(t, data, offset, size);
     }
@@ -299,6 +305,7 @@ BP_API bp_status bp_backend_tensor_get_async(bp_backend *backend, const bp_tenso
 
 struct bp_graph_plan {
   uint32_t tag = bp::core::TAG_PLAN;
+  bp::core::live_mark live;
   bp_backend *backend = nullptr;
   void *plan = nullptr;  // the plugin's
   uint32_t n_nodes = 0;
@@ -319,8 +326,10 @@ bp_status plan_create(bp_backend *be, const bp_graph *graph, bp_graph_plan **out
   if (bp_status st = usable_backend(be, fn); st != BP_OK) return st;
   if (!handle_ok(graph, TAG_GRAPH)) return bad_handle(fn, "graph", graph, TAG_GRAPH);
   if (!has_plans(be))
-    return set_errorf(BP_ERR_UNIMPLEMENTED, "%s: backend '%s' has no graph plans; run the graph with "
-                      "bp_backend_graph_compute", fn, be->name.c_str());
+    return set_errorf(BP_ERR_UNIMPLEMENTED,
+                      "%s: backend '%s' has no graph plans; run the graph with "
+                      "bp_backend_graph_compute",
+                      fn, be->name.c_str());
   if (bp_status st = validate_graph(be, graph, fn); st != BP_OK) return st;
   // Views compute nothing: the plugin gets the nodes that run.
   std::vector<bp_tensor *> nodes;
@@ -366,20 +375,16 @@ BP_API bp_status bp_graph_plan_compute_async(bp_graph_plan *plan) {
 }
 
 BP_API void bp_graph_plan_free(bp_graph_plan *plan) {
+  BP_API_SCOPE();
   if (plan == nullptr) return;
-  if (!handle_ok(plan, TAG_PLAN)) {
-    bad_handle("bp_graph_plan_free", "graph plan", plan, TAG_PLAN);
-    log(BP_LOG_ERROR, "core", bp_last_error());
-    return;
-  }
+  if (!free_check(plan, TAG_PLAN, "bp_graph_plan_free", "graph plan")) return;
   bp_backend *be = plan->backend;
   // The plugin may still be running the plan: nothing it reads may go.
   if (handle_ok(be, TAG_BACKEND)) {
     call_synchronize(be);
     be->ref.iface->graph_plan_free(be->ref.ctx, plan->plan);
   }
-  plan->tag = TAG_DEAD;
-  delete plan;
+  retire_handle(plan);
 }
 
 }  // extern "C"

@@ -22,12 +22,9 @@ bool buffer_ok(const bp_buffer *buf, const char *fn) {
 extern "C" {
 
 BP_API void bp_buffer_free(bp_buffer *buf) {
+  BP_API_SCOPE();
   if (buf == nullptr) return;
-  if (!handle_ok(buf, TAG_BUFFER)) {
-    bad_handle("bp_buffer_free", "buffer", buf, TAG_BUFFER);
-    log(BP_LOG_ERROR, "core", bp_last_error());
-    return;
-  }
+  if (!free_check(buf, TAG_BUFFER, "bp_buffer_free", "buffer")) return;
   bp_plugin *plugin = buf->buft->device->plugin;
   // Freeing works even on a lost device: the plugin must release its memory.
   buf->ref.iface->free(buf->ref.ctx);
@@ -36,21 +33,25 @@ BP_API void bp_buffer_free(bp_buffer *buf) {
 }
 
 BP_API size_t bp_buffer_size(const bp_buffer *buf) {
+  BP_API_SCOPE();
   if (!buffer_ok(buf, "bp_buffer_size")) return 0;
   return buf->size;
 }
 
 BP_API void *bp_buffer_base(const bp_buffer *buf) {
+  BP_API_SCOPE();
   if (!buffer_ok(buf, "bp_buffer_base")) return nullptr;
   return buf->base;
 }
 
 BP_API bp_buffer_type *bp_buffer_get_type(const bp_buffer *buf) {
+  BP_API_SCOPE();
   if (!buffer_ok(buf, "bp_buffer_get_type")) return nullptr;
   return buf->buft;
 }
 
 BP_API bool bp_buffer_is_host(const bp_buffer *buf) {
+  BP_API_SCOPE();
   if (!buffer_ok(buf, "bp_buffer_is_host")) return false;
   return buf->buft->is_host;
 }
@@ -69,19 +70,20 @@ BP_API bp_status bp_buffer_clear(bp_buffer *buf, uint8_t value) {
 }
 
 BP_API void bp_buffer_set_usage(bp_buffer *buf, bp_buffer_usage usage) {
+  BP_API_SCOPE();
   if (!buffer_ok(buf, "bp_buffer_set_usage")) return;
   if (usage != BP_BUFFER_USAGE_ANY && usage != BP_BUFFER_USAGE_WEIGHTS && usage != BP_BUFFER_USAGE_COMPUTE) {
     set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_buffer_set_usage: unknown usage %d: use BP_BUFFER_USAGE_*", (int)usage);
     return;
   }
   buf->usage = usage;
-  if (!buf->buft->device->lost.load(std::memory_order_acquire) &&
-      BP_HAS_SLOT(buf->ref.iface, bp_buffer_i, set_usage)) {
+  if (!buf->buft->device->lost.load(std::memory_order_acquire) && BP_HAS_SLOT(buf->ref.iface, bp_buffer_i, set_usage)) {
     buf->ref.iface->set_usage(buf->ref.ctx, usage);
   }
 }
 
 BP_API bp_buffer_usage bp_buffer_get_usage(const bp_buffer *buf) {
+  BP_API_SCOPE();
   if (!buffer_ok(buf, "bp_buffer_get_usage")) return BP_BUFFER_USAGE_ANY;
   return buf->usage;
 }
@@ -106,8 +108,8 @@ BP_API bp_status bp_buffer_place_tensor(bp_buffer *buf, bp_tensor *t, size_t off
     size_t end = 0;
     if (__builtin_add_overflow(offset, need, &end) || end > buf->size) {
       return set_errorf(BP_ERR_INVALID_ARGUMENT,
-                        "%s: tensor %s needs %zu bytes at offset %zu, past the end of the %zu-byte buffer of '%s'",
-                        fn, describe(t).c_str(), need, offset, buf->size, buft->name.c_str());
+                        "%s: tensor %s needs %zu bytes at offset %zu, past the end of the %zu-byte buffer of '%s'", fn,
+                        describe(t).c_str(), need, offset, buf->size, buft->name.c_str());
     }
     return bind_tensor(buf, t, static_cast<char *>(buf->base) + offset, describe(t));
   });

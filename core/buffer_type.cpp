@@ -23,9 +23,7 @@ bp_status bad_table(const bp_device *dev, const std::string &why) {
   return set_error(BP_ERR_INCOMPATIBLE, plugin_name(dev) + ": device '" + device_label(dev) + "': " + why);
 }
 
-bool same_ref(const bp_buffer_type_ref &a, const bp_buffer_type_ref &b) {
-  return a.iface == b.iface && a.ctx == b.ctx;
-}
+bool same_ref(const bp_buffer_type_ref &a, const bp_buffer_type_ref &b) { return a.iface == b.iface && a.ctx == b.ctx; }
 
 }  // namespace
 
@@ -120,6 +118,7 @@ bp_status wrap_buffer(bp_buffer_type *buft, bp_buffer_ref ref, size_t size, cons
 extern "C" {
 
 BP_API const char *bp_buffer_type_name(const bp_buffer_type *buft) {
+  BP_API_SCOPE();
   if (!buft_ok(buft, "bp_buffer_type_name")) return nullptr;
   return buft->name.c_str();
 }
@@ -148,16 +147,19 @@ BP_API bp_status bp_buffer_type_alloc(bp_buffer_type *buft, size_t size, bp_buff
 }
 
 BP_API size_t bp_buffer_type_alignment(const bp_buffer_type *buft) {
+  BP_API_SCOPE();
   if (!buft_ok(buft, "bp_buffer_type_alignment")) return 0;
   return buft->alignment;
 }
 
 BP_API size_t bp_buffer_type_max_size(const bp_buffer_type *buft) {
+  BP_API_SCOPE();
   if (!buft_ok(buft, "bp_buffer_type_max_size")) return 0;
   return buft->max_size;
 }
 
 BP_API size_t bp_buffer_type_alloc_size(const bp_buffer_type *buft, const bp_tensor *t) {
+  BP_API_SCOPE();
   if (!buft_ok(buft, "bp_buffer_type_alloc_size")) return 0;
   if (t == nullptr) {
     set_error(BP_ERR_INVALID_ARGUMENT, "bp_buffer_type_alloc_size: tensor is NULL");
@@ -174,11 +176,13 @@ BP_API size_t bp_buffer_type_alloc_size(const bp_buffer_type *buft, const bp_ten
 }
 
 BP_API bool bp_buffer_type_is_host(const bp_buffer_type *buft) {
+  BP_API_SCOPE();
   if (!buft_ok(buft, "bp_buffer_type_is_host")) return false;
   return buft->is_host;
 }
 
 BP_API bp_device *bp_buffer_type_device(const bp_buffer_type *buft) {
+  BP_API_SCOPE();
   if (!buft_ok(buft, "bp_buffer_type_device")) return nullptr;
   return buft->device;
 }
@@ -212,8 +216,7 @@ BP_API bp_buffer_type *bp_device_host_buffer_type(bp_device *dev) {
       if (ref.iface != nullptr) dev->host_buft = buffer_type_wrap(dev, ref);
     }
     if (!dev->host_buft) {
-      set_errorf(BP_ERR_UNIMPLEMENTED, "%s: device '%s' has no pinned host buffer type", fn,
-                 device_label(dev).c_str());
+      set_errorf(BP_ERR_UNIMPLEMENTED, "%s: device '%s' has no pinned host buffer type", fn, device_label(dev).c_str());
     }
     return dev->host_buft.get();
   });

@@ -82,12 +82,45 @@ std::string describe(const bp_tensor *t) {
   return s + shape_str(t) + " " + bp_type_name(t->type);
 }
 
-bp_tensor *null_input(const char *fn, const char *what) {
-  if (bp_last_error()[0] == '\0') {
-    set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
+namespace {
+// The context of the graph-building call running on this thread.
+thread_local const bp_context *t_build_ctx = nullptr;
+
+bool context_live(const bp_context *ctx) { return ctx != nullptr && ctx->live.live() && ctx->tag == TAG_CONTEXT; }
+}  // namespace
+
+build_scope::build_scope(bp_context *ctx) noexcept : ctx_(ctx), saved_(t_build_ctx) {
+  if (t_build_ctx == nullptr) t_build_ctx = ctx;
+}
+
+build_scope::~build_scope() { t_build_ctx = saved_; }
+
+bp_tensor *build_scope::result(bp_tensor *t) noexcept {
+  if (t == nullptr && last_status() != BP_OK && context_live(ctx_) &&
+      (ctx_->build_status == BP_OK || ctx_->build_epoch != clear_epoch())) {
+    try {
+      ctx_->build_message = bp_last_error();
+      ctx_->build_status = last_status();
+      ctx_->build_epoch = clear_epoch();
+    } catch (...) {
+    }
   }
+  return t;
+}
+
+bp_tensor *null_input_in(const bp_context *ctx, const char *fn, const char *what) {
+  // A NULL from a failed builder: report that failure, not "is NULL", so a
+  // caller may check once at the end of a chain (docs/errors.md).
+  if (restore_previous_failure()) return nullptr;
+  if (context_live(ctx) && ctx->build_status != BP_OK && ctx->build_epoch == clear_epoch()) {
+    set_error(ctx->build_status, ctx->build_message);
+    return nullptr;
+  }
+  set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
   return nullptr;
 }
+
+bp_tensor *null_input(const char *fn, const char *what) { return null_input_in(t_build_ctx, fn, what); }
 
 bool context_usable(const bp_context *ctx, const char *fn) {
   if (ctx == nullptr) {
@@ -111,6 +144,7 @@ using bp::core::TAG_DEAD;
 extern "C" {
 
 BP_API bp_context *bp_context_new(size_t max_tensors) {
+  BP_API_SCOPE();
   auto *ctx = new (std::nothrow) bp_context();
   if (ctx == nullptr) {
     bp::core::set_error(BP_ERR_OUT_OF_HOST_MEMORY, "bp_context_new: out of host memory");
@@ -121,22 +155,39 @@ BP_API bp_context *bp_context_new(size_t max_tensors) {
 }
 
 BP_API void bp_context_free(bp_context *ctx) {
-  if (!handle_ok(ctx, TAG_CONTEXT)) return;  // NULL, or not a context: nothing of ours to free
-  ctx->tag = TAG_DEAD;
-  delete ctx;
+  BP_API_SCOPE();
+  if (ctx == nullptr) return;
+  if (!bp::core::free_check(ctx, TAG_CONTEXT, "bp_context_free", "ctx")) return;
+  bp::core::retire_handle(ctx);
 }
 
 BP_API size_t bp_context_n_tensors(const bp_context *ctx) {
-  return handle_ok(ctx, TAG_CONTEXT) ? ctx->tensors.size() : 0;
+  BP_API_SCOPE();
+  if (!handle_ok(ctx, TAG_CONTEXT))
+    return (void)bp::core::bad_handle("bp_context_n_tensors", "ctx", ctx, TAG_CONTEXT), 0;
+  return ctx->tensors.size();
 }
 
 BP_API bp_tensor *bp_context_tensor(const bp_context *ctx, size_t i) {
-  if (!handle_ok(ctx, TAG_CONTEXT) || i >= ctx->tensors.size()) return nullptr;
+  BP_API_SCOPE();
+  if (!handle_ok(ctx, TAG_CONTEXT)) {
+    bp::core::bad_handle("bp_context_tensor", "ctx", ctx, TAG_CONTEXT);
+    return nullptr;
+  }
+  if (i >= ctx->tensors.size()) return nullptr;  // the end of an iteration, not an error
   return const_cast<bp_tensor *>(&ctx->tensors[i]);
 }
 
 BP_API bp_tensor *bp_context_find(const bp_context *ctx, const char *name) {
-  if (!handle_ok(ctx, TAG_CONTEXT) || name == nullptr) return nullptr;
+  BP_API_SCOPE();
+  if (!handle_ok(ctx, TAG_CONTEXT)) {
+    bp::core::bad_handle("bp_context_find", "ctx", ctx, TAG_CONTEXT);
+    return nullptr;
+  }
+  if (name == nullptr) {
+    bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_context_find: name is NULL");
+    return nullptr;
+  }
   for (const bp_tensor &t : ctx->tensors) {
     if (std::strncmp(t.name, name, BP_MAX_NAME) == 0) return const_cast<bp_tensor *>(&t);
   }
@@ -148,7 +199,7 @@ BP_API bp_tensor *bp_context_find(const bp_context *ctx, const char *name) {
 namespace {
 // |type| by reference: it is only read as an int until validated.
 bp_tensor *new_tensor_impl(bp_context *ctx, const bp_type &type, int n_dims, const int64_t *ne) {
-  return api_guard_ptr<bp_tensor>([&]() -> bp_tensor * {
+  return bp::core::build_guard(ctx, [&]() -> bp_tensor * {
     if (!bp::core::context_usable(ctx, "bp_new_tensor")) return nullptr;
     if (n_dims < 1 || n_dims > BP_MAX_DIMS) {
       bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_new_tensor: n_dims = %d: it must be 1..%d", n_dims,
@@ -169,39 +220,45 @@ bp_tensor *new_tensor_impl(bp_context *ctx, const bp_type &type, int n_dims, con
 extern "C" {
 
 BP_API bp_tensor *bp_new_tensor(bp_context *ctx, bp_type type, int n_dims, const int64_t *ne) {
+  BP_API_SCOPE();
   return new_tensor_impl(ctx, type, n_dims, ne);
 }
 
 BP_API bp_tensor *bp_new_tensor_1d(bp_context *ctx, bp_type type, int64_t ne0) {
+  BP_API_SCOPE();
   const int64_t ne[1] = {ne0};
   return new_tensor_impl(ctx, type, 1, ne);
 }
 
 BP_API bp_tensor *bp_new_tensor_2d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1) {
+  BP_API_SCOPE();
   const int64_t ne[2] = {ne0, ne1};
   return new_tensor_impl(ctx, type, 2, ne);
 }
 
 BP_API bp_tensor *bp_new_tensor_3d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2) {
+  BP_API_SCOPE();
   const int64_t ne[3] = {ne0, ne1, ne2};
   return new_tensor_impl(ctx, type, 3, ne);
 }
 
-BP_API bp_tensor *bp_new_tensor_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2,
-                                   int64_t ne3) {
+BP_API bp_tensor *bp_new_tensor_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
+  BP_API_SCOPE();
   const int64_t ne[4] = {ne0, ne1, ne2, ne3};
   return new_tensor_impl(ctx, type, 4, ne);
 }
 
 BP_API bp_tensor *bp_set_name(bp_tensor *t, const char *name) {
-  if (t == nullptr) return nullptr;
-  if (name == nullptr) name = "";
+  BP_API_SCOPE();
+  if (t == nullptr) return bp::core::null_input("bp_set_name", "t");
+  if (name == nullptr) name = "";  // documented: clears the name
   std::snprintf(t->name, BP_MAX_NAME, "%s", name);
   return t;
 }
 
 BP_API bp_tensor *bp_set_flags(bp_tensor *t, uint32_t flags) {
-  if (t == nullptr) return nullptr;
+  BP_API_SCOPE();
+  if (t == nullptr) return bp::core::null_input("bp_set_flags", "t");
   t->flags |= flags;
   return t;
 }

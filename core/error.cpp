@@ -1,26 +1,86 @@
-// error.cpp: the thread's last error and status names.
+// error.cpp: the thread's last status and message, the API-edge scope that
+// gives every public call the clear-on-success rule, and status names.
+//
+// The rule (docs/errors.md): each public call's outcome replaces the last
+// one. The outermost entry of a call on a thread forgets the previous
+// outcome; a failure records its status and message; a success leaves
+// BP_OK and "". Graph-building calls given a NULL tensor or context bring
+// back the previous call's failure instead, so a chain of builders can be
+// checked once at its end.
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/internal.hpp"
 
 namespace {
-thread_local std::string g_last_error;
+
+struct thread_state {
+  bp_status status = BP_OK;
+  std::string message;
+  // The outcome of the call before the current outermost one, kept for
+  // NULL propagation (restore_previous_failure).
+  bp_status prior_status = BP_OK;
+  std::string prior_message;
+  int depth = 0;  // nested public calls: only the outermost one clears
+};
+
+thread_local thread_state g_state;
 
 const char *const k_status_names[BP_STATUS_COUNT_] = {
-    "OK",          "INVALID_ARGUMENT",     "NOT_FOUND",          "UNAVAILABLE",
-    "INCOMPATIBLE", "UNIMPLEMENTED",       "OUT_OF_HOST_MEMORY", "OUT_OF_DEVICE_MEMORY",
-    "DEVICE_LOST", "ALREADY_EXISTS",       "FAILED_PRECONDITION", "RESOURCE_EXHAUSTED",
+    "OK",           "INVALID_ARGUMENT", "NOT_FOUND",           "UNAVAILABLE",
+    "INCOMPATIBLE", "UNIMPLEMENTED",    "OUT_OF_HOST_MEMORY",  "OUT_OF_DEVICE_MEMORY",
+    "DEVICE_LOST",  "ALREADY_EXISTS",   "FAILED_PRECONDITION", "RESOURCE_EXHAUSTED",
     "INTERNAL",
 };
+
 }  // namespace
 
 namespace bp::core {
 
+api_scope::api_scope() noexcept {
+  thread_state &s = g_state;
+  outermost_ = s.depth++ == 0;
+  if (!outermost_) return;
+  // Swapping keeps both strings' storage: no allocation on the hot path.
+  s.prior_status = s.status;
+  s.prior_message.swap(s.message);
+  s.status = BP_OK;
+  s.message.clear();
+}
+
+api_scope::~api_scope() { --g_state.depth; }
+
+bp_status api_scope::finish(bp_status st) noexcept {
+  if (!outermost_) return st;
+  thread_state &s = g_state;
+  if (st == BP_OK) {
+    // An internal step may have failed and been recovered from (a fallback):
+    // the caller sees the call's outcome, not the step's.
+    s.status = BP_OK;
+    s.message.clear();
+  } else if (s.status == BP_OK) {
+    // A failure that recorded nothing is a bug of ours; still say something.
+    set_errorf(st, "the call failed with %s without a message (a Backplane bug: please report it)", bp_status_name(st));
+  } else {
+    s.status = st;  // the returned code wins over an inner step's
+  }
+  return st;
+}
+
+void api_scope::finish_ok() noexcept {
+  if (!outermost_) return;
+  g_state.status = BP_OK;
+  g_state.message.clear();
+}
+
 bp_status set_error(bp_status code, const std::string &message) {
+  if (code <= BP_OK || code >= BP_STATUS_COUNT_) code = BP_ERR_INTERNAL;
+  g_state.status = code;
   try {
-    g_last_error = message;
+    g_state.message = message;
   } catch (...) {
     // Out of memory while recording: keep the old text rather than throw.
   }
@@ -45,13 +105,40 @@ bp_status set_plugin_error(bp_status code, const bp_error &err, const std::strin
   return set_error(code, context.empty() ? detail : context + ": " + detail);
 }
 
+bool restore_previous_failure() {
+  thread_state &s = g_state;
+  if (s.prior_status == BP_OK) return false;
+  s.status = s.prior_status;
+  try {
+    s.message = s.prior_message;
+  } catch (...) {
+  }
+  return true;
+}
+
+bp_status last_status() { return g_state.status; }
+
+namespace {
+std::atomic<uint64_t> g_clear_epoch{0};
+}
+
+uint64_t clear_epoch() { return g_clear_epoch.load(std::memory_order_relaxed); }
+
 }  // namespace bp::core
 
 extern "C" {
 
-BP_API const char *bp_last_error(void) { return g_last_error.c_str(); }
+// The error-state functions neither clear nor set the state: reading it must
+// not change it (docs/errors.md lists them).
+BP_API const char *bp_last_error(void) { return g_state.status == BP_OK ? "" : g_state.message.c_str(); }
 
-BP_API void bp_clear_error(void) { g_last_error.clear(); }
+BP_API bp_status bp_last_status(void) { return g_state.status; }
+
+BP_API void bp_clear_error(void) {
+  bp::core::g_clear_epoch.fetch_add(1, std::memory_order_relaxed);
+  g_state.status = BP_OK;
+  g_state.message.clear();
+}
 
 BP_API const char *bp_status_name(bp_status status) {
   if (status < 0 || status >= BP_STATUS_COUNT_) return "UNKNOWN_STATUS";

@@ -73,12 +73,9 @@ BP_API bp_status bp_event_new(bp_device *dev, bp_event **out_event) {
 }
 
 BP_API void bp_event_free(bp_event *event) {
+  BP_API_SCOPE();
   if (event == nullptr) return;
-  if (!handle_ok(event, TAG_EVENT)) {
-    bad_handle("bp_event_free", "event", event, TAG_EVENT);
-    log(BP_LOG_ERROR, "core", bp_last_error());
-    return;
-  }
+  if (!free_check(event, TAG_EVENT, "bp_event_free", "event")) return;
   bp_plugin *plugin = event->device->plugin;
   event->ref.iface->free(event->ref.ctx);
   retire_handle(event);

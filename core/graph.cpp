@@ -95,7 +95,8 @@ bp_status validate_impl(const bp_graph *g) {
         return set_errorf(BP_ERR_INVALID_ARGUMENT,
                           "graph node %zu %s (%s): source %d %s is not a leaf or an earlier node: rebuild the graph "
                           "with bp_graph_build",
-                          i, name_of(t).c_str(), bp::core::ops::op_name(bp::core::enum_value(t->op)), s, name_of(t->src[s]).c_str());
+                          i, name_of(t).c_str(), bp::core::ops::op_name(bp::core::enum_value(t->op)), s,
+                          name_of(t->src[s]).c_str());
       }
     }
     seen.insert(t);
@@ -109,60 +110,75 @@ using bp::core::api_guard;
 using bp::core::api_guard_ptr;
 using bp::core::bad_handle;
 using bp::core::handle_ok;
-using bp::core::TAG_GRAPH;
 using bp::core::TAG_DEAD;
+using bp::core::TAG_GRAPH;
 
 extern "C" {
 
 BP_API bp_graph *bp_graph_new(bp_context *ctx, size_t max_nodes) {
-  (void)ctx;  // not retained: the graph only points at the context's tensors
-  return api_guard_ptr<bp_graph>([&] {
+  // |ctx| is not retained (the graph only points at the context's tensors),
+  // but it is checked: a NULL here is usually a failed bp_context_new.
+  return api_guard_ptr<bp_graph>([&]() -> bp_graph * {
+    if (!handle_ok(ctx, bp::core::TAG_CONTEXT)) {
+      bad_handle("bp_graph_new", "ctx", ctx, bp::core::TAG_CONTEXT);
+      return nullptr;
+    }
     auto *g = new bp_graph();
     g->max_nodes = max_nodes ? max_nodes : 4096;
+    g->ctx = ctx;
     return g;
   });
 }
 
 BP_API void bp_graph_free(bp_graph *graph) {
-  if (!handle_ok(graph, TAG_GRAPH)) return;  // NULL, or not a graph: nothing of ours to free
-  graph->tag = TAG_DEAD;
-  delete graph;
+  BP_API_SCOPE();
+  if (graph == nullptr) return;
+  if (!bp::core::free_check(graph, TAG_GRAPH, "bp_graph_free", "graph")) return;
+  bp::core::retire_handle(graph);
 }
 
 BP_API bp_status bp_graph_build(bp_graph *graph, bp_tensor *t) {
   return api_guard([&]() -> bp_status {
     if (!handle_ok(graph, TAG_GRAPH)) return bad_handle("bp_graph_build", "graph", graph, TAG_GRAPH);
     if (t == nullptr) {
-      // Usually an earlier graph-building call failed: keep its reason.
-      std::string earlier = bp_last_error();
-      return set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_graph_build: the tensor is NULL%s%s%s",
-                        earlier.empty() ? "" : " (an earlier call failed: ", earlier.c_str(),
-                        earlier.empty() ? "" : ")");
+      // Usually the graph-building call just before failed: its status and
+      // message are this call's (docs/errors.md, NULL propagation).
+      bp::core::null_input_in(graph->ctx, "bp_graph_build", "t");
+      return bp::core::last_status();
     }
     return build_impl(graph, t);
   });
 }
 
 BP_API void bp_graph_clear(bp_graph *graph) {
-  if (!handle_ok(graph, TAG_GRAPH)) return;
+  BP_API_SCOPE();
+  if (!handle_ok(graph, TAG_GRAPH)) return (void)bad_handle("bp_graph_clear", "graph", graph, TAG_GRAPH);
   graph->nodes.clear();
   graph->leafs.clear();
 }
 
 BP_API size_t bp_graph_n_nodes(const bp_graph *graph) {
-  return handle_ok(graph, TAG_GRAPH) ? graph->nodes.size() : 0;
+  BP_API_SCOPE();
+  if (!handle_ok(graph, TAG_GRAPH)) return (void)bad_handle("bp_graph_n_nodes", "graph", graph, TAG_GRAPH), 0;
+  return graph->nodes.size();
 }
 
 BP_API bp_tensor *bp_graph_node(const bp_graph *graph, size_t i) {
-  return handle_ok(graph, TAG_GRAPH) && i < graph->nodes.size() ? graph->nodes[i] : nullptr;
+  BP_API_SCOPE();
+  if (!handle_ok(graph, TAG_GRAPH)) return (void)bad_handle("bp_graph_node", "graph", graph, TAG_GRAPH), nullptr;
+  return i < graph->nodes.size() ? graph->nodes[i] : nullptr;  // past the end: the end of an iteration
 }
 
 BP_API size_t bp_graph_n_leafs(const bp_graph *graph) {
-  return handle_ok(graph, TAG_GRAPH) ? graph->leafs.size() : 0;
+  BP_API_SCOPE();
+  if (!handle_ok(graph, TAG_GRAPH)) return (void)bad_handle("bp_graph_n_leafs", "graph", graph, TAG_GRAPH), 0;
+  return graph->leafs.size();
 }
 
 BP_API bp_tensor *bp_graph_leaf(const bp_graph *graph, size_t i) {
-  return handle_ok(graph, TAG_GRAPH) && i < graph->leafs.size() ? graph->leafs[i] : nullptr;
+  BP_API_SCOPE();
+  if (!handle_ok(graph, TAG_GRAPH)) return (void)bad_handle("bp_graph_leaf", "graph", graph, TAG_GRAPH), nullptr;
+  return i < graph->leafs.size() ? graph->leafs[i] : nullptr;  // past the end: the end of an iteration
 }
 
 BP_API bp_status bp_graph_validate(const bp_graph *graph) {

@@ -21,7 +21,8 @@
 namespace bp::core {
 
 // ---- errors (core/error.cpp) ----------------------------------------------
-// Records |message| as this thread's last error and returns |code|.
+// Records |message| as this thread's last error and returns |code| (an
+// out-of-range code, BP_OK included, is recorded as INTERNAL).
 bp_status set_error(bp_status code, const std::string &message);
 // printf-style variant.
 bp_status set_errorf(bp_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -29,11 +30,53 @@ bp_status set_errorf(bp_status code, const char *fmt, ...) __attribute__((format
 // |context| ("vulkan: allocating 64 MiB: "). Returns the plugin's code (or
 // INTERNAL if the plugin returned an out-of-range code).
 bp_status set_plugin_error(bp_status code, const bp_error &err, const std::string &context);
-// Runs |body| and turns any C++ exception into a status (the API barrier).
+// The thread's current status (what bp_last_status() returns).
+bp_status last_status();
+// Moves on with every bp_clear_error(): a context's recorded first
+// graph-building failure counts only while its epoch is the current one.
+uint64_t clear_epoch();
+// For graph-building calls given a NULL tensor or context: when the call
+// before the current public call failed, makes its status and message this
+// call's again and returns true (the NULL is that failure's result);
+// returns false, changing nothing, when it succeeded.
+bool restore_previous_failure();
+
+// The API edge. Every public entry point opens one scope first (BP_API_SCOPE
+// or api_guard/api_guard_ptr, which open one): the outermost scope on a
+// thread forgets the previous call's outcome, so a successful call leaves
+// BP_OK and "" and a failing one only its own message. Nested public calls
+// (a failure path that frees a buffer) change nothing on entry.
+// tests/core/api_rule_test.cpp checks that every definition opens one.
+class api_scope {
+ public:
+  api_scope() noexcept;
+  ~api_scope();
+  api_scope(const api_scope &) = delete;
+  api_scope &operator=(const api_scope &) = delete;
+  // Makes the thread state agree with the call's result |st| (outermost
+  // scope only): OK clears what a recovered inner step recorded; a failure
+  // that recorded nothing still gets a message. Returns |st|.
+  bp_status finish(bp_status st) noexcept;
+  // For calls that return a pointer: clears when |p| is non-NULL.
+  template <typename T>
+  T *finish(T *p) noexcept {
+    if (p != nullptr) finish_ok();
+    return p;
+  }
+
+ private:
+  void finish_ok() noexcept;
+  bool outermost_ = false;
+};
+#define BP_API_SCOPE() ::bp::core::api_scope bp_api_scope_
+
+// Runs |body| in an api_scope and turns any C++ exception into a status
+// (the API barrier).
 template <typename Body>
 bp_status api_guard(Body &&body) noexcept {
+  api_scope scope;
   try {
-    return body();
+    return scope.finish(body());
   } catch (const std::bad_alloc &) {
     return set_error(BP_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
   } catch (const std::exception &e) {
@@ -45,8 +88,9 @@ bp_status api_guard(Body &&body) noexcept {
 // Same for entry points returning a pointer: nullptr on exception.
 template <typename T, typename Body>
 T *api_guard_ptr(Body &&body) noexcept {
+  api_scope scope;
   try {
-    return body();
+    return scope.finish(static_cast<T *>(body()));
   } catch (const std::bad_alloc &) {
     set_error(BP_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
   } catch (const std::exception &e) {
@@ -65,7 +109,7 @@ bool log_enabled(bp_log_level level);
 // ---- ABI slot checks -------------------------------------------------------
 // True when |iface| (a table starting with struct_size) is long enough to
 // hold |field| and the slot is non-NULL. Never call a slot without it.
-#define BP_HAS_SLOT(iface, type, field)                                                   \
+#define BP_HAS_SLOT(iface, type, field)                                                            \
   ((iface) != nullptr && (iface)->struct_size >= offsetof(type, field) + sizeof((iface)->field) && \
    (iface)->field != nullptr)
 
@@ -95,6 +139,44 @@ bool handle_ok(const T *h, handle_tag tag) {
 // INVALID_ARGUMENT for a NULL, freed or wrong-type |what| handle passed to |fn|.
 bp_status bad_handle(const char *fn, const char *what, const void *h, handle_tag expected);
 
+// Membership of the set of live handles. Every handle struct the API gives
+// out (and frees) holds one as a member: constructing the struct registers
+// it, destroying it unregisters it. A free function asks the set before it
+// reads anything from the handle, so a second free of the same handle is
+// recognised without touching freed memory, in every build.
+class live_mark {
+ public:
+  live_mark() noexcept { enter(); }
+  live_mark(const live_mark &) noexcept { enter(); }  // a copy is a handle of its own
+  live_mark &operator=(const live_mark &) noexcept { return *this; }
+  ~live_mark() { leave(); }
+  bool live() const noexcept;
+
+ private:
+  void enter() noexcept;
+  void leave() noexcept;
+};
+
+// For the free functions: true when |h| is a live handle carrying |tag|.
+// Otherwise records INVALID_ARGUMENT ("already freed, or not a handle the
+// API returned"), logs it and returns false, without reading |h|'s memory.
+bool free_check_live(bool live, const void *h, handle_tag tag, const char *fn, const char *what);
+template <typename T>
+bool free_check(const T *h, handle_tag tag, const char *fn, const char *what) {
+  return free_check_live(h->live.live() && h->tag == tag, h, tag, fn, what);
+}
+
+// Destroys |h| and keeps its storage, marked TAG_DEAD, in a bounded
+// quarantine (every build), so a later call with the freed handle still
+// reads TAG_DEAD instead of reused memory (FAILURES.md #24).
+void quarantine_storage(void *h);
+template <typename T>
+void retire_handle(T *h) {
+  h->~T();
+  *static_cast<uint32_t *>(static_cast<void *>(h)) = TAG_DEAD;
+  quarantine_storage(h);
+}
+
 }  // namespace bp::core
 
 // ---- handle structs --------------------------------------------------------
@@ -103,6 +185,13 @@ struct bp_context {
   uint32_t tag = bp::core::TAG_CONTEXT;
   std::deque<bp_tensor> tensors;  // deque: pointers stay valid as it grows
   size_t max_tensors = 0;         // 0 = no cap
+  // The first graph-building call that failed on this context, for the
+  // NULL-propagation rule (build_scope). Kept until bp_clear_error (which
+  // moves clear_epoch on) or while the context lives.
+  bp_status build_status = BP_OK;
+  std::string build_message;
+  uint64_t build_epoch = 0;
+  bp::core::live_mark live;  // last: see live_mark
 };
 
 struct bp_graph {
@@ -110,6 +199,8 @@ struct bp_graph {
   std::vector<bp_tensor *> nodes;  // ops, topological order
   std::vector<bp_tensor *> leafs;  // inputs and weights (op == NONE)
   size_t max_nodes = 4096;
+  bp::core::live_mark live;         // last: see live_mark
+  const bp_context *ctx = nullptr;  // not retained: for NULL propagation only (checked live)
 };
 
 struct bp_device;
@@ -121,11 +212,11 @@ struct bp_plugin {
   void *dl_handle = nullptr;
   const bp_plugin_i *iface = nullptr;
   void *ctx = nullptr;
-  bp_host_api host{};                       // must outlive the plugin
-  std::vector<bp_param_info> params;        // copied schema (strings below)
-  std::deque<std::string> strings;          // owns copied strings
+  bp_host_api host{};                 // must outlive the plugin
+  std::vector<bp_param_info> params;  // copied schema (strings below)
+  std::deque<std::string> strings;    // owns copied strings
   std::vector<std::unique_ptr<bp_device>> devices;
-  std::atomic<long> live_objects{0};        // backends, buffers, events alive
+  std::atomic<long> live_objects{0};  // backends, buffers, events alive
   bool loaded = true;
   // Device enumeration (registry/devices.cpp): at load, or deferred to first
   // use when the plugin has an enumerate slot. |enumerated| is set (release)
@@ -171,20 +262,23 @@ struct bp_buffer {
   size_t size = 0;
   void *base = nullptr;
   bp_buffer_usage usage = BP_BUFFER_USAGE_ANY;
+  bp::core::live_mark live;  // last: see live_mark
 };
 
 struct bp_backend {
   uint32_t tag = bp::core::TAG_BACKEND;
   bp_device *device = nullptr;
   bp_backend_ref ref{};
-  std::string name;  // "cpu:0"
+  std::string name;                // "cpu:0"
   bp_buffer_type *buft = nullptr;  // borrowed from the device
+  bp::core::live_mark live;        // last: see live_mark
 };
 
 struct bp_event {
   uint32_t tag = bp::core::TAG_EVENT;
   bp_device *device = nullptr;
   bp_event_ref ref{};
+  bp::core::live_mark live;  // last: see live_mark
 };
 
 namespace bp::core {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <unordered_set>
 
 namespace bp::core {
 
@@ -12,57 +13,108 @@ namespace {
 
 const char *tag_name(uint32_t tag) {
   switch (tag) {
-    case TAG_PLUGIN: return "a plugin";
-    case TAG_DEVICE: return "a device";
-    case TAG_BUFT: return "a buffer type";
-    case TAG_BUFFER: return "a buffer";
-    case TAG_BACKEND: return "a backend";
-    case TAG_EVENT: return "an event";
-    case TAG_CONTEXT: return "a context";
-    case TAG_GRAPH: return "a graph";
-    case TAG_SCHED: return "a scheduler";
-    case TAG_GALLOCR: return "a graph allocator";
-    case TAG_DEAD: return "a freed handle";
-    default: return nullptr;
+    case TAG_PLUGIN:
+      return "a plugin";
+    case TAG_DEVICE:
+      return "a device";
+    case TAG_BUFT:
+      return "a buffer type";
+    case TAG_BUFFER:
+      return "a buffer";
+    case TAG_BACKEND:
+      return "a backend";
+    case TAG_EVENT:
+      return "an event";
+    case TAG_CONTEXT:
+      return "a context";
+    case TAG_GRAPH:
+      return "a graph";
+    case TAG_SCHED:
+      return "a scheduler";
+    case TAG_GALLOCR:
+      return "a graph allocator";
+    case TAG_PLAN:
+      return "a graph plan";
+    case TAG_DEAD:
+      return "a freed handle";
+    default:
+      return nullptr;
   }
 }
 
-// Freed handle shells kept (debug builds) so a later use reads TAG_DEAD.
-// Bounded: the oldest shell is deleted when the ring is full.
+// Storage of freed handles kept so a later use reads TAG_DEAD. Bounded:
+// the oldest storage is released when the ring is full.
 struct quarantine {
-  struct entry {
-    void *p;
-    void (*del)(void *);
-  };
   std::mutex mutex;
-  std::deque<entry> ring;
+  std::deque<void *> ring;
   static constexpr size_t capacity = 256;
 
-  void add(void *p, void (*del)(void *)) {
-    entry old{nullptr, nullptr};
+  void add(void *p) {
+    void *old = nullptr;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      ring.push_back({p, del});
-      if (ring.size() <= capacity) return;
-      old = ring.front();
-      ring.pop_front();
+      try {
+        ring.push_back(p);
+      } catch (...) {
+        old = p;  // no room to remember it: release at once
+      }
+      if (old == nullptr && ring.size() > capacity) {
+        old = ring.front();
+        ring.pop_front();
+      }
     }
-    old.del(old.p);
+    if (old != nullptr) ::operator delete(old);
   }
 };
 
-template <typename T>
-void retire(T *h) {
-  h->tag = TAG_DEAD;
-#ifdef NDEBUG
-  delete h;
-#else
-  static quarantine *q = new quarantine();  // never destroyed: handles may be freed during exit
-  q->add(h, [](void *p) { delete static_cast<T *>(p); });
-#endif
+struct live_set {
+  std::mutex mutex;
+  std::unordered_set<const void *> marks;
+};
+// Never destroyed: handles may be freed while the process exits.
+live_set &lives() {
+  static live_set *s = new live_set();
+  return *s;
 }
 
 }  // namespace
+
+void live_mark::enter() noexcept {
+  live_set &s = lives();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  try {
+    s.marks.insert(this);
+  } catch (...) {
+    // Out of memory: the handle is then refused by its free function (a
+    // leak) rather than the process ending here.
+  }
+}
+
+void live_mark::leave() noexcept {
+  live_set &s = lives();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.marks.erase(this);
+}
+
+bool live_mark::live() const noexcept {
+  live_set &s = lives();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.marks.count(this) != 0;
+}
+
+bool free_check_live(bool live, const void *h, handle_tag tag, const char *fn, const char *what) {
+  if (live) return true;
+  set_errorf(BP_ERR_INVALID_ARGUMENT,
+             "%s: %s %p was already freed, or is not %s the API returned: free each handle exactly once", fn, what, h,
+             tag_name(tag));
+  log(BP_LOG_ERROR, "core", bp_last_error());
+  return false;
+}
+
+void quarantine_storage(void *h) {
+  static quarantine *q = new quarantine();  // never destroyed: handles may be freed during exit
+  q->add(h);
+}
 
 bp_status bad_handle(const char *fn, const char *what, const void *h, handle_tag expected) {
   if (h == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
@@ -188,9 +240,5 @@ bp_status check_range(const bp_tensor *t, size_t offset, size_t size, const char
   }
   return BP_OK;
 }
-
-void retire_handle(bp_buffer *h) { retire(h); }
-void retire_handle(bp_backend *h) { retire(h); }
-void retire_handle(bp_event *h) { retire(h); }
 
 }  // namespace bp::core

@@ -51,12 +51,6 @@ bp_status check_range(const bp_tensor *t, size_t offset, size_t size, const char
 // Returns the buffer or nullptr with the error set.
 bp_buffer *tensor_buffer(const bp_tensor *t, const char *fn, const char *what);
 
-// Marks |h| dead and frees it. Debug builds keep the last freed shells for a
-// while so a use-after-free sees TAG_DEAD instead of reused memory.
-void retire_handle(bp_buffer *h);
-void retire_handle(bp_backend *h);
-void retire_handle(bp_event *h);
-
 inline size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
 }  // namespace bp::core

@@ -17,14 +17,14 @@ int32_t f32_bits(float f) {
 }
 
 bp_tensor *op1(bp_context *ctx, bp_op op, bp_tensor *a, const int32_t *params = nullptr) {
-  return api_guard_ptr<bp_tensor>([&] {
+  return bp::core::build_guard(ctx, [&] {
     bp_tensor *src[1] = {a};
     return build(ctx, op, src, 1, params, bp::core::ops::info(op).builder);
   });
 }
 
 bp_tensor *op2(bp_context *ctx, bp_op op, bp_tensor *a, bp_tensor *b, const int32_t *params = nullptr) {
-  return api_guard_ptr<bp_tensor>([&] {
+  return bp::core::build_guard(ctx, [&] {
     bp_tensor *src[2] = {a, b};
     return build(ctx, op, src, 2, params, bp::core::ops::info(op).builder);
   });
@@ -34,22 +34,40 @@ bp_tensor *op2(bp_context *ctx, bp_op op, bp_tensor *a, bp_tensor *b, const int3
 
 extern "C" {
 
-BP_API bp_tensor *bp_add(bp_context *ctx, bp_tensor *a, bp_tensor *b) { return op2(ctx, BP_OP_ADD, a, b); }
-BP_API bp_tensor *bp_sub(bp_context *ctx, bp_tensor *a, bp_tensor *b) { return op2(ctx, BP_OP_SUB, a, b); }
-BP_API bp_tensor *bp_mul(bp_context *ctx, bp_tensor *a, bp_tensor *b) { return op2(ctx, BP_OP_MUL, a, b); }
-BP_API bp_tensor *bp_div(bp_context *ctx, bp_tensor *a, bp_tensor *b) { return op2(ctx, BP_OP_DIV, a, b); }
+BP_API bp_tensor *bp_add(bp_context *ctx, bp_tensor *a, bp_tensor *b) {
+  BP_API_SCOPE();
+  return op2(ctx, BP_OP_ADD, a, b);
+}
+BP_API bp_tensor *bp_sub(bp_context *ctx, bp_tensor *a, bp_tensor *b) {
+  BP_API_SCOPE();
+  return op2(ctx, BP_OP_SUB, a, b);
+}
+BP_API bp_tensor *bp_mul(bp_context *ctx, bp_tensor *a, bp_tensor *b) {
+  BP_API_SCOPE();
+  return op2(ctx, BP_OP_MUL, a, b);
+}
+BP_API bp_tensor *bp_div(bp_context *ctx, bp_tensor *a, bp_tensor *b) {
+  BP_API_SCOPE();
+  return op2(ctx, BP_OP_DIV, a, b);
+}
 
 BP_API bp_tensor *bp_scale(bp_context *ctx, bp_tensor *a, float s) {
+  BP_API_SCOPE();
   int32_t p[BP_MAX_OP_PARAMS] = {f32_bits(s)};
   return op1(ctx, BP_OP_SCALE, a, p);
 }
 
 BP_API bp_tensor *bp_clamp(bp_context *ctx, bp_tensor *a, float min, float max) {
+  BP_API_SCOPE();
   int32_t p[BP_MAX_OP_PARAMS] = {f32_bits(min), f32_bits(max)};
   return op1(ctx, BP_OP_CLAMP, a, p);
 }
 
 BP_API bp_tensor *bp_unary(bp_context *ctx, bp_tensor *a, bp_op op) {
+  BP_API_SCOPE();
+  if (ctx == nullptr || a == nullptr) {  // the NULL rule comes before the op check, as in every builder
+    return bp::core::build_guard(ctx, [&] { return bp::core::null_input("bp_unary", ctx ? "a" : "ctx"); });
+  }
   const int op_value = bp::core::enum_value(op);
   if (op_value < BP_OP_NEG || op_value > BP_OP_SIGMOID) {
     bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT,
@@ -60,64 +78,117 @@ BP_API bp_tensor *bp_unary(bp_context *ctx, bp_tensor *a, bp_op op) {
   return op1(ctx, op, a);
 }
 
-BP_API bp_tensor *bp_neg(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_NEG, a); }
-BP_API bp_tensor *bp_abs(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_ABS, a); }
-BP_API bp_tensor *bp_sqr(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_SQR, a); }
-BP_API bp_tensor *bp_sqrt(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_SQRT, a); }
-BP_API bp_tensor *bp_exp(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_EXP, a); }
-BP_API bp_tensor *bp_relu(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_RELU, a); }
-BP_API bp_tensor *bp_gelu(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_GELU, a); }
-BP_API bp_tensor *bp_silu(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_SILU, a); }
-BP_API bp_tensor *bp_tanh(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_TANH, a); }
-BP_API bp_tensor *bp_sigmoid(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_SIGMOID, a); }
-BP_API bp_tensor *bp_sum_rows(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_SUM_ROWS, a); }
-BP_API bp_tensor *bp_mean(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_MEAN, a); }
-BP_API bp_tensor *bp_argmax(bp_context *ctx, bp_tensor *a) { return op1(ctx, BP_OP_ARGMAX, a); }
+BP_API bp_tensor *bp_neg(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_NEG, a);
+}
+BP_API bp_tensor *bp_abs(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_ABS, a);
+}
+BP_API bp_tensor *bp_sqr(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_SQR, a);
+}
+BP_API bp_tensor *bp_sqrt(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_SQRT, a);
+}
+BP_API bp_tensor *bp_exp(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_EXP, a);
+}
+BP_API bp_tensor *bp_relu(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_RELU, a);
+}
+BP_API bp_tensor *bp_gelu(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_GELU, a);
+}
+BP_API bp_tensor *bp_silu(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_SILU, a);
+}
+BP_API bp_tensor *bp_tanh(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_TANH, a);
+}
+BP_API bp_tensor *bp_sigmoid(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_SIGMOID, a);
+}
+BP_API bp_tensor *bp_sum_rows(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_SUM_ROWS, a);
+}
+BP_API bp_tensor *bp_mean(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_MEAN, a);
+}
+BP_API bp_tensor *bp_argmax(bp_context *ctx, bp_tensor *a) {
+  BP_API_SCOPE();
+  return op1(ctx, BP_OP_ARGMAX, a);
+}
 
 BP_API bp_tensor *bp_norm(bp_context *ctx, bp_tensor *a, float eps) {
+  BP_API_SCOPE();
   int32_t p[BP_MAX_OP_PARAMS] = {f32_bits(eps)};
   return op1(ctx, BP_OP_NORM, a, p);
 }
 
 BP_API bp_tensor *bp_rms_norm(bp_context *ctx, bp_tensor *a, float eps) {
+  BP_API_SCOPE();
   int32_t p[BP_MAX_OP_PARAMS] = {f32_bits(eps)};
   return op1(ctx, BP_OP_RMS_NORM, a, p);
 }
 
 BP_API bp_tensor *bp_soft_max(bp_context *ctx, bp_tensor *a, bp_tensor *mask, float scale) {
+  BP_API_SCOPE();
   int32_t p[BP_MAX_OP_PARAMS] = {f32_bits(scale)};
   return op2(ctx, BP_OP_SOFT_MAX, a, mask, p);
 }
 
-BP_API bp_tensor *bp_mul_mat(bp_context *ctx, bp_tensor *a, bp_tensor *b) { return op2(ctx, BP_OP_MUL_MAT, a, b); }
+BP_API bp_tensor *bp_mul_mat(bp_context *ctx, bp_tensor *a, bp_tensor *b) {
+  BP_API_SCOPE();
+  return op2(ctx, BP_OP_MUL_MAT, a, b);
+}
 
 BP_API bp_tensor *bp_get_rows(bp_context *ctx, bp_tensor *a, bp_tensor *ids) {
+  BP_API_SCOPE();
   return op2(ctx, BP_OP_GET_ROWS, a, ids);
 }
 
-BP_API bp_tensor *bp_cpy(bp_context *ctx, bp_tensor *a, bp_tensor *b) { return op2(ctx, BP_OP_CPY, a, b); }
+BP_API bp_tensor *bp_cpy(bp_context *ctx, bp_tensor *a, bp_tensor *b) {
+  BP_API_SCOPE();
+  return op2(ctx, BP_OP_CPY, a, b);
+}
 
 BP_API bp_tensor *bp_cont(bp_context *ctx, bp_tensor *a) {
-  return api_guard_ptr<bp_tensor>([&] {
+  BP_API_SCOPE();
+  return bp::core::build_guard(ctx, [&] {
     bp_tensor *src[1] = {a};
     return build(ctx, BP_OP_CONT, src, 1, nullptr, "bp_cont", a ? bp::core::enum_value(a->type) : BP_TYPE_F32);
   });
 }
 
 BP_API bp_tensor *bp_cast(bp_context *ctx, bp_tensor *a, bp_type type) {
-  return api_guard_ptr<bp_tensor>([&] {
+  BP_API_SCOPE();
+  return bp::core::build_guard(ctx, [&] {
     bp_tensor *src[1] = {a};
     return build(ctx, BP_OP_CONT, src, 1, nullptr, "bp_cast", bp::core::enum_value(type));
   });
 }
 
 BP_API bp_tensor *bp_concat(bp_context *ctx, bp_tensor *a, bp_tensor *b, int dim) {
+  BP_API_SCOPE();
   int32_t p[BP_MAX_OP_PARAMS] = {dim};
   return op2(ctx, BP_OP_CONCAT, a, b, p);
 }
 
 BP_API bp_tensor *bp_rope(bp_context *ctx, bp_tensor *a, bp_tensor *pos, int n_dims, int mode, float freq_base,
                           float freq_scale) {
+  BP_API_SCOPE();
   int32_t p[BP_MAX_OP_PARAMS] = {n_dims, mode, f32_bits(freq_base), f32_bits(freq_scale)};
   return op2(ctx, BP_OP_ROPE, a, pos, p);
 }

@@ -140,8 +140,8 @@ bp_status check_node(const bp_tensor *t, const char *fn) {
     const bp_tensor *b = t->src[1];
     if (memory_root(t) != memory_root(b) || t->view_offs != memory_offset(b) ||
         !std::equal(t->nb, t->nb + BP_MAX_DIMS, b->nb)) {
-      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: no longer aliases its destination %s: rebuild it with bp_cpy",
-                        fn, describe(b).c_str());
+      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: no longer aliases its destination %s: rebuild it with bp_cpy", fn,
+                        describe(b).c_str());
     }
   } else if (t->op == BP_OP_NONE) {
     if (t->view_src != nullptr) {
@@ -185,12 +185,14 @@ namespace {
 
 uint64_t elems(const bp_tensor *t) { return t ? (uint64_t)bp_tensor_nelements(t) : 0; }
 
-// Costs of an invalid node are 0; checking keeps the caller's last error.
-bp_status validate_node_quiet(const bp_tensor *t) {
-  const std::string saved = bp_last_error();
-  const bp_status status = bp::core::validate_node(t);
-  if (status != BP_OK) bp::core::set_error(status, saved);
-  return status;
+// Costs of a NULL or invalid node are 0, with the reason recorded like any
+// other failed call (docs/errors.md).
+bool cost_input_ok(const bp_tensor *t, const char *fn) {
+  if (t == nullptr) {
+    bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: t is NULL", fn);
+    return false;
+  }
+  return bp::core::validate_node(t) == BP_OK;
 }
 
 }  // namespace
@@ -202,21 +204,34 @@ BP_API const char *bp_op_name(bp_op op) { return bp::core::ops::op_name(bp::core
 // Rough counts for planning and tools, not a performance model:
 // transcendental functions count as a few flops each.
 BP_API uint64_t bp_op_flops(const bp_tensor *t) {
-  if (t == nullptr || validate_node_quiet(t) != BP_OK) return 0;
+  BP_API_SCOPE();
+  if (!cost_input_ok(t, "bp_op_flops")) return 0;
   const uint64_t n = elems(t);
   switch (t->op) {
-    case BP_OP_ADD: case BP_OP_SUB: case BP_OP_MUL: case BP_OP_DIV:
-    case BP_OP_SCALE: case BP_OP_NEG: case BP_OP_ABS: case BP_OP_SQR: case BP_OP_RELU:
+    case BP_OP_ADD:
+    case BP_OP_SUB:
+    case BP_OP_MUL:
+    case BP_OP_DIV:
+    case BP_OP_SCALE:
+    case BP_OP_NEG:
+    case BP_OP_ABS:
+    case BP_OP_SQR:
+    case BP_OP_RELU:
       return n;
     case BP_OP_CLAMP:
       return 2 * n;
-    case BP_OP_SQRT: case BP_OP_EXP: case BP_OP_TANH:
+    case BP_OP_SQRT:
+    case BP_OP_EXP:
+    case BP_OP_TANH:
       return 4 * n;
-    case BP_OP_SIGMOID: case BP_OP_SILU:
+    case BP_OP_SIGMOID:
+    case BP_OP_SILU:
       return 6 * n;
     case BP_OP_GELU:
       return 10 * n;
-    case BP_OP_SUM_ROWS: case BP_OP_MEAN: case BP_OP_ARGMAX:
+    case BP_OP_SUM_ROWS:
+    case BP_OP_MEAN:
+    case BP_OP_ARGMAX:
       return elems(t->src[0]);
     case BP_OP_NORM:
       return 5 * n;
@@ -226,7 +241,8 @@ BP_API uint64_t bp_op_flops(const bp_tensor *t) {
       return 8 * n;
     case BP_OP_MUL_MAT:
       return t->src[0] ? 2 * n * (uint64_t)t->src[0]->ne[0] : 0;
-    case BP_OP_CPY: case BP_OP_CONT:
+    case BP_OP_CPY:
+    case BP_OP_CONT:
       return t->src[0] && t->src[0]->type != t->type ? n : 0;
     case BP_OP_ROPE:
       return 6 * n;
@@ -236,7 +252,8 @@ BP_API uint64_t bp_op_flops(const bp_tensor *t) {
 }
 
 BP_API uint64_t bp_op_bytes(const bp_tensor *t) {
-  if (t == nullptr || validate_node_quiet(t) != BP_OK || bp_op_is_view(t->op)) return 0;
+  BP_API_SCOPE();
+  if (!cost_input_ok(t, "bp_op_bytes") || bp_op_is_view(t->op)) return 0;
   uint64_t bytes = bp_tensor_nbytes(t);
   // CPY writes src1's memory but does not read it.
   const int n_read = t->op == BP_OP_CPY ? 1 : BP_MAX_SRC;

@@ -27,6 +27,7 @@ void forget_memory(bp_tensor *t) {
 extern "C" {
 
 BP_API bp_tallocr bp_tallocr_new(bp_buffer *buffer) {
+  BP_API_SCOPE();
   bp_tallocr talloc{buffer, 0, 1};
   if (!handle_ok(buffer, TAG_BUFFER)) {
     bad_handle("bp_tallocr_new", "buffer", buffer, TAG_BUFFER);
@@ -137,6 +138,7 @@ BP_API bp_status bp_alloc_ctx_tensors_from_buft(bp_context *ctx, bp_buffer_type 
 }
 
 BP_API bp_status bp_alloc_ctx_tensors(bp_context *ctx, bp_backend *backend, bp_buffer **out_buffer) {
+  BP_API_SCOPE();
   if (out_buffer != nullptr) *out_buffer = nullptr;
   if (!handle_ok(backend, TAG_BACKEND)) return bad_handle("bp_alloc_ctx_tensors", "backend", backend, TAG_BACKEND);
   return bp_alloc_ctx_tensors_from_buft(ctx, backend->buft, out_buffer);

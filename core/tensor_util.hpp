@@ -54,11 +54,40 @@ std::string shape_str(const int64_t ne[BP_MAX_DIMS]);
 // "'name' [64,32,1,1] f32" (name part only when the tensor has one).
 std::string describe(const bp_tensor *t);
 
-// The NULL-input rule of the graph-building calls: a NULL argument usually
-// means an earlier call failed and recorded why, so its message is kept. If
-// no error is recorded yet, records one naming |fn| and |what|. Returns
-// nullptr so callers can `return null_input(...)`.
+// The NULL-input rule of the graph-building calls (docs/errors.md): a NULL
+// tensor or context is usually the result of a call that failed, so that
+// failure becomes this call's status and message: the previous call on this
+// thread if it failed, else the first graph-building failure recorded in the
+// context being built on. Otherwise records INVALID_ARGUMENT naming |fn| and
+// |what|. Returns nullptr so callers can `return null_input(...)`.
 bp_tensor *null_input(const char *fn, const char *what);
+// The same for a call that knows its context some other way (bp_graph_build
+// with the graph's context); |ctx| may be NULL or dead.
+bp_tensor *null_input_in(const bp_context *ctx, const char *fn, const char *what);
+
+// Makes |ctx| the context of the graph-building call running on this thread
+// (for null_input) and records its first failure in the context.
+class build_scope {
+ public:
+  explicit build_scope(bp_context *ctx) noexcept;
+  ~build_scope();
+  build_scope(const build_scope &) = delete;
+  build_scope &operator=(const build_scope &) = delete;
+  // Records the thread's failure in the context when |t| is NULL and the
+  // context has none yet. Returns |t|.
+  bp_tensor *result(bp_tensor *t) noexcept;
+
+ private:
+  bp_context *ctx_;
+  const bp_context *saved_;
+};
+
+// api_guard_ptr for the builders: the API scope plus a build_scope on |ctx|.
+template <typename Body>
+bp_tensor *build_guard(bp_context *ctx, Body &&body) noexcept {
+  build_scope scope(ctx);
+  return scope.result(api_guard_ptr<bp_tensor>(std::forward<Body>(body)));
+}
 
 // The same rule for the context argument, plus the handle check: false
 // (error recorded) when |ctx| is NULL or not a live context.

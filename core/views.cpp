@@ -94,7 +94,7 @@ using bp::core::api_guard_ptr;
 extern "C" {
 
 BP_API bp_tensor *bp_view_1d(bp_context *ctx, bp_tensor *a, int64_t ne0, size_t offset) {
-  return api_guard_ptr<bp_tensor>([&] {
+  return bp::core::build_guard(ctx, [&] {
     const int64_t ne[4] = {ne0, 1, 1, 1};
     const size_t row = a ? bp_type_size(a->type) * (size_t)(ne0 > 0 ? ne0 : 1) : 1;
     const size_t nb[3] = {row, row, row};
@@ -103,7 +103,7 @@ BP_API bp_tensor *bp_view_1d(bp_context *ctx, bp_tensor *a, int64_t ne0, size_t 
 }
 
 BP_API bp_tensor *bp_view_2d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset) {
-  return api_guard_ptr<bp_tensor>([&] {
+  return bp::core::build_guard(ctx, [&] {
     const int64_t ne[4] = {ne0, ne1, 1, 1};
     const size_t nb2 = nb1 * (size_t)(ne1 > 0 ? ne1 : 1);
     const size_t nb[3] = {nb1, nb2, nb2};
@@ -113,7 +113,7 @@ BP_API bp_tensor *bp_view_2d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t
 
 BP_API bp_tensor *bp_view_3d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1,
                              size_t nb2, size_t offset) {
-  return api_guard_ptr<bp_tensor>([&] {
+  return bp::core::build_guard(ctx, [&] {
     const int64_t ne[4] = {ne0, ne1, ne2, 1};
     const size_t nb3 = nb2 * (size_t)(ne2 > 0 ? ne2 : 1);
     const size_t nb[3] = {nb1, nb2, nb3};
@@ -123,7 +123,7 @@ BP_API bp_tensor *bp_view_3d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t
 
 BP_API bp_tensor *bp_view_4d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3,
                              size_t nb1, size_t nb2, size_t nb3, size_t offset) {
-  return api_guard_ptr<bp_tensor>([&] {
+  return bp::core::build_guard(ctx, [&] {
     const int64_t ne[4] = {ne0, ne1, ne2, ne3};
     const size_t nb[3] = {nb1, nb2, nb3};
     return view_nd(ctx, a, ne, nb, offset, "bp_view_4d");
@@ -131,7 +131,7 @@ BP_API bp_tensor *bp_view_4d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t
 }
 
 BP_API bp_tensor *bp_reshape(bp_context *ctx, bp_tensor *a, int n_dims, const int64_t *ne_in) {
-  return api_guard_ptr<bp_tensor>([&]() -> bp_tensor * {
+  return bp::core::build_guard(ctx, [&]() -> bp_tensor * {
     const char *fn = "bp_reshape";
     if (!context_usable(ctx, fn)) return nullptr;
     if (a == nullptr) return null_input(fn, "a");
@@ -163,16 +163,19 @@ BP_API bp_tensor *bp_reshape(bp_context *ctx, bp_tensor *a, int n_dims, const in
 }
 
 BP_API bp_tensor *bp_reshape_2d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1) {
+  BP_API_SCOPE();
   const int64_t ne[2] = {ne0, ne1};
   return bp_reshape(ctx, a, 2, ne);
 }
 
 BP_API bp_tensor *bp_reshape_3d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2) {
+  BP_API_SCOPE();
   const int64_t ne[3] = {ne0, ne1, ne2};
   return bp_reshape(ctx, a, 3, ne);
 }
 
 BP_API bp_tensor *bp_reshape_4d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
+  BP_API_SCOPE();
   const int64_t ne[4] = {ne0, ne1, ne2, ne3};
   return bp_reshape(ctx, a, 4, ne);
 }
@@ -211,14 +214,14 @@ bp_tensor *permute_impl(bp_context *ctx, bp_tensor *a, const int axes[BP_MAX_DIM
 extern "C" {
 
 BP_API bp_tensor *bp_permute(bp_context *ctx, bp_tensor *a, int axis0, int axis1, int axis2, int axis3) {
-  return api_guard_ptr<bp_tensor>([&] {
+  return bp::core::build_guard(ctx, [&] {
     const int axes[4] = {axis0, axis1, axis2, axis3};
     return permute_impl(ctx, a, axes, BP_OP_PERMUTE, "bp_permute");
   });
 }
 
 BP_API bp_tensor *bp_transpose(bp_context *ctx, bp_tensor *a) {
-  return api_guard_ptr<bp_tensor>([&] {
+  return bp::core::build_guard(ctx, [&] {
     const int axes[4] = {1, 0, 2, 3};
     return permute_impl(ctx, a, axes, BP_OP_TRANSPOSE, "bp_transpose");
   });

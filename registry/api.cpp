@@ -31,12 +31,14 @@ bool discovered() { return bp::core::registry_ensure_discovered() != BP_ERR_FAIL
 extern "C" {
 
 BP_API size_t bp_plugin_count(void) {
+  BP_API_SCOPE();
   if (!discovered()) return 0;
   std::lock_guard<std::mutex> lock(state().state_mutex);
   return state().plugins.size();
 }
 
 BP_API bp_plugin *bp_plugin_get(size_t i) {
+  BP_API_SCOPE();
   if (!discovered()) return nullptr;
   std::unique_lock<std::mutex> lock(state().state_mutex);
   size_t n = state().plugins.size();
@@ -47,6 +49,7 @@ BP_API bp_plugin *bp_plugin_get(size_t i) {
 }
 
 BP_API bp_plugin *bp_plugin_find(const char *name) {
+  BP_API_SCOPE();
   if (!name) {
     bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_plugin_find: name is NULL");
     return nullptr;
@@ -60,21 +63,27 @@ BP_API bp_plugin *bp_plugin_find(const char *name) {
 }
 
 BP_API const char *bp_plugin_name(const bp_plugin *p) {
+  BP_API_SCOPE();
   return valid_plugin(p, "bp_plugin_name") ? p->name.c_str() : nullptr;
 }
 BP_API const char *bp_plugin_version(const bp_plugin *p) {
+  BP_API_SCOPE();
   return valid_plugin(p, "bp_plugin_version") ? p->version.c_str() : nullptr;
 }
 BP_API const char *bp_plugin_path(const bp_plugin *p) {
+  BP_API_SCOPE();
   return valid_plugin(p, "bp_plugin_path") ? p->path.c_str() : nullptr;
 }
 BP_API const char *bp_plugin_description(const bp_plugin *p) {
+  BP_API_SCOPE();
   return valid_plugin(p, "bp_plugin_description") ? p->description.c_str() : nullptr;
 }
 BP_API size_t bp_plugin_n_params(const bp_plugin *p) {
+  BP_API_SCOPE();
   return valid_plugin(p, "bp_plugin_n_params") ? p->params.size() : 0;
 }
 BP_API const bp_param_info *bp_plugin_param(const bp_plugin *p, size_t i) {
+  BP_API_SCOPE();
   if (!valid_plugin(p, "bp_plugin_param")) return nullptr;
   if (i >= p->params.size()) {
     bp::core::set_errorf(BP_ERR_NOT_FOUND, "bp_plugin_param: index %zu out of range (plugin '%s' has %zu)", i,
@@ -84,11 +93,13 @@ BP_API const bp_param_info *bp_plugin_param(const bp_plugin *p, size_t i) {
   return &p->params[i];
 }
 BP_API size_t bp_plugin_device_count(const bp_plugin *p) {
+  BP_API_SCOPE();
   if (!valid_plugin(p, "bp_plugin_device_count")) return 0;
   ensure_devices(const_cast<bp_plugin *>(p));
   return p->devices.size();
 }
 BP_API bp_status bp_plugin_status(const bp_plugin *p, const char **out_message) {
+  BP_API_SCOPE();
   if (out_message) *out_message = nullptr;
   if (!valid_plugin(p, "bp_plugin_status")) return BP_ERR_INVALID_ARGUMENT;
   bp_status st = ensure_devices(const_cast<bp_plugin *>(p));
@@ -98,23 +109,26 @@ BP_API bp_status bp_plugin_status(const bp_plugin *p, const char **out_message) 
   return st;
 }
 BP_API bp_device *bp_plugin_device(const bp_plugin *p, size_t i) {
+  BP_API_SCOPE();
   if (!valid_plugin(p, "bp_plugin_device")) return nullptr;
   ensure_devices(const_cast<bp_plugin *>(p));
   if (i >= p->devices.size()) {
-    bp::core::set_errorf(BP_ERR_NOT_FOUND, "bp_plugin_device: index %zu out of range (plugin '%s' has %zu devices)",
-                         i, p->name.c_str(), p->devices.size());
+    bp::core::set_errorf(BP_ERR_NOT_FOUND, "bp_plugin_device: index %zu out of range (plugin '%s' has %zu devices)", i,
+                         p->name.c_str(), p->devices.size());
     return nullptr;
   }
   return p->devices[i].get();
 }
 
 BP_API size_t bp_rejected_count(void) {
+  BP_API_SCOPE();
   if (!discovered()) return 0;
   std::lock_guard<std::mutex> lock(state().state_mutex);
   return state().rejected.size();
 }
 
 BP_API bp_status bp_rejected_get(size_t i, const char **out_path, bp_status *out_status, const char **out_message) {
+  BP_API_SCOPE();
   if (out_path) *out_path = nullptr;
   if (out_message) *out_message = nullptr;
   if (out_status) *out_status = BP_OK;
@@ -133,6 +147,7 @@ BP_API bp_status bp_rejected_get(size_t i, const char **out_path, bp_status *out
 }
 
 BP_API size_t bp_device_count(void) {
+  BP_API_SCOPE();
   if (!discovered()) return 0;
   ensure_all_devices();
   std::lock_guard<std::mutex> lock(state().state_mutex);
@@ -142,6 +157,7 @@ BP_API size_t bp_device_count(void) {
 }
 
 BP_API bp_device *bp_device_get(size_t i) {
+  BP_API_SCOPE();
   if (!discovered()) return nullptr;
   ensure_all_devices();
   std::unique_lock<std::mutex> lock(state().state_mutex);
@@ -157,6 +173,7 @@ BP_API bp_device *bp_device_get(size_t i) {
 }
 
 BP_API bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out) {
+  BP_API_SCOPE();
   if (!valid_device(dev, "bp_device_get_info")) return BP_ERR_INVALID_ARGUMENT;
   if (!out) return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_get_info: out is NULL");
   if (out->struct_size < sizeof(bp_device_info))
@@ -178,10 +195,14 @@ BP_API bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out) {
 
 BP_API const char *bp_device_type_name(bp_device_type type) {
   switch (type) {
-    case BP_DEVICE_TYPE_CPU: return "CPU";
-    case BP_DEVICE_TYPE_GPU: return "GPU";
-    case BP_DEVICE_TYPE_IGPU: return "IGPU";
-    case BP_DEVICE_TYPE_ACCEL: return "ACCEL";
+    case BP_DEVICE_TYPE_CPU:
+      return "CPU";
+    case BP_DEVICE_TYPE_GPU:
+      return "GPU";
+    case BP_DEVICE_TYPE_IGPU:
+      return "IGPU";
+    case BP_DEVICE_TYPE_ACCEL:
+      return "ACCEL";
   }
   return "UNKNOWN";
 }

@@ -13,15 +13,12 @@ bp_status create_from(const parsed_spec &spec, const std::string &context, bp_ba
   resolved_spec r;
   bp_status st = resolve_spec(spec, context, r);
   if (st != BP_OK) return st;
-  st = bp::core::backend_create(r.device, r.values.data(), static_cast<uint32_t>(r.values.size()), r.device->spec,
-                                out);
+  st = bp::core::backend_create(r.device, r.values.data(), static_cast<uint32_t>(r.values.size()), r.device->spec, out);
   bp::core::plugin_release(r.device->plugin);  // the backend holds its own reference
   return st;
 }
 
-bp_status parse_failed(const spec_parse_result &parsed) {
-  return bp::core::set_error(parsed.status, parsed.message);
-}
+bp_status parse_failed(const spec_parse_result &parsed) { return bp::core::set_error(parsed.status, parsed.message); }
 
 }  // namespace
 }  // namespace bp::registry
@@ -48,10 +45,13 @@ BP_API bp_status bp_backends_init(const char *list, bp_backend **out, size_t cap
   if (out_count) *out_count = 0;
   return bp::core::api_guard([&]() -> bp_status {
     if (!list)
-      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT,
-                                 "bp_backends_init: list is NULL; pass e.g. \"vulkan;cpu\"");
+      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backends_init: list is NULL; pass e.g. \"vulkan;cpu\"");
     if (!out && capacity > 0)
       return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backends_init: out is NULL but capacity > 0");
+    // Without the count the caller cannot know which entries to free.
+    if (!out_count)
+      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT,
+                                 "bp_backends_init: out_count is NULL: pass a size_t to receive how many were made");
     if (bp_status st = bp::core::registry_ensure_discovered()) return st;
     spec_parse_result parsed = parse_spec_list(list);
     if (parsed.status != BP_OK) return parse_failed(parsed);

@@ -183,26 +183,27 @@ BP_API bp_status bp_runtime_shutdown(void) {
       return bp::core::set_error(BP_ERR_FAILED_PRECONDITION,
                                  "bp_runtime_shutdown called from inside a plugin load (a log callback?)");
     std::lock_guard<std::mutex> load_lock(state().load_mutex);
-    if (state().shut_down.exchange(true))
+    if (state().shut_down.load())
       return bp::core::set_error(BP_ERR_FAILED_PRECONDITION, "bp_runtime_shutdown was already called");
     std::vector<bp_plugin *> all;
     {
       std::lock_guard<std::mutex> lock(state().state_mutex);
       for (auto &p : state().plugins) all.push_back(p.get());
     }
-    std::string kept;
-    for (auto it = all.rbegin(); it != all.rend(); ++it) {  // reverse load order
-      if ((*it)->live_objects.load() > 0) {
-        kept += (kept.empty() ? "" : ", ") + (*it)->name + " (" + std::to_string((*it)->live_objects.load()) +
-                " live)";
-        continue;
-      }
-      unload_one(*it);
+    // All or nothing (docs/errors.md): with live objects nothing is unloaded
+    // and the runtime stays usable, so the advice below can be followed.
+    std::string alive;
+    for (bp_plugin *p : all) {
+      const long n = p->live_objects.load();
+      if (n > 0) alive += (alive.empty() ? "" : ", ") + p->name + " (" + std::to_string(n) + " live)";
     }
-    if (!kept.empty())
+    if (!alive.empty())
       return bp::core::set_error(BP_ERR_FAILED_PRECONDITION,
-                                 "bp_runtime_shutdown: plugins kept loaded because objects of theirs are alive: " +
-                                     kept + "; free them, then call bp_plugin_unload");
+                                 "bp_runtime_shutdown: nothing was shut down: backends, buffers or events of these "
+                                 "plugins are alive: " +
+                                     alive + "; free them, then call bp_runtime_shutdown again");
+    state().shut_down.store(true);
+    for (auto it = all.rbegin(); it != all.rend(); ++it) unload_one(*it);  // reverse load order
     return BP_OK;
   });
 }

@@ -131,10 +131,11 @@ bp_gallocr *bp_gallocr_new(bp_buffer_type *buft) {
 }
 
 void bp_gallocr_free(bp_gallocr *galloc) {
-  if (!bp::core::handle_ok(galloc, bp::core::TAG_GALLOCR)) return;  // NULL, or not an allocator: nothing of ours
+  BP_API_SCOPE();
+  if (galloc == nullptr) return;
+  if (!bp::core::free_check(galloc, bp::core::TAG_GALLOCR, "bp_gallocr_free", "galloc")) return;
   bp_buffer_free(galloc->buffer);
-  galloc->tag = bp::core::TAG_DEAD;
-  delete galloc;
+  bp::core::retire_handle(galloc);
 }
 
 bp_status bp_gallocr_reserve(bp_gallocr *galloc, const bp_graph *graph) {
@@ -154,7 +155,12 @@ bp_status bp_gallocr_alloc_graph(bp_gallocr *galloc, const bp_graph *graph) {
 }
 
 size_t bp_gallocr_get_buffer_size(const bp_gallocr *galloc) {
-  return bp::core::handle_ok(galloc, bp::core::TAG_GALLOCR) && galloc->buffer ? bp_buffer_size(galloc->buffer) : 0;
+  BP_API_SCOPE();
+  if (!bp::core::handle_ok(galloc, bp::core::TAG_GALLOCR)) {
+    bp::core::bad_handle("bp_gallocr_get_buffer_size", "galloc", galloc, bp::core::TAG_GALLOCR);
+    return 0;
+  }
+  return galloc->buffer ? bp_buffer_size(galloc->buffer) : 0;
 }
 
 }  // extern "C"

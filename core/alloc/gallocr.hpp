@@ -14,6 +14,7 @@
 
 struct bp_gallocr {
   uint32_t tag = bp::core::TAG_GALLOCR;
+  bp::core::live_mark live;
   bp_buffer_type *buft = nullptr;
   bp_buffer *buffer = nullptr;  // owned; null until the first reserve/alloc
   // Tensors this allocator placed in buffers it has since replaced, with

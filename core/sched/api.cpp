@@ -82,11 +82,15 @@ bp_status compute_async(bp_sched *s, bp_graph *g, const char *fn) {
   return sched_compute_splits(s);
 }
 
-bp_sched *sched_new(bp_backend **backends, bp_buffer_type **bufts, int n_backends, size_t graph_size,
-                    bool parallel) {
+bp_sched *sched_new(bp_backend **backends, bp_buffer_type **bufts, int n_backends, size_t graph_size, bool parallel) {
   const char *fn = "bp_sched_new";
-  if (!backends || n_backends < 1) {
-    set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: needs at least one backend (got %d)", fn, n_backends);
+  if (n_backends < 1) {
+    set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: n_backends = %d: needs at least one backend", fn, n_backends);
+    return nullptr;
+  }
+  if (!backends) {
+    set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: backends is NULL but n_backends = %d: pass an array of that many", fn,
+               n_backends);
     return nullptr;
   }
   auto s = std::make_unique<bp_sched>();
@@ -170,12 +174,13 @@ bp_sched *bp_sched_new(bp_backend **backends, bp_buffer_type **bufts, int n_back
 }
 
 void bp_sched_free(bp_sched *sched) {
-  if (!handle_ok(sched, TAG_SCHED)) return;  // NULL, or not a scheduler: nothing of ours to free
+  BP_API_SCOPE();
+  if (sched == nullptr) return;
+  if (!free_check(sched, TAG_SCHED, "bp_sched_free", "sched")) return;
   sched_synchronize_all(sched);
   for (auto &row : sched->events)
     for (bp_event *ev : row) bp_event_free(ev);
-  sched->tag = TAG_DEAD;
-  delete sched;
+  retire_handle(sched);
 }
 
 bp_status bp_sched_set_graph_plans(bp_sched *sched, bool enable) {
@@ -195,7 +200,8 @@ bp_status bp_sched_reserve(bp_sched *sched, bp_graph *measure_graph) {
   return api_guard([&]() -> bp_status {
     const char *fn = "bp_sched_reserve";
     bp_status st = check_sched(sched, fn);
-    if (st == BP_OK) st = check_graph(sched, measure_graph, fn);
+    if (st != BP_OK) return st;  // nothing of a bad handle may be touched below
+    st = check_graph(sched, measure_graph, fn);
     if (st == BP_OK) st = sched_synchronize_all(sched);
     if (st == BP_OK) st = plan(sched, measure_graph);
     if (st == BP_OK) st = sched_reserve_memory(sched, measure_graph);
@@ -205,23 +211,36 @@ bp_status bp_sched_reserve(bp_sched *sched, bp_graph *measure_graph) {
 }
 
 int bp_sched_get_n_backends(const bp_sched *sched) {
-  return handle_ok(sched, TAG_SCHED) ? (int)sched->backends.size() : 0;
+  BP_API_SCOPE();
+  if (check_sched(sched, "bp_sched_get_n_backends") != BP_OK) return 0;
+  return (int)sched->backends.size();
 }
 
 bp_backend *bp_sched_get_backend(const bp_sched *sched, int i) {
-  if (!handle_ok(sched, TAG_SCHED) || i < 0 || i >= (int)sched->backends.size()) return nullptr;
+  BP_API_SCOPE();
+  if (check_sched(sched, "bp_sched_get_backend") != BP_OK) return nullptr;
+  if (i < 0 || i >= (int)sched->backends.size()) {
+    set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_sched_get_backend: i = %d is outside 0..%zu", i,
+               sched->backends.size() - 1);
+    return nullptr;
+  }
   return sched->backends[(size_t)i];
 }
 
 int bp_sched_get_n_splits(const bp_sched *sched) {
-  return handle_ok(sched, TAG_SCHED) ? (int)sched->splits.size() : 0;
+  BP_API_SCOPE();
+  if (check_sched(sched, "bp_sched_get_n_splits") != BP_OK) return 0;
+  return (int)sched->splits.size();
 }
 
 int bp_sched_get_n_copies(const bp_sched *sched) {
-  return handle_ok(sched, TAG_SCHED) ? (int)sched->copies.size() : 0;
+  BP_API_SCOPE();
+  if (check_sched(sched, "bp_sched_get_n_copies") != BP_OK) return 0;
+  return (int)sched->copies.size();
 }
 
 size_t bp_sched_get_buffer_size(const bp_sched *sched, bp_backend *backend) {
+  BP_API_SCOPE();
   if (!handle_ok(sched, TAG_SCHED)) {
     bad_handle("bp_sched_get_buffer_size", "sched", sched, TAG_SCHED);
     return 0;
@@ -254,7 +273,12 @@ bp_status bp_sched_set_tensor_backend(bp_sched *sched, bp_tensor *node, bp_backe
 }
 
 bp_backend *bp_sched_get_tensor_backend(const bp_sched *sched, const bp_tensor *node) {
-  if (!handle_ok(sched, TAG_SCHED) || !node) return nullptr;
+  BP_API_SCOPE();
+  if (check_sched(sched, "bp_sched_get_tensor_backend") != BP_OK) return nullptr;
+  if (!node) {
+    set_error(BP_ERR_INVALID_ARGUMENT, "bp_sched_get_tensor_backend: node is NULL");
+    return nullptr;
+  }
   int b = sched_tensor_backend(sched, node);
   if (b < 0) {
     auto it = sched->pinned.find(node);
@@ -264,6 +288,7 @@ bp_backend *bp_sched_get_tensor_backend(const bp_sched *sched, const bp_tensor *
 }
 
 bp_backend *bp_sched_get_node_backend(const bp_sched *sched, const bp_tensor *node) {
+  BP_API_SCOPE();
   return bp_sched_get_tensor_backend(sched, node);
 }
 
@@ -296,7 +321,8 @@ bp_status bp_sched_synchronize(bp_sched *sched) {
 }
 
 void bp_sched_reset(bp_sched *sched) {
-  if (!handle_ok(sched, TAG_SCHED)) return;
+  BP_API_SCOPE();
+  if (check_sched(sched, "bp_sched_reset") != BP_OK) return;
   sched_synchronize_all(sched);
   sched_forget_graph(sched);
   sched->pinned.clear();
@@ -304,12 +330,14 @@ void bp_sched_reset(bp_sched *sched) {
 }
 
 void bp_sched_set_eval_callback(bp_sched *sched, bp_sched_eval_callback callback, void *user_data) {
-  if (!handle_ok(sched, TAG_SCHED)) return;
+  BP_API_SCOPE();
+  if (check_sched(sched, "bp_sched_set_eval_callback") != BP_OK) return;
   sched->callback = callback;
   sched->callback_data = user_data;
 }
 
 bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split_info *out) {
+  BP_API_SCOPE();
   const char *fn = "bp_sched_get_split";
   if (!handle_ok(sched, TAG_SCHED)) return bad_handle(fn, "sched", sched, TAG_SCHED);
   if (!out) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);

@@ -20,11 +20,11 @@ namespace bp::core {
 
 // A tensor copied into another backend's memory for the splits running there.
 struct sched_copy {
-  bp_tensor *src = nullptr;    // the user tensor read (may be a view)
-  int backend = -1;            // destination backend index
-  int split = -1;              // the split that performs the copy
-  int src_backend = -1;        // where |src| lives (for ordering)
-  bool user_data = false;      // a leaf: written by the caller, copied synchronously
+  bp_tensor *src = nullptr;                       // the user tensor read (may be a view)
+  int backend = -1;                               // destination backend index
+  int split = -1;                                 // the split that performs the copy
+  int src_backend = -1;                           // where |src| lives (for ordering)
+  bool user_data = false;                         // a leaf: written by the caller, copied synchronously
   bp_tensor *versions[BP_SCHED_MAX_COPIES] = {};  // one per pipeline slot
 };
 
@@ -36,9 +36,9 @@ using graph_plan_ptr = std::unique_ptr<bp_graph_plan, graph_plan_deleter>;
 // A run of consecutive graph nodes on one backend.
 struct sched_split {
   int backend = -1;
-  int first = 0, end = 0;      // graph node range [first, end)
-  std::vector<int> inputs;     // indices into bp_sched::copies made by this split
-  uint64_t bytes = 0;          // copied per run
+  int first = 0, end = 0;   // graph node range [first, end)
+  std::vector<int> inputs;  // indices into bp_sched::copies made by this split
+  uint64_t bytes = 0;       // copied per run
   // Per pipeline slot: the non-view nodes to run (shadows where a source was
   // replaced by a copy) and their positions in the graph.
   // A bp_graph each: a backend may read it until it synchronizes.
@@ -58,7 +58,8 @@ struct gallocr_deleter {
 
 struct bp_sched {
   uint32_t tag = bp::core::TAG_SCHED;
-  std::vector<bp_backend *> backends;  // priority order; last is the CPU fallback
+  bp::core::live_mark live;
+  std::vector<bp_backend *> backends;   // priority order; last is the CPU fallback
   std::vector<bp_buffer_type *> bufts;  // per backend
   std::vector<int> galloc_of;           // backend -> index in gallocs
   std::vector<std::unique_ptr<bp_gallocr, bp::core::gallocr_deleter>> gallocs;  // one per distinct buft

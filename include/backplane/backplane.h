@@ -5,10 +5,12 @@
  * scheduler, logging and errors. Pure C99, stable and bindable.
  * What it is not: the plugin ABI (see plugin.h) or a C++ API (backplane.hpp).
  *
- * Errors: calls return bp_status (BP_OK == 0); the message of the last failure
- * on this thread is read with bp_last_error(). Graph-building calls return NULL
- * on invalid input and record why; a NULL input makes them return NULL too, so
- * a caller may check once at the end. Nothing here aborts on user input.
+ * Errors: calls return bp_status (BP_OK == 0); the status and message of the
+ * last call on this thread are read with bp_last_status() and bp_last_error()
+ * (a success leaves BP_OK and ""). Graph-building calls return NULL on invalid
+ * input and record why; a NULL input makes them return NULL with the same
+ * status and message, so a caller may check once at the end of a chain.
+ * Nothing here aborts on user input.
  *
  * Usage:
  *   bp_context *ctx = bp_context_new(0);
@@ -49,11 +51,11 @@ extern "C" {
 typedef int32_t bp_status;
 enum {
   BP_OK = 0,
-  BP_ERR_INVALID_ARGUMENT = 1,     /* bad shape, type, spec string, handle */
-  BP_ERR_NOT_FOUND = 2,            /* no such plugin, device, file, key */
-  BP_ERR_UNAVAILABLE = 3,          /* no hardware/driver here; tests skip */
-  BP_ERR_INCOMPATIBLE = 4,         /* not a plugin, other ABI, bad table */
-  BP_ERR_UNIMPLEMENTED = 5,        /* op or optional entry not supported */
+  BP_ERR_INVALID_ARGUMENT = 1, /* bad shape, type, spec string, handle */
+  BP_ERR_NOT_FOUND = 2,        /* no such plugin, device, file, key */
+  BP_ERR_UNAVAILABLE = 3,      /* no hardware/driver here; tests skip */
+  BP_ERR_INCOMPATIBLE = 4,     /* not a plugin, other ABI, bad table */
+  BP_ERR_UNIMPLEMENTED = 5,    /* op or optional entry not supported */
   BP_ERR_OUT_OF_HOST_MEMORY = 6,
   BP_ERR_OUT_OF_DEVICE_MEMORY = 7,
   BP_ERR_DEVICE_LOST = 8,          /* sticky: every later call on the device */
@@ -64,12 +66,31 @@ enum {
   BP_STATUS_COUNT_ = 13
 };
 
-/* Message of the last failed call on this thread ("" if none). Borrowed;
+/* The outcome of the last call on this thread (docs/errors.md). Every
+ * public function below replaces it on entry, so after a call that
+ * succeeded bp_last_status() is BP_OK and bp_last_error() is "", and after
+ * one that failed they hold that call's status and message. Exceptions:
+ * - graph-building calls (bp_new_tensor*, views, ops, bp_set_name,
+ *   bp_set_flags, bp_graph_build) given a NULL tensor or context return
+ *   NULL / fail with the status and message of the previous call when it
+ *   failed (the NULL is its result), else of the first graph-building call
+ *   that failed on the same context since bp_clear_error(), so a whole graph
+ *   may be checked once, at bp_graph_build;
+ * - the functions that never fail leave the state alone: bp_last_error,
+ *   bp_last_status, bp_clear_error, bp_status_name, bp_op_name,
+ *   bp_device_type_name, bp_version, bp_version_string, bp_log_*.
+ * Read both before the next Backplane call: it replaces them. */
+
+/* Message of the last call on this thread ("" after a success). Borrowed;
  * valid until the next Backplane call on this thread. Thread-safe. */
 BP_API const char *bp_last_error(void);
+/* Status of the last call on this thread (BP_OK after a success): the
+ * code for calls that return a pointer, a count or nothing. Thread-safe. */
+BP_API bp_status bp_last_status(void);
 /* Static name of a status code, e.g. "INVALID_ARGUMENT". */
 BP_API const char *bp_status_name(bp_status status);
-/* Forgets this thread's last error. */
+/* Forgets this thread's last status and message, and the first
+ * graph-building failure every context remembers. */
 BP_API void bp_clear_error(void);
 
 /* The version of the libbackplane.so loaded at run time, as
@@ -91,8 +112,7 @@ typedef enum bp_log_level {
 } bp_log_level;
 
 /* |source| is "core" or a plugin name. Borrowed strings; valid during the call. */
-typedef void (*bp_log_callback)(bp_log_level level, const char *source, const char *message,
-                                void *user_data);
+typedef void (*bp_log_callback)(bp_log_level level, const char *source, const char *message, void *user_data);
 /* Sets the minimum level (default from BP_LOG, else WARN). Thread-safe. */
 BP_API void bp_log_set_level(bp_log_level level);
 BP_API bp_log_level bp_log_get_level(void);
@@ -103,12 +123,7 @@ BP_API void bp_log_set_callback(bp_log_callback callback, void *user_data);
 /* ------------------------------------------------------------------------ */
 /* Types and tensors.                                                        */
 
-typedef enum bp_type {
-  BP_TYPE_F32 = 0,
-  BP_TYPE_F16 = 1,
-  BP_TYPE_I32 = 2,
-  BP_TYPE_COUNT
-} bp_type;
+typedef enum bp_type { BP_TYPE_F32 = 0, BP_TYPE_F16 = 1, BP_TYPE_I32 = 2, BP_TYPE_COUNT } bp_type;
 
 typedef enum bp_op {
   BP_OP_NONE = 0, /* a leaf: input or weight */
@@ -180,7 +195,7 @@ typedef struct bp_tensor {
   size_t nb[BP_MAX_DIMS];  /* bytes between neighbours in each dimension */
   bp_op op;
   int32_t op_params[BP_MAX_OP_PARAMS]; /* see bp_op; floats are bit-cast */
-  uint32_t flags;                       /* BP_TENSOR_FLAG_* */
+  uint32_t flags;                      /* BP_TENSOR_FLAG_* */
   struct bp_tensor *src[BP_MAX_SRC];
   struct bp_tensor *view_src; /* the tensor whose memory a view aliases */
   size_t view_offs;           /* byte offset of a view inside view_src */
@@ -194,18 +209,12 @@ typedef struct bp_tensor {
 } bp_tensor;
 
 /* Inline helpers shared by the core and plugins: one source of truth. */
-static inline size_t bp_type_size(bp_type type) {
-  return type == BP_TYPE_F16 ? 2 : 4;
-}
+static inline size_t bp_type_size(bp_type type) { return type == BP_TYPE_F16 ? 2 : 4; }
 static inline const char *bp_type_name(bp_type type) {
   return type == BP_TYPE_F32 ? "f32" : type == BP_TYPE_F16 ? "f16" : type == BP_TYPE_I32 ? "i32" : "?";
 }
-static inline int64_t bp_tensor_nelements(const bp_tensor *t) {
-  return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
-}
-static inline int64_t bp_tensor_nrows(const bp_tensor *t) {
-  return t->ne[1] * t->ne[2] * t->ne[3];
-}
+static inline int64_t bp_tensor_nelements(const bp_tensor *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
+static inline int64_t bp_tensor_nrows(const bp_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 /* Bytes spanned from the first to one past the last element (0 if empty). */
 static inline size_t bp_tensor_nbytes(const bp_tensor *t) {
   size_t n = bp_type_size(t->type);
@@ -233,11 +242,13 @@ static inline bool bp_tensor_same_shape(const bp_tensor *a, const bp_tensor *b) 
 }
 /* Views and leaves compute nothing; every backend skips them. */
 static inline bool bp_op_is_view(bp_op op) {
-  return op == BP_OP_NONE || op == BP_OP_VIEW || op == BP_OP_RESHAPE || op == BP_OP_PERMUTE ||
-         op == BP_OP_TRANSPOSE;
+  return op == BP_OP_NONE || op == BP_OP_VIEW || op == BP_OP_RESHAPE || op == BP_OP_PERMUTE || op == BP_OP_TRANSPOSE;
 }
 static inline float bp_tensor_param_f32(const bp_tensor *t, int i) {
-  union { int32_t i; float f; } u;
+  union {
+    int32_t i;
+    float f;
+  } u;
   u.i = t->op_params[i];
   return u.f;
 }
@@ -255,20 +266,29 @@ static inline float bp_fp16_to_fp32(uint16_t h) {
     bits = sign;
   } else { /* subnormal half: normalise */
     int e = -1;
-    do { ++e; mant <<= 1; } while ((mant & 0x400u) == 0);
+    do {
+      ++e;
+      mant <<= 1;
+    } while ((mant & 0x400u) == 0);
     bits = sign | ((uint32_t)(112 - e) << 23) | ((mant & 0x3ffu) << 13);
   }
-  union { uint32_t u; float f; } v;
+  union {
+    uint32_t u;
+    float f;
+  } v;
   v.u = bits;
   return v.f;
 }
 static inline uint16_t bp_fp32_to_fp16(float f) {
-  union { float f; uint32_t u; } v;
+  union {
+    float f;
+    uint32_t u;
+  } v;
   v.f = f;
   uint32_t x = v.u, sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
   if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
   if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf */
-  if (ax < 0x38800000u) {                                 /* subnormal or zero half */
+  if (ax < 0x38800000u) {                                   /* subnormal or zero half */
     if (ax < 0x33000000u) return (uint16_t)sign;
     uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, shift = 126 - e;
     uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
@@ -301,8 +321,7 @@ BP_API bp_tensor *bp_new_tensor(bp_context *ctx, bp_type type, int n_dims, const
 BP_API bp_tensor *bp_new_tensor_1d(bp_context *ctx, bp_type type, int64_t ne0);
 BP_API bp_tensor *bp_new_tensor_2d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1);
 BP_API bp_tensor *bp_new_tensor_3d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2);
-BP_API bp_tensor *bp_new_tensor_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2,
-                                   int64_t ne3);
+BP_API bp_tensor *bp_new_tensor_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
 /* Copies |name| (truncated to BP_MAX_NAME-1 bytes). Returns |t|. */
 BP_API bp_tensor *bp_set_name(bp_tensor *t, const char *name);
 /* ORs BP_TENSOR_FLAG_* into t->flags. Returns |t|. */
@@ -427,10 +446,10 @@ typedef enum bp_param_type { BP_PARAM_INT = 0, BP_PARAM_BOOL = 1, BP_PARAM_STRIN
  * the plugin; valid while it is loaded. */
 typedef struct bp_param_info {
   uint32_t struct_size;
-  const char *name;          /* [a-z0-9_]+ */
+  const char *name; /* [a-z0-9_]+ */
   bp_param_type type;
-  const char *default_value; /* as text, "" if none */
-  const char *doc;           /* one line */
+  const char *default_value;    /* as text, "" if none */
+  const char *doc;              /* one line */
   int64_t min_value, max_value; /* BP_PARAM_INT only; inclusive */
 } bp_param_info;
 
@@ -493,8 +512,10 @@ typedef struct bp_device_info {
 BP_API bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out);
 BP_API const char *bp_device_type_name(bp_device_type type);
 
-/* Releases every backend-independent global state: unloads plugins that have
- * no live objects. Calls after it return FAILED_PRECONDITION. */
+/* Unloads every plugin and ends the registry: registry calls after it return
+ * FAILED_PRECONDITION. All or nothing: while any backend, buffer or event of
+ * a plugin lives it returns FAILED_PRECONDITION naming them and changes
+ * nothing (free them and call it again). */
 BP_API bp_status bp_runtime_shutdown(void);
 
 /* ------------------------------------------------------------------------ */

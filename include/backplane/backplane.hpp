@@ -41,10 +41,17 @@ class error : public std::runtime_error {
 inline void check(bp_status status) {
   if (status != BP_OK) throw error(status, bp_last_error());
 }
-// Throws bp::error if a graph-building call returned NULL.
-inline bp_tensor *check(bp_tensor *t) {
-  if (!t) throw error(BP_ERR_INVALID_ARGUMENT, bp_last_error());
-  return t;
+// Throws bp::error with the call's own status (bp_last_status(), e.g.
+// RESOURCE_EXHAUSTED for a full context) if a call returned NULL.
+template <typename T>
+T *check(T *p) {
+  if (!p) {
+    const bp_status st = bp_last_status();
+    // OK here means the call returned NULL without failing (a documented
+    // "none"): the caller asked for a value, so that is an argument error.
+    throw error(st != BP_OK ? st : BP_ERR_INVALID_ARGUMENT, bp_last_error());
+  }
+  return p;
 }
 
 // Move-only owner of a C handle released by |Free|.
@@ -75,9 +82,7 @@ class handle {
 
 class context : public handle<bp_context, bp_context_free> {
  public:
-  explicit context(size_t max_tensors = 0) : handle(bp_context_new(max_tensors)) {
-    if (!p_) throw error(BP_ERR_OUT_OF_HOST_MEMORY, bp_last_error());
-  }
+  explicit context(size_t max_tensors = 0) : handle(check(bp_context_new(max_tensors))) {}
   bp_tensor *tensor_1d(bp_type t, int64_t n0) { return check(bp_new_tensor_1d(p_, t, n0)); }
   bp_tensor *tensor_2d(bp_type t, int64_t n0, int64_t n1) { return check(bp_new_tensor_2d(p_, t, n0, n1)); }
   bp_tensor *tensor_3d(bp_type t, int64_t n0, int64_t n1, int64_t n2) {
@@ -90,9 +95,7 @@ class context : public handle<bp_context, bp_context_free> {
 
 class graph : public handle<bp_graph, bp_graph_free> {
  public:
-  explicit graph(context &ctx, size_t max_nodes = 0) : handle(bp_graph_new(ctx.get(), max_nodes)) {
-    if (!p_) throw error(BP_ERR_OUT_OF_HOST_MEMORY, bp_last_error());
-  }
+  explicit graph(context &ctx, size_t max_nodes = 0) : handle(check(bp_graph_new(ctx.get(), max_nodes))) {}
   graph(context &ctx, bp_tensor *output, size_t max_nodes = 0) : graph(ctx, max_nodes) { build(output); }
   void build(bp_tensor *output) { check(bp_graph_build(p_, check(output))); }
   size_t n_nodes() const { return bp_graph_n_nodes(p_); }
@@ -109,9 +112,7 @@ class buffer : public handle<bp_buffer, bp_buffer_free> {
 
 class backend : public handle<bp_backend, bp_backend_free> {
  public:
-  explicit backend(const std::string &spec) {
-    check(bp_backend_init(spec.c_str(), &p_));
-  }
+  explicit backend(const std::string &spec) { check(bp_backend_init(spec.c_str(), &p_)); }
   explicit backend(bp_backend *owned) : handle(owned) {}
   const char *name() const { return bp_backend_name(p_); }
   void compute(const graph &g) { check(bp_backend_graph_compute(p_, g.get())); }
@@ -143,24 +144,52 @@ class event : public handle<bp_event, bp_event_free> {
 
 class gallocr : public handle<bp_gallocr, bp_gallocr_free> {
  public:
-  explicit gallocr(bp_buffer_type *buft) : handle(bp_gallocr_new(buft)) {
-    if (!p_) throw error(BP_ERR_INVALID_ARGUMENT, bp_last_error());
-  }
+  explicit gallocr(bp_buffer_type *buft) : handle(check(bp_gallocr_new(buft))) {}
   void reserve(const graph &g) { check(bp_gallocr_reserve(p_, g.get())); }
   void alloc_graph(const graph &g) { check(bp_gallocr_alloc_graph(p_, g.get())); }
   size_t buffer_size() const { return bp_gallocr_get_buffer_size(p_); }
 };
 
+// The scheduler over backends in priority order, the last one the fallback
+// that runs every op (e.g. bp::backends("vulkan;cpu")). Borrows them: they
+// must outlive the scheduler.
 class sched : public handle<bp_sched, bp_sched_free> {
  public:
+  sched(std::vector<backend> &backends, size_t graph_size = 4096, bool parallel = false)
+      : sched(raw(backends), graph_size, parallel) {}
   sched(std::vector<bp_backend *> backends, size_t graph_size = 4096, bool parallel = false)
-      : handle(bp_sched_new(backends.data(), nullptr, static_cast<int>(backends.size()), graph_size, parallel)) {
-    if (!p_) throw error(BP_ERR_INVALID_ARGUMENT, bp_last_error());
+      : handle(check(bp_sched_new(backends.data(), nullptr, static_cast<int>(backends.size()), graph_size, parallel))) {
   }
   void reserve(graph &g) { check(bp_sched_reserve(p_, g.get())); }
+  // Assigns, splits and allocates |g|: after it, inputs may be set.
+  void alloc_graph(graph &g) { check(bp_sched_alloc_graph(p_, g.get())); }
   void compute(graph &g) { check(bp_sched_graph_compute(p_, g.get())); }
+  void compute_async(graph &g) { check(bp_sched_graph_compute_async(p_, g.get())); }
+  void synchronize() { check(bp_sched_synchronize(p_)); }
+  void reset() { bp_sched_reset(p_); }
+  void set_tensor_backend(bp_tensor *node, backend &be) { check(bp_sched_set_tensor_backend(p_, node, be.get())); }
+  // The backend |node| runs on (borrowed), or nullptr when not assigned.
+  bp_backend *tensor_backend(const bp_tensor *node) const { return bp_sched_get_tensor_backend(p_, node); }
+  void set_eval_callback(bp_sched_eval_callback cb, void *user_data) { bp_sched_set_eval_callback(p_, cb, user_data); }
+  void set_graph_plans(bool enable) { check(bp_sched_set_graph_plans(p_, enable)); }
+  int n_backends() const { return bp_sched_get_n_backends(p_); }
   int n_splits() const { return bp_sched_get_n_splits(p_); }
   int n_copies() const { return bp_sched_get_n_copies(p_); }
+  size_t buffer_size(backend &be) const { return bp_sched_get_buffer_size(p_, be.get()); }
+  bp_sched_split_info split(int i) const {
+    bp_sched_split_info info{};
+    info.struct_size = sizeof info;
+    check(bp_sched_get_split(p_, i, &info));
+    return info;
+  }
+
+ private:
+  static std::vector<bp_backend *> raw(std::vector<backend> &backends) {
+    std::vector<bp_backend *> out;
+    out.reserve(backends.size());
+    for (backend &be : backends) out.push_back(be.get());
+    return out;
+  }
 };
 
 inline buffer alloc_ctx_tensors(context &ctx, backend &be) {
