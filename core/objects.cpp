@@ -183,7 +183,7 @@ bp_buffer *tensor_buffer(const bp_tensor *t, const char *fn, const char *what) {
     return nullptr;
   }
   if (!handle_ok(t->buffer, TAG_BUFFER)) {
-    set_errorf(BP_ERR_INVALID_ARGUMENT,
+    set_errorf(BP_ERR_FAILED_PRECONDITION,
                "%s: tensor %s points to a buffer that was freed: allocate it again before using it", fn,
                describe(t).c_str());
     return nullptr;

@@ -20,7 +20,7 @@ namespace {
 bp_buffer *usable_buffer(const bp_tensor *t, const char *fn, const char *what, bp_status *status) {
   bp_buffer *buf = tensor_buffer(t, fn, what);
   if (buf == nullptr) {
-    *status = t == nullptr ? BP_ERR_INVALID_ARGUMENT : (t->buffer ? BP_ERR_INVALID_ARGUMENT : BP_ERR_FAILED_PRECONDITION);
+    *status = last_status();  // what tensor_buffer recorded: one condition, one status
     return nullptr;
   }
   *status = check_not_lost(buf->buft->device, fn);

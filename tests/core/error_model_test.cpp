@@ -121,6 +121,15 @@ TEST_F(ErrorModel, OneConditionOneStatus) {
   bp_graph *tiny = bp_graph_new(ctx_, 1);
   bp_context *dead_ctx = bp_context_new(0);
   bp_context_free(dead_ctx);
+  bp_tensor *orphan = bp_new_tensor_1d(ctx_, BP_TYPE_F32, 4);  // its buffer is freed below
+  bp_buffer *orphan_buf = nullptr;
+  ASSERT_EQ(bp_backend_alloc_buffer(cpu_, 64, &orphan_buf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_buffer_place_tensor(orphan_buf, orphan, 0), BP_OK) << bp_last_error();
+  bp_buffer_free(orphan_buf);
+  bp_plugin *fake_gpu = nullptr;
+  ASSERT_EQ(bp_registry_load(BP_TEST_FIXTURE_DIR "/libbp-fake_gpu.so", &fake_gpu), BP_OK) << bp_last_error();
+  bp_backend *gpu = nullptr;
+  ASSERT_EQ(bp_backend_init("fake_gpu", &gpu), BP_OK) << bp_last_error();
   const std::vector<row> rows = {
       {"tensor without memory: bp_tensor_get", [&] { return bp_tensor_get(a, buf, 0, sizeof buf); },
        BP_ERR_FAILED_PRECONDITION, "has no memory"},
@@ -128,6 +137,17 @@ TEST_F(ErrorModel, OneConditionOneStatus) {
        BP_ERR_FAILED_PRECONDITION, "has no memory"},
       {"tensor without memory: bp_backend_graph_compute", [&] { return bp_backend_graph_compute(cpu_, g); },
        BP_ERR_FAILED_PRECONDITION, "has no memory"},
+      {"tensor whose buffer was freed", [&] { return bp_tensor_set(orphan, buf, 0, sizeof buf); },
+       BP_ERR_FAILED_PRECONDITION, "points to a buffer that was freed"},
+      {"scheduler whose last backend is not a CPU backend",
+       [&] {
+         bp_backend *list[] = {gpu};
+         bp_sched *s = bp_sched_new(list, nullptr, 1, 16, false);
+         if (s == nullptr) return bp_last_status();
+         bp_sched_free(s);
+         return (bp_status)BP_OK;
+       },
+       BP_ERR_INVALID_ARGUMENT, "the last backend must be a CPU backend"},
       {"NULL handle", [&] { return bp_graph_validate(nullptr); }, BP_ERR_INVALID_ARGUMENT, "graph is NULL"},
       {"NULL argument", [&] { return bp_tensor_get(nullptr, buf, 0, 4); }, BP_ERR_INVALID_ARGUMENT, "is NULL"},
       {"freed handle", [&] { return bp_new_tensor_1d(dead_ctx, BP_TYPE_F32, 1) ? BP_OK : bp_last_status(); },
@@ -170,6 +190,7 @@ TEST_F(ErrorModel, OneConditionOneStatus) {
     EXPECT_EQ(bp_last_status(), r.code);
     EXPECT_NE(std::string(bp_last_error()).find(r.fragment), std::string::npos) << bp_last_error();
   }
+  bp_backend_free(gpu);
   bp_graph_free(tiny);
   bp_context_free(full);
   bp_graph_free(g);
