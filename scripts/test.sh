@@ -16,7 +16,7 @@ echo "== release build"
 bash scripts/build.sh
 ./build/bin/bp-test-ops
 # The cpu plugin's portable loops too (this machine would pick AVX2 or AVX-512).
-BP_CPU_ISA=baseline ./build/bin/bp-test-ops -b cpu -o NORM -o RMS_NORM -o SOFT_MAX -o SUM_ROWS -o MEAN -o MUL_MAT
+BP_CPU_ISA=baseline ./build/bin/bp-test-ops --device cpu -o NORM -o RMS_NORM -o SOFT_MAX -o SUM_ROWS -o MEAN -o MUL_MAT
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 # -- vulkan plugin (issue 7)
@@ -26,13 +26,13 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 # a message when no device exists.
 if ./build/bin/bp-devices 2>/dev/null | grep -q "plugin        vulkan"; then
   echo "== vulkan: validation layer"
-  VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation ./build/bin/bp-test-ops -b vulkan >build/vulkan-validation.log 2>&1 ||
+  VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation ./build/bin/bp-test-ops --device vulkan >build/vulkan-validation.log 2>&1 ||
     { cat build/vulkan-validation.log; exit 1; }
   if grep -E "VUID|Validation (Error|Warning)|UNASSIGNED" build/vulkan-validation.log; then
     echo "vulkan: the validation layer reported the messages above"
     exit 1
   fi
-  ./build/bin/bp-test-ops -b vulkan:fast_paths=false
+  ./build/bin/bp-test-ops --device vulkan:fast_paths=false
   # The plugin's own tests run under ASan+UBSan with every other test below.
 else
   echo "== vulkan: no Vulkan device found, its extra checks are skipped"
@@ -49,8 +49,8 @@ if [ -e build/lib/backplane/plugins/libbp-opencl.so ]; then
   echo "== opencl: every op on every OpenCL device, cold then warm program cache"
   cl_cache=$(mktemp -d)
   for spec in $(./build/bin/bp-devices 2>/dev/null | awk '$1 == "spec" && $2 ~ /^opencl:/ {print $2}'); do
-    BP_CACHE_DIR=$cl_cache POCL_KERNEL_CACHE=0 ./build/bin/bp-test-ops -b "$spec"
-    if BP_CACHE_DIR=$cl_cache POCL_KERNEL_CACHE=0 BP_LOG=debug ./build/bin/bp-test-ops -b "$spec" 2>&1 |
+    BP_CACHE_DIR=$cl_cache POCL_KERNEL_CACHE=0 ./build/bin/bp-test-ops --device "$spec"
+    if BP_CACHE_DIR=$cl_cache POCL_KERNEL_CACHE=0 BP_LOG=debug ./build/bin/bp-test-ops --device "$spec" 2>&1 |
         grep "compiled from source"; then
       echo "opencl: $spec compiled again although every program was in the cache" >&2
       exit 1
@@ -76,7 +76,7 @@ for isa in baseline avx2 avx512; do
     continue
   fi
   echo "== cpu ISA path $isa"
-  BP_CPU_ISA=$isa ./build/bin/bp-test-ops -b cpu
+  BP_CPU_ISA=$isa ./build/bin/bp-test-ops --device cpu
   BP_CPU_ISA=$isa ./build/bin/bp_test_plugins_cpu --gtest_brief=1
 done
 

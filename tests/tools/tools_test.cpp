@@ -195,6 +195,31 @@ TEST(BpTestOps, AFailingBackendExitsOne) {
   EXPECT_FALSE(j["ok"].get<bool>());
 }
 
+// Issue 10 #12: a case that failed before any comparison (an API error) is
+// not shown as a numeric failure, and a skip names the unsupported inputs.
+TEST(BpTestOps, ApiErrorsAreNotNumbersAndSkipsNameTheInputs) {
+  const std::string good = std::string(BP_TEST_FIXTURE_DIR) + "/libbp-good.so";
+  if (!exists(good)) GTEST_SKIP() << good << " is not built";
+  result r = run(bin("bp-test-ops") + " --plugin " + good + " --device good:fail_after=1 -o ADD 2>&1");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("FAIL "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": error: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("nmse 0 (max"), std::string::npos) << r.out;
+  r = run(bin("bp-test-ops") + " --plugin " + good + " --device good --json - 2>/dev/null");
+  json j = parse(r);
+  bool saw_api_failure = false;
+  for (const auto &c : j["backends"][0]["results"])
+    if (c["status"] == "failed") saw_api_failure = true;
+  EXPECT_FALSE(saw_api_failure) << "the fake plugin passes what it supports";
+  // The fake device runs only contiguous f32 ADD: the skip names the f16 input.
+  r = run(bin("bp-test-ops") + " --plugin " + good + " -d good -o ADD -v 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("skip "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does not support ADD of src0 f16"), std::string::npos) << r.out;
+  // The older flag name still works.
+  EXPECT_EQ(run(bin("bp-test-ops") + " --plugin " + good + " --backend good -o ADD >/dev/null 2>&1").status, 0);
+}
+
 TEST(BpTestOps, BadUsageAndBadInputFailClearly) {
   EXPECT_EQ(run(bin("bp-test-ops") + " --no-such-flag 2>/dev/null").status, 2);
   result r = run(bin("bp-test-ops") + " -o NOT_AN_OP 2>&1");
@@ -326,6 +351,8 @@ TEST(BpRun, BadSizesAndDevicesFail) {
   result r = run(bin("bp-run") + " --device nosuchdevice" + kTiny + " 2>&1 >/dev/null");  // stderr only
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("bp-run: error: --device \"nosuchdevice\""), std::string::npos) << r.out;
+  r = run(bin("bp-run") + " --device nosuchdevice" + kTiny + " 2>/dev/null");  // stdout only
+  EXPECT_EQ(r.out.find("devices:"), std::string::npos) << "an empty device line before the error: " << r.out;
   EXPECT_NE(run(bin("bp-run") + " --seed -1 2>/dev/null").status, 0);
   r = run(bin("bp-run") + kTiny + " --dot /nonexistent/dir/plan.dot 2>&1 >/dev/null");
   EXPECT_EQ(r.status, 1);

@@ -96,9 +96,12 @@ std::string to_text(const run_report &r) {
   std::ostringstream o;
   o << "bp-run: " << c.layers << " layers, dim " << c.dim << ", " << c.heads << " heads, ff " << c.ff << ", vocab "
     << c.vocab << ", " << c.tokens << " tokens, seed " << c.seed << "\n";
-  o << "devices: \"" << r.opt.device << "\" ->";
-  for (const auto &b : r.backends) o << " " << b;
-  o << "\n";
+  // No backend list before a spec error: main prints the error itself.
+  if (!r.backends.empty()) {
+    o << "devices: \"" << r.opt.device << "\" ->";
+    for (const auto &b : r.backends) o << " " << b;
+    o << "\n";
+  }
   for (const auto &n : r.notes) o << "note: " << n << "\n";
   if (!r.error.empty()) return o.str();  // main prints the error to stderr
 

@@ -7,7 +7,7 @@
 // that has no device on this machine (UNAVAILABLE).
 //
 //   bp-test-ops                       every device found
-//   bp-test-ops -b cpu:threads=1 -o MUL_MAT -o ROPE
+//   bp-test-ops --device cpu:threads=1 -o MUL_MAT -o ROPE   (-b is the older name)
 //   bp-test-ops --plugin ./libbp-x.so --json results.json
 
 #include <CLI/CLI.hpp>
@@ -97,7 +97,10 @@ void run_backend(backend_run &run, const std::vector<conf::case_desc> &cases, co
         case conf::case_status::failed: ++cnt.failed; break;
         case conf::case_status::unsupported: ++cnt.unsupported; break;
       }
-      if (r.status == conf::case_status::failed) {
+      if (r.status == conf::case_status::failed && !r.compared) {
+        // Never ran to a comparison: an API or setup error, not a number.
+        lines.push_back("  FAIL " + r.name + ": error: " + r.message);
+      } else if (r.status == conf::case_status::failed) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "nmse %.3g (max %.3g)", r.nmse, r.max_nmse);
         lines.push_back("  FAIL " + r.name + ": " + buf + ": " + r.message);
@@ -163,7 +166,7 @@ nlohmann::json to_json(const std::vector<backend_run> &runs, bool ok) {
       b["results"].push_back({{"op", c.op},
                               {"name", c.name},
                               {"status", status_word(c.status)},
-                              {"nmse", std::isfinite(c.nmse) ? nlohmann::json(c.nmse) : nlohmann::json(nullptr)},
+                              {"nmse", c.compared && std::isfinite(c.nmse) ? nlohmann::json(c.nmse) : nlohmann::json(nullptr)},
                               {"max_nmse", c.max_nmse},
                               {"message", c.message}});
     }
@@ -180,7 +183,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> specs, ops;
   std::string plugin_path, json_path;
   bool verbose = false, list = false;
-  app.add_option("-b,--backend", specs, "backend spec to test (repeatable; default: every device found)");
+  app.add_option("-d,--device,-b,--backend", specs,
+                 "device spec to test, as in bp-run and bp-bench (repeatable; default: every device found); -b and "
+                 "--backend are the older names");
   app.add_option("-o,--op", ops, "op to test, e.g. MUL_MAT (repeatable; default: all)");
   app.add_option("--plugin", plugin_path, "load this plugin file and test only its devices");
   app.add_option("--json", json_path, "write the results as JSON to FILE ('-' = stdout)");

@@ -129,6 +129,7 @@ struct case_result {
   std::string op;
   std::string name;
   case_status status = case_status::failed;
+  bool compared = false;  // the values were compared: nmse is meaningful
   double nmse = 0;
   double max_nmse = 0;
   std::string message;  // why it failed or is unsupported; empty when passed

@@ -189,9 +189,14 @@ case_result run_case_unguarded(const case_desc &c, bp_backend *backend) {
   for (size_t i = 0; i < bp_graph_n_nodes(graph.get()); ++i) {
     const bp_tensor *n = bp_graph_node(graph.get(), i);
     if (n && !bp_op_is_view(n->op) && !bp_backend_supports_op(backend, n)) {
+      // Name what the backend refused: the op with its inputs' types and
+      // shapes (an f16 weight is the usual cause), then the output.
       r.status = case_status::unsupported;
-      r.message = std::string("backend does not support ") + bp_op_name(n->op) + " " + bp_type_name(n->type) +
-                  " " + shape_str(n->ne);
+      r.message = std::string("backend does not support ") + bp_op_name(n->op) + " of";
+      for (int k = 0; k < BP_MAX_SRC && n->src[k]; ++k)
+        r.message += std::string(k ? "," : "") + " src" + std::to_string(k) + " " + bp_type_name(n->src[k]->type) +
+                     " " + shape_str(n->src[k]->ne);
+      r.message += std::string(" giving ") + bp_type_name(n->type) + " " + shape_str(n->ne);
       return r;
     }
   }
@@ -211,6 +216,7 @@ case_result run_case_unguarded(const case_desc &c, bp_backend *backend) {
     return fail(std::string("result type ") + bp_type_name(result->type) + ", reference " + bp_type_name(want.type));
 
   const comparison cmp = compare_values(got, want, c.max_nmse, c.exact);
+  r.compared = true;
   r.nmse = cmp.nmse;
   r.status = cmp.ok ? case_status::passed : case_status::failed;
   r.message = cmp.message;
