@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/internal.hpp"
+#include "core/tensor_util.hpp"
 
 namespace {
 
@@ -65,11 +66,16 @@ int current_level() {
 
 spdlog::level::level_enum to_spdlog(bp_log_level level) {
   switch (level) {
-    case BP_LOG_DEBUG: return spdlog::level::debug;
-    case BP_LOG_INFO: return spdlog::level::info;
-    case BP_LOG_WARN: return spdlog::level::warn;
-    case BP_LOG_ERROR: return spdlog::level::err;
-    default: return spdlog::level::off;
+    case BP_LOG_DEBUG:
+      return spdlog::level::debug;
+    case BP_LOG_INFO:
+      return spdlog::level::info;
+    case BP_LOG_WARN:
+      return spdlog::level::warn;
+    case BP_LOG_ERROR:
+      return spdlog::level::err;
+    default:
+      return spdlog::level::off;
   }
 }
 
@@ -113,8 +119,10 @@ void logf(bp_log_level level, const char *source, const char *fmt, ...) {
 extern "C" {
 
 BP_API void bp_log_set_level(bp_log_level level) {
-  if (level < BP_LOG_DEBUG || level > BP_LOG_OFF) level = BP_LOG_OFF;
-  g_level.store(level, std::memory_order_relaxed);
+  // A C caller may pass any int: check the integer before any enum load.
+  int v = bp::core::enum_value(level);
+  if (v < BP_LOG_DEBUG || v > BP_LOG_OFF) v = BP_LOG_OFF;
+  g_level.store(v, std::memory_order_relaxed);
 }
 
 BP_API bp_log_level bp_log_get_level(void) { return static_cast<bp_log_level>(current_level()); }

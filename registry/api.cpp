@@ -5,6 +5,7 @@
 // code. Handles are checked for NULL and for their tag (FAILURES.md #24).
 #include <cstring>
 
+#include "core/tensor_util.hpp"
 #include "registry/registry_internal.hpp"
 
 namespace {
@@ -194,7 +195,8 @@ BP_API bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out) {
 }
 
 BP_API const char *bp_device_type_name(bp_device_type type) {
-  switch (type) {
+  // A C caller may pass any int: switch on the integer, not an enum load.
+  switch (bp::core::enum_value(type)) {
     case BP_DEVICE_TYPE_CPU:
       return "CPU";
     case BP_DEVICE_TYPE_GPU:

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "objects_test_util.hpp"
+#include "sanitizers/sanitizers.hpp"
 
 namespace bp_objects_test {
 namespace {
@@ -98,7 +99,8 @@ TEST_F(BufferTest, RangeErrorsNameTheTensorAndTheSizes) {
   std::vector<float> data(16, 1.0f);
   EXPECT_STATUS(bp_tensor_set(t, data.data(), 0, 29), BP_ERR_INVALID_ARGUMENT, "bp_tensor_set", "'weights'", "28 bytes",
                 "29");
-  EXPECT_STATUS(bp_tensor_get(t, data.data(), 4, 25), BP_ERR_INVALID_ARGUMENT, "bp_tensor_get", "'weights'", "28 bytes");
+  EXPECT_STATUS(bp_tensor_get(t, data.data(), 4, 25), BP_ERR_INVALID_ARGUMENT, "bp_tensor_get", "'weights'",
+                "28 bytes");
   EXPECT_STATUS(bp_tensor_memset(t, 0, 28, 1), BP_ERR_INVALID_ARGUMENT, "bp_tensor_memset", "28 bytes");
   // offset + size wraps around: still refused.
   EXPECT_STATUS(bp_tensor_set(t, data.data(), SIZE_MAX, 2), BP_ERR_INVALID_ARGUMENT, "'weights'");
@@ -276,7 +278,7 @@ TEST_F(BufferTest, AllocCtxTensorsRefusesWhatCannotFitOneBuffer) {
   EXPECT_STATUS(bp_alloc_ctx_tensors(ctx, backend, &buf), BP_ERR_RESOURCE_EXHAUSTED, "8 tensors", "overflows",
                 "several contexts");
   EXPECT_EQ(buf, nullptr);
-#if !defined(__SANITIZE_ADDRESS__)  // ASan aborts on such a request by default
+#if !BP_TEST_ASAN  // ASan aborts on such a request by default
   // One such tensor: the plugin itself says it is out of memory, annotated.
   bp_context *one = bp_context_new(0);
   bp_tensor *huge = named(bp_new_tensor_2d(one, BP_TYPE_F32, 1ll << 30, 1ll << 29), "huge");
@@ -380,8 +382,8 @@ TEST_F(PartialBufferTest, MaxSizeIsEnforcedWithTheNumbers) {
   const size_t max = bp_buffer_type_max_size(pbuft);
   ASSERT_LT(max, SIZE_MAX);
   bp_buffer *buf = nullptr;
-  EXPECT_STATUS(bp_buffer_type_alloc(pbuft, max + 1, &buf), BP_ERR_RESOURCE_EXHAUSTED,
-                std::to_string(max + 1).c_str(), std::to_string(max).c_str());
+  EXPECT_STATUS(bp_buffer_type_alloc(pbuft, max + 1, &buf), BP_ERR_RESOURCE_EXHAUSTED, std::to_string(max + 1).c_str(),
+                std::to_string(max).c_str());
   bp_context *dctx = bp_context_new(0);
   bp_set_name(bp_new_tensor_1d(dctx, BP_TYPE_F32, (int64_t)(max / 8)), "half_a");
   bp_set_name(bp_new_tensor_1d(dctx, BP_TYPE_F32, (int64_t)(max / 8)), "half_b");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "registry_test_util.hpp"
+#include "sanitizers/sanitizers.hpp"
 
 namespace fs = std::filesystem;
 using bp_test::find_rejected;
@@ -196,15 +197,14 @@ TEST(RegistryContract, ProbeRefusesAFileWhoseChildExitsCrashesOrHangs) {
     const char *variant;
     const char *cause;
   };
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if BP_TEST_ASAN || BP_TEST_TSAN
   // A sanitizer's SIGSEGV handler reports and exits (ASan status 1, TSan 66)
   // instead of letting the child die by the signal.
   const char *crash_cause = "exited with status";
 #else
   const char *crash_cause = "killed by signal 11";
 #endif
-  for (const probe_case &c : {probe_case{"ctor_exit", "exited with status 3"},
-                              probe_case{"init_crashes", crash_cause},
+  for (const probe_case &c : {probe_case{"ctor_exit", "exited with status 3"}, probe_case{"init_crashes", crash_cause},
                               probe_case{"init_sleeps", "did not finish within 2 s"}}) {
     SCOPED_TRACE(c.variant);
     const std::string path = probe_fixture(c.variant);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "registry_test_util.hpp"
+#include "sanitizers/sanitizers.hpp"
 
 namespace fs = std::filesystem;
 using bp_test::find_rejected;
@@ -307,12 +308,12 @@ TEST(RegistryLoad, ForeignMachineIsInfoNextToTheNativeFileElseAWarning) {
 TEST(RegistryLoad, SanitizerBuildMismatchIsRefusedWithTheFix) {
   // FAILURES.md #26: the descriptor's flags say how the plugin was built; a
   // sanitizer runtime the host lacks is refused, naming the build option.
-#if defined(__SANITIZE_ADDRESS__)
+#if BP_TEST_ASAN
   const bool host_asan = true;
 #else
   const bool host_asan = false;
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if BP_TEST_TSAN
   const bool host_tsan = true;
 #else
   const bool host_tsan = false;
@@ -351,8 +352,8 @@ TEST(RegistryLoad, ThreePluginsWithOneNameKeepTheFirst) {
     EXPECT_EQ(p, nullptr);
     std::string message = bp_last_error();
     EXPECT_NE(message.find("plugin name 'dup_name'"), std::string::npos) << message;
-    EXPECT_NE(message.find(bp_plugin_path(a)), std::string::npos) << message;       // the one that won
-    EXPECT_NE(message.find(fixture(variant)), std::string::npos) << message;  // the refused one
+    EXPECT_NE(message.find(bp_plugin_path(a)), std::string::npos) << message;  // the one that won
+    EXPECT_NE(message.find(fixture(variant)), std::string::npos) << message;   // the refused one
     bp_status listed = BP_OK;
     EXPECT_TRUE(find_rejected(fixture(variant), &listed, nullptr));
     EXPECT_EQ(listed, BP_ERR_ALREADY_EXISTS);
