@@ -10,6 +10,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libvulkan-dev mesa-vulkan-drivers glslang-tools glslang-dev vulkan-validationlayers
       # OpenCL: the ICD loader, headers, PoCL (a real driver on the CPU).
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+      # clang: the sanitizer pass builds with it (its UBSan checks enum loads).
+      clang
       ccache)
 missing=()
 for p in "${pkgs[@]}"; do
