@@ -40,8 +40,10 @@
 #ifndef BACKPLANE_PLUGIN_H_
 #define BACKPLANE_PLUGIN_H_
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "backplane/backplane.h"
 
@@ -324,6 +326,44 @@ static inline bp_status bp_error_set(bp_error *err, bp_status code, const char *
     err->message[i] = '\0';
   }
   return code;
+}
+
+#if defined(__GNUC__)
+#define BP_PLUGIN_PRINTF_(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#else
+#define BP_PLUGIN_PRINTF_(fmt_index, first_arg)
+#endif
+
+/* printf-style bp_error_set: the message is formatted into |err| (cut at
+ * BP_ERROR_MESSAGE_MAX - 1 bytes). Returns |code|. */
+static inline bp_status bp_error_setf(bp_error *err, bp_status code, const char *fmt, ...) BP_PLUGIN_PRINTF_(3, 4);
+static inline bp_status bp_error_setf(bp_error *err, bp_status code, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    err->code = code;
+    va_start(ap, fmt);
+    vsnprintf(err->message, BP_ERROR_MESSAGE_MAX, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+/* printf-style log line through |host| (the table bp_plugin_entry received;
+ * NULL logs nothing). Formats nothing when the host says |level| is off. Do
+ * not start the line with the plugin's name: the host adds it. Lines longer
+ * than 1023 bytes are cut. */
+static inline void bp_host_logf(const bp_host_api *host, bp_log_level level, const char *fmt, ...) BP_PLUGIN_PRINTF_(3, 4);
+static inline void bp_host_logf(const bp_host_api *host, bp_log_level level, const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  if (!host || host->struct_size < offsetof(bp_host_api, log) + sizeof(host->log) || !host->log) return;
+  if (host->struct_size >= offsetof(bp_host_api, log_enabled) + sizeof(host->log_enabled) && host->log_enabled &&
+      !host->log_enabled(host->host, level))
+    return;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  host->log(host->host, level, line);
 }
 
 #if defined(__GNUC__)
