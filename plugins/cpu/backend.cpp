@@ -38,15 +38,17 @@ bool has_memory(const bp_tensor *t) { return t->data != nullptr; }
 bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bp_error *err) {
   if (bp_tensor_nelements(node) == 0) return BP_OK;  // nothing to write
   if (!node_supported(node))
-    return fail(err, BP_ERR_UNIMPLEMENTED, "cpu: node '%s' (op %d, type %s) is not supported by the cpu backend",
-                node->name, static_cast<int>(node->op), bp_type_name(node->type));
+    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED,
+                         "cpu: node '%s' (op %d, type %s) is not supported by the cpu backend", node->name,
+                         static_cast<int>(node->op), bp_type_name(node->type));
   if (!has_memory(node))
-    return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: node '%s' has no memory; allocate the graph first", node->name);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: node '%s' has no memory; allocate the graph first",
+                         node->name);
   for (int i = 0; i < BP_MAX_SRC; ++i) {
     const bp_tensor *s = node->src[i];
     if (s && !has_memory(s))
-      return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: source %d ('%s') of node '%s' has no memory", i, s->name,
-                  node->name);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: source %d ('%s') of node '%s' has no memory", i, s->name,
+                           node->name);
   }
   const op_kernel *k = find_kernel(node->op);
   if (k->prepare) {
@@ -58,19 +60,20 @@ bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bp_error *err) {
   node_task task{node, k};
   std::string error = ctx->pool.run(nth, task);
   if (!error.empty())
-    return fail(err, BP_ERR_INTERNAL, "cpu: node '%s' failed: %s", node->name, error.c_str());
+    return bp_error_setf(err, BP_ERR_INTERNAL, "cpu: node '%s' failed: %s", node->name, error.c_str());
   return BP_OK;
 }
 
 bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *ctx = static_cast<backend_ctx *>(backend);
-    if (!ctx || !graph) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph_compute needs a backend and a graph");
+    if (!ctx || !graph)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph_compute needs a backend and a graph");
     if (graph->n_nodes > 0 && !graph->nodes)
-      return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph has %u nodes but no node array", graph->n_nodes);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph has %u nodes but no node array", graph->n_nodes);
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
-      if (!node) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph node %u is NULL", i);
+      if (!node) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph node %u is NULL", i);
       if (bp_op_is_view(node->op)) continue;
       bp_status s = compute_node(ctx, node, err);
       if (s != BP_OK) {
@@ -102,12 +105,12 @@ int backend_supports_buft(void *, bp_buffer_type_ref buft) noexcept {
 }
 
 bp_status backend_event_record(void *, void *event, bp_error *err) noexcept {
-  if (!event) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_record needs an event");
+  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_record needs an event");
   return BP_OK;  // work is finished when graph_compute returns
 }
 
 bp_status backend_event_wait(void *, void *event, bp_error *err) noexcept {
-  if (!event) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_wait needs an event");
+  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_wait needs an event");
   return BP_OK;
 }
 
@@ -137,7 +140,7 @@ struct cpu_event {
 };
 
 bp_status event_synchronize(void *event, bp_error *err) noexcept {
-  if (!event) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_synchronize needs an event");
+  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_synchronize needs an event");
   return BP_OK;
 }
 
@@ -159,17 +162,17 @@ bp_status backend_create(plugin_state *plugin, int64_t threads, bp_backend_ref *
   try {
     ctx = std::make_unique<backend_ctx>(plugin, n);
   } catch (const std::system_error &e) {
-    return fail(err, BP_ERR_RESOURCE_EXHAUSTED, "cpu: cannot start %d threads (%s); ask for fewer with threads=N", n,
-                e.what());
+    return bp_error_setf(err, BP_ERR_RESOURCE_EXHAUSTED,
+                         "cpu: cannot start %d threads (%s); ask for fewer with threads=N", n, e.what());
   }
-  log(plugin->host, BP_LOG_INFO, "%d threads", n);  // the host prefixes "cpu"
+  bp_host_logf(plugin->host, BP_LOG_INFO, "%d threads", n);  // the host prefixes "cpu"
   out->iface = &backend_iface;
   out->ctx = ctx.release();
   return BP_OK;
 }
 
 bp_status event_create(bp_event_ref *out, bp_error *err) {
-  if (!out) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_new needs an out ref");
+  if (!out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_new needs an out ref");
   out->iface = &event_iface;
   out->ctx = new cpu_event();
   return BP_OK;

@@ -21,13 +21,6 @@ struct plugin_state {
   uint32_t n_cores = 1;     // default for the threads parameter
 };
 
-// Logs through |host|'s sink when the table has a log slot (NULL: nothing).
-// Objects log through the host their plugin_state captured at init.
-void log(const bp_host_api *host, bp_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-// Formats into |err| and returns |code|.
-bp_status fail(bp_error *err, bp_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 // Reads "model name" from /proc/cpuinfo ("CPU" when unknown).
 std::string read_cpu_model();
 

@@ -56,7 +56,8 @@ uint64_t read_mem_total() {
 
 bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: get_props needs a device and an out struct");
+    if (!dev || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: get_props needs a device and an out struct");
     auto *state = static_cast<plugin_state *>(dev);
     // Fill into a full local copy, then hand over only what the host's
     // struct_size has room for (it may be an older, smaller struct).
@@ -79,7 +80,8 @@ bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexc
 bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
                               bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: backend_init needs a device and an out ref");
+    if (!dev || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: backend_init needs a device and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
     int64_t threads = 0;
@@ -87,8 +89,9 @@ bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t 
       if (params[i].name && std::strcmp(params[i].name, "threads") == 0) threads = params[i].int_value;
     }
     if (threads < 0 || threads > 256)
-      return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: threads=%lld is out of range; use 0 (one per core) to 256",
-                  static_cast<long long>(threads));
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
+                           "cpu: threads=%lld is out of range; use 0 (one per core) to 256",
+                           static_cast<long long>(threads));
     return backend_create(static_cast<plugin_state *>(dev), threads, out, err);
   });
 }

@@ -77,10 +77,10 @@ bp_status get_rows_prepare(const bp_tensor *t, bp_error *err) {
       for (int64_t n = 0; n < t->ne[1]; ++n) {
         int32_t id = row_id(t, n, i2, i3);
         if (id < 0 || id >= a->ne[1])
-          return fail(err, BP_ERR_INVALID_ARGUMENT,
-                      "cpu: GET_ROWS node '%s': row id %" PRId32 " at [%" PRId64 ", %" PRId64 ", %" PRId64
-                      "] of ids '%s' is out of range; '%s' has rows 0..%" PRId64,
-                      t->name, id, n, i2, i3, t->src[1]->name, a->name, a->ne[1] - 1);
+          return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
+                               "cpu: GET_ROWS node '%s': row id %" PRId32 " at [%" PRId64 ", %" PRId64 ", %" PRId64
+                               "] of ids '%s' is out of range; '%s' has rows 0..%" PRId64,
+                               t->name, id, n, i2, i3, t->src[1]->name, a->name, a->ne[1] - 1);
       }
   return BP_OK;
 }
@@ -104,8 +104,7 @@ void get_rows_run(const bp_tensor *t, int ith, int nth) {
 
 bool copy_supports(const bp_tensor *t) {
   const bp_tensor *a = t->src[0];
-  if (!has_valid_shape(t) || !has_valid_shape(a) || !is_known_type(t->type) || !is_known_type(a->type))
-    return false;
+  if (!has_valid_shape(t) || !has_valid_shape(a) || !is_known_type(t->type) || !is_known_type(a->type)) return false;
   // f32 <-> f16 and i32 -> i32, as the op table allows.
   if (is_float_type(t->type) != is_float_type(a->type)) return false;
   return bp_tensor_nelements(t) == bp_tensor_nelements(a);
@@ -119,8 +118,8 @@ void copy_run(const bp_tensor *t, int ith, int nth) {
     split_range(bp_tensor_nrows(t), ith, nth, &r0, &r1);
     for (int64_t r = r0; r < r1; ++r) {
       row_index sx = decode_row(a, r), dx = decode_row(t, r);
-      copy_row(row_ptr(a, sx.i1, sx.i2, sx.i3), a->type, a->nb[0], row_ptr(t, dx.i1, dx.i2, dx.i3), t->type,
-               t->nb[0], t->ne[0]);
+      copy_row(row_ptr(a, sx.i1, sx.i2, sx.i3), a->type, a->nb[0], row_ptr(t, dx.i1, dx.i2, dx.i3), t->type, t->nb[0],
+               t->ne[0]);
     }
     return;
   }

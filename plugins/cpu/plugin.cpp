@@ -31,38 +31,37 @@ namespace {
 // no host argument). A plain pointer: constant-initialised, no constructor.
 const bp_host_api *g_host = nullptr;
 
-
 const bp_param_info params_schema[] = {
-    {sizeof(bp_param_info), "threads", BP_PARAM_INT, "0",
-     "worker threads for graph compute; 0 = one per CPU core", 0, 256},
+    {sizeof(bp_param_info), "threads", BP_PARAM_INT, "0", "worker threads for graph compute; 0 = one per CPU core", 0,
+     256},
 };
 
 bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!out_plugin) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: init needs an out pointer");
+    if (!out_plugin) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: init needs an out pointer");
     *out_plugin = nullptr;
     auto *state = new plugin_state();
     state->host = g_host;
     state->description = read_cpu_model();
     state->n_cores = plugins::count_cores();
     *out_plugin = state;
-    log(state->host, BP_LOG_DEBUG, "plugin ready, %u cores, %s", state->n_cores, state->description.c_str());
+    bp_host_logf(state->host, BP_LOG_DEBUG, "plugin ready, %u cores, %s", state->n_cores, state->description.c_str());
     return BP_OK;
   });
 }
 
-void plugin_shutdown(void *plugin) noexcept {
-  delete static_cast<plugin_state *>(plugin);
-}
+void plugin_shutdown(void *plugin) noexcept { delete static_cast<plugin_state *>(plugin); }
 
 uint32_t plugin_device_count(void *plugin) noexcept { return plugin ? 1u : 0u; }
 
 bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!plugin || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "cpu: device_get needs a plugin and an out pointer");
+    if (!plugin || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: device_get needs a plugin and an out pointer");
     out->iface = nullptr;
     out->ctx = nullptr;
-    if (index != 0) return fail(err, BP_ERR_NOT_FOUND, "cpu: no device %u (the cpu plugin has one device, 0)", index);
+    if (index != 0)
+      return bp_error_setf(err, BP_ERR_NOT_FOUND, "cpu: no device %u (the cpu plugin has one device, 0)", index);
     out->iface = &device_iface;
     out->ctx = plugin;
     return BP_OK;
@@ -82,30 +81,6 @@ const bp_plugin_i plugin_iface = {
 
 }  // namespace
 
-void log(const bp_host_api *h, bp_log_level level, const char *fmt, ...) {
-  if (!h || h->struct_size < offsetof(bp_host_api, log) + sizeof(h->log) || !h->log) return;
-  if (h->struct_size >= offsetof(bp_host_api, log_enabled) + sizeof(h->log_enabled) && h->log_enabled &&
-      !h->log_enabled(h->host, level))
-    return;
-  char line[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  h->log(h->host, level, line);
-}
-
-bp_status fail(bp_error *err, bp_status code, const char *fmt, ...) {
-  if (err) {
-    err->code = code;
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
 // The exported symbols, defined as plugin.h declares them. Inside a
 // namespace, extern "C" names the same global C symbols, but GCC takes the
 // visibility from this declaration (hence BP_PLUGIN_EXPORT again) and a
@@ -116,12 +91,13 @@ BP_PLUGIN_EXPORT extern const bp_plugin_descriptor_t bp_plugin_descriptor =
 
 BP_PLUGIN_EXPORT const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
   if (host_abi != BP_PLUGIN_ABI_VERSION) {
-    fail(err, BP_ERR_INCOMPATIBLE, "cpu: built for plugin ABI %u, host speaks %u; rebuild the plugin",
-         (unsigned)BP_PLUGIN_ABI_VERSION, (unsigned)host_abi);
+    bp_error_setf(err, BP_ERR_INCOMPATIBLE, "cpu: built for plugin ABI %u, host speaks %u; rebuild the plugin",
+                  (unsigned)BP_PLUGIN_ABI_VERSION, (unsigned)host_abi);
     return nullptr;
   }
   if (host && host->struct_size < offsetof(bp_host_api, log)) {
-    fail(err, BP_ERR_INCOMPATIBLE, "cpu: host services table too small (%u bytes)", (unsigned)host->struct_size);
+    bp_error_setf(err, BP_ERR_INCOMPATIBLE, "cpu: host services table too small (%u bytes)",
+                  (unsigned)host->struct_size);
     return nullptr;
   }
   g_host = host;

@@ -24,20 +24,22 @@ cl_buffer *as_buffer(void *buf) {
 // outside its buffer whatever it is handed.
 bp_status check_range(const cl_buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what,
                       bp_error *err) {
-  if (!b || !t) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: %s needs a buffer and a tensor", what);
+  if (!b || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: %s needs a buffer and a tensor", what);
   if (size == 0) return BP_OK;
-  if (!t->data) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: %s on tensor '%s' without memory", what, t->name);
+  if (!t->data)
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: %s on tensor '%s' without memory", what, t->name);
   const char *p = static_cast<const char *>(t->data);
   if (p < b->base || static_cast<size_t>(p - b->base) > b->size || offset > b->size || size > b->size - offset ||
       static_cast<size_t>(p - b->base) > b->size - offset - size)
-    return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: %s of %zu bytes at offset %zu of tensor '%s' leaves its buffer",
-                what, size, offset, t->name);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
+                         "opencl: %s of %zu bytes at offset %zu of tensor '%s' leaves its buffer", what, size, offset,
+                         t->name);
   return BP_OK;
 }
 
 bp_status cl_fail(bp_error *err, cl_int rc, const char *what, const bp_tensor *t) {
-  return fail(err, status_of(rc), "opencl: %s of tensor '%s' failed: %s", what, t ? t->name : "?",
-              cl_error_name(rc).c_str());
+  return bp_error_setf(err, status_of(rc), "opencl: %s of tensor '%s' failed: %s", what, t ? t->name : "?",
+                       cl_error_name(rc).c_str());
 }
 
 void buffer_free(void *buf) noexcept {
@@ -58,7 +60,7 @@ bp_status buffer_set_tensor(void *buf, bp_tensor *t, const void *data, size_t of
     cl_buffer *b = as_buffer(buf);
     bp_status s = check_range(b, t, offset, size, "set_tensor", err);
     if (s != BP_OK || size == 0) return s;
-    if (!data) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: set_tensor with NULL data");
+    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: set_tensor with NULL data");
     cl_int rc = clEnqueueWriteBuffer(b->dev->transfer_queue, b->mem, CL_TRUE, offset_of(t, b) + offset, size, data, 0,
                                      nullptr, nullptr);
     return rc == CL_SUCCESS ? BP_OK : cl_fail(err, rc, "set_tensor", t);
@@ -71,7 +73,7 @@ bp_status buffer_get_tensor(void *buf, const bp_tensor *t, void *data, size_t of
     cl_buffer *b = as_buffer(buf);
     bp_status s = check_range(b, t, offset, size, "get_tensor", err);
     if (s != BP_OK || size == 0) return s;
-    if (!data) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: get_tensor with NULL data");
+    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: get_tensor with NULL data");
     cl_int rc = clEnqueueReadBuffer(b->dev->transfer_queue, b->mem, CL_TRUE, offset_of(t, b) + offset, size, data, 0,
                                     nullptr, nullptr);
     return rc == CL_SUCCESS ? BP_OK : cl_fail(err, rc, "get_tensor", t);
@@ -99,13 +101,15 @@ bp_status buffer_memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t of
 bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     cl_buffer *db = as_buffer(buf);
-    if (!db || !src || !dst) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: copy_tensor needs src and dst");
+    if (!db || !src || !dst)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: copy_tensor needs src and dst");
     cl_buffer *sb = buffer_of(src);
     // Device-side copies only between buffers of one context; anything else
     // goes through the host's generic path.
     if (!sb || sb->dev->context != db->dev->context || src->type != dst->type || !bp_tensor_is_contiguous(src) ||
         !bp_tensor_is_contiguous(dst) || bp_tensor_nbytes(src) != bp_tensor_nbytes(dst))
-      return fail(err, BP_ERR_UNIMPLEMENTED, "opencl: copy_tensor copies contiguous tensors within one device");
+      return bp_error_setf(err, BP_ERR_UNIMPLEMENTED,
+                           "opencl: copy_tensor copies contiguous tensors within one device");
     const size_t n = bp_tensor_nbytes(src);
     bp_status s = check_range(db, dst, 0, n, "copy_tensor", err);
     if (s != BP_OK || n == 0) return s;
@@ -119,7 +123,7 @@ bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp
 bp_status buffer_clear(void *buf, uint8_t value, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     cl_buffer *b = as_buffer(buf);
-    if (!b) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: clear needs a buffer");
+    if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: clear needs a buffer");
     cl_int rc = fill(b, value, 0, b->size);
     return rc == CL_SUCCESS ? BP_OK : cl_fail(err, rc, "clear", nullptr);
   });
@@ -133,11 +137,12 @@ const char *buft_name(void *ctx) noexcept {
 bp_status buft_alloc(void *ctx, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *dev = static_cast<device_state *>(ctx);
-    if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: alloc needs a buffer type and an out ref");
+    if (!dev || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: alloc needs a buffer type and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
     if (dev->max_alloc && size > dev->max_alloc)
-      return fail(
+      return bp_error_setf(
           err, BP_ERR_OUT_OF_DEVICE_MEMORY,
           "opencl: %zu bytes exceed the largest single allocation of '%s' (CL_DEVICE_MAX_MEM_ALLOC_SIZE = %" PRIu64
           "); split the tensors over several buffers",
@@ -149,12 +154,13 @@ bp_status buft_alloc(void *ctx, size_t size, bp_buffer_ref *out, bp_error *err) 
     cl_int rc = CL_SUCCESS;
     cl_mem mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, nullptr, &rc);
     if (!mem || rc != CL_SUCCESS)
-      return fail(err, status_of(rc) == BP_ERR_INTERNAL ? BP_ERR_OUT_OF_DEVICE_MEMORY : status_of(rc),
-                  "opencl: cannot allocate %zu bytes on '%s': %s", size, dev->name.c_str(), cl_error_name(rc).c_str());
+      return bp_error_setf(err, status_of(rc) == BP_ERR_INTERNAL ? BP_ERR_OUT_OF_DEVICE_MEMORY : status_of(rc),
+                           "opencl: cannot allocate %zu bytes on '%s': %s", size, dev->name.c_str(),
+                           cl_error_name(rc).c_str());
     auto *b = new (std::nothrow) cl_buffer();
     if (!b) {
       clReleaseMemObject(mem);
-      return fail(err, BP_ERR_OUT_OF_HOST_MEMORY, "opencl: out of host memory");
+      return bp_error_setf(err, BP_ERR_OUT_OF_HOST_MEMORY, "opencl: out of host memory");
     }
     b->dev = dev;
     b->mem = mem;

@@ -121,19 +121,20 @@ bp_status enumerate_devices(plugin_state *plugin, bp_error *err) {
   cl_uint n_platforms = 0;
   cl_int rc = clGetPlatformIDs(0, nullptr, &n_platforms);
   if (rc == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (rc == CL_SUCCESS && n_platforms == 0))
-    return fail(err, BP_ERR_UNAVAILABLE,
-                "opencl: no OpenCL platform is installed (the ICD loader found no driver in /etc/OpenCL/vendors; "
-                "install one, e.g. pocl-opencl-icd)");
+    return bp_error_setf(
+        err, BP_ERR_UNAVAILABLE,
+        "opencl: no OpenCL platform is installed (the ICD loader found no driver in /etc/OpenCL/vendors; "
+        "install one, e.g. pocl-opencl-icd)");
   if (rc != CL_SUCCESS)
-    return fail(err, BP_ERR_UNAVAILABLE, "opencl: clGetPlatformIDs failed: %s", cl_error_name(rc).c_str());
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "opencl: clGetPlatformIDs failed: %s", cl_error_name(rc).c_str());
   std::vector<cl_platform_id> platforms(n_platforms);
   clGetPlatformIDs(n_platforms, platforms.data(), nullptr);
   for (cl_uint pi = 0; pi < n_platforms; ++pi) {
     cl_uint n_devices = 0;
     rc = clGetDeviceIDs(platforms[pi], CL_DEVICE_TYPE_ALL, 0, nullptr, &n_devices);
     if (rc != CL_SUCCESS || n_devices == 0) {
-      log(plugin->host, BP_LOG_INFO, "opencl: platform %u (%s) has no devices: %s", pi,
-          platform_string(platforms[pi], CL_PLATFORM_NAME).c_str(), cl_error_name(rc).c_str());
+      bp_host_logf(plugin->host, BP_LOG_INFO, "platform %u (%s) has no devices: %s", pi,
+                   platform_string(platforms[pi], CL_PLATFORM_NAME).c_str(), cl_error_name(rc).c_str());
       continue;
     }
     std::vector<cl_device_id> ids(n_devices);
@@ -151,7 +152,7 @@ bp_status enumerate_devices(plugin_state *plugin, bp_error *err) {
       plugin->devices.push_back(std::move(dev));
     }
   }
-  log(plugin->host, BP_LOG_DEBUG, "opencl: %zu devices on %u platforms", plugin->devices.size(), n_platforms);
+  bp_host_logf(plugin->host, BP_LOG_DEBUG, "%zu devices on %u platforms", plugin->devices.size(), n_platforms);
   return BP_OK;
 }
 
@@ -163,17 +164,17 @@ bp_status device_open(device_state *dev, bp_error *err) {
                                          0};
   cl_context ctx = clCreateContext(props, 1, &dev->device, nullptr, nullptr, &rc);
   if (!ctx || rc != CL_SUCCESS)
-    return fail(err, rc == CL_OUT_OF_HOST_MEMORY ? BP_ERR_OUT_OF_HOST_MEMORY : BP_ERR_UNAVAILABLE,
-                "opencl: cannot create a context on '%s': %s", dev->name.c_str(), cl_error_name(rc).c_str());
+    return bp_error_setf(err, rc == CL_OUT_OF_HOST_MEMORY ? BP_ERR_OUT_OF_HOST_MEMORY : BP_ERR_UNAVAILABLE,
+                         "opencl: cannot create a context on '%s': %s", dev->name.c_str(), cl_error_name(rc).c_str());
   cl_command_queue q = clCreateCommandQueue(ctx, dev->device, 0, &rc);
   if (!q || rc != CL_SUCCESS) {
     clReleaseContext(ctx);
-    return fail(err, BP_ERR_UNAVAILABLE, "opencl: cannot create a queue on '%s': %s", dev->name.c_str(),
-                cl_error_name(rc).c_str());
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "opencl: cannot create a queue on '%s': %s", dev->name.c_str(),
+                         cl_error_name(rc).c_str());
   }
   dev->context = ctx;
   dev->transfer_queue = q;
-  log(dev->plugin->host, BP_LOG_DEBUG, "opencl: context created on %s", dev->name.c_str());
+  bp_host_logf(dev->plugin->host, BP_LOG_DEBUG, "context created on %s", dev->name.c_str());
   return BP_OK;
 }
 
@@ -181,7 +182,8 @@ namespace {
 
 bp_status device_get_props(void *ctx, bp_device_props *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!ctx || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: get_props needs a device and an out struct");
+    if (!ctx || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: get_props needs a device and an out struct");
     auto *dev = static_cast<device_state *>(ctx);
     bp_device_props p{};
     p.struct_size = out->struct_size;
@@ -207,7 +209,8 @@ const bp_param_value *find_param(const bp_param_value *params, uint32_t n, const
 bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
                               bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!ctx || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: backend_init needs a device and an out ref");
+    if (!ctx || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: backend_init needs a device and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
     auto *dev = static_cast<device_state *>(ctx);
@@ -219,11 +222,12 @@ bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t 
       for (const auto &d : all)
         if (d->platform_index == static_cast<uint32_t>(p->int_value)) on_platform.push_back(d.get());
       if (on_platform.empty())
-        return fail(err, BP_ERR_NOT_FOUND, "opencl: platform=%lld has no devices (platforms with devices: 0..%u)",
-                    static_cast<long long>(p->int_value), all.empty() ? 0u : all.back()->platform_index);
+        return bp_error_setf(err, BP_ERR_NOT_FOUND,
+                             "opencl: platform=%lld has no devices (platforms with devices: 0..%u)",
+                             static_cast<long long>(p->int_value), all.empty() ? 0u : all.back()->platform_index);
       if (dev->index >= on_platform.size())
-        return fail(err, BP_ERR_NOT_FOUND, "opencl: platform %lld has devices 0..%zu, not %u",
-                    static_cast<long long>(p->int_value), on_platform.size() - 1, dev->index);
+        return bp_error_setf(err, BP_ERR_NOT_FOUND, "opencl: platform %lld has devices 0..%zu, not %u",
+                             static_cast<long long>(p->int_value), on_platform.size() - 1, dev->index);
       dev = on_platform[dev->index];
     }
     if (const bp_param_value *p = find_param(params, n_params, "cache")) opt.cache = p->int_value != 0;
@@ -231,8 +235,8 @@ bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t 
       opt.cache_dir = p->string_value;
     if (const bp_param_value *p = find_param(params, n_params, "matmul_tile")) {
       if (p->int_value != 0 && p->int_value != 8 && p->int_value != 16)
-        return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: matmul_tile=%lld; use 0 (auto), 8 or 16",
-                    static_cast<long long>(p->int_value));
+        return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: matmul_tile=%lld; use 0 (auto), 8 or 16",
+                             static_cast<long long>(p->int_value));
       opt.matmul_tile = static_cast<int>(p->int_value);
     }
     return backend_create(dev, opt, out, err);

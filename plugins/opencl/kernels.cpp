@@ -21,8 +21,8 @@ bp_status get_kernel(backend_ctx *be, const char *family, const std::string &opt
   cl_int rc = CL_SUCCESS;
   cl_kernel k = clCreateKernel(prog, name, &rc);
   if (!k || rc != CL_SUCCESS)
-    return fail(err, BP_ERR_INTERNAL, "opencl: no kernel '%s' in %s.cl (%s): %s", name, family, options.c_str(),
-                cl_error_name(rc).c_str());
+    return bp_error_setf(err, BP_ERR_INTERNAL, "opencl: no kernel '%s' in %s.cl (%s): %s", name, family,
+                         options.c_str(), cl_error_name(rc).c_str());
   be->kernels.emplace(std::move(key), k);
   *out = k;
   return BP_OK;
@@ -35,8 +35,9 @@ bp_status get_scratch(backend_ctx *be, int slot, size_t bytes, cl_mem *out, bp_e
     return BP_OK;
   }
   if (be->dev->max_alloc && bytes > be->dev->max_alloc)
-    return fail(err, BP_ERR_OUT_OF_DEVICE_MEMORY,
-                "opencl: MUL_MAT needs %zu bytes of scratch, more than the device's largest allocation", bytes);
+    return bp_error_setf(err, BP_ERR_OUT_OF_DEVICE_MEMORY,
+                         "opencl: MUL_MAT needs %zu bytes of scratch, more than the device's largest allocation",
+                         bytes);
   if (be->scratch[slot]) clReleaseMemObject(be->scratch[slot]);  // the in-order queue keeps it alive while used
   be->scratch[slot] = nullptr;
   be->scratch_size[slot] = 0;
@@ -47,8 +48,8 @@ bp_status get_scratch(backend_ctx *be, int slot, size_t bytes, cl_mem *out, bp_e
   cl_int rc = CL_SUCCESS;
   cl_mem m = clCreateBuffer(be->dev->context, CL_MEM_READ_WRITE, want, nullptr, &rc);
   if (!m || rc != CL_SUCCESS)
-    return fail(err, BP_ERR_OUT_OF_DEVICE_MEMORY, "opencl: cannot allocate %zu bytes of MUL_MAT scratch: %s", want,
-                cl_error_name(rc).c_str());
+    return bp_error_setf(err, BP_ERR_OUT_OF_DEVICE_MEMORY, "opencl: cannot allocate %zu bytes of MUL_MAT scratch: %s",
+                         want, cl_error_name(rc).c_str());
   be->scratch[slot] = m;
   be->scratch_size[slot] = want;
   *out = m;
@@ -72,8 +73,8 @@ launch &launch::tensor(const bp_tensor *t) {
 
 bp_status launch::run(cl_uint dims, const size_t *global, const size_t *local, const char *what, bp_error *err) {
   if (rc_ != CL_SUCCESS)
-    return fail(err, BP_ERR_INTERNAL, "opencl: setting argument %u of %s failed: %s", n_ - 1, what,
-                cl_error_name(rc_).c_str());
+    return bp_error_setf(err, BP_ERR_INTERNAL, "opencl: setting argument %u of %s failed: %s", n_ - 1, what,
+                         cl_error_name(rc_).c_str());
   size_t g[3], l[3];
   for (cl_uint i = 0; i < dims; ++i) {
     l[i] = local ? local[i] : 1;
@@ -82,7 +83,7 @@ bp_status launch::run(cl_uint dims, const size_t *global, const size_t *local, c
   }
   cl_int rc = clEnqueueNDRangeKernel(be_->queue, k_, dims, nullptr, g, local ? l : nullptr, 0, nullptr, nullptr);
   if (rc != CL_SUCCESS)
-    return fail(err, status_of(rc), "opencl: launching %s failed: %s", what, cl_error_name(rc).c_str());
+    return bp_error_setf(err, status_of(rc), "opencl: launching %s failed: %s", what, cl_error_name(rc).c_str());
   return BP_OK;
 }
 

@@ -68,10 +68,6 @@ struct plugin_state {
   std::atomic<uint64_t> next_base{uint64_t(1) << 44};
 };
 
-// Logs through the host sink when there is one.
-void log(const bp_host_api *host, bp_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-// Formats into |err| and returns |code|.
-bp_status fail(bp_error *err, bp_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 // "CL_OUT_OF_RESOURCES (-5)".
 std::string cl_error_name(cl_int code);
 // The status an OpenCL error maps to (allocation failures -> OUT_OF_DEVICE_MEMORY).

@@ -97,7 +97,7 @@ bp_status run_binary(backend_ctx *be, const bp_tensor *t, bp_error *err) {
     if (bp_status s = get_kernel(be, "elementwise", opts, (name + "_contig").c_str(), &k, err); s != BP_OK) return s;
     const cl_buffer *ba = buffer_of(a), *bb = buffer_of(b), *bd = buffer_of(t);
     if (!ba || !bb || !bd)
-      return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
     const cl_ulong n = static_cast<cl_ulong>(bp_tensor_nelements(t));
     size_t g = n, l = 256;
     return launch(be, k)
@@ -114,7 +114,7 @@ bp_status run_binary(backend_ctx *be, const bp_tensor *t, bp_error *err) {
     if (bp_status s = get_kernel(be, "elementwise", opts, (name + "_rows").c_str(), &k, err); s != BP_OK) return s;
     const cl_buffer *ba = buffer_of(a), *bb = buffer_of(b), *bd = buffer_of(t);
     if (!ba || !bb || !bd)
-      return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
     const cl_ulong n0 = static_cast<cl_ulong>(t->ne[0]);
     size_t g[2] = {static_cast<size_t>(n0), static_cast<size_t>(bp_tensor_nrows(t))}, l[2] = {local_for(t->ne[0]), 1};
     return launch(be, k)
@@ -146,7 +146,7 @@ bp_status run_unary(backend_ctx *be, const bp_tensor *t, bp_error *err) {
     if (bp_status s = get_kernel(be, "elementwise", opts, (name + "_contig").c_str(), &k, err); s != BP_OK) return s;
     const cl_buffer *ba = buffer_of(a), *bd = buffer_of(t);
     if (!ba || !bd)
-      return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
     const cl_ulong n = static_cast<cl_ulong>(bp_tensor_nelements(t));
     size_t g = n, l = 256;
     return launch(be, k)
@@ -210,13 +210,14 @@ bp_status run_copy(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   if (a->type == t->type && bp_tensor_is_contiguous(a) && bp_tensor_is_contiguous(t)) {
     const cl_buffer *ba = buffer_of(a), *bd = buffer_of(t);
     if (!ba || !bd)
-      return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
     const size_t n = bp_tensor_nbytes(t);
     if (ba == bd && offset_of(a, ba) == offset_of(t, bd)) return BP_OK;
     cl_int rc =
         clEnqueueCopyBuffer(be->queue, ba->mem, bd->mem, offset_of(a, ba), offset_of(t, bd), n, 0, nullptr, nullptr);
-    return rc == CL_SUCCESS ? BP_OK
-                            : fail(err, status_of(rc), "opencl: copy '%s': %s", t->name, cl_error_name(rc).c_str());
+    return rc == CL_SUCCESS
+               ? BP_OK
+               : bp_error_setf(err, status_of(rc), "opencl: copy '%s': %s", t->name, cl_error_name(rc).c_str());
   }
   const std::string opts = opts2("S_TYPE", a->type, "D_TYPE", t->type);
   cl_kernel k = nullptr;
@@ -236,12 +237,12 @@ bp_status run_copy(backend_ctx *be, const bp_tensor *t, bp_error *err) {
 bp_status check_row_ids(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   const bp_tensor *a = t->src[0], *ids = t->src[1];
   const cl_buffer *b = buffer_of(ids);
-  if (!b) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: ids of '%s' are outside OpenCL memory", t->name);
+  if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: ids of '%s' are outside OpenCL memory", t->name);
   const size_t n = bp_tensor_nbytes(ids);
   std::vector<char> host(n);
   cl_int rc = clEnqueueReadBuffer(be->queue, b->mem, CL_TRUE, offset_of(ids, b), n, host.data(), 0, nullptr, nullptr);
   if (rc != CL_SUCCESS)
-    return fail(err, status_of(rc), "opencl: reading ids of '%s': %s", t->name, cl_error_name(rc).c_str());
+    return bp_error_setf(err, status_of(rc), "opencl: reading ids of '%s': %s", t->name, cl_error_name(rc).c_str());
   for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
     for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
       for (int64_t r = 0; r < t->ne[1]; ++r) {
@@ -249,10 +250,10 @@ bp_status check_row_ids(backend_ctx *be, const bp_tensor *t, bp_error *err) {
         std::memcpy(&id, host.data() + r * ids->nb[0] + (i2 % ids->ne[1]) * ids->nb[1] + (i3 % ids->ne[2]) * ids->nb[2],
                     sizeof id);
         if (id < 0 || id >= a->ne[1])
-          return fail(err, BP_ERR_INVALID_ARGUMENT,
-                      "opencl: GET_ROWS node '%s': row id %" PRId32 " at [%" PRId64 ", %" PRId64 ", %" PRId64
-                      "] of ids '%s' is out of range; '%s' has rows 0..%" PRId64,
-                      t->name, id, r, i2, i3, ids->name, a->name, a->ne[1] - 1);
+          return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
+                               "opencl: GET_ROWS node '%s': row id %" PRId32 " at [%" PRId64 ", %" PRId64 ", %" PRId64
+                               "] of ids '%s' is out of range; '%s' has rows 0..%" PRId64,
+                               t->name, id, r, i2, i3, ids->name, a->name, a->ne[1] - 1);
       }
   return BP_OK;
 }
@@ -377,11 +378,11 @@ bool op_supported(const device_state *, const bp_tensor *t) {
 
 bp_status compute_node(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   if (!op_supported(be->dev, t))
-    return fail(err, BP_ERR_UNIMPLEMENTED, "opencl: node '%s' (%d, %s) is not supported by the opencl backend", t->name,
-                static_cast<int>(t->op), bp_type_name(t->type));
+    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "opencl: node '%s' (%d, %s) is not supported by the opencl backend",
+                         t->name, static_cast<int>(t->op), bp_type_name(t->type));
   if (!buffer_of(t))
-    return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: node '%s' is not in OpenCL memory; allocate the graph first",
-                t->name);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
+                         "opencl: node '%s' is not in OpenCL memory; allocate the graph first", t->name);
   switch (t->op) {
     case BP_OP_ADD:
     case BP_OP_SUB:

@@ -35,7 +35,7 @@ const bp_param_info params_schema[] = {
 
 bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!out_plugin) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: init needs an out pointer");
+    if (!out_plugin) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: init needs an out pointer");
     *out_plugin = nullptr;
     auto *state = new plugin_state();
     state->host = g_host;
@@ -48,7 +48,7 @@ void plugin_shutdown(void *plugin) noexcept { delete static_cast<plugin_state *>
 
 bp_status plugin_enumerate(void *plugin, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!plugin) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: enumerate needs the plugin");
+    if (!plugin) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: enumerate needs the plugin");
     return enumerate_devices(static_cast<plugin_state *>(plugin), err);
   });
 }
@@ -66,11 +66,12 @@ uint32_t plugin_device_count(void *plugin) noexcept {
 bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *state = static_cast<plugin_state *>(plugin);
-    if (!state || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "opencl: device_get needs a plugin and an out ref");
+    if (!state || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: device_get needs a plugin and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
     if (index >= state->devices.size())
-      return fail(err, BP_ERR_NOT_FOUND, "opencl: no device %u (%zu devices)", index, state->devices.size());
+      return bp_error_setf(err, BP_ERR_NOT_FOUND, "opencl: no device %u (%zu devices)", index, state->devices.size());
     out->iface = &device_iface;
     out->ctx = state->devices[index].get();
     return BP_OK;
@@ -89,30 +90,6 @@ const bp_plugin_i plugin_iface = {
 };
 
 }  // namespace
-
-void log(const bp_host_api *h, bp_log_level level, const char *fmt, ...) {
-  if (!h || h->struct_size < offsetof(bp_host_api, log) + sizeof(h->log) || !h->log) return;
-  if (h->struct_size >= offsetof(bp_host_api, log_enabled) + sizeof(h->log_enabled) && h->log_enabled &&
-      !h->log_enabled(h->host, level))
-    return;
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  h->log(h->host, level, line);
-}
-
-bp_status fail(bp_error *err, bp_status code, const char *fmt, ...) {
-  if (err) {
-    err->code = code;
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 std::string cl_error_name(cl_int code) {
   const char *name = "CL error";
@@ -196,13 +173,13 @@ const bp_plugin_descriptor_t bp_plugin_descriptor =
 
 const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
   if (host_abi != BP_PLUGIN_ABI_VERSION) {
-    bp::opencl::fail(err, BP_ERR_INCOMPATIBLE, "opencl: built for plugin ABI %u, host speaks %u; rebuild the plugin",
-                     (unsigned)BP_PLUGIN_ABI_VERSION, (unsigned)host_abi);
+    bp_error_setf(err, BP_ERR_INCOMPATIBLE, "opencl: built for plugin ABI %u, host speaks %u; rebuild the plugin",
+                  (unsigned)BP_PLUGIN_ABI_VERSION, (unsigned)host_abi);
     return nullptr;
   }
   if (host && host->struct_size < offsetof(bp_host_api, log)) {
-    bp::opencl::fail(err, BP_ERR_INCOMPATIBLE, "opencl: host services table too small (%u bytes)",
-                     (unsigned)host->struct_size);
+    bp_error_setf(err, BP_ERR_INCOMPATIBLE, "opencl: host services table too small (%u bytes)",
+                  (unsigned)host->struct_size);
     return nullptr;
   }
   return bp::opencl::plugin_entry_table(host);

@@ -123,4 +123,35 @@ TEST(RegistryLazy, AskingForCpuDoesNotEnumerateTheGpuPlugins) {
   }
 }
 
+// PLG-13: the host adds the plugin's name to each log line, so no shipped
+// plugin starts a line with it ("vulkan: vulkan: 1 device(s)" otherwise).
+// Enumerating, creating a backend and running a graph log on every plugin.
+TEST(RegistryLazy, NoShippedPluginRepeatsItsNameInALogLine) {
+  bp_test::log_capture logs;
+  bp_device_count();
+  std::vector<std::string> names;
+  for (size_t i = 0; i < bp_plugin_count(); ++i) names.push_back(bp_plugin_name(bp_plugin_get(i)));
+  for (const std::string &name : names) {
+    bp_backend *be = nullptr;
+    if (bp_backend_init(name.c_str(), &be) != BP_OK) continue;  // no device here
+    bp_context *ctx = bp_context_new(0);
+    bp_tensor *a = bp_new_tensor_1d(ctx, BP_TYPE_F32, 8);
+    bp_graph *g = bp_graph_new(ctx, 0);
+    bp_buffer *buf = nullptr;
+    if (bp_graph_build(g, bp_add(ctx, a, a)) == BP_OK && bp_alloc_ctx_tensors(ctx, be, &buf) == BP_OK)
+      bp_backend_graph_compute(be, g);
+    bp_buffer_free(buf);
+    bp_graph_free(g);
+    bp_context_free(ctx);
+    bp_backend_free(be);
+  }
+  size_t lines = 0;
+  for (const std::string &name : names) {
+    SCOPED_TRACE(name);
+    lines += logs.count_from(name);
+    EXPECT_EQ(logs.count_starting(name, name + ":"), 0u) << "a log line of '" << name << "' starts with its name";
+  }
+  EXPECT_GT(lines, 0u) << "no plugin logged anything at debug level: the test proves nothing";
+}
+
 }  // namespace

@@ -163,6 +163,16 @@ class log_capture {
       if (l.source == source && l.message.find(text) != std::string::npos) ++n;
     return n;
   }
+  // Lines from |source| whose message starts with |prefix|.
+  size_t count_starting(const std::string &source, const std::string &prefix) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t n = 0;
+    for (const line &l : lines_)
+      if (l.source == source && l.message.rfind(prefix, 0) == 0) ++n;
+    return n;
+  }
+  // Lines from |source|.
+  size_t count_from(const std::string &source) { return count(source, ""); }
   // The same, only lines logged at |level|.
   size_t count_at(bp_log_level level, const std::string &source, const std::string &text) {
     std::lock_guard<std::mutex> lock(mutex_);
