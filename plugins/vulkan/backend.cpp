@@ -4,6 +4,7 @@
 // command buffers are recycled once the timeline passes their submission.
 // synchronize waits for the last submission, finishes async reads (staging
 // -> caller memory) and reports a bad GET_ROWS id seen by a shader.
+#include <algorithm>
 #include <cstring>
 
 #include "backplane/plugin_guard.hpp"
@@ -16,9 +17,9 @@ void cmd_begin_barrier(VkCommandBuffer cb) {
                      VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
                      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                          VK_ACCESS_TRANSFER_WRITE_BIT};
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0,
-                       nullptr);
+  vkCmdPipelineBarrier(
+      cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 void cmd_end_barrier(VkCommandBuffer cb) {
@@ -28,9 +29,24 @@ void cmd_end_barrier(VkCommandBuffer cb) {
                        VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
+// profile=true: one line per op and shader variant, the most expensive first.
+void log_profile(const backend_ctx *be) {
+  std::vector<std::pair<std::string, profile_entry>> rows(be->profile.begin(), be->profile.end());
+  std::sort(rows.begin(), rows.end(), [](const auto &x, const auto &y) { return x.second.ms > y.second.ms; });
+  double total = 0;
+  for (const auto &r : rows) total += r.second.ms;
+  const bp_host_api *host = be->dev->plugin->host;
+  bp_host_logf(host, BP_LOG_INFO, "profile of %s: %.3f ms of GPU time in all", be->dev->name.c_str(), total);
+  for (const auto &r : rows)
+    bp_host_logf(host, BP_LOG_INFO, "profile: %-32s %7llu dispatches %10.3f ms %8.1f us each %5.1f%%", r.first.c_str(),
+                 static_cast<unsigned long long>(r.second.count), r.second.ms, 1e3 * r.second.ms / r.second.count,
+                 total > 0 ? 100 * r.second.ms / total : 0.0);
+}
+
 backend_ctx::~backend_ctx() {
   bp_error ignored{};
   backend_sync(this, &ignored);
+  if (opt.profile) log_profile(this);
   device_wait_all(dev, nullptr);
   for (vk_buffer *b : staging) buffer_destroy(b);
   buffer_destroy(scratch);
@@ -101,8 +117,8 @@ bp_status backend_sync(backend_ctx *be, bp_error *err) {
     const int32_t id = static_cast<int32_t>(words[1]);
     const uint32_t rows = words[2];
     std::memset(words, 0, 16);
-    return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: GET_ROWS id %d is out of range: the source has %u rows", id,
-                rows);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: GET_ROWS id %d is out of range: the source has %u rows",
+                         id, rows);
   }
   return BP_OK;
 }
@@ -125,7 +141,8 @@ bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_
   return plugin_guard(err, [&]() -> bp_status {
     backend_ctx *be = ctx_of(backend);
     auto *dst = static_cast<vk_buffer *>(t->buffer_ctx);
-    if (!dst || dst->dev != be->dev) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor is not on this device");
+    if (!dst || dst->dev != be->dev)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor is not on this device");
     vk_buffer *st = nullptr;
     if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
     be->staging.push_back(st);
@@ -144,7 +161,8 @@ bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_
   return plugin_guard(err, [&]() -> bp_status {
     backend_ctx *be = ctx_of(backend);
     auto *src = static_cast<vk_buffer *>(t->buffer_ctx);
-    if (!src || src->dev != be->dev) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor is not on this device");
+    if (!src || src->dev != be->dev)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor is not on this device");
     vk_buffer *st = nullptr;
     if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
     be->staging.push_back(st);
@@ -164,7 +182,8 @@ bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
 
 bp_status backend_plan_create(void *backend, const bp_graph_desc *graph, void **out_plan, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!out_plan || !graph) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_plan_create needs a graph");
+    if (!out_plan || !graph)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_plan_create needs a graph");
     *out_plan = nullptr;
     graph_plan *plan = nullptr;
     bp_status st = graph_plan_create(ctx_of(backend), graph, &plan, err);
@@ -177,14 +196,14 @@ void backend_plan_free(void *, void *plan) noexcept { graph_plan_destroy(static_
 
 bp_status backend_plan_compute(void *, void *plan, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!plan) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_plan_compute needs a plan");
+    if (!plan) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_plan_compute needs a plan");
     return graph_plan_run(static_cast<graph_plan *>(plan), err);
   });
 }
 
 bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!backend || !graph) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_compute needs a graph");
+    if (!backend || !graph) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_compute needs a graph");
     return graph_compute(ctx_of(backend), graph, err);
   });
 }
@@ -209,7 +228,7 @@ bp_status backend_event_record(void *backend, void *event, bp_error *err) noexce
   return plugin_guard(err, [&]() -> bp_status {
     backend_ctx *be = ctx_of(backend);
     auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_record needs an event");
+    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_record needs an event");
     if (bp_status st = backend_flush(be, err); st != BP_OK) return st;
     ev->value = be->last;
     return BP_OK;
@@ -220,7 +239,7 @@ bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept
   return plugin_guard(err, [&]() -> bp_status {
     backend_ctx *be = ctx_of(backend);
     auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_wait needs an event");
+    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_wait needs an event");
     // Same device: the event's work was submitted to this queue earlier, and
     // every command buffer starts with a full barrier, so later work here is
     // already ordered after it. Another device's event: wait on the host.
@@ -251,7 +270,7 @@ const bp_backend_i backend_iface = {
 bp_status event_synchronize(void *event, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_synchronize needs an event");
+    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_synchronize needs an event");
     return device_wait(ev->dev, ev->value, err);
   });
 }
@@ -275,6 +294,9 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   be->opt = opt;
   if (!dev->has_16bit_storage) be->opt.f16 = false;
   if (be->opt.tile_rows == 0) be->opt.tile_rows = dev->tile_rows;
+  if (be->opt.profile && !dev->props.limits.timestampComputeAndGraphics)
+    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "vulkan: profile=true needs timestamp queries, which %s lacks",
+                         dev->name.c_str());
   VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
                               VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, dev->queue_family};
   VkResult r = vkCreateCommandPool(dev->dev, &pci, nullptr, &be->pool);
@@ -282,8 +304,8 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   // Host-visible so synchronize can read a shader's report without a copy.
   if (bp_status st = buffer_create(dev, 256, true, &be->status, err); st != BP_OK) return st;
   std::memset(be->status->mapped, 0, 256);
-  log(dev->plugin->host, BP_LOG_INFO, "vulkan: backend on '%s' (f16 %s, fast paths %s, tile rows %u)",
-      dev->name.c_str(), be->opt.f16 ? "on" : "off", be->opt.fast_paths ? "on" : "off", be->opt.tile_rows);
+  bp_host_logf(dev->plugin->host, BP_LOG_INFO, "backend on '%s' (f16 %s, fast paths %s, tile rows %u)",
+               dev->name.c_str(), be->opt.f16 ? "on" : "off", be->opt.fast_paths ? "on" : "off", be->opt.tile_rows);
   out->iface = &backend_iface;
   out->ctx = be.release();
   return BP_OK;

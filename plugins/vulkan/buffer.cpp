@@ -18,15 +18,16 @@ namespace bp::vk {
 
 bp_status memory_allocator::alloc(const VkMemoryRequirements &req, allocation *out, bp_error *err) {
   if (!(req.memoryTypeBits & (1u << type_index)))
-    return fail(err, BP_ERR_INTERNAL, "vulkan: buffer cannot live in memory type %u", type_index);
+    return bp_error_setf(err, BP_ERR_INTERNAL, "vulkan: buffer cannot live in memory type %u", type_index);
   auto allocate_block = [&](VkDeviceSize size, bool dedicated, memory_block **made) -> bp_status {
     auto blk = std::make_unique<memory_block>();
     VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, nullptr, size, type_index};
     VkResult r = vkAllocateMemory(dev->dev, &ai, nullptr, &blk->memory);
     if (r != VK_SUCCESS) {
       if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
-        return fail(err, BP_ERR_OUT_OF_DEVICE_MEMORY, "vulkan: out of device memory allocating %llu bytes on '%s' (%s)",
-                    static_cast<unsigned long long>(size), dev->name.c_str(), vk_result_name(r));
+        return bp_error_setf(err, BP_ERR_OUT_OF_DEVICE_MEMORY,
+                             "vulkan: out of device memory allocating %llu bytes on '%s' (%s)",
+                             static_cast<unsigned long long>(size), dev->name.c_str(), vk_result_name(r));
       return device_fail(dev, r, "vkAllocateMemory", err);
     }
     if (mappable) {
@@ -74,8 +75,8 @@ bp_status memory_allocator::alloc(const VkMemoryRequirements &req, allocation *o
       if (bp_status st = allocate_block(block_size, false, &blk); st != BP_OK) return st;
     }
   }
-  return fail(err, BP_ERR_INTERNAL, "vulkan: sub-allocation of %llu bytes failed",
-              static_cast<unsigned long long>(req.size));
+  return bp_error_setf(err, BP_ERR_INTERNAL, "vulkan: sub-allocation of %llu bytes failed",
+                       static_cast<unsigned long long>(req.size));
 }
 
 void memory_allocator::release(const allocation &a) {
@@ -129,13 +130,15 @@ VkBufferView make_view(device_state *dev, VkBuffer buf, VkFormat fmt, VkDeviceSi
 
 bp_status buffer_create(device_state *dev, size_t size, bool host, vk_buffer **out, bp_error *err) {
   *out = nullptr;
-  auto m3 = vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+  auto m3 =
+      vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &m3, {}};
   vkGetPhysicalDeviceProperties2(dev->phys, &p2);
   if (size > m3.maxMemoryAllocationSize)
-    return fail(err, BP_ERR_OUT_OF_DEVICE_MEMORY,
-                "vulkan: %zu bytes is more than one allocation may hold on '%s' (maxMemoryAllocationSize %llu)", size,
-                dev->name.c_str(), static_cast<unsigned long long>(m3.maxMemoryAllocationSize));
+    return bp_error_setf(
+        err, BP_ERR_OUT_OF_DEVICE_MEMORY,
+        "vulkan: %zu bytes is more than one allocation may hold on '%s' (maxMemoryAllocationSize %llu)", size,
+        dev->name.c_str(), static_cast<unsigned long long>(m3.maxMemoryAllocationSize));
   auto b = std::make_unique<vk_buffer>();
   b->dev = dev;
   b->size = size;
@@ -143,8 +146,8 @@ bp_status buffer_create(device_state *dev, size_t size, bool host, vk_buffer **o
   const VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
                                    VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                                    VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, nullptr, 0, b->vk_size, usage,
-                         VK_SHARING_MODE_EXCLUSIVE, 0, nullptr};
+  VkBufferCreateInfo bci{
+      VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, nullptr, 0, b->vk_size, usage, VK_SHARING_MODE_EXCLUSIVE, 0, nullptr};
   VkResult r = vkCreateBuffer(dev->dev, &bci, nullptr, &b->buffer);
   if (r != VK_SUCCESS) return device_fail(dev, r, "vkCreateBuffer", err);
   VkMemoryRequirements req;
@@ -171,7 +174,8 @@ bp_status buffer_create(device_state *dev, size_t size, bool host, vk_buffer **o
     if (p == MAP_FAILED) {
       ma.release(b->mem);
       vkDestroyBuffer(dev->dev, b->buffer, nullptr);
-      return fail(err, BP_ERR_OUT_OF_HOST_MEMORY, "vulkan: cannot reserve %zu bytes of address space", b->vk_size);
+      return bp_error_setf(err, BP_ERR_OUT_OF_HOST_MEMORY, "vulkan: cannot reserve %zu bytes of address space",
+                           b->vk_size);
     }
     b->base = p;
     b->reserved_base = true;
@@ -202,13 +206,16 @@ bool is_our_buffer(const bp_tensor *t) {
 namespace {
 
 bp_status check_range(vk_buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what, bp_error *err) {
-  if (!b || !t) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: %s needs a buffer and a tensor", what);
+  if (!b || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: %s needs a buffer and a tensor", what);
   if (size == 0) return BP_OK;
-  if (!t->data) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: %s on tensor '%s' without memory", what, t->name);
+  if (!t->data)
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: %s on tensor '%s' without memory", what, t->name);
   const char *base = static_cast<const char *>(b->base), *p = static_cast<const char *>(t->data);
-  if (p < base || offset > b->size || size > b->size - offset || static_cast<size_t>(p - base) > b->size - offset - size)
-    return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: %s of %zu bytes at offset %zu of tensor '%s' leaves its buffer",
-                what, size, offset, t->name);
+  if (p < base || offset > b->size || size > b->size - offset ||
+      static_cast<size_t>(p - base) > b->size - offset - size)
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
+                         "vulkan: %s of %zu bytes at offset %zu of tensor '%s' leaves its buffer", what, size, offset,
+                         t->name);
   return device_check(b->dev, err);
 }
 
@@ -239,7 +246,7 @@ bp_status buffer_set_tensor(void *buf, bp_tensor *t, const void *data, size_t of
   return plugin_guard(err, [&]() -> bp_status {
     auto *b = static_cast<vk_buffer *>(buf);
     if (bp_status s = check_range(b, t, offset, size, "set_tensor", err); s != BP_OK || size == 0) return s;
-    if (!data) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: set_tensor with NULL data");
+    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: set_tensor with NULL data");
     if (bp_status s = device_wait_all(b->dev, err); s != BP_OK) return s;
     const size_t at = tensor_offset(t) + offset;
     if (b->mapped) {
@@ -255,7 +262,7 @@ bp_status buffer_get_tensor(void *buf, const bp_tensor *t, void *data, size_t of
   return plugin_guard(err, [&]() -> bp_status {
     auto *b = static_cast<vk_buffer *>(buf);
     if (bp_status s = check_range(b, t, offset, size, "get_tensor", err); s != BP_OK || size == 0) return s;
-    if (!data) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: get_tensor with NULL data");
+    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: get_tensor with NULL data");
     if (bp_status s = device_wait_all(b->dev, err); s != BP_OK) return s;
     const size_t at = tensor_offset(t) + offset;
     if (b->mapped) {
@@ -285,12 +292,14 @@ bp_status buffer_memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t of
 bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *db = static_cast<vk_buffer *>(buf);
-    if (!db || !src || !dst) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: copy_tensor needs src and dst");
+    if (!db || !src || !dst)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: copy_tensor needs src and dst");
     auto *sb = static_cast<vk_buffer *>(src->buffer_ctx);
     const size_t n = bp_tensor_nbytes(src);
     if (!sb || sb->dev != db->dev || src->type != dst->type || !bp_tensor_is_contiguous(src) ||
         !bp_tensor_is_contiguous(dst) || n != bp_tensor_nbytes(dst))
-      return fail(err, BP_ERR_UNIMPLEMENTED, "vulkan: copy_tensor only copies contiguous same-size tensors of one device");
+      return bp_error_setf(err, BP_ERR_UNIMPLEMENTED,
+                           "vulkan: copy_tensor only copies contiguous same-size tensors of one device");
     if (bp_status s = check_range(db, dst, 0, n, "copy_tensor", err); s != BP_OK || n == 0) return s;
     if (bp_status s = device_wait_all(db->dev, err); s != BP_OK) return s;
     VkBufferCopy region{tensor_offset(src), tensor_offset(dst), n};
@@ -302,7 +311,7 @@ bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp
 bp_status buffer_clear(void *buf, uint8_t value, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *b = static_cast<vk_buffer *>(buf);
-    if (!b) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: clear needs a buffer");
+    if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: clear needs a buffer");
     if (bp_status s = device_wait_all(b->dev, err); s != BP_OK) return s;
     if (b->mapped) {
       std::memset(b->mapped, value, b->size);
@@ -322,7 +331,8 @@ const char *buft_name(void *buft) noexcept {
 bp_status buft_alloc(void *buft, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *t = static_cast<buffer_type_ctx *>(buft);
-    if (!t || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: alloc needs a buffer type and an out ref");
+    if (!t || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: alloc needs a buffer type and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
     if (bp_status s = device_open(t->dev, err); s != BP_OK) return s;
@@ -346,7 +356,8 @@ size_t buft_alignment(void *buft) noexcept {
 size_t buft_max_size(void *buft) noexcept {
   auto *t = static_cast<buffer_type_ctx *>(buft);
   if (!t) return SIZE_MAX;
-  auto m3 = vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+  auto m3 =
+      vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &m3, {}};
   vkGetPhysicalDeviceProperties2(t->dev->phys, &p2);
   return static_cast<size_t>(m3.maxMemoryAllocationSize);

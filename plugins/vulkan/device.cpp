@@ -30,11 +30,15 @@ std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice phys) {
 
 bp_device_type device_type_of(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return BP_DEVICE_TYPE_CPU;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return BP_DEVICE_TYPE_IGPU;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return BP_DEVICE_TYPE_CPU;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return BP_DEVICE_TYPE_IGPU;
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return BP_DEVICE_TYPE_GPU;
-    default: return BP_DEVICE_TYPE_ACCEL;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return BP_DEVICE_TYPE_GPU;
+    default:
+      return BP_DEVICE_TYPE_ACCEL;
   }
 }
 
@@ -52,7 +56,8 @@ uint32_t pick_memory_type(const VkPhysicalDeviceMemoryProperties &mp, VkMemoryPr
 }
 
 void memory_budget(const device_state *d, uint64_t *total, uint64_t *free_bytes) {
-  auto budget = vk_struct<VkPhysicalDeviceMemoryBudgetPropertiesEXT>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT);
+  auto budget = vk_struct<VkPhysicalDeviceMemoryBudgetPropertiesEXT>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT);
   auto mp2 = vk_struct<VkPhysicalDeviceMemoryProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2);
   if (d->has_budget) mp2.pNext = &budget;
   vkGetPhysicalDeviceMemoryProperties2(d->phys, &mp2);
@@ -84,8 +89,8 @@ bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index
   vkGetPhysicalDeviceProperties(phys, &d->props);
   const char *dev_name = d->props.deviceName;
   if (d->props.apiVersion < VK_API_VERSION_1_2) {
-    log(plugin->host, BP_LOG_WARN, "vulkan: skipping '%s': Vulkan %u.%u, 1.2 is needed", dev_name,
-        VK_API_VERSION_MAJOR(d->props.apiVersion), VK_API_VERSION_MINOR(d->props.apiVersion));
+    bp_host_logf(plugin->host, BP_LOG_WARN, "skipping '%s': Vulkan %u.%u, 1.2 is needed", dev_name,
+                 VK_API_VERSION_MAJOR(d->props.apiVersion), VK_API_VERSION_MINOR(d->props.apiVersion));
     return false;
   }
   uint32_t nq = 0;
@@ -99,13 +104,13 @@ bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index
     if (best == UINT32_MAX || !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) best = i;
   }
   if (best == UINT32_MAX) {
-    log(plugin->host, BP_LOG_WARN, "vulkan: skipping '%s': no compute queue", dev_name);
+    bp_host_logf(plugin->host, BP_LOG_WARN, "skipping '%s': no compute queue", dev_name);
     return false;
   }
   d->queue_family = best;
   const auto exts = device_extensions(phys);
   if (!has_extension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
-    log(plugin->host, BP_LOG_WARN, "vulkan: skipping '%s': no %s", dev_name, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    bp_host_logf(plugin->host, BP_LOG_WARN, "skipping '%s': no %s", dev_name, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     return false;
   }
   d->has_budget = has_extension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
@@ -116,7 +121,7 @@ bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11, {}};
   vkGetPhysicalDeviceFeatures2(phys, &f2);
   if (!f12.timelineSemaphore) {
-    log(plugin->host, BP_LOG_WARN, "vulkan: skipping '%s': no timeline semaphores", dev_name);
+    bp_host_logf(plugin->host, BP_LOG_WARN, "skipping '%s': no timeline semaphores", dev_name);
     return false;
   }
   d->has_16bit_storage = f11.storageBuffer16BitAccess;
@@ -152,8 +157,8 @@ bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index
                 "%s; driver %s %s; Vulkan %u.%u.%u; subgroup %u; f16 storage %s; memory budget %s; "
                 "max storage range %u MiB",
                 dev_name, drv.driverName, drv.driverInfo, VK_API_VERSION_MAJOR(d->props.apiVersion),
-                VK_API_VERSION_MINOR(d->props.apiVersion), VK_API_VERSION_PATCH(d->props.apiVersion),
-                d->subgroup_size, d->has_16bit_storage ? "yes" : "no", d->has_budget ? "yes" : "no",
+                VK_API_VERSION_MINOR(d->props.apiVersion), VK_API_VERSION_PATCH(d->props.apiVersion), d->subgroup_size,
+                d->has_16bit_storage ? "yes" : "no", d->has_budget ? "yes" : "no",
                 d->props.limits.maxStorageBufferRange >> 20);
   d->description = desc;
   d->buft_device.dev = d;
@@ -177,12 +182,13 @@ bp_status device_open(device_state *d, bp_error *err) {
   f11.storageBuffer16BitAccess = d->has_16bit_storage ? VK_TRUE : VK_FALSE;
   f12.timelineSemaphore = VK_TRUE;
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11, {}};
-  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &f2, 0, 1, &qci, 0, nullptr,
-                         static_cast<uint32_t>(exts.size()), exts.data(), nullptr};
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &f2,         0,      1, &qci, 0, nullptr,
+                         static_cast<uint32_t>(exts.size()),   exts.data(), nullptr};
   VkResult r = vkCreateDevice(d->phys, &dci, nullptr, &d->dev);
   if (r != VK_SUCCESS) {
     d->dev = VK_NULL_HANDLE;
-    return fail(err, status_of(r), "vulkan: vkCreateDevice on '%s' failed (%s)", d->name.c_str(), vk_result_name(r));
+    return bp_error_setf(err, status_of(r), "vulkan: vkCreateDevice on '%s' failed (%s)", d->name.c_str(),
+                         vk_result_name(r));
   }
   vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
   d->push_descriptor =
@@ -193,25 +199,28 @@ bp_status device_open(device_state *d, bp_error *err) {
   if (r != VK_SUCCESS || !d->push_descriptor) {
     vkDestroyDevice(d->dev, nullptr);
     d->dev = VK_NULL_HANDLE;
-    return fail(err, BP_ERR_INTERNAL, "vulkan: setting up '%s' failed (%s)", d->name.c_str(), vk_result_name(r));
+    return bp_error_setf(err, BP_ERR_INTERNAL, "vulkan: setting up '%s' failed (%s)", d->name.c_str(),
+                         vk_result_name(r));
   }
   VkPhysicalDeviceMemoryProperties mp;
   vkGetPhysicalDeviceMemoryProperties(d->phys, &mp);
   const uint32_t dev_type = pick_memory_type(mp, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
-  const uint32_t host_type = pick_memory_type(
-      mp, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  const uint32_t host_type =
+      pick_memory_type(mp, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                       VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
   if (host_type == UINT32_MAX) {
     vkDestroySemaphore(d->dev, d->timeline, nullptr);
     vkDestroyDevice(d->dev, nullptr);
     d->dev = VK_NULL_HANDLE;
-    return fail(err, BP_ERR_UNAVAILABLE, "vulkan: '%s' has no host-visible coherent memory", d->name.c_str());
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "vulkan: '%s' has no host-visible coherent memory", d->name.c_str());
   }
   // Device-local memory that is also host-visible (lavapipe, integrated
   // GPUs, resizable BAR) is mapped: set/get become memcpy.
   const uint32_t chosen = dev_type == UINT32_MAX ? host_type : dev_type;
   const VkMemoryPropertyFlags cf = mp.memoryTypes[chosen].propertyFlags;
   d->device_mem_mappable = (cf & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && (cf & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-  auto m3 = vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+  auto m3 =
+      vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &m3, {}};
   vkGetPhysicalDeviceProperties2(d->phys, &p2);
   const VkDeviceSize block = std::min<VkDeviceSize>(256ull << 20, m3.maxMemoryAllocationSize);
@@ -231,8 +240,8 @@ bp_status device_open(device_state *d, bp_error *err) {
     return st;
   }
   d->opened = true;
-  log(d->plugin->host, BP_LOG_INFO, "vulkan: opened '%s' (memory type %u%s)", d->name.c_str(), chosen,
-      d->device_mem_mappable ? ", host-visible" : "");
+  bp_host_logf(d->plugin->host, BP_LOG_INFO, "opened '%s' (memory type %u%s)", d->name.c_str(), chosen,
+               d->device_mem_mappable ? ", host-visible" : "");
   return BP_OK;
 }
 
@@ -251,15 +260,15 @@ device_state::~device_state() {
 
 bp_status device_check(device_state *d, bp_error *err) {
   if (d->lost.load())
-    return fail(err, BP_ERR_DEVICE_LOST, "vulkan: device '%s' was lost; recreate the process's Vulkan objects",
-                d->name.c_str());
+    return bp_error_setf(err, BP_ERR_DEVICE_LOST, "vulkan: device '%s' was lost; recreate the process's Vulkan objects",
+                         d->name.c_str());
   return BP_OK;
 }
 
 bp_status device_fail(device_state *d, VkResult r, const char *what, bp_error *err) {
   if (r == VK_ERROR_DEVICE_LOST) d->lost.store(true);
   if (r == VK_ERROR_DEVICE_LOST) return device_check(d, err);
-  return fail(err, status_of(r), "vulkan: %s failed on '%s' (%s)", what, d->name.c_str(), vk_result_name(r));
+  return bp_error_setf(err, status_of(r), "vulkan: %s failed on '%s' (%s)", what, d->name.c_str(), vk_result_name(r));
 }
 
 bp_status device_submit(device_state *d, VkCommandBuffer cb, uint64_t *value, bp_error *err) {
@@ -282,8 +291,8 @@ bp_status device_wait(device_state *d, uint64_t value, bp_error *err) {
   VkResult r = vkWaitSemaphores(d->dev, &wi, kWaitTimeoutNs);
   if (r == VK_TIMEOUT) {
     d->lost.store(true);
-    return fail(err, BP_ERR_DEVICE_LOST, "vulkan: '%s' did not finish within 600 s; treating it as lost",
-                d->name.c_str());
+    return bp_error_setf(err, BP_ERR_DEVICE_LOST, "vulkan: '%s' did not finish within 600 s; treating it as lost",
+                         d->name.c_str());
   }
   if (r != VK_SUCCESS) return device_fail(d, r, "vkWaitSemaphores", err);
   return BP_OK;
@@ -295,7 +304,8 @@ namespace {
 
 bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: get_props needs a device and an out struct");
+    if (!dev || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: get_props needs a device and an out struct");
     auto *d = static_cast<device_state *>(dev);
     bp_device_props p{};
     p.struct_size = out->struct_size;
@@ -314,7 +324,8 @@ bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexc
 bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
                               bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: backend_init needs a device and an out ref");
+    if (!dev || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: backend_init needs a device and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
     backend_options opt;
@@ -322,11 +333,12 @@ bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t 
       if (!params[i].name) continue;
       if (std::strcmp(params[i].name, "f16") == 0) opt.f16 = params[i].int_value != 0;
       if (std::strcmp(params[i].name, "fast_paths") == 0) opt.fast_paths = params[i].int_value != 0;
+      if (std::strcmp(params[i].name, "profile") == 0) opt.profile = params[i].int_value != 0;
       if (std::strcmp(params[i].name, "tile_rows") == 0) {
         const int64_t v = params[i].int_value;
         if (v != 0 && v != 8 && v != 16)
-          return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tile_rows=%lld: use 0 (auto), 8 or 16",
-                      static_cast<long long>(v));
+          return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tile_rows=%lld: use 0 (auto), 8 or 16",
+                               static_cast<long long>(v));
         opt.tile_rows = static_cast<uint32_t>(v);
       }
     }
@@ -348,7 +360,8 @@ bp_buffer_type_ref device_host_buffer_type(void *dev) noexcept {
 
 bp_status device_event_new(void *dev, bp_event_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_new needs a device and an out ref");
+    if (!dev || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_new needs a device and an out ref");
     return event_create(static_cast<device_state *>(dev), out, err);
   });
 }

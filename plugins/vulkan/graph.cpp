@@ -23,6 +23,7 @@ struct recorder {
   std::vector<byte_range> written, read;  // since the last barrier
   VkPipeline bound = VK_NULL_HANDLE;
   uint32_t n_barriers = 0, n_dispatches = 0;
+  VkQueryPool timestamps = VK_NULL_HANDLE;  // profile=true: one after each dispatch
 };
 
 void record(recorder &rec, const dispatch &d) {
@@ -56,11 +57,12 @@ void record(recorder &rec, const dispatch &d) {
   for (uint32_t i = 0; i < kBindings; ++i) {
     const binding &b = d.bind[i];
     const bool texel = d.layout == layout_kind::texel && i < 3;
-    writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, VK_NULL_HANDLE, i, 0, 1,
-                                     VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, nullptr, nullptr};
+    writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, VK_NULL_HANDLE, i,      0, 1,
+                                     VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,      nullptr, nullptr,        nullptr};
     if (texel) {
       views[i] = b.view ? b.view : dummy->view_f32;
-      writes[i].descriptorType = i < 2 ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
+      writes[i].descriptorType =
+          i < 2 ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
       writes[i].pTexelBufferView = &views[i];
     } else {
       infos[i] = b.buf ? VkDescriptorBufferInfo{b.buf->buffer, b.offset, b.range}
@@ -72,17 +74,57 @@ void record(recorder &rec, const dispatch &d) {
   vkCmdPushConstants(rec.cb, dev->pipes.layout[li], VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push_consts), &d.pc);
   vkCmdDispatch(rec.cb, d.groups[0], d.groups[1], d.groups[2]);
   ++rec.n_dispatches;
+  if (rec.timestamps) {
+    // Profiling serialises the dispatches so each interval is one dispatch's.
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+                       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    vkCmdPipelineBarrier(rec.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
+                         0, nullptr, 0, nullptr);
+    vkCmdWriteTimestamp(rec.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rec.timestamps, rec.n_dispatches);
+  }
+}
+
+// profile=true: a query pool of one timestamp before and one after each of
+// |n| dispatches, reset in |cb|.
+bp_status profile_begin(backend_ctx *be, VkCommandBuffer cb, uint32_t n, VkQueryPool *out, bp_error *err) {
+  VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, nullptr, 0, VK_QUERY_TYPE_TIMESTAMP, n + 1, 0};
+  VkResult r = vkCreateQueryPool(be->dev->dev, &qi, nullptr, out);
+  if (r != VK_SUCCESS) return device_fail(be->dev, r, "vkCreateQueryPool", err);
+  vkCmdResetQueryPool(cb, *out, 0, n + 1);
+  vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, *out, 0);
+  return BP_OK;
+}
+
+// Waits for the graph, adds each dispatch's time to the backend's profile.
+bp_status profile_end(backend_ctx *be, VkQueryPool pool, const std::vector<dispatch> &ds, bp_error *err) {
+  bp_status st = backend_sync(be, err);
+  std::vector<uint64_t> ticks(ds.size() + 1);
+  if (st == BP_OK) {
+    VkResult r = vkGetQueryPoolResults(be->dev->dev, pool, 0, static_cast<uint32_t>(ticks.size()),
+                                       ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
+                                       VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r != VK_SUCCESS) st = device_fail(be->dev, r, "vkGetQueryPoolResults", err);
+  }
+  vkDestroyQueryPool(be->dev->dev, pool, nullptr);
+  if (st != BP_OK) return st;
+  const double ms_per_tick = be->dev->props.limits.timestampPeriod * 1e-6;
+  for (size_t i = 0; i < ds.size(); ++i) {
+    profile_entry &e = be->profile[std::string(ds[i].op ? ds[i].op : "?") + " " + ds[i].variant];
+    e.ms += static_cast<double>(ticks[i + 1] - ticks[i]) * ms_per_tick;
+    ++e.count;
+  }
+  return BP_OK;
 }
 
 // Plans every node (skipping views) into |out| with scratch from |scratch|.
 bp_status plan_graph(backend_ctx *be, const bp_graph_desc *graph, vk_buffer *scratch, size_t *scratch_used,
                      std::vector<dispatch> &out, bp_error *err) {
   if (graph->n_nodes > 0 && !graph->nodes)
-    return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph has %u nodes but no node array", graph->n_nodes);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph has %u nodes but no node array", graph->n_nodes);
   size_t off = 0;
   for (uint32_t i = 0; i < graph->n_nodes; ++i) {
     const bp_tensor *node = graph->nodes[i];
-    if (!node) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph node %u is NULL", i);
+    if (!node) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph node %u is NULL", i);
     if (bp_op_is_view(node->op) || bp_tensor_nelements(node) == 0) continue;
     if (bp_status st = op_plan(be, node, scratch, &off, out, err); st != BP_OK) return st;
   }
@@ -122,16 +164,24 @@ bp_status graph_compute(backend_ctx *be, const bp_graph_desc *graph, bp_error *e
   if (ds.empty()) return BP_OK;
   VkCommandBuffer cb;
   if (bp_status st = backend_begin(be, &cb, err); st != BP_OK) return st;
-  recorder rec{be, cb, {}, {}, VK_NULL_HANDLE, 0, 0};
+  recorder rec{be, cb, {}, {}, VK_NULL_HANDLE, 0, 0, VK_NULL_HANDLE};
+  if (be->opt.profile) {
+    if (bp_status st = profile_begin(be, cb, static_cast<uint32_t>(ds.size()), &rec.timestamps, err); st != BP_OK)
+      return st;
+  }
   for (const dispatch &d : ds) record(rec, d);
-  log(be->dev->plugin->host, BP_LOG_DEBUG, "vulkan: graph of %u nodes: %u dispatches, %u barriers", graph->n_nodes,
-      rec.n_dispatches, rec.n_barriers);
+  bp_host_logf(be->dev->plugin->host, BP_LOG_DEBUG, "graph of %u nodes: %u dispatches, %u barriers", graph->n_nodes,
+               rec.n_dispatches, rec.n_barriers);
+  if (rec.timestamps) return profile_end(be, rec.timestamps, ds, err);
   return backend_flush(be, err);
 }
 
 bp_status graph_plan_create(backend_ctx *be, const bp_graph_desc *graph, graph_plan **out, bp_error *err) {
   *out = nullptr;
   if (bp_status st = device_check(be->dev, err); st != BP_OK) return st;
+  // A replayed command buffer has no per-run query results to read back.
+  if (be->opt.profile)
+    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "vulkan: no graph plans with profile=true (graphs run one by one)");
   auto plan = std::make_unique<graph_plan>();
   plan->be = be;
   if (bp_status st = ensure_scratch(be, graph, &plan->scratch, 0, err); st != BP_OK) {
@@ -157,7 +207,7 @@ bp_status graph_plan_create(backend_ctx *be, const bp_graph_desc *graph, graph_p
                               VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT, nullptr};
   vkBeginCommandBuffer(plan->cb, &bi);
   cmd_begin_barrier(plan->cb);
-  recorder rec{be, plan->cb, {}, {}, VK_NULL_HANDLE, 0, 0};
+  recorder rec{be, plan->cb, {}, {}, VK_NULL_HANDLE, 0, 0, VK_NULL_HANDLE};
   for (const dispatch &d : ds) record(rec, d);
   cmd_end_barrier(plan->cb);
   VkResult r = vkEndCommandBuffer(plan->cb);
@@ -167,8 +217,8 @@ bp_status graph_plan_create(backend_ctx *be, const bp_graph_desc *graph, graph_p
   }
   plan->n_dispatches = rec.n_dispatches;
   plan->n_barriers = rec.n_barriers;
-  log(be->dev->plugin->host, BP_LOG_DEBUG, "vulkan: plan of %u nodes: %u dispatches, %u barriers", graph->n_nodes,
-      rec.n_dispatches, rec.n_barriers);
+  bp_host_logf(be->dev->plugin->host, BP_LOG_DEBUG, "plan of %u nodes: %u dispatches, %u barriers", graph->n_nodes,
+               rec.n_dispatches, rec.n_barriers);
   *out = plan.release();
   return BP_OK;
 }

@@ -13,10 +13,11 @@ namespace {
 
 // The op's name for messages (the plugin links nothing of the core).
 const char *op_label(bp_op op) {
-  static const char *const names[] = {"NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE", "ADD", "SUB", "MUL",
-                                      "DIV", "SCALE", "CLAMP", "NEG", "ABS", "SQR", "SQRT", "EXP", "RELU", "GELU",
-                                      "SILU", "TANH", "SIGMOID", "SUM_ROWS", "MEAN", "ARGMAX", "NORM", "RMS_NORM",
-                                      "SOFT_MAX", "MUL_MAT", "GET_ROWS", "CPY", "CONT", "CONCAT", "ROPE"};
+  static const char *const names[] = {"NONE",     "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE", "ADD",      "SUB",
+                                      "MUL",      "DIV",  "SCALE",   "CLAMP",   "NEG",       "ABS",      "SQR",
+                                      "SQRT",     "EXP",  "RELU",    "GELU",    "SILU",      "TANH",     "SIGMOID",
+                                      "SUM_ROWS", "MEAN", "ARGMAX",  "NORM",    "RMS_NORM",  "SOFT_MAX", "MUL_MAT",
+                                      "GET_ROWS", "CPY",  "CONT",    "CONCAT",  "ROPE"};
   return op >= 0 && op < static_cast<int>(sizeof names / sizeof names[0]) ? names[op] : "?";
 }
 
@@ -110,18 +111,19 @@ struct planner {
 // offset below the tensor; the element offset inside it goes to the shader.
 bp_status bind_ssbo(const planner &p, const bp_tensor *t, binding *out, uint32_t *elem_off) {
   auto *b = static_cast<vk_buffer *>(t->buffer_ctx);
-  if (!b || !t->data) return fail(p.err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' has no memory", t->name);
+  if (!b || !t->data)
+    return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' has no memory", t->name);
   if (b->dev != p.dev())
-    return fail(p.err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' lives on another device", t->name);
+    return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' lives on another device", t->name);
   const size_t start = tensor_offset(t), len = bp_tensor_nbytes(t);
   const size_t align = p.dev()->props.limits.minStorageBufferOffsetAlignment;
   const size_t off = start / align * align;
   size_t range = (start - off + len + 3) / 4 * 4;
   range = std::min(range, b->vk_size - off);
   if (range > p.dev()->props.limits.maxStorageBufferRange)
-    return fail(p.err, BP_ERR_INVALID_ARGUMENT,
-                "vulkan: tensor '%s' spans %zu bytes, more than one binding may (maxStorageBufferRange %u)", t->name,
-                len, p.dev()->props.limits.maxStorageBufferRange);
+    return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT,
+                         "vulkan: tensor '%s' spans %zu bytes, more than one binding may (maxStorageBufferRange %u)",
+                         t->name, len, p.dev()->props.limits.maxStorageBufferRange);
   out->buf = b;
   out->offset = off;
   out->range = std::max<size_t>(range, 4);
@@ -165,9 +167,16 @@ void grid_for(dispatch &d, uint64_t n, uint32_t local) {
   d.groups[2] = 1;
 }
 
+// Invocations of an elementwise shader that takes runs of kRun elements
+// along dim 0 of |t| (common.glsl, run_of).
+constexpr int64_t kRun = 8;
+uint64_t runs_of(const bp_tensor *t) {
+  return static_cast<uint64_t>((t->ne[0] + kRun - 1) / kRun) * static_cast<uint64_t>(bp_tensor_nrows(t));
+}
+
 // A general (storage buffer) dispatch over dst = node, a = src0, b = src1.
-bp_status general(const planner &p, const char *variant, const bp_tensor *dst, const bp_tensor *a,
-                  const bp_tensor *b, dispatch &d) {
+bp_status general(const planner &p, const char *variant, const bp_tensor *dst, const bp_tensor *a, const bp_tensor *b,
+                  dispatch &d) {
   d.variant = variant;
   d.layout = layout_kind::ssbo;
   if (bp_status st = bind_ssbo(p, dst, &d.bind[2], &d.pc.d_off); st != BP_OK) return st;
@@ -232,12 +241,11 @@ bp_status plan_binary(const planner &p, std::vector<dispatch> &out) {
   const char *variant = a->type == BP_TYPE_F32 ? (b->type == BP_TYPE_F32 ? "binary_f32_f32" : "binary_f32_f16")
                                                : (b->type == BP_TYPE_F32 ? "binary_f16_f32" : "binary_f16_f16");
   if (bp_status st = general(p, variant, n, a, b, d); st != BP_OK) return st;
-  d.pc.n = static_cast<uint32_t>(count);
-  grid_for(d, count, 256);
+  d.pc.n = static_cast<uint32_t>(runs_of(n));
+  grid_for(d, d.pc.n, 256);
   out.push_back(std::move(d));
   return BP_OK;
 }
-
 
 bp_status plan_unary(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0];
@@ -247,7 +255,7 @@ bp_status plan_unary(const planner &p, std::vector<dispatch> &out) {
   if (bp_status st = general(p, a->type == BP_TYPE_F32 ? "unary_f32" : "unary_f16", n, a, nullptr, d); st != BP_OK)
     return st;
   copy_params(d, n, 0, 2);
-  d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n));
+  d.pc.n = static_cast<uint32_t>(runs_of(n));
   grid_for(d, d.pc.n, 256);
   out.push_back(std::move(d));
   return BP_OK;
@@ -264,8 +272,7 @@ bool strides_in(const bp_tensor *t, size_t unit) {
 // invocation per row through texel buffers (rows_vec4.comp).
 bool plan_rows_vec4(const planner &p, uint32_t op, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0], *mask = op == 5 ? n->src[1] : nullptr;
-  if (!p.be->opt.fast_paths || a->ne[0] % 4 || !bp_tensor_is_contiguous(a) || !bp_tensor_is_contiguous(n))
-    return false;
+  if (!p.be->opt.fast_paths || a->ne[0] % 4 || !bp_tensor_is_contiguous(a) || !bp_tensor_is_contiguous(n)) return false;
   if (mask && (mask->type != BP_TYPE_F32 || !bp_tensor_rows_contiguous(mask) || !strides_in(mask, 16))) return false;
   dispatch d;
   d.variant = "rows_vec4";
@@ -320,6 +327,23 @@ bp_status plan_soft_max(const planner &p, std::vector<dispatch> &out) {
   return BP_OK;
 }
 
+// Any layout: one invocation per output element over storage buffers.
+bp_status plan_mul_mat_general(const planner &p, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node;
+  dispatch d;
+  const char *variant = n->src[0]->type == BP_TYPE_F16 ? "mul_mat_f16" : "mul_mat_f32";
+  if (bp_status st = general(p, variant, n, n->src[0], n->src[1], d); st != BP_OK) return st;
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n));
+  grid_for(d, d.pc.n, 64);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+// Up to this many columns of b, mul_mat_nt reads a in place; beyond it the
+// transposition for mul_mat_tex pays for itself (lavapipe, 1024^3: the tex
+// path is 2x faster; 4096 x 4096 x 32: mul_mat_nt is 1.5x faster).
+constexpr int64_t kNtMaxColumns = 64;
+
 bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
   const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
@@ -345,6 +369,29 @@ bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off
       return BP_OK;
     }
   }
+  // Register-blocked straight from a's rows: no transposition pass, which
+  // only pays for itself when many columns share it.
+  if (fast && N <= kNtMaxColumns && strides_in(a, f16 ? 8 : 16) && n->ne[2] * n->ne[3] <= 65535) {
+    constexpr uint32_t rows = 4, cols = 8, local = 16;  // mul_mat_nt.comp's ROWS, COLS, LOCAL
+    dispatch d;
+    d.variant = "mul_mat_nt";
+    d.layout = layout_kind::texel;
+    if (bind_texel(a, f16, &d.bind[0], &d.pc.a_off) && bind_texel(b, false, &d.bind[1], &d.pc.b_off)) {
+      if (bp_status st = bind_ssbo(p, n, &d.bind[3], &d.pc.d_off); st != BP_OK) return st;
+      set_shape(d.pc.a_ne, d.pc.a_nb, a, f16 ? 8 : 16);
+      set_shape(d.pc.b_ne, d.pc.b_nb, b, 16);
+      set_shape(d.pc.d_ne, d.pc.d_nb, n, 4);
+      d.pc.p[0] = static_cast<uint32_t>(K / 4);
+      add_range(d.reads, a);
+      add_range(d.reads, b);
+      add_range(d.writes, n);
+      d.groups[0] = static_cast<uint32_t>((M + rows * local - 1) / (rows * local));
+      d.groups[1] = static_cast<uint32_t>((N + cols - 1) / cols);
+      d.groups[2] = static_cast<uint32_t>(n->ne[2] * n->ne[3]);
+      out.push_back(std::move(d));
+      return BP_OK;
+    }
+  }
   // Register-blocked: a transposed to [M, K] (m fastest) in scratch first.
   if (fast && M % 4 == 0 && N >= 8 && n->ne[2] * n->ne[3] <= 65535) {
     const size_t at_bytes = static_cast<size_t>(K * M * a->ne[2] * a->ne[3]) * 4;
@@ -353,20 +400,27 @@ bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off
     dispatch mm;
     mm.variant = p.be->opt.tile_rows == 8 ? "mul_mat_tex_r8" : "mul_mat_tex_r16";
     mm.layout = layout_kind::texel;
-    const bool ok = bind_texel(b, false, &mm.bind[1], &mm.pc.b_off) && bind_texel(n, false, &mm.bind[2], &mm.pc.d_off);
+    dispatch tr;  // the transposition, 4 x 4 blocks through texel views
+    tr.variant = "transpose";
+    tr.layout = layout_kind::texel;
+    const bool ok = bind_texel(b, false, &mm.bind[1], &mm.pc.b_off) &&
+                    bind_texel(n, false, &mm.bind[2], &mm.pc.d_off) && strides_in(a, f16 ? 8 : 16) &&
+                    bind_texel(a, f16, &tr.bind[0], &tr.pc.a_off);
     if (ok && (!scratch || scratch->view_f32)) {
       if (!scratch) return BP_OK;  // sizing pass
-      dispatch tr;  // the transposition, through the copy shader
-      if (bp_status st = general(p, f16 ? "copy_f16_f32" : "copy_f32_f32", a, a, nullptr, tr); st != BP_OK) return st;
-      tr.writes.clear();
-      tr.bind[2] = binding{scratch, at_off, at_bytes, VK_NULL_HANDLE};
-      tr.pc.d_off = 0;
+      tr.bind[2] = binding{scratch, 0, 0, scratch->view_f32};
       const uint32_t m = static_cast<uint32_t>(M), k = static_cast<uint32_t>(K);
-      const uint32_t d_nb[4] = {m, 1, m * k, static_cast<uint32_t>(m * k * a->ne[2])};
-      std::memcpy(tr.pc.d_nb, d_nb, sizeof d_nb);
-      tr.pc.n = static_cast<uint32_t>(bp_tensor_nelements(a));
+      set_shape(tr.pc.a_ne, tr.pc.a_nb, a, f16 ? 8 : 16);
+      tr.pc.a_ne[0] = k / 4;
+      tr.pc.a_ne[1] = m / 4;
+      tr.pc.d_off = static_cast<uint32_t>(at_off / 16);
+      tr.pc.d_nb[0] = m / 4;
+      tr.pc.d_nb[2] = m * k / 4;
+      tr.pc.d_nb[3] = static_cast<uint32_t>(m * k * a->ne[2] / 4);
+      tr.pc.n = static_cast<uint32_t>(bp_tensor_nelements(a) / 16);
+      add_range(tr.reads, a);
       tr.writes.push_back(byte_range{scratch->buffer, at_off, at_off + at_bytes});
-      grid_for(tr, tr.pc.n, 256);
+      grid_for(tr, tr.pc.n, 64);
       out.push_back(std::move(tr));
 
       mm.bind[0] = binding{scratch, 0, 0, scratch->view_f32};
@@ -392,12 +446,7 @@ bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off
     }
     *scratch_off = at_off;  // not taken after all
   }
-  dispatch d;
-  if (bp_status st = general(p, f16 ? "mul_mat_f16" : "mul_mat_f32", n, a, b, d); st != BP_OK) return st;
-  d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n));
-  grid_for(d, d.pc.n, 64);
-  out.push_back(std::move(d));
-  return BP_OK;
+  return plan_mul_mat_general(p, out);
 }
 
 const char *copy_variant(bp_type s, bp_type d) {
@@ -410,7 +459,9 @@ bp_status plan_copy(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0];
   dispatch d;
   if (bp_status st = general(p, copy_variant(a->type, n->type), n, a, nullptr, d); st != BP_OK) return st;
-  d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(a));
+  const bool same_shape = bp_tensor_same_shape(a, n);
+  d.pc.p[3] = same_shape ? 1u : 0u;
+  d.pc.n = static_cast<uint32_t>(same_shape ? runs_of(n) : static_cast<uint64_t>(bp_tensor_nelements(a)));
   grid_for(d, d.pc.n, 256);
   out.push_back(std::move(d));
   return BP_OK;
@@ -431,11 +482,12 @@ bp_status plan_concat(const planner &p, std::vector<dispatch> &out) {
 bp_status plan_get_rows(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0];
   dispatch d;
-  const char *variant =
-      a->type == BP_TYPE_F32 ? "get_rows_f32" : a->type == BP_TYPE_F16 ? "get_rows_f16" : "get_rows_i32";
+  const char *variant = a->type == BP_TYPE_F32   ? "get_rows_f32"
+                        : a->type == BP_TYPE_F16 ? "get_rows_f16"
+                                                 : "get_rows_i32";
   if (bp_status st = general(p, variant, n, a, n->src[1], d); st != BP_OK) return st;
   d.bind[3] = binding{p.be->status, 0, p.be->status->vk_size, VK_NULL_HANDLE};
-  d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n));
+  d.pc.n = static_cast<uint32_t>(runs_of(n));
   grid_for(d, d.pc.n, 256);
   out.push_back(std::move(d));
   return BP_OK;
@@ -456,20 +508,8 @@ bp_status plan_rope(const planner &p, std::vector<dispatch> &out) {
   return BP_OK;
 }
 
-}  // namespace
-
-bp_status op_plan(backend_ctx *be, const bp_tensor *node, vk_buffer *scratch, size_t *scratch_off,
-                  std::vector<dispatch> &out, bp_error *err) {
-  if (!op_supported(be->dev, be->opt, node))
-    return fail(err, BP_ERR_UNIMPLEMENTED, "vulkan: node '%s' (%s, %s) is not supported by this backend", node->name,
-                op_label(node->op), bp_type_name(node->type));
-  if (!node->data)
-    return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: node '%s' has no memory; allocate the graph first", node->name);
-  for (const bp_tensor *s : node->src)
-    if (s && (!s->data || !s->buffer_ctx))
-      return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: a source of node '%s' has no memory", node->name);
-  const planner p{be, node, err};
-  switch (node->op) {
+bp_status plan_node(const planner &p, vk_buffer *scratch, size_t *scratch_off, std::vector<dispatch> &out) {
+  switch (p.node->op) {
     case BP_OP_ADD:
     case BP_OP_SUB:
     case BP_OP_MUL:
@@ -497,6 +537,26 @@ bp_status op_plan(backend_ctx *be, const bp_tensor *node, vk_buffer *scratch, si
     default:
       return plan_unary(p, out);
   }
+}
+
+}  // namespace
+
+bp_status op_plan(backend_ctx *be, const bp_tensor *node, vk_buffer *scratch, size_t *scratch_off,
+                  std::vector<dispatch> &out, bp_error *err) {
+  if (!op_supported(be->dev, be->opt, node))
+    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "vulkan: node '%s' (%s, %s) is not supported by this backend",
+                         node->name, op_label(node->op), bp_type_name(node->type));
+  if (!node->data)
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: node '%s' has no memory; allocate the graph first",
+                         node->name);
+  for (const bp_tensor *s : node->src)
+    if (s && (!s->data || !s->buffer_ctx))
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: a source of node '%s' has no memory", node->name);
+  const planner p{be, node, err};
+  const size_t first = out.size();
+  bp_status st = plan_node(p, scratch, scratch_off, out);
+  for (size_t i = first; i < out.size(); ++i) out[i].op = op_label(node->op);
+  return st;
 }
 
 }  // namespace bp::vk

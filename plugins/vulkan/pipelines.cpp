@@ -41,8 +41,8 @@ bp_status pipelines_init(device_state *dev, bp_error *err) {
   for (int k = 0; k < 2; ++k) {
     if (bp_status st = make_set_layout(dev, static_cast<layout_kind>(k), &pc.set_layout[k], err); st != BP_OK)
       return st;
-    VkPipelineLayoutCreateInfo li{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, nullptr, 0, 1, &pc.set_layout[k], 1,
-                                  &range};
+    VkPipelineLayoutCreateInfo li{
+        VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, nullptr, 0, 1, &pc.set_layout[k], 1, &range};
     VkResult r = vkCreatePipelineLayout(dev->dev, &li, nullptr, &pc.layout[k]);
     if (r != VK_SUCCESS) return device_fail(dev, r, "vkCreatePipelineLayout", err);
   }
@@ -81,10 +81,10 @@ bp_status pipeline_get(device_state *dev, const char *variant, layout_kind layou
     module = it->second;
   } else {
     const spirv_blob *blob = find_blob(variant);
-    if (!blob) return fail(err, BP_ERR_INTERNAL, "vulkan: no embedded shader '%s'", variant);
+    if (!blob) return bp_error_setf(err, BP_ERR_INTERNAL, "vulkan: no embedded shader '%s'", variant);
     // Never hand unchecked bytes to the driver (FAILURES.md #22).
     if (blob->n_words < 5 || blob->words[0] != kSpirvMagic)
-      return fail(err, BP_ERR_INTERNAL, "vulkan: embedded shader '%s' is not SPIR-V", variant);
+      return bp_error_setf(err, BP_ERR_INTERNAL, "vulkan: embedded shader '%s' is not SPIR-V", variant);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, nullptr, 0,
                                 blob->n_words * sizeof(uint32_t), blob->words};
     VkResult r = vkCreateShaderModule(dev->dev, &mi, nullptr, &module);
@@ -94,10 +94,20 @@ bp_status pipeline_get(device_state *dev, const char *variant, layout_kind layou
   VkSpecializationMapEntry entries[3];
   for (uint32_t i = 0; i < n_spec; ++i) entries[i] = VkSpecializationMapEntry{i, i * 4, 4};
   VkSpecializationInfo si{n_spec, entries, n_spec * sizeof(uint32_t), spec};
-  VkPipelineShaderStageCreateInfo stage{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0,
-                                        VK_SHADER_STAGE_COMPUTE_BIT, module, "main", n_spec ? &si : nullptr};
-  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, nullptr, 0, stage,
-                                 pc.layout[static_cast<int>(layout)], VK_NULL_HANDLE, -1};
+  VkPipelineShaderStageCreateInfo stage{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                                        nullptr,
+                                        0,
+                                        VK_SHADER_STAGE_COMPUTE_BIT,
+                                        module,
+                                        "main",
+                                        n_spec ? &si : nullptr};
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+                                 nullptr,
+                                 0,
+                                 stage,
+                                 pc.layout[static_cast<int>(layout)],
+                                 VK_NULL_HANDLE,
+                                 -1};
   VkPipeline p = VK_NULL_HANDLE;
   VkResult r = vkCreateComputePipelines(dev->dev, pc.cache, 1, &ci, nullptr, &p);
   if (r != VK_SUCCESS) return device_fail(dev, r, "vkCreateComputePipelines", err);

@@ -23,11 +23,14 @@ const bp_param_info params_schema[] = {
      "texel-buffer shaders for MUL_MAT and elementwise ops; false keeps only the general shaders", 0, 1},
     {sizeof(bp_param_info), "tile_rows", BP_PARAM_INT, "0",
      "MUL_MAT register tile rows (8 or 16); 0 = the device's choice (16 on CPU-type devices)", 0, 16},
+    {sizeof(bp_param_info), "profile", BP_PARAM_BOOL, "false",
+     "time every dispatch (serialised, no graph plans) and log the time per op at info level when the backend is freed",
+     0, 1},
 };
 
 bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!out_plugin) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: init needs an out pointer");
+    if (!out_plugin) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: init needs an out pointer");
     auto *state = new plugin_state();
     state->host = g_host;
     *out_plugin = state;
@@ -40,36 +43,38 @@ void plugin_shutdown(void *plugin) noexcept { delete static_cast<plugin_state *>
 bp_status plugin_enumerate(void *plugin, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *state = static_cast<plugin_state *>(plugin);
-    if (!state) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: enumerate needs the plugin");
+    if (!state) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: enumerate needs the plugin");
     if (state->instance) return BP_OK;  // once
     uint32_t loader_version = VK_API_VERSION_1_0;
     vkEnumerateInstanceVersion(&loader_version);
     if (loader_version < VK_API_VERSION_1_2)
-      return fail(err, BP_ERR_UNAVAILABLE, "vulkan: the Vulkan loader supports only %u.%u; 1.2 is needed",
-                  VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
-    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO, nullptr, "backplane", 1, "backplane", 1,
-                          VK_API_VERSION_1_2};
+      return bp_error_setf(err, BP_ERR_UNAVAILABLE, "vulkan: the Vulkan loader supports only %u.%u; 1.2 is needed",
+                           VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
+    VkApplicationInfo app{
+        VK_STRUCTURE_TYPE_APPLICATION_INFO, nullptr, "backplane", 1, "backplane", 1, VK_API_VERSION_1_2};
     VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, nullptr, 0, &app, 0, nullptr, 0, nullptr};
     VkResult r = vkCreateInstance(&ici, nullptr, &state->instance);
     if (r != VK_SUCCESS) {
       state->instance = VK_NULL_HANDLE;
-      return fail(err, BP_ERR_UNAVAILABLE, "vulkan: vkCreateInstance failed (%s): no Vulkan driver is installed?",
-                  vk_result_name(r));
+      return bp_error_setf(err, BP_ERR_UNAVAILABLE,
+                           "vulkan: vkCreateInstance failed (%s): no Vulkan driver is installed?", vk_result_name(r));
     }
     uint32_t n = 0;
     r = vkEnumeratePhysicalDevices(state->instance, &n, nullptr);
     std::vector<VkPhysicalDevice> phys(n);
     if (r == VK_SUCCESS && n) r = vkEnumeratePhysicalDevices(state->instance, &n, phys.data());
     if (r != VK_SUCCESS && r != VK_INCOMPLETE)
-      return fail(err, BP_ERR_UNAVAILABLE, "vulkan: vkEnumeratePhysicalDevices failed (%s)", vk_result_name(r));
+      return bp_error_setf(err, BP_ERR_UNAVAILABLE, "vulkan: vkEnumeratePhysicalDevices failed (%s)",
+                           vk_result_name(r));
     for (uint32_t i = 0; i < n; ++i) {
       auto dev = std::make_unique<device_state>();
       if (device_describe(state, phys[i], static_cast<uint32_t>(state->devices.size()), dev.get()))
         state->devices.push_back(std::move(dev));
     }
     if (state->devices.empty())
-      return fail(err, BP_ERR_UNAVAILABLE, "vulkan: %u physical device(s), none usable (see the log for why)", n);
-    log(state->host, BP_LOG_DEBUG, "vulkan: %zu device(s)", state->devices.size());
+      return bp_error_setf(err, BP_ERR_UNAVAILABLE, "vulkan: %u physical device(s), none usable (see the log for why)",
+                           n);
+    bp_host_logf(state->host, BP_LOG_DEBUG, "%zu device(s)", state->devices.size());
     return BP_OK;
   });
 }
@@ -82,11 +87,12 @@ uint32_t plugin_device_count(void *plugin) noexcept {
 bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *state = static_cast<plugin_state *>(plugin);
-    if (!state || !out) return fail(err, BP_ERR_INVALID_ARGUMENT, "vulkan: device_get needs a plugin and an out ref");
+    if (!state || !out)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: device_get needs a plugin and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
     if (index >= state->devices.size())
-      return fail(err, BP_ERR_NOT_FOUND, "vulkan: no device %u (there are %zu)", index, state->devices.size());
+      return bp_error_setf(err, BP_ERR_NOT_FOUND, "vulkan: no device %u (there are %zu)", index, state->devices.size());
     out->iface = &device_iface;
     out->ctx = state->devices[index].get();
     return BP_OK;
@@ -111,62 +117,57 @@ plugin_state::~plugin_state() {
   if (instance) vkDestroyInstance(instance, nullptr);
 }
 
-void log(const bp_host_api *h, bp_log_level level, const char *fmt, ...) {
-  if (!h || h->struct_size < offsetof(bp_host_api, log) + sizeof(h->log) || !h->log) return;
-  if (h->struct_size >= offsetof(bp_host_api, log_enabled) + sizeof(h->log_enabled) && h->log_enabled &&
-      !h->log_enabled(h->host, level))
-    return;
-  char line[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  h->log(h->host, level, line);
-}
-
-bp_status fail(bp_error *err, bp_status code, const char *fmt, ...) {
-  if (err) {
-    err->code = code;
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
 const char *vk_result_name(VkResult r) {
   switch (r) {
-    case VK_SUCCESS: return "VK_SUCCESS";
-    case VK_TIMEOUT: return "VK_TIMEOUT";
-    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
-    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
-    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
-    case VK_ERROR_MEMORY_MAP_FAILED: return "VK_ERROR_MEMORY_MAP_FAILED";
-    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
-    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
-    case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
-    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
-    case VK_ERROR_TOO_MANY_OBJECTS: return "VK_ERROR_TOO_MANY_OBJECTS";
-    case VK_ERROR_FORMAT_NOT_SUPPORTED: return "VK_ERROR_FORMAT_NOT_SUPPORTED";
-    case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
-    default: return "VK_ERROR (other)";
+    case VK_SUCCESS:
+      return "VK_SUCCESS";
+    case VK_TIMEOUT:
+      return "VK_TIMEOUT";
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+      return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED:
+      return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST:
+      return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_MEMORY_MAP_FAILED:
+      return "VK_ERROR_MEMORY_MAP_FAILED";
+    case VK_ERROR_LAYER_NOT_PRESENT:
+      return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+      return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+      return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS:
+      return "VK_ERROR_TOO_MANY_OBJECTS";
+    case VK_ERROR_FORMAT_NOT_SUPPORTED:
+      return "VK_ERROR_FORMAT_NOT_SUPPORTED";
+    case VK_ERROR_OUT_OF_POOL_MEMORY:
+      return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    default:
+      return "VK_ERROR (other)";
   }
 }
 
 bp_status status_of(VkResult r) {
   switch (r) {
-    case VK_ERROR_OUT_OF_HOST_MEMORY: return BP_ERR_OUT_OF_HOST_MEMORY;
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      return BP_ERR_OUT_OF_HOST_MEMORY;
     case VK_ERROR_OUT_OF_DEVICE_MEMORY:
-    case VK_ERROR_TOO_MANY_OBJECTS: return BP_ERR_OUT_OF_DEVICE_MEMORY;
-    case VK_ERROR_DEVICE_LOST: return BP_ERR_DEVICE_LOST;
+    case VK_ERROR_TOO_MANY_OBJECTS:
+      return BP_ERR_OUT_OF_DEVICE_MEMORY;
+    case VK_ERROR_DEVICE_LOST:
+      return BP_ERR_DEVICE_LOST;
     case VK_ERROR_INITIALIZATION_FAILED:
-    case VK_ERROR_INCOMPATIBLE_DRIVER: return BP_ERR_UNAVAILABLE;
-    default: return BP_ERR_INTERNAL;
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return BP_ERR_UNAVAILABLE;
+    default:
+      return BP_ERR_INTERNAL;
   }
 }
-
 
 void set_host(const bp_host_api *host) { g_host = host; }
 const bp_plugin_i *plugin_table() { return &plugin_iface; }
@@ -175,17 +176,18 @@ const bp_plugin_i *plugin_table() { return &plugin_iface; }
 
 // The exported symbols, defined at global scope exactly as plugin.h declares
 // them (so they get its default visibility and external linkage).
-extern "C" const bp_plugin_descriptor_t bp_plugin_descriptor =
-    BP_PLUGIN_DESCRIPTOR("vulkan", "0.1.0", "Vulkan compute: SPIR-V shaders on every Vulkan device (lavapipe included)");
+extern "C" const bp_plugin_descriptor_t bp_plugin_descriptor = BP_PLUGIN_DESCRIPTOR(
+    "vulkan", "0.1.0", "Vulkan compute: SPIR-V shaders on every Vulkan device (lavapipe included)");
 
 extern "C" const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
   if (host_abi != BP_PLUGIN_ABI_VERSION) {
-    bp::vk::fail(err, BP_ERR_INCOMPATIBLE, "vulkan: built for plugin ABI %u, host speaks %u; rebuild the plugin",
-         (unsigned)BP_PLUGIN_ABI_VERSION, (unsigned)host_abi);
+    bp_error_setf(err, BP_ERR_INCOMPATIBLE, "vulkan: built for plugin ABI %u, host speaks %u; rebuild the plugin",
+                  (unsigned)BP_PLUGIN_ABI_VERSION, (unsigned)host_abi);
     return nullptr;
   }
   if (host && host->struct_size < offsetof(bp_host_api, log)) {
-    bp::vk::fail(err, BP_ERR_INCOMPATIBLE, "vulkan: host services table too small (%u bytes)", (unsigned)host->struct_size);
+    bp_error_setf(err, BP_ERR_INCOMPATIBLE, "vulkan: host services table too small (%u bytes)",
+                  (unsigned)host->struct_size);
     return nullptr;
   }
   bp::vk::set_host(host);

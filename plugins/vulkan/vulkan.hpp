@@ -51,8 +51,6 @@ struct plugin_state {
 // The host table for the next init, and the plugin table (plugin.cpp).
 void set_host(const bp_host_api *host);
 const bp_plugin_i *plugin_table();
-void log(const bp_host_api *host, bp_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-bp_status fail(bp_error *err, bp_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc.
 const char *vk_result_name(VkResult r);
 // The Backplane status for a failed Vulkan call.
@@ -104,12 +102,12 @@ struct vk_buffer {
   buffer_type_ctx *type = nullptr;
   VkBuffer buffer = VK_NULL_HANDLE;
   allocation mem;
-  memory_allocator *allocator = nullptr;  // where |mem| came from
-  size_t size = 0;      // as asked
-  size_t vk_size = 0;   // VkBuffer size (rounded up to 16)
-  char *mapped = nullptr;  // host pointer of byte 0, when mappable
-  void *base = nullptr;    // what tensors' data is relative to
-  bool reserved_base = false;  // base is an mmap'd PROT_NONE range
+  memory_allocator *allocator = nullptr;   // where |mem| came from
+  size_t size = 0;                         // as asked
+  size_t vk_size = 0;                      // VkBuffer size (rounded up to 16)
+  char *mapped = nullptr;                  // host pointer of byte 0, when mappable
+  void *base = nullptr;                    // what tensors' data is relative to
+  bool reserved_base = false;              // base is an mmap'd PROT_NONE range
   VkBufferView view_f32 = VK_NULL_HANDLE;  // RGBA32F, uniform + storage texel
   VkBufferView view_f16 = VK_NULL_HANDLE;  // RGBA16F, uniform texel
 };
@@ -216,6 +214,14 @@ struct backend_options {
   bool f16 = true;         // use 16-bit storage when the device has it
   bool fast_paths = true;  // texel-buffer MUL_MAT and elementwise shaders
   uint32_t tile_rows = 0;  // 0: the device's choice
+  bool profile = false;    // time each dispatch (graph_compute only), log a table
+};
+
+// Per-dispatch GPU time by op and shader variant, summed over the backend's
+// life when profile=true; logged at info level when the backend is freed.
+struct profile_entry {
+  double ms = 0;
+  uint64_t count = 0;
 };
 
 struct cmd_slot {
@@ -234,12 +240,13 @@ struct backend_ctx {
   backend_options opt;
   VkCommandPool pool = VK_NULL_HANDLE;
   std::vector<cmd_slot> slots;
-  int recording = -1;      // slot being recorded, -1 if none
-  uint64_t last = 0;       // last submitted value
-  vk_buffer *status = nullptr;   // GET_ROWS bad-id report; also the dummy binding
-  vk_buffer *scratch = nullptr;  // graph_compute's scratch arena
+  int recording = -1;                // slot being recorded, -1 if none
+  uint64_t last = 0;                 // last submitted value
+  vk_buffer *status = nullptr;       // GET_ROWS bad-id report; also the dummy binding
+  vk_buffer *scratch = nullptr;      // graph_compute's scratch arena
   std::vector<vk_buffer *> staging;  // async transfers until synchronize
   std::vector<pending_read> reads;
+  std::map<std::string, profile_entry> profile;  // "OP variant" -> time
   ~backend_ctx();
 };
 
@@ -276,6 +283,7 @@ struct byte_range {
 
 struct dispatch {
   const char *variant = nullptr;
+  const char *op = nullptr;  // the node's op, for profiles
   layout_kind layout = layout_kind::ssbo;
   uint32_t spec[3] = {};
   uint32_t n_spec = 0;

@@ -42,6 +42,22 @@ uvec4 coords_of(uint i, uvec4 ne) {
 }
 uint offset_of(uvec4 c, uvec4 nb) { return c.x * nb.x + c.y * nb.y + c.z * nb.z + c.w * nb.w; }
 
+// Elementwise shaders on any layout give each invocation a run of up to RUN
+// elements along dim 0: coords_of's integer divisions (emulated lane by
+// lane on CPU drivers) are paid once per run, not once per element. The
+// plugin dispatches ceil(ne.x / RUN) * rows invocations (ops.cpp, runs_of).
+const uint RUN = 8;
+
+// The first element of invocation |i|'s run of shape |ne|, and its length;
+// false past the end.
+bool run_of(uint i, uvec4 ne, out uvec4 c, out uint len) {
+  const uint runs = (ne.x + RUN - 1) / RUN;
+  c = coords_of(i, uvec4(runs, ne.y, ne.z, ne.w));
+  c.x *= RUN;
+  len = min(RUN, ne.x - c.x);
+  return c.w < ne.w;
+}
+
 float param_f(uint k) { return uintBitsToFloat(pc.p[k]); }
 
 // tanh without overflow for large |x| (e^2x would be inf/inf).

@@ -1,7 +1,7 @@
 // copy.comp: CPY and CONT (element i of a, row-major, goes to element i of
-// d, each with its own shape and strides, converting S_T -> D_T), the
-// transposition that feeds mul_mat_tex (the same, with d's strides swapped),
-// and with -DCONCAT=1 CONCAT (p.x = dim; d element from a below a.ne[dim],
+// d, each with its own shape and strides, converting S_T -> D_T; p.w = 1
+// when both have one shape: then runs along dim 0, common.glsl), and with
+// -DCONCAT=1 CONCAT (p.x = dim; d element from a below a.ne[dim],
 // else from b). Types: float, float16_t, int.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -38,6 +38,14 @@ void main() {
     d[at] = b[pc.b_off + offset_of(cb, pc.b_nb)];
   }
 #else
+  if (pc.p.w != 0) {  // a and d have one shape: a run per invocation (common.glsl)
+    uvec4 c;
+    uint len;
+    if (!run_of(i, pc.d_ne, c, len)) return;
+    const uint ao = pc.a_off + offset_of(c, pc.a_nb), dof = pc.d_off + offset_of(c, pc.d_nb);
+    for (uint k = 0; k < len; ++k) d[dof + k * pc.d_nb.x] = CONVERT(a[ao + k * pc.a_nb.x]);
+    return;
+  }
   d[pc.d_off + offset_of(coords_of(i, pc.d_ne), pc.d_nb)] =
       CONVERT(a[pc.a_off + offset_of(coords_of(i, pc.a_ne), pc.a_nb)]);
 #endif

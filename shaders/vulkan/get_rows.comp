@@ -15,9 +15,9 @@ layout(std430, binding = 2) writeonly buffer D { D_T d[]; };
 layout(std430, binding = 3) buffer S { uint status[]; };
 
 void main() {
-  const uint i = flat_invocation();
-  if (i >= pc.n) return;
-  const uvec4 c = coords_of(i, pc.d_ne);
+  uvec4 c;
+  uint len;
+  if (!run_of(flat_invocation(), pc.d_ne, c, len)) return;
   const int id = ids[pc.b_off + offset_of(uvec4(c.y, c.z, c.w, 0), pc.b_nb)];
   const uint rows = pc.a_ne.y;
   if (id < 0 || uint(id) >= rows) {
@@ -27,5 +27,7 @@ void main() {
     }
     return;
   }
-  d[pc.d_off + offset_of(c, pc.d_nb)] = D_T(a[pc.a_off + offset_of(uvec4(c.x, uint(id), c.z, c.w), pc.a_nb)]);
+  const uint ao = pc.a_off + offset_of(uvec4(c.x, uint(id), c.z, c.w), pc.a_nb);
+  const uint dof = pc.d_off + offset_of(c, pc.d_nb);
+  for (uint k = 0; k < len; ++k) d[dof + k * pc.d_nb.x] = D_T(a[ao + k * pc.a_nb.x]);
 }

@@ -28,8 +28,9 @@ float apply(float x) {
 }
 
 void main() {
-  const uint i = flat_invocation();
-  if (i >= pc.n) return;
-  const uvec4 c = coords_of(i, pc.d_ne);
-  d[pc.d_off + offset_of(c, pc.d_nb)] = T(apply(float(a[pc.a_off + offset_of(c, pc.a_nb)])));
+  uvec4 c;
+  uint len;
+  if (!run_of(flat_invocation(), pc.d_ne, c, len)) return;
+  const uint ao = pc.a_off + offset_of(c, pc.a_nb), dof = pc.d_off + offset_of(c, pc.d_nb);
+  for (uint k = 0; k < len; ++k) d[dof + k * pc.d_nb.x] = T(apply(float(a[ao + k * pc.a_nb.x])));
 }

@@ -66,9 +66,9 @@ struct placed {
 class VulkanPlugin : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!plugin_.usable()) GTEST_SKIP() << "no Vulkan device: " << plugin_.message;
+    if (!plugin().usable()) GTEST_SKIP() << "no Vulkan device: " << plugin().message;
     bp_error err{};
-    ASSERT_EQ(plugin_.iface->device_get(plugin_.state, 0, &dev_, &err), BP_OK) << err.message;
+    ASSERT_EQ(plugin().iface->device_get(plugin().state, 0, &dev_, &err), BP_OK) << err.message;
     std::vector<bp_param_value> params = {{"f16", BP_PARAM_BOOL, 1, "true"},
                                           {"fast_paths", BP_PARAM_BOOL, 1, "true"},
                                           {"tile_rows", BP_PARAM_INT, 0, "0"}};
@@ -104,17 +104,21 @@ class VulkanPlugin : public ::testing::Test {
     return be_.iface->synchronize(be_.ctx, &err);
   }
 
-  static loaded_plugin plugin_;
+  // Loaded at the first test, not at static initialisation: listing the
+  // tests (gtest_discover_tests at build time) must not create a VkInstance.
+  static loaded_plugin &plugin() {
+    static loaded_plugin p;
+    return p;
+  }
   bp_device_ref dev_{};
   bp_backend_ref be_{};
   placed mem_;
   bp_context *ctx_ = nullptr;
 };
-loaded_plugin VulkanPlugin::plugin_;
 
 TEST_F(VulkanPlugin, InitFindsNoDevicesBeforeEnumerate) {
   // init must stay cheap: devices (and the VkInstance) come from enumerate.
-  EXPECT_EQ(plugin_.devices_before_enumerate, 0u);
+  EXPECT_EQ(plugin().devices_before_enumerate, 0u);
 }
 
 TEST_F(VulkanPlugin, PropsNameTheDeviceByUuid) {
@@ -247,6 +251,71 @@ TEST_F(VulkanPlugin, MatrixVectorMatchesDoubleReference) {
       ASSERT_NEAR(got[n * M + m], s, 1e-4);
     }
 }
+
+// Every MUL_MAT path the plugin picks by shape: mul_mv (N < 8), mul_mat_nt
+// (N <= 64, a read in place, any M), mul_mat_tex after the 4 x 4 block
+// transposition (N > 64, M % 4 == 0) and the general shader (K % 4 != 0),
+// f32 and f16 weights, with a batch of b broadcasting over a's.
+struct mul_mat_case {
+  int K, M, N, B;
+  bool f16;
+};
+
+class VulkanMulMatPaths : public VulkanPlugin, public ::testing::WithParamInterface<mul_mat_case> {};
+
+TEST_P(VulkanMulMatPaths, MatchDoubleReference) {
+  const mul_mat_case c = GetParam();
+  const int A2 = c.B > 1 ? c.B / 2 : 1;  // a has half of b's batches: each serves two
+  bp_tensor *a = bp_new_tensor_3d(ctx_, c.f16 ? BP_TYPE_F16 : BP_TYPE_F32, c.K, c.M, A2);
+  bp_tensor *b = bp_new_tensor_3d(ctx_, BP_TYPE_F32, c.K, c.N, c.B);
+  bp_tensor *mm = bp_mul_mat(ctx_, a, b);
+  ASSERT_NE(mm, nullptr) << bp_last_error();
+  for (bp_tensor *t : {a, b, mm}) mem_.place(t);
+  auto va = random(static_cast<size_t>(c.K) * c.M * A2, 41), vb = random(static_cast<size_t>(c.K) * c.N * c.B, 42);
+  if (c.f16) {
+    std::vector<uint16_t> h(va.size());
+    for (size_t i = 0; i < va.size(); ++i) {
+      h[i] = bp_fp32_to_fp16(va[i]);
+      va[i] = bp_fp16_to_fp32(h[i]);  // the reference sees what the device sees
+    }
+    bp_error err{};
+    ASSERT_EQ(mem_.buf.iface->set_tensor(mem_.buf.ctx, a, h.data(), 0, h.size() * 2, &err), BP_OK) << err.message;
+  } else {
+    set(a, va);
+  }
+  set(b, vb);
+  bp_tensor *nodes[] = {mm};
+  bp_graph_desc g{sizeof(bp_graph_desc), 1, nodes};
+  bp_error err{};
+  ASSERT_EQ(be_.iface->graph_compute(be_.ctx, &g, &err), BP_OK) << err.message;
+  ASSERT_EQ(sync(), BP_OK);
+  std::vector<float> got = get(mm);
+  for (int i2 = 0; i2 < c.B; ++i2)
+    for (int n = 0; n < c.N; ++n)
+      for (int m = 0; m < c.M; ++m) {
+        double s = 0;
+        const float *ar = &va[(static_cast<size_t>(i2 / (c.B / A2)) * c.M + m) * c.K];
+        const float *br = &vb[(static_cast<size_t>(i2) * c.N + n) * c.K];
+        for (int k = 0; k < c.K; ++k) s += static_cast<double>(ar[k]) * br[k];
+        ASSERT_NEAR(got[(static_cast<size_t>(i2) * c.N + n) * c.M + m], s, 1e-4 * std::sqrt(c.K))
+            << "batch " << i2 << " n " << n << " m " << m;
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, VulkanMulMatPaths,
+    ::testing::Values(mul_mat_case{64, 37, 3, 1, false},    // mul_mv
+                      mul_mat_case{128, 37, 8, 1, false},   // nt, M not a multiple of the 4-row block
+                      mul_mat_case{96, 70, 33, 4, false},   // nt, N past a column block, batches
+                      mul_mat_case{64, 40, 64, 1, true},    // nt, f16 weights, the last nt column count
+                      mul_mat_case{64, 40, 65, 2, false},   // tex after the transposition
+                      mul_mat_case{128, 96, 130, 2, true},  // tex, f16 weights transposed and widened
+                      mul_mat_case{30, 20, 70, 1, false}),  // general: K % 4 != 0
+    [](const ::testing::TestParamInfo<mul_mat_case> &i) {
+      const mul_mat_case &c = i.param;
+      return "K" + std::to_string(c.K) + "_M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_B" +
+             std::to_string(c.B) + (c.f16 ? "_f16" : "_f32");
+    });
 
 }  // namespace
 
