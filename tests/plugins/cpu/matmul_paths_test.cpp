@@ -4,7 +4,8 @@
 // whichever ISA path this process runs: scripts/test.sh runs this binary once
 // per BP_CPU_ISA level, so every path meets the same shapes. The shapes
 // straddle the micro-kernel widths (6, 12, 16, 32), the thin/packed switch
-// (48 rows of b), the K block (256) and the 16-wide K tail.
+// (48 rows of b), the K block (192), the rows of b per unit of work (768)
+// and the 16-wide K tail.
 #include "cpu_harness.hpp"
 
 using namespace cpu_test;
@@ -17,9 +18,9 @@ TEST(CpuMatMulPaths, EdgesOfEveryKernel) {
   struct mm_case {
     int64_t K, M, N;
   };
-  const mm_case cases[] = {{17, 31, 1},   {300, 33, 2},  {15, 97, 5},    {16, 32, 6},   {513, 50, 8},
-                           {33, 47, 9},   {257, 65, 12}, {31, 96, 13},   {100, 33, 47}, {40, 64, 48},
-                           {300, 97, 49}, {1, 40, 60},   {260, 130, 100}};
+  const mm_case cases[] = {{17, 31, 1},   {300, 33, 2},  {15, 97, 5},     {16, 32, 6},   {513, 50, 8},
+                           {33, 47, 9},   {257, 65, 12}, {31, 96, 13},    {100, 33, 47}, {40, 64, 48},
+                           {300, 97, 49}, {1, 40, 60},   {260, 130, 100}, {193, 64, 50}, {385, 40, 770}};
   for (const auto &c : cases)
     for (bp_type ta : {BP_TYPE_F32, BP_TYPE_F16}) {
       bp_tensor *a = pool.make(ta, {c.K, c.M});
