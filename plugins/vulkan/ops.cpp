@@ -339,6 +339,27 @@ bp_status plan_mul_mat_general(const planner &p, std::vector<dispatch> &out) {
   return BP_OK;
 }
 
+// What mul_mv and mul_mat_nt share: a and b read in place through texel
+// views (an RGBA16F view widens f16 a), the result through an SSBO; shapes
+// in texels (a, b) and floats (d). *bound is false when a view cannot cover
+// a tensor (then another shader runs).
+bp_status bind_in_place_operands(const planner &p, const char *variant, dispatch &d, bool *bound) {
+  const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
+  const bool f16 = a->type == BP_TYPE_F16;
+  d.variant = variant;
+  d.layout = layout_kind::texel;
+  *bound = bind_texel(a, f16, &d.bind[0], &d.pc.a_off) && bind_texel(b, false, &d.bind[1], &d.pc.b_off);
+  if (!*bound) return BP_OK;
+  if (bp_status st = bind_ssbo(p, n, &d.bind[3], &d.pc.d_off); st != BP_OK) return st;
+  set_shape(d.pc.a_ne, d.pc.a_nb, a, f16 ? 8 : 16);
+  set_shape(d.pc.b_ne, d.pc.b_nb, b, 16);
+  set_shape(d.pc.d_ne, d.pc.d_nb, n, 4);
+  add_range(d.reads, a);
+  add_range(d.reads, b);
+  add_range(d.writes, n);
+  return BP_OK;
+}
+
 // Up to this many columns of b, mul_mat_nt reads a in place; beyond it the
 // transposition for mul_mat_tex pays for itself (lavapipe, 1024^3: the tex
 // path is 2x faster; 4096 x 4096 x 32: mul_mat_nt is 1.5x faster).
@@ -353,16 +374,9 @@ bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off
   // K-contiguous already and a texel view widens f16.
   if (fast && N < 8 && strides_in(a, f16 ? 8 : 16)) {
     dispatch d;
-    d.variant = "mul_mv";
-    d.layout = layout_kind::texel;
-    if (bind_texel(a, f16, &d.bind[0], &d.pc.a_off) && bind_texel(b, false, &d.bind[1], &d.pc.b_off)) {
-      if (bp_status st = bind_ssbo(p, n, &d.bind[3], &d.pc.d_off); st != BP_OK) return st;
-      set_shape(d.pc.a_ne, d.pc.a_nb, a, f16 ? 8 : 16);
-      set_shape(d.pc.b_ne, d.pc.b_nb, b, 16);
-      set_shape(d.pc.d_ne, d.pc.d_nb, n, 4);
-      add_range(d.reads, a);
-      add_range(d.reads, b);
-      add_range(d.writes, n);
+    bool bound = false;
+    if (bp_status st = bind_in_place_operands(p, "mul_mv", d, &bound); st != BP_OK) return st;
+    if (bound) {
       d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n));
       grid_for(d, d.pc.n, 64);
       out.push_back(std::move(d));
@@ -374,17 +388,10 @@ bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off
   if (fast && N <= kNtMaxColumns && strides_in(a, f16 ? 8 : 16) && n->ne[2] * n->ne[3] <= 65535) {
     constexpr uint32_t rows = 4, cols = 8, local = 16;  // mul_mat_nt.comp's ROWS, COLS, LOCAL
     dispatch d;
-    d.variant = "mul_mat_nt";
-    d.layout = layout_kind::texel;
-    if (bind_texel(a, f16, &d.bind[0], &d.pc.a_off) && bind_texel(b, false, &d.bind[1], &d.pc.b_off)) {
-      if (bp_status st = bind_ssbo(p, n, &d.bind[3], &d.pc.d_off); st != BP_OK) return st;
-      set_shape(d.pc.a_ne, d.pc.a_nb, a, f16 ? 8 : 16);
-      set_shape(d.pc.b_ne, d.pc.b_nb, b, 16);
-      set_shape(d.pc.d_ne, d.pc.d_nb, n, 4);
+    bool bound = false;
+    if (bp_status st = bind_in_place_operands(p, "mul_mat_nt", d, &bound); st != BP_OK) return st;
+    if (bound) {
       d.pc.p[0] = static_cast<uint32_t>(K / 4);
-      add_range(d.reads, a);
-      add_range(d.reads, b);
-      add_range(d.writes, n);
       d.groups[0] = static_cast<uint32_t>((M + rows * local - 1) / (rows * local));
       d.groups[1] = static_cast<uint32_t>((N + cols - 1) / cols);
       d.groups[2] = static_cast<uint32_t>(n->ne[2] * n->ne[3]);

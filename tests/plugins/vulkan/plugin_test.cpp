@@ -6,6 +6,7 @@
 // Every test skips when no Vulkan device exists.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <link.h>
 
 #include <algorithm>
 #include <cmath>
@@ -43,6 +44,23 @@ struct loaded_plugin {
     devices_before_enumerate = iface->device_count(state);
     enumerate_status = iface->enumerate(state, &err);
     message = err.message;
+    pin_loaded_objects();
+  }
+  // The Vulkan loader unloads the driver when the plugin destroys its
+  // instance at shutdown; the driver's process-lifetime caches would then be
+  // reported as leaks from an unknown module, which no suppression can name.
+  // Pinning every object loaded so far keeps the driver mapped to the end,
+  // so LSan names it and tests/sanitizers/lsan.supp applies.
+  static void pin_loaded_objects() {
+    std::vector<std::string> names;
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t, void *out) {
+          if (info->dlpi_name && info->dlpi_name[0])
+            static_cast<std::vector<std::string> *>(out)->push_back(info->dlpi_name);
+          return 0;
+        },
+        &names);
+    for (const std::string &name : names) dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
   }
   ~loaded_plugin() {
     if (iface) iface->shutdown(state);
@@ -228,30 +246,6 @@ TEST_F(VulkanPlugin, GetRowsBadIdFailsTheCompute) {
   EXPECT_EQ(sync(), BP_OK);  // reported once; the backend goes on
 }
 
-// MUL_MAT with few columns takes the matrix x vector shader.
-TEST_F(VulkanPlugin, MatrixVectorMatchesDoubleReference) {
-  const int K = 256, M = 96, N = 3;
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, K, M);
-  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, K, N);
-  bp_tensor *mm = bp_mul_mat(ctx_, a, b);
-  for (bp_tensor *t : {a, b, mm}) mem_.place(t);
-  auto va = random(K * M, 21), vb = random(K * N, 22);
-  set(a, va);
-  set(b, vb);
-  bp_tensor *nodes[] = {mm};
-  bp_graph_desc g{sizeof(bp_graph_desc), 1, nodes};
-  bp_error err{};
-  ASSERT_EQ(be_.iface->graph_compute(be_.ctx, &g, &err), BP_OK) << err.message;
-  ASSERT_EQ(sync(), BP_OK);
-  std::vector<float> got = get(mm);
-  for (int n = 0; n < N; ++n)
-    for (int m = 0; m < M; ++m) {
-      double s = 0;
-      for (int k = 0; k < K; ++k) s += static_cast<double>(va[m * K + k]) * vb[n * K + k];
-      ASSERT_NEAR(got[n * M + m], s, 1e-4);
-    }
-}
-
 // Every MUL_MAT path the plugin picks by shape: mul_mv (N < 8), mul_mat_nt
 // (N <= 64, a read in place, any M), mul_mat_tex after the 4 x 4 block
 // transposition (N > 64, M % 4 == 0) and the general shader (K % 4 != 0),
@@ -304,7 +298,8 @@ TEST_P(VulkanMulMatPaths, MatchDoubleReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, VulkanMulMatPaths,
-    ::testing::Values(mul_mat_case{64, 37, 3, 1, false},    // mul_mv
+    ::testing::Values(mul_mat_case{256, 96, 3, 1, false},   // mul_mv
+                      mul_mat_case{64, 37, 3, 1, false},    // mul_mv, M not a multiple of 4
                       mul_mat_case{128, 37, 8, 1, false},   // nt, M not a multiple of the 4-row block
                       mul_mat_case{96, 70, 33, 4, false},   // nt, N past a column block, batches
                       mul_mat_case{64, 40, 64, 1, true},    // nt, f16 weights, the last nt column count
