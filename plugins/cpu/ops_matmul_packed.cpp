@@ -36,8 +36,9 @@ namespace {
 
 constexpr int kMaxMR = 32, kMaxNR = 12;
 // Block sizes measured on a 2-core AVX-512 VM (bp-bench, 512-2048^3): 192 x
-// 768 gives 0.70-0.74 of the FMA peak where 256 x 384 gave 0.63-0.68; the a
-// panel then leaves a third of a 32 KiB L1 to the b panels streaming past.
+// 768 and 256 x 384 are within the run-to-run noise once rows are copied
+// before the transposition (pack_panel); 192 leaves a quarter of a 32 KiB
+// L1 to the b panels streaming past the a panel.
 constexpr int64_t kKC = 192;  // K block: an AVX-512 a panel is 32 x 192 floats = 24 KiB
 constexpr int64_t kNC = 768;  // rows of b per unit: 768 x 192 floats = 576 KiB packed (L2)
 
@@ -120,7 +121,12 @@ struct row_reader {
 // rows past |count| are zeros.
 void pack_panel(const row_reader &src, int64_t r0, int64_t count, int64_t k0, int64_t kc, int width, float *dst) {
   const float *rows[kMaxMR];
-  float wide[kMaxMR][kKC];  // F16 and strided rows, converted first
+  // Every row is first copied (F32), widened (F16) or gathered (strided)
+  // into |wide|, then transposed from there. Reading the k-major order
+  // straight from 32 rows of a large matrix keeps 32 streams a row stride
+  // apart in flight, which the caches and TLB serve badly: copying first
+  // took f32 512-1024^3 from 0.62-0.70 to 0.76-0.81 of the FMA peak.
+  float wide[kMaxMR][kKC];
   for (int j = 0; j < width; ++j) {
     if (j >= count) {
       rows[j] = nullptr;
@@ -128,18 +134,17 @@ void pack_panel(const row_reader &src, int64_t r0, int64_t count, int64_t k0, in
     }
     const char *row = src.row(r0 + j);
     if (src.dense_f32()) {
-      rows[j] = reinterpret_cast<const float *>(row) + k0;
+      std::memcpy(wide[j], reinterpret_cast<const float *>(row) + k0, static_cast<size_t>(kc) * sizeof(float));
     } else if (src.t->type == BP_TYPE_F16 && src.t->nb[0] == sizeof(uint16_t)) {
       plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(row) + k0, kc, wide[j]);
-      rows[j] = wide[j];
     } else {
       const size_t nb0 = src.t->nb[0];
       for (int64_t k = 0; k < kc; ++k) wide[j][k] = load_f32(row + (k0 + k) * nb0, src.t->type);
-      rows[j] = wide[j];
     }
+    rows[j] = wide[j];
   }
   if (count == width) {
-    // k-major: |width| sequential reads, one sequential write.
+    // k-major: |width| reads from L1, one sequential write.
     for (int64_t k = 0; k < kc; ++k)
       for (int j = 0; j < width; ++j) dst[k * width + j] = rows[j][k];
     return;
