@@ -16,7 +16,7 @@ layout(constant_id = 0) const uint OP = 4;
 
 layout(binding = 0) uniform samplerBuffer a;
 layout(binding = 1) uniform samplerBuffer mask;
-layout(binding = 2, rgba32f) uniform imageBuffer d;  // SOFT_MAX reads back its exponentials
+layout(binding = 2, rgba32f) uniform writeonly imageBuffer d;
 
 void main() {
   const uint row = flat_invocation();
@@ -39,18 +39,18 @@ void main() {
       for (int i = 0; i < int(n4); ++i) imageStore(d, out_base + i, vec4(0.0));
       return;
     }
-    // The exponentials go to d once and are scaled in place: one exp per
-    // element (this loop is exp-bound on lavapipe).
     vec4 s4 = vec4(0.0);
     for (int i = 0; i < int(n4); ++i) {
       vec4 v = texelFetch(a, base + i) * scale;
       if (has_mask) v += texelFetch(mask, mbase + i);
-      const vec4 e = exp(v - m);
-      imageStore(d, out_base + i, e);
-      s4 += e;
+      s4 += exp(v - m);
     }
     const float inv = 1.0 / ((s4.x + s4.y) + (s4.z + s4.w));
-    for (int i = 0; i < int(n4); ++i) imageStore(d, out_base + i, imageLoad(d, out_base + i) * inv);
+    for (int i = 0; i < int(n4); ++i) {
+      vec4 v = texelFetch(a, base + i) * scale;
+      if (has_mask) v += texelFetch(mask, mbase + i);
+      imageStore(d, out_base + i, exp(v - m) * inv);
+    }
     return;
   }
   const float n0 = float(pc.a_ne.x), eps = param_f(0);
