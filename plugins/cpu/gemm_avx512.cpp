@@ -12,12 +12,26 @@
 //    latency (4 cycles) x 2 pipes three times over, and 24 + 2 + spare fit
 //    the 32 registers with no spill.
 //
-//  - mul_mat_dot_avx512: products with few rows of b (a decoder's 1..32
-//    tokens), as dot products along K with no packing: a tile of RM rows of
+//  - mul_mat_dot_avx512: products with few rows of b (a decoder's 1..23
+//    tokens, and F16 weights up to 47), as dot products along K with no
+//    packing: a tile of RM rows of
 //    a by RN rows of b keeps RM x RN zmm accumulators and reads a straight
 //    from its rows, converting F16 on the fly (vcvtph2ps), so an F16 weight
 //    costs half the memory traffic of an F32 one. Packing a would cost as
 //    much as the product itself here: a's elements are each used only N times.
+//
+//  - mul_mat_bcast_avx512: F32 a with 24..47 rows of b. The dot kernel
+//    reloads b for every RM rows of a (3 x 8 tiles: 11 loads per 24 FMAs,
+//    half of them from L2) and stalls near half of the FMA peak; here b's
+//    rows are transposed once per thread into a k-major panel (N padded to
+//    NV x 16 lanes) and each a[m][k] is broadcast into NV FMAs, so the
+//    kernel has the packed GEMM's mix (NV loads + RM broadcasts per RM x NV
+//    FMAs) without packing a. Measured on a 2-core Zen 4 VM with a
+//    standalone loop over the same tiles (4096 x 4096 weights, 2 threads):
+//    12 x 2 at N = 32 ran at 0.85 of the FMA peak where the 3 x 8 dot tile
+//    ran at 0.55, and 8 x 3 (N = 48) at 0.96. With NV = 1 (N <= 16) the
+//    broadcasts outnumber the FMAs and it lost to the dot kernel (80 against
+//    107 GFLOP/s at N = 16), hence the lower bound kMinBcastN.
 // GCC 12's AVX-512 intrinsics fill "undefined" operands with a
 // self-initialised variable, which -Wuninitialized then reports inside the
 // header wherever an unmasked form is inlined; the warning is about the
@@ -28,7 +42,10 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "kernels.hpp"
 
@@ -167,6 +184,131 @@ void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth) {
           std::memcpy(d, res + j * 8, static_cast<size_t>(rows) * sizeof(float));
         }
         m0 += rows;
+      }
+    }
+  }
+}
+
+namespace {
+
+// c[i * NV * 16 + n] = sum over k in [k0, k0 + kc) of a[i][k] * bp[(k - k0) * NV * 16 + n]
+// for i < RM: RM rows of a (dense along k) by the packed panel of b.
+template <int RM, int NV>
+BP_AVX512 void bcast_tile(const float *const *a, int64_t k0, int64_t kc, const float *bp, float *c) {
+  // Rows whose length in bytes is a multiple of 4 KiB (K = 1024, 4096, ...)
+  // map the same k of all RM rows to one L1 set, so they would evict each
+  // other: blocks of kCopy floats of the RM rows are first copied to rows
+  // kStride floats apart (one load and one store per 16 floats, against
+  // 16 x NV FMAs per row that read them).
+  constexpr int64_t kCopy = 256, kStride = kCopy + 16;
+  alignas(64) float copy[RM * kStride];
+  __m512 acc[RM][NV];
+#pragma GCC unroll 12
+  for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int64_t kb = 0; kb < kc; kb += kCopy) {
+    const int64_t n = kc - kb < kCopy ? kc - kb : kCopy;
+#pragma GCC unroll 1
+    for (int i = 0; i < RM; ++i) {
+      const float *src = a[i] + k0 + kb;
+      float *dst = copy + i * kStride;
+      int64_t k = 0;
+      for (; k + 16 <= n; k += 16) _mm512_store_ps(dst + k, _mm512_loadu_ps(src + k));
+      if (k < n) _mm512_store_ps(dst + k, _mm512_maskz_loadu_ps(lanes(n - k), src + k));
+    }
+    const float *bk = bp + kb * NV * 16;
+    for (int64_t k = 0; k < n; ++k) {
+      __m512 vb[NV];
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) vb[v] = _mm512_load_ps(bk + (k * NV + v) * 16);
+#pragma GCC unroll 12
+      for (int i = 0; i < RM; ++i) {
+        const __m512 x = _mm512_set1_ps(copy[i * kStride + k]);
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(vb[v], x, acc[i][v]);
+      }
+    }
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) _mm512_store_ps(c + (i * NV + v) * 16, acc[i][v]);
+}
+
+using bcast_fn = void (*)(const float *const *, int64_t, int64_t, const float *, float *);
+
+// Rows of a per tile for NV vectors of b: RM x NV = 24 accumulators.
+constexpr int bcast_rows(int nv) { return nv == 3 ? 8 : 12; }
+constexpr int kMaxBcastRows = 12, kMaxBcastLanes = 48;
+// b's panel per K block: half of a 1 MiB L2, so it stays there while the
+// rows of a stream past (K = 4096 at N = 32 is one block).
+constexpr int64_t kBcastPanelBytes = 512 * 1024;
+
+struct free_deleter {
+  void operator()(float *p) const { std::free(p); }
+};
+
+}  // namespace
+
+bool mul_mat_bcast_avx512_suits(const bp_tensor *t) {
+  const bp_tensor *a = t->src[0], *b = t->src[1];
+  const int64_t N = t->ne[1];
+  return a->type == BP_TYPE_F32 && a->nb[0] == sizeof(float) && b->type == BP_TYPE_F32 && t->nb[0] == sizeof(float) &&
+         N >= kMinBcastN && N < kMinPackedNAvx512;
+}
+
+void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth) {
+  const bp_tensor *a = t->src[0], *b = t->src[1];
+  const int64_t K = a->ne[0], M = t->ne[0], N = t->ne[1];
+  const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+  const int nv = static_cast<int>((N + 15) / 16);
+  const int64_t lanes_n = nv * 16;
+  const int rm = bcast_rows(nv);
+  // kMinBcastN > 16, so two or three vectors of b per k.
+  const bcast_fn tile_fn = nv == 2 ? bcast_tile<bcast_rows(2), 2> : bcast_tile<bcast_rows(3), 3>;
+  const int64_t m_units = (M + kDotRowsPerUnit - 1) / kDotRowsPerUnit;
+  int64_t u0, u1;
+  split_range(m_units * t->ne[2] * t->ne[3], ith, nth, &u0, &u1);
+  if (u0 >= u1) return;
+  int64_t kcb = kBcastPanelBytes / (lanes_n * static_cast<int64_t>(sizeof(float)));
+  if (kcb > K) kcb = K;
+  const size_t panel_bytes = (static_cast<size_t>(kcb * lanes_n) * sizeof(float) + 63) / 64 * 64;
+  std::unique_ptr<float, free_deleter> panel(static_cast<float *>(std::aligned_alloc(64, panel_bytes)));
+  if (!panel) throw std::bad_alloc();  // the pool reports it, as it does for the packed GEMM's vectors
+  float *bp = panel.get();
+  alignas(64) float tile[kMaxBcastRows * kMaxBcastLanes];
+  const float *ar[kMaxBcastRows];
+
+  for (int64_t k0 = 0; k0 < K; k0 += kcb) {
+    const int64_t kc = K - k0 < kcb ? K - k0 : kcb;
+    int64_t packed_batch = -1;
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t batch = u / m_units, mu = u % m_units;
+      const int64_t i2 = batch % t->ne[2], i3 = batch / t->ne[2];
+      if (batch != packed_batch) {  // b's block, k-major: bp[k * lanes_n + n], zeros past N
+        for (int64_t n = 0; n < lanes_n; ++n) {
+          if (n >= N) {
+            for (int64_t k = 0; k < kc; ++k) bp[k * lanes_n + n] = 0.0f;
+            continue;
+          }
+          const char *row = row_ptr(b, n, i2, i3) + k0 * b->nb[0];
+          for (int64_t k = 0; k < kc; ++k) bp[k * lanes_n + n] = *reinterpret_cast<const float *>(row + k * b->nb[0]);
+        }
+        packed_batch = batch;
+      }
+      const int64_t m_begin = mu * kDotRowsPerUnit;
+      const int64_t m_end = m_begin + kDotRowsPerUnit < M ? m_begin + kDotRowsPerUnit : M;
+      for (int64_t m0 = m_begin; m0 < m_end; m0 += rm) {
+        const int rows = static_cast<int>(m_end - m0 < rm ? m_end - m0 : rm);
+        // A short last tile repeats its first row: computed, never stored.
+        for (int i = 0; i < rm; ++i)
+          ar[i] = reinterpret_cast<const float *>(row_ptr(a, m0 + (i < rows ? i : 0), i2 / r2, i3 / r3));
+        tile_fn(ar, k0, kc, bp, tile);
+        for (int64_t n = 0; n < N; ++n) {
+          float *d = reinterpret_cast<float *>(elem_ptr(t, m0, n, i2, i3));
+          for (int i = 0; i < rows; ++i) d[i] = (k0 == 0 ? 0.0f : d[i]) + tile[i * lanes_n + n];
+        }
       }
     }
   }

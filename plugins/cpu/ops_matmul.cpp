@@ -122,6 +122,10 @@ void mul_mat_run(const bp_tensor *t, int ith, int nth) {
     mul_mat_packed_run(t, ith, nth);
     return;
   }
+  if (plugins::cpu_isa() == plugins::isa_level::avx512 && mul_mat_bcast_avx512_suits(t)) {
+    mul_mat_bcast_avx512(t, ith, nth);
+    return;
+  }
   if (plugins::cpu_isa() == plugins::isa_level::avx512 && mul_mat_dot_avx512_suits(t)) {
     mul_mat_dot_avx512(t, ith, nth);
     return;
