@@ -78,6 +78,15 @@ for isa in baseline avx2 avx512; do
   echo "== cpu ISA path $isa"
   BP_CPU_ISA=$isa ./build/bin/bp-test-ops --device cpu
   BP_CPU_ISA=$isa ./build/bin/bp_test_plugins_cpu --gtest_brief=1
+  if [ $isa = avx512 ]; then
+    # The thin-product tiles depend on whether 512-bit FMAs run in halves
+    # (docs/plugins/cpu.md); run the products both ways, whatever this CPU is.
+    for halves in 0 1; do
+      echo "== cpu ISA path avx512, BP_CPU_AVX512_HALVES=$halves"
+      BP_CPU_ISA=avx512 BP_CPU_AVX512_HALVES=$halves ./build/bin/bp_test_plugins_cpu --gtest_brief=1 \
+        --gtest_filter='CpuMatMulPaths.*'
+    done
+  fi
 done
 
 # -- install, packaging and examples (issue 9)

@@ -34,6 +34,21 @@ isa_level detect() {
 #endif
 }
 
+bool detect_halves() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return false;
+  const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
+  if (!amd || __get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+  const unsigned family = ((a >> 8) & 0xfu) + ((a >> 20) & 0xffu);
+  // Family 19h with AVX-512 is Zen 4 (Zen 3 has none); Zen 5 (1Ah) has
+  // full-width 512-bit pipes on its server and desktop parts.
+  return family == 0x19;
+#else
+  return false;
+#endif
+}
+
 isa_level from_env(isa_level available) {
   // secure_getenv: a setuid process ignores these, as it does BP_PLUGIN_PATH.
   const char *isa = secure_getenv("BP_CPU_ISA");
@@ -65,6 +80,15 @@ isa_level cpu_isa() {
     return static_cast<int>(want) < static_cast<int>(have) ? want : have;
   }();
   return level;
+}
+
+bool avx512_runs_in_halves() {
+  static const bool halves = [] {
+    const char *v = secure_getenv("BP_CPU_AVX512_HALVES");
+    if (v && (v[0] == '0' || v[0] == '1') && v[1] == '\0') return v[0] == '1';
+    return detect_halves();
+  }();
+  return halves;
 }
 
 const char *isa_name(isa_level level) {

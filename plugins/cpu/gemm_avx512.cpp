@@ -14,24 +14,26 @@
 //
 //  - mul_mat_dot_avx512: products with few rows of b (a decoder's 1..23
 //    tokens, and F16 weights up to 47), as dot products along K with no
-//    packing: a tile of RM rows of
-//    a by RN rows of b keeps RM x RN zmm accumulators and reads a straight
-//    from its rows, converting F16 on the fly (vcvtph2ps), so an F16 weight
-//    costs half the memory traffic of an F32 one. Packing a would cost as
-//    much as the product itself here: a's elements are each used only N times.
+//    packing: a tile of RM rows of a by RN rows of b keeps RM x RN zmm
+//    accumulators and reads a straight from its rows, converting F16 on the
+//    fly (vcvtph2ps), so an F16 weight costs half the memory traffic of an
+//    F32 one. Packing a would cost as much as the product itself here: a's
+//    elements are each used only N times.
 //
-//  - mul_mat_bcast_avx512: F32 a with 24..47 rows of b. The dot kernel
-//    reloads b for every RM rows of a (3 x 8 tiles: 11 loads per 24 FMAs,
-//    half of them from L2) and stalls near half of the FMA peak; here b's
-//    rows are transposed once per thread into a k-major panel (N padded to
-//    NV x 16 lanes) and each a[m][k] is broadcast into NV FMAs, so the
-//    kernel has the packed GEMM's mix (NV loads + RM broadcasts per RM x NV
-//    FMAs) without packing a. Measured on a 2-core Zen 4 VM with a
-//    standalone loop over the same tiles (4096 x 4096 weights, 2 threads):
-//    12 x 2 at N = 32 ran at 0.85 of the FMA peak where the 3 x 8 dot tile
-//    ran at 0.55, and 8 x 3 (N = 48) at 0.96. With NV = 1 (N <= 16) the
-//    broadcasts outnumber the FMAs and it lost to the dot kernel (80 against
-//    107 GFLOP/s at N = 16), hence the lower bound kMinBcastN.
+//  - mul_mat_bcast_avx512: F32 a with 24..47 rows of b (and 9..16 on CPUs
+//    that split 512-bit FMAs in halves, below). The dot kernel reloads b
+//    for every RM rows of a (3 x 8 tiles: 11 loads per 24 FMAs, half of
+//    them from L2) and stalls near half of the FMA peak; here b's rows are
+//    transposed once per thread into a k-major panel (N padded to NV x 16
+//    lanes) and each a[m][k] is broadcast into NV FMAs, so the kernel has
+//    the packed GEMM's mix (NV loads + RM broadcasts per RM x NV FMAs)
+//    without packing a. Measured on a 2-core Zen 4 VM with a standalone
+//    loop over the same tiles (4096 x 4096 weights, 2 threads): 12 x 2 at
+//    N = 32 ran at 0.85 of the FMA peak where the 3 x 8 dot tile ran at
+//    0.55, and 8 x 3 (N = 48) at 0.96. With one 512-bit vector of b
+//    (N <= 16) the broadcasts equal the FMAs and it lost to the dot kernel
+//    (80 against 107 GFLOP/s at N = 16), hence kMinBcastN; on Zen 4 two
+//    256-bit vectors per broadcast win instead (bcast_tile_ymm).
 // GCC 12's AVX-512 intrinsics fill "undefined" operands with a
 // self-initialised variable, which -Wuninitialized then reports inside the
 // header wherever an unmasked form is inlined; the warning is about the
@@ -42,12 +44,14 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
 
 #include "kernels.hpp"
+#include "plugins/common/isa.hpp"
 
 namespace bp::cpu {
 
@@ -128,22 +132,58 @@ using dot_fn = void (*)(const void *const *, const float *const *, int64_t, floa
 // Rows of a per tile for RN rows of b: RM x RN <= 24 accumulators, and more
 // rows of a when b is thin (more independent loads in flight from memory).
 constexpr int rows_for(int rn) { return rn == 1 ? 8 : rn == 2 ? 6 : rn == 3 ? 6 : rn == 4 ? 5 : rn <= 6 ? 4 : 3; }
+// Rows of a per tile when b has more than 8 rows: every block of 8 rows of b
+// then passes over the same rows of a while they are still in L1/L2, so a
+// (the weights, from DRAM) is read once whatever N is; rows_for(8) keeps the
+// full blocks at 24 accumulators.
+constexpr int kWideRows = rows_for(8);
 
 template <int RN, bool F16>
 constexpr dot_fn full_tile() {
   return dot_tile<rows_for(RN), RN, F16>;
 }
 
+// Tiles for |rows| rows of a (rows_for(rn), kWideRows or 1) by |rn| rows of b.
 template <bool F16>
-dot_fn tile_fn(int rn, bool one_row) {
-  static const dot_fn full[8] = {full_tile<1, F16>(), full_tile<2, F16>(), full_tile<3, F16>(), full_tile<4, F16>(),
-                                 full_tile<5, F16>(), full_tile<6, F16>(), full_tile<7, F16>(), full_tile<8, F16>()};
+dot_fn tile_fn(int rows, int rn) {
+  static const dot_fn own[8] = {full_tile<1, F16>(), full_tile<2, F16>(), full_tile<3, F16>(), full_tile<4, F16>(),
+                                full_tile<5, F16>(), full_tile<6, F16>(), full_tile<7, F16>(), full_tile<8, F16>()};
+  static const dot_fn wide[8] = {dot_tile<kWideRows, 1, F16>, dot_tile<kWideRows, 2, F16>, dot_tile<kWideRows, 3, F16>,
+                                 dot_tile<kWideRows, 4, F16>, dot_tile<kWideRows, 5, F16>, dot_tile<kWideRows, 6, F16>,
+                                 dot_tile<kWideRows, 7, F16>, dot_tile<kWideRows, 8, F16>};
   static const dot_fn single[8] = {dot_tile<1, 1, F16>, dot_tile<1, 2, F16>, dot_tile<1, 3, F16>, dot_tile<1, 4, F16>,
                                    dot_tile<1, 5, F16>, dot_tile<1, 6, F16>, dot_tile<1, 7, F16>, dot_tile<1, 8, F16>};
-  return one_row ? single[rn - 1] : full[rn - 1];
+  if (rows == 1) return single[rn - 1];
+  return rows == rows_for(rn) ? own[rn - 1] : wide[rn - 1];
 }
 
 constexpr int64_t kDotRowsPerUnit = 48;  // rows of a per unit of work (a multiple of every rows_for)
+
+// The thin kernels' work: units of kDotRowsPerUnit rows of a in one batch of
+// the output, a contiguous range of them per thread.
+struct thin_unit {
+  int64_t batch, i2, i3;  // the output's batch, and its indices
+  int64_t a2, a3;         // a's batch indices (a repeats over b's batches)
+  int64_t m_begin, m_end;
+};
+struct thin_units {
+  thin_units(const bp_tensor *t, int ith, int nth)
+      : t_(t), m_units_((t->ne[0] + kDotRowsPerUnit - 1) / kDotRowsPerUnit) {
+    split_range(m_units_ * t->ne[2] * t->ne[3], ith, nth, &begin, &end);
+  }
+  thin_unit at(int64_t u) const {
+    const int64_t batch = u / m_units_, mu = u % m_units_;
+    const int64_t i2 = batch % t_->ne[2], i3 = batch / t_->ne[2];
+    const int64_t r2 = t_->src[1]->ne[2] / t_->src[0]->ne[2], r3 = t_->src[1]->ne[3] / t_->src[0]->ne[3];
+    const int64_t m_begin = mu * kDotRowsPerUnit, m_end = std::min(m_begin + kDotRowsPerUnit, t_->ne[0]);
+    return {batch, i2, i3, i2 / r2, i3 / r3, m_begin, m_end};
+  }
+  int64_t begin = 0, end = 0;
+
+ private:
+  const bp_tensor *t_;
+  int64_t m_units_;
+};
 
 }  // namespace
 
@@ -157,34 +197,28 @@ bool mul_mat_dot_avx512_suits(const bp_tensor *t) {
 
 void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
-  const int64_t K = a->ne[0], M = t->ne[0], N = t->ne[1];
-  const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+  const int64_t K = a->ne[0], N = t->ne[1];
   const bool f16 = a->type == BP_TYPE_F16;
-  const int64_t m_units = (M + kDotRowsPerUnit - 1) / kDotRowsPerUnit;
-  int64_t u0, u1;
-  split_range(m_units * t->ne[2] * t->ne[3], ith, nth, &u0, &u1);
+  const thin_units units(t, ith, nth);
   float res[8 * 8];
   const void *ar[8];
   const float *br[8];
-  for (int64_t u = u0; u < u1; ++u) {
-    const int64_t batch = u / m_units, mu = u % m_units;
-    const int64_t i2 = batch % t->ne[2], i3 = batch / t->ne[2];
-    const int64_t m_end = (mu + 1) * kDotRowsPerUnit < M ? (mu + 1) * kDotRowsPerUnit : M;
-    for (int64_t n0 = 0; n0 < N; n0 += 8) {
-      const int rn = static_cast<int>(N - n0 < 8 ? N - n0 : 8);
-      for (int j = 0; j < rn; ++j) br[j] = reinterpret_cast<const float *>(row_ptr(b, n0 + j, i2, i3));
-      const int rm = rows_for(rn);
-      for (int64_t m0 = mu * kDotRowsPerUnit; m0 < m_end;) {
-        const bool one = m_end - m0 < rm;
-        const int rows = one ? 1 : rm;
-        for (int i = 0; i < rows; ++i) ar[i] = row_ptr(a, m0 + i, i2 / r2, i3 / r3);
-        (f16 ? tile_fn<true>(rn, one) : tile_fn<false>(rn, one))(ar, br, K, res, 8);
+  const int rm = N > 8 ? kWideRows : rows_for(static_cast<int>(N));
+  for (int64_t u = units.begin; u < units.end; ++u) {
+    const thin_unit w = units.at(u);
+    for (int64_t m0 = w.m_begin; m0 < w.m_end;) {
+      const int rows = w.m_end - m0 < rm ? 1 : rm;
+      for (int i = 0; i < rows; ++i) ar[i] = row_ptr(a, m0 + i, w.a2, w.a3);
+      for (int64_t n0 = 0; n0 < N; n0 += 8) {
+        const int rn = static_cast<int>(N - n0 < 8 ? N - n0 : 8);
+        for (int j = 0; j < rn; ++j) br[j] = reinterpret_cast<const float *>(row_ptr(b, n0 + j, w.i2, w.i3));
+        (f16 ? tile_fn<true>(rows, rn) : tile_fn<false>(rows, rn))(ar, br, K, res, 8);
         for (int j = 0; j < rn; ++j) {
-          float *d = reinterpret_cast<float *>(elem_ptr(t, m0, n0 + j, i2, i3));
+          float *d = reinterpret_cast<float *>(elem_ptr(t, m0, n0 + j, w.i2, w.i3));
           std::memcpy(d, res + j * 8, static_cast<size_t>(rows) * sizeof(float));
         }
-        m0 += rows;
       }
+      m0 += rows;
     }
   }
 }
@@ -236,9 +270,54 @@ BP_AVX512 void bcast_tile(const float *const *a, int64_t k0, int64_t kc, const f
     for (int v = 0; v < NV; ++v) _mm512_store_ps(c + (i * NV + v) * 16, acc[i][v]);
 }
 
+// bcast_tile for 16 lanes of b as NY = 2 vectors of 8 (N = 9..16), for CPUs
+// that run a 512-bit FMA as two 256-bit halves: there two 256-bit FMAs
+// cost what one 512-bit FMA does, so each broadcast of a[m][k] (a plain
+// load at 256 bits) feeds two FMAs where the 512-bit tile would give it
+// one. Measured on a 2-core Zen 4 VM, M = K = 4096 N = 16: 0.52-0.55 of the
+// FMA peak against 0.42-0.48 for the dot kernel (alternating runs).
+template <int RM, int NY>
+BP_AVX512 void bcast_tile_ymm(const float *const *a, int64_t k0, int64_t kc, const float *bp, float *c) {
+  constexpr int64_t kCopy = 256, kStride = kCopy + 16;
+  alignas(64) float copy[RM * kStride];
+  __m256 acc[RM][NY];
+#pragma GCC unroll 12
+  for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 6
+    for (int v = 0; v < NY; ++v) acc[i][v] = _mm256_setzero_ps();
+  for (int64_t kb = 0; kb < kc; kb += kCopy) {
+    const int64_t n = kc - kb < kCopy ? kc - kb : kCopy;
+#pragma GCC unroll 1
+    for (int i = 0; i < RM; ++i) {
+      const float *src = a[i] + k0 + kb;
+      float *dst = copy + i * kStride;
+      int64_t k = 0;
+      for (; k + 16 <= n; k += 16) _mm512_store_ps(dst + k, _mm512_loadu_ps(src + k));
+      if (k < n) _mm512_store_ps(dst + k, _mm512_maskz_loadu_ps(lanes(n - k), src + k));
+    }
+    const float *bk = bp + kb * NY * 8;
+    for (int64_t k = 0; k < n; ++k) {
+      __m256 vb[NY];
+#pragma GCC unroll 6
+      for (int v = 0; v < NY; ++v) vb[v] = _mm256_load_ps(bk + (k * NY + v) * 8);
+#pragma GCC unroll 12
+      for (int i = 0; i < RM; ++i) {
+        const __m256 x = _mm256_broadcast_ss(copy + i * kStride + k);
+#pragma GCC unroll 6
+        for (int v = 0; v < NY; ++v) acc[i][v] = _mm256_fmadd_ps(vb[v], x, acc[i][v]);
+      }
+    }
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 6
+    for (int v = 0; v < NY; ++v) _mm256_store_ps(c + (i * NY + v) * 8, acc[i][v]);
+}
+
 using bcast_fn = void (*)(const float *const *, int64_t, int64_t, const float *, float *);
 
-// Rows of a per tile for NV vectors of b: RM x NV = 24 accumulators.
+// Rows of a per tile for NV vectors of 16 lanes of b (NV = 1: the 256-bit
+// tile, 12 x 2 x 8 lanes): 24 accumulators.
 constexpr int bcast_rows(int nv) { return nv == 3 ? 8 : 12; }
 constexpr int kMaxBcastRows = 12, kMaxBcastLanes = 48;
 // b's panel per K block: half of a 1 MiB L2, so it stays there while the
@@ -255,22 +334,21 @@ bool mul_mat_bcast_avx512_suits(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
   const int64_t N = t->ne[1];
   return a->type == BP_TYPE_F32 && a->nb[0] == sizeof(float) && b->type == BP_TYPE_F32 && t->nb[0] == sizeof(float) &&
-         N >= kMinBcastN && N < kMinPackedNAvx512;
+         ((N >= kMinBcastN && N < kMinPackedNAvx512) ||
+          (N >= kMinBcastNHalves && N <= kMaxBcastNHalves && plugins::avx512_runs_in_halves()));
 }
 
 void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
-  const int64_t K = a->ne[0], M = t->ne[0], N = t->ne[1];
-  const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+  const int64_t K = a->ne[0], N = t->ne[1];
   const int nv = static_cast<int>((N + 15) / 16);
   const int64_t lanes_n = nv * 16;
   const int rm = bcast_rows(nv);
-  // kMinBcastN > 16, so two or three vectors of b per k.
-  const bcast_fn tile_fn = nv == 2 ? bcast_tile<bcast_rows(2), 2> : bcast_tile<bcast_rows(3), 3>;
-  const int64_t m_units = (M + kDotRowsPerUnit - 1) / kDotRowsPerUnit;
-  int64_t u0, u1;
-  split_range(m_units * t->ne[2] * t->ne[3], ith, nth, &u0, &u1);
-  if (u0 >= u1) return;
+  const bcast_fn tile_fn = nv == 1   ? bcast_tile_ymm<bcast_rows(1), 2>
+                           : nv == 2 ? bcast_tile<bcast_rows(2), 2>
+                                     : bcast_tile<bcast_rows(3), 3>;
+  const thin_units units(t, ith, nth);
+  if (units.begin >= units.end) return;
   int64_t kcb = kBcastPanelBytes / (lanes_n * static_cast<int64_t>(sizeof(float)));
   if (kcb > K) kcb = K;
   const size_t panel_bytes = (static_cast<size_t>(kcb * lanes_n) * sizeof(float) + 63) / 64 * 64;
@@ -283,30 +361,27 @@ void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth) {
   for (int64_t k0 = 0; k0 < K; k0 += kcb) {
     const int64_t kc = K - k0 < kcb ? K - k0 : kcb;
     int64_t packed_batch = -1;
-    for (int64_t u = u0; u < u1; ++u) {
-      const int64_t batch = u / m_units, mu = u % m_units;
-      const int64_t i2 = batch % t->ne[2], i3 = batch / t->ne[2];
-      if (batch != packed_batch) {  // b's block, k-major: bp[k * lanes_n + n], zeros past N
+    for (int64_t u = units.begin; u < units.end; ++u) {
+      const thin_unit w = units.at(u);
+      if (w.batch != packed_batch) {  // b's block, k-major: bp[k * lanes_n + n], zeros past N
         for (int64_t n = 0; n < lanes_n; ++n) {
           if (n >= N) {
             for (int64_t k = 0; k < kc; ++k) bp[k * lanes_n + n] = 0.0f;
             continue;
           }
-          const char *row = row_ptr(b, n, i2, i3) + k0 * b->nb[0];
+          const char *row = row_ptr(b, n, w.i2, w.i3) + k0 * b->nb[0];
           for (int64_t k = 0; k < kc; ++k) bp[k * lanes_n + n] = *reinterpret_cast<const float *>(row + k * b->nb[0]);
         }
-        packed_batch = batch;
+        packed_batch = w.batch;
       }
-      const int64_t m_begin = mu * kDotRowsPerUnit;
-      const int64_t m_end = m_begin + kDotRowsPerUnit < M ? m_begin + kDotRowsPerUnit : M;
-      for (int64_t m0 = m_begin; m0 < m_end; m0 += rm) {
-        const int rows = static_cast<int>(m_end - m0 < rm ? m_end - m0 : rm);
+      for (int64_t m0 = w.m_begin; m0 < w.m_end; m0 += rm) {
+        const int rows = static_cast<int>(w.m_end - m0 < rm ? w.m_end - m0 : rm);
         // A short last tile repeats its first row: computed, never stored.
         for (int i = 0; i < rm; ++i)
-          ar[i] = reinterpret_cast<const float *>(row_ptr(a, m0 + (i < rows ? i : 0), i2 / r2, i3 / r3));
+          ar[i] = reinterpret_cast<const float *>(row_ptr(a, m0 + (i < rows ? i : 0), w.a2, w.a3));
         tile_fn(ar, k0, kc, bp, tile);
         for (int64_t n = 0; n < N; ++n) {
-          float *d = reinterpret_cast<float *>(elem_ptr(t, m0, n, i2, i3));
+          float *d = reinterpret_cast<float *>(elem_ptr(t, m0, n, w.i2, w.i3));
           for (int i = 0; i < rows; ++i) d[i] = (k0 == 0 ? 0.0f : d[i]) + tile[i * lanes_n + n];
         }
       }

@@ -63,10 +63,13 @@ constexpr int64_t kMinPackedNAvx512 = 48;
 bool mul_mat_dot_avx512_suits(const bp_tensor *t);
 void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth);
 // The broadcast kernel for F32 a with kMinBcastN..kMinPackedNAvx512-1 rows
-// of b; throws std::bad_alloc when its 512 KiB panel cannot be allocated.
+// of b, and kMinBcastNHalves..kMaxBcastNHalves rows where
+// avx512_runs_in_halves() (plugins/common/isa.hpp); throws std::bad_alloc
+// when its 512 KiB panel cannot be allocated.
 bool mul_mat_bcast_avx512_suits(const bp_tensor *t);
 void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth);
 constexpr int64_t kMinBcastN = 24;
+constexpr int64_t kMinBcastNHalves = 9, kMaxBcastNHalves = 16;
 // The packed GEMM's 12 x 32 micro-kernel (see ops_matmul_packed.cpp).
 void gemm_micro_avx512(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows, int cols,
                        bool add);

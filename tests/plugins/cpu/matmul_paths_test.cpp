@@ -8,7 +8,9 @@
 // and the 16-wide K tail; for the AVX-512 broadcast kernel (24..47 rows of
 // b, F32 a): its 12- and 8-row tiles and the units of 48 rows of a (M
 // tails), its 256-float copy blocks, rows 4 KiB long (K = 1024), and a K
-// long enough for two 512 KiB panels of b.
+// long enough for two 512 KiB panels of b; and its 256-bit tile for 9..16
+// rows of b, which scripts/test.sh runs on any AVX-512 machine by setting
+// BP_CPU_AVX512_HALVES both ways.
 #include "cpu_harness.hpp"
 
 using namespace cpu_test;
@@ -24,7 +26,8 @@ TEST(CpuMatMulPaths, EdgesOfEveryKernel) {
   const mm_case cases[] = {{17, 31, 1},    {300, 33, 2},   {15, 97, 5},     {16, 32, 6},   {513, 50, 8},
                            {33, 47, 9},    {257, 65, 12},  {31, 96, 13},    {100, 33, 47}, {40, 64, 48},
                            {300, 97, 49},  {1, 40, 60},    {260, 130, 100}, {193, 64, 50}, {385, 40, 770},
-                           {1024, 61, 24}, {600, 100, 32}, {257, 53, 33},   {100, 9, 40},  {4100, 20, 47}};
+                           {1024, 61, 24}, {600, 100, 32}, {257, 53, 33},   {100, 9, 40},  {4100, 20, 47},
+                           {1024, 61, 16}, {8200, 13, 11}, {3, 50, 10},     {255, 49, 15}};
   for (const auto &c : cases)
     for (bp_type ta : {BP_TYPE_F32, BP_TYPE_F16}) {
       bp_tensor *a = pool.make(ta, {c.K, c.M});
@@ -50,28 +53,31 @@ TEST(CpuMatMulPaths, EdgesOfEveryKernel) {
 
 // The broadcast kernel over batches, with a shared by pairs of b's batches
 // (a's ne[2] = 2, b's = 4) and b read through a transposed view (rows of b
-// not dense): the panel is packed per batch, from any strides.
+// not dense): the panel is packed per batch, from any strides. N = 30 takes
+// the 512-bit tiles, N = 14 the 256-bit one where it is chosen.
 TEST(CpuMatMulPaths, ThinProductsOverBatchesAndViews) {
   loaded_plugin p{2};
   ASSERT_TRUE(p.ok());
   tensor_pool pool;
   std::mt19937 rng{78};
-  const int64_t K = 70, M = 50, N = 30;
-  bp_tensor *a = pool.make(BP_TYPE_F32, {K, M, 2});
-  bp_tensor *bt = pool.make(BP_TYPE_F32, {N, K, 4});  // b's transpose, made dense
-  fill(a, rng);
-  fill(bt, rng);
-  bp_tensor *b = pool.swap_dims(bt, 0, 1);
-  bp_tensor *out = pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {M, N, 4}, {a, b});
-  ASSERT_TRUE(p.supports(out));
-  bp_error err{};
-  ASSERT_EQ(p.compute({out}, &err), BP_OK) << err.message;
-  expect_close(
-      out,
-      [&](int64_t m, int64_t n, int64_t i2, int64_t) {
-        double s = 0;
-        for (int64_t k = 0; k < K; ++k) s += get(a, k, m, i2 / 2, 0) * get(bt, n, k, i2, 0);
-        return s;
-      },
-      1e-5 * std::sqrt(static_cast<double>(K)), "batched thin product over a view");
+  for (const int64_t N : {30, 14}) {
+    const int64_t K = 70, M = 50;
+    bp_tensor *a = pool.make(BP_TYPE_F32, {K, M, 2});
+    bp_tensor *bt = pool.make(BP_TYPE_F32, {N, K, 4});  // b's transpose, made dense
+    fill(a, rng);
+    fill(bt, rng);
+    bp_tensor *b = pool.swap_dims(bt, 0, 1);
+    bp_tensor *out = pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {M, N, 4}, {a, b});
+    ASSERT_TRUE(p.supports(out));
+    bp_error err{};
+    ASSERT_EQ(p.compute({out}, &err), BP_OK) << err.message;
+    expect_close(
+        out,
+        [&](int64_t m, int64_t n, int64_t i2, int64_t) {
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k) s += get(a, k, m, i2 / 2, 0) * get(bt, n, k, i2, 0);
+          return s;
+        },
+        1e-5 * std::sqrt(static_cast<double>(K)), "batched thin product over a view, N=" + std::to_string(N));
+  }
 }
