@@ -286,8 +286,10 @@ bp_status run_concat(backend_ctx *be, const bp_tensor *t, bp_error *err) {
 bp_status run_rope(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   cl_kernel k = nullptr;
   if (bp_status s = get_kernel(be, "rope", "", "rope", &k, err); s != BP_OK) return s;
-  size_t g[2] = {static_cast<size_t>(t->ne[0]), static_cast<size_t>(bp_tensor_nrows(t))},
-         l[2] = {local_for(t->ne[0]), 1};
+  // One work-item per pair (or copied column) and position; each loops over
+  // the heads (rope.cl).
+  const int64_t cols = bp_tensor_param_i32(t, 0) / 2 + (t->ne[0] - bp_tensor_param_i32(t, 0));
+  size_t g[2] = {static_cast<size_t>(cols), static_cast<size_t>(t->ne[2] * t->ne[3])}, l[2] = {local_for(cols), 1};
   return launch(be, k)
       .tensor(t->src[0])
       .tensor(t->src[1])

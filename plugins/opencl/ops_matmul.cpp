@@ -15,6 +15,7 @@ namespace {
 // it once per column: packing and three launches would cost more.
 constexpr int64_t kMatvecMaxN = 8;
 constexpr int64_t kMatvecSmallN = 64;
+constexpr int64_t kMatvecWideN = 8;
 constexpr size_t kMatvecSmallA = size_t(2) << 20;
 
 bool rows_dense(const bp_tensor *t) { return t->ne[0] == 1 || t->nb[0] == bp_type_size(t->type); }
@@ -37,9 +38,13 @@ bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   cl_kernel k = nullptr;
   const size_t a_bytes = static_cast<size_t>(K * M) * bp_type_size(a->type);
   if (N < kMatvecMaxN || (N < kMatvecSmallN && a_bytes <= kMatvecSmallA)) {
-    if (bp_status s = get_kernel(be, "matmul", opts_base, "matvec", &k, err); s != BP_OK) return s;
-    size_t g[3] = {static_cast<size_t>((M + 3) / 4), static_cast<size_t>(N), batches},
-           l[3] = {16, N >= 8 ? size_t(8) : size_t(1), 1};
+    // Four columns per work-item once there are columns enough to fill them.
+    const int64_t cols = N >= kMatvecWideN ? 4 : 1;
+    if (bp_status s = get_kernel(be, "matmul", opts_base, cols == 4 ? "matvec4" : "matvec", &k, err); s != BP_OK)
+      return s;
+    const int64_t n_items = (N + cols - 1) / cols;
+    size_t g[3] = {static_cast<size_t>((M + 3) / 4), static_cast<size_t>(n_items), batches},
+           l[3] = {16, n_items >= 8 ? size_t(8) : size_t(1), 1};
     return launch(be, k).tensor(a).tensor(b).tensor(t).arg(r2).arg(r3).run(3, g, l, t->name, err);
   }
   const int tn = be->matmul_tile;

@@ -8,7 +8,8 @@
 // broadcast from scalars, no local memory (on CPU drivers local memory is
 // plain memory and barriers split the work-item loop). Both panels are read
 // sequentially, so the speed does not fall off with K.
-// Small N (matrix x vector): matvec reads a and b in place with float16 loads.
+// Small N (matrix x vector): matvec and matvec4 read a and b in place with
+// float16 loads.
 
 #ifndef A_TYPE
 #define A_TYPE T_F32
@@ -80,43 +81,55 @@ __kernel void gemm(__global const float *ap, __global const float *bp, long K, u
   FOR_TILE(ACC_STORE)
 }
 
-// Four rows of a against one column of b. Global (ceil(M / 4), N rounded up
-// to the group, batches): groups span columns too, so a small product is a
-// few groups (each group costs the driver a task).
-__kernel void matvec(TENSOR(a), TENSOR(b), TENSOR(d), long r2, long r3) {
-  const long M = d_ne.x, K = a_ne.x;
-  const long m0 = get_global_id(0) * 4;
-  if (m0 >= M) return;
-  const long n = get_global_id(1), batch = get_global_id(2);
-  if (n >= d_ne.y) return;
-  const long i2 = batch % d_ne.z, i3 = batch / d_ne.z;
-  const long a2 = i2 / r2, a3 = i3 / r3;
-  __global const char *pa0 = ELEM_PTR(a, 0, m0, a2, a3);
-  __global const char *pa1 = ELEM_PTR(a, 0, min(m0 + 1, M - 1), a2, a3);
-  __global const char *pa2 = ELEM_PTR(a, 0, min(m0 + 2, M - 1), a2, a3);
-  __global const char *pa3 = ELEM_PTR(a, 0, min(m0 + 3, M - 1), a2, a3);
-  __global const float *pb = (__global const float *)ELEM_PTR(b, 0, n, i2, i3);
-  float16 acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;
-  long k = 0;
-  const int es = TYPE_SIZE(A_TYPE);
-  for (; k + 16 <= K; k += 16) {
-    const float16 bv = vload16(0, pb + k);
-    acc0 = fma(LOAD_A16(pa0 + k * es), bv, acc0);
-    acc1 = fma(LOAD_A16(pa1 + k * es), bv, acc1);
-    acc2 = fma(LOAD_A16(pa2 + k * es), bv, acc2);
-    acc3 = fma(LOAD_A16(pa3 + k * es), bv, acc3);
+// Four rows of a against NC columns of b (matvec: 1, for a decoder's few
+// columns; matvec4: 4, so each float16 of a loaded feeds four FMAs where
+// there are columns enough). Global (ceil(M / 4), ceil(N / NC) rounded up to
+// the group, batches): groups span columns too, so a small product is a few
+// groups (each group costs the driver a task). Columns past N repeat the
+// last one and are not stored.
+#define MV_ACC(r, c) float16 acc##r##c = 0.0f;
+#define MV_FMA(r, c) acc##r##c = fma(av##r, bv##c, acc##r##c);
+#define MV_SUM(r, c) s[r][c] = hsum16(acc##r##c);
+#define MV_COL(c, X) X(0, c) X(1, c) X(2, c) X(3, c)
+#define MV_COLS1(X) MV_COL(0, X)
+#define MV_COLS4(X) MV_COL(0, X) MV_COL(1, X) MV_COL(2, X) MV_COL(3, X)
+#define MV_LOAD_B1 const float16 bv0 = vload16(0, pb[0] + k);
+#define MV_LOAD_B4                                                         \
+  const float16 bv0 = vload16(0, pb[0] + k), bv1 = vload16(0, pb[1] + k); \
+  const float16 bv2 = vload16(0, pb[2] + k), bv3 = vload16(0, pb[3] + k);
+#define MATVEC(NAME, NC)                                                                                     \
+  __kernel void NAME(TENSOR(a), TENSOR(b), TENSOR(d), long r2, long r3) {                                    \
+    const long M = d_ne.x, K = a_ne.x, N = d_ne.y;                                                           \
+    const long m0 = get_global_id(0) * 4;                                                                    \
+    if (m0 >= M) return;                                                                                     \
+    const long n0 = get_global_id(1) * NC, batch = get_global_id(2);                                         \
+    if (n0 >= N) return;                                                                                     \
+    const long i2 = batch % d_ne.z, i3 = batch / d_ne.z;                                                     \
+    const long a2 = i2 / r2, a3 = i3 / r3;                                                                   \
+    __global const char *pa[4];                                                                              \
+    for (int r = 0; r < 4; ++r) pa[r] = ELEM_PTR(a, 0, min(m0 + r, M - 1), a2, a3);                         \
+    __global const float *pb[NC];                                                                            \
+    for (int c = 0; c < NC; ++c) pb[c] = (__global const float *)ELEM_PTR(b, 0, min(n0 + c, N - 1), i2, i3); \
+    MV_COLS##NC(MV_ACC)                                                                                      \
+    long k = 0;                                                                                              \
+    const int es = TYPE_SIZE(A_TYPE);                                                                        \
+    for (; k + 16 <= K; k += 16) {                                                                           \
+      const float16 av0 = LOAD_A16(pa[0] + k * es), av1 = LOAD_A16(pa[1] + k * es);                          \
+      const float16 av2 = LOAD_A16(pa[2] + k * es), av3 = LOAD_A16(pa[3] + k * es);                          \
+      MV_LOAD_B##NC                                                                                          \
+      MV_COLS##NC(MV_FMA)                                                                                    \
+    }                                                                                                        \
+    float s[4][NC];                                                                                          \
+    MV_COLS##NC(MV_SUM)                                                                                      \
+    for (; k < K; ++k)                                                                                       \
+      for (int r = 0; r < 4; ++r) {                                                                          \
+        const float av = LOAD_AS(A_TYPE, pa[r] + k * es);                                                    \
+        for (int c = 0; c < NC; ++c) s[r][c] += av * pb[c][k];                                               \
+      }                                                                                                      \
+    for (int c = 0; c < NC && n0 + c < N; ++c) {                                                             \
+      __global float *o = (__global float *)ELEM_PTR(d, m0, n0 + c, i2, i3);                                 \
+      for (int r = 0; r < 4 && m0 + r < M; ++r) o[r] = s[r][c];                                              \
+    }                                                                                                        \
   }
-  float s0 = hsum16(acc0), s1 = hsum16(acc1), s2 = hsum16(acc2), s3 = hsum16(acc3);
-  for (; k < K; ++k) {
-    const float bv = pb[k];
-    s0 += LOAD_AS(A_TYPE, pa0 + k * es) * bv;
-    s1 += LOAD_AS(A_TYPE, pa1 + k * es) * bv;
-    s2 += LOAD_AS(A_TYPE, pa2 + k * es) * bv;
-    s3 += LOAD_AS(A_TYPE, pa3 + k * es) * bv;
-  }
-  __global float *o = (__global float *)ELEM_PTR(d, m0, n, i2, i3);
-  o[0] = s0;
-  if (m0 + 1 < M) o[1] = s1;
-  if (m0 + 2 < M) o[2] = s2;
-  if (m0 + 3 < M) o[3] = s3;
-}
+MATVEC(matvec, 1)
+MATVEC(matvec4, 4)

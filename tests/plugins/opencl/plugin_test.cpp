@@ -166,6 +166,8 @@ TEST_F(OpenclPlugin, MulMatPathsMatchDoublePrecision) {
     check_mul_mat(be, BP_TYPE_F32, 131, 97, 41);   // gemm, partial tiles in M and N
     check_mul_mat(be, BP_TYPE_F16, 260, 33, 130);  // gemm from f16 panels
     check_mul_mat(be, BP_TYPE_F16, 64, 129, 1);    // matvec from f16
+    check_mul_mat(be, BP_TYPE_F32, 300, 70, 13);   // matvec4, tails in K, M and the last 4 columns
+    check_mul_mat(be, BP_TYPE_F16, 100, 33, 10);   // matvec4 from f16
     bp_backend_free(be);
   }
 }
