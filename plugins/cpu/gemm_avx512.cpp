@@ -33,7 +33,7 @@
 //    0.55, and 8 x 3 (N = 48) at 0.96. With one 512-bit vector of b
 //    (N <= 16) the broadcasts equal the FMAs and it lost to the dot kernel
 //    (80 against 107 GFLOP/s at N = 16), hence kMinBcastN; on Zen 4 two
-//    256-bit vectors per broadcast win instead (bcast_tile_ymm).
+//    256-bit vectors per broadcast win instead (ymm_ops).
 // GCC 12's AVX-512 intrinsics fill "undefined" operands with a
 // self-initialised variable, which -Wuninitialized then reports inside the
 // header wherever an unmasked form is inlined; the warning is about the
@@ -225,10 +225,39 @@ void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth) {
 
 namespace {
 
-// c[i * NV * 16 + n] = sum over k in [k0, k0 + kc) of a[i][k] * bp[(k - k0) * NV * 16 + n]
-// for i < RM: RM rows of a (dense along k) by the packed panel of b.
-template <int RM, int NV>
+// The broadcast kernel's vectors of b: 512-bit, or 256-bit for CPUs that
+// run a 512-bit FMA as two 256-bit halves. There two 256-bit FMAs cost what
+// one 512-bit FMA does, so with 16 lanes of b (N = 9..16) each broadcast of
+// a[m][k] (a plain load at 256 bits) feeds two FMAs where the 512-bit tile
+// would give it one. Measured on a 2-core Zen 4 VM, M = K = 4096 N = 16:
+// 0.50-0.55 of the FMA peak against 0.44-0.48 for the dot kernel
+// (alternating runs).
+struct zmm_ops {
+  using vec = __m512;
+  static constexpr int kLanes = 16;
+  BP_AVX512 static vec zero() { return _mm512_setzero_ps(); }
+  BP_AVX512 static vec load(const float *p) { return _mm512_load_ps(p); }
+  BP_AVX512 static vec broadcast(const float *p) { return _mm512_set1_ps(*p); }
+  BP_AVX512 static vec fmadd(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+  BP_AVX512 static void store(float *p, vec v) { _mm512_store_ps(p, v); }
+};
+struct ymm_ops {
+  using vec = __m256;
+  static constexpr int kLanes = 8;
+  BP_AVX512 static vec zero() { return _mm256_setzero_ps(); }
+  BP_AVX512 static vec load(const float *p) { return _mm256_load_ps(p); }
+  BP_AVX512 static vec broadcast(const float *p) { return _mm256_broadcast_ss(p); }
+  BP_AVX512 static vec fmadd(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+  BP_AVX512 static void store(float *p, vec v) { _mm256_store_ps(p, v); }
+};
+
+// c[i * L + n] = sum over k in [k0, k0 + kc) of a[i][k] * bp[(k - k0) * L + n]
+// for i < RM, L = NV x V::kLanes: RM rows of a (dense along k) by the
+// packed panel of b.
+template <int RM, int NV, class V>
 BP_AVX512 void bcast_tile(const float *const *a, int64_t k0, int64_t kc, const float *bp, float *c) {
+  using vec = typename V::vec;
+  constexpr int64_t kPanelLanes = NV * V::kLanes;
   // Rows whose length in bytes is a multiple of 4 KiB (K = 1024, 4096, ...)
   // map the same k of all RM rows to one L1 set, so they would evict each
   // other: blocks of kCopy floats of the RM rows are first copied to rows
@@ -236,11 +265,11 @@ BP_AVX512 void bcast_tile(const float *const *a, int64_t k0, int64_t kc, const f
   // 16 x NV FMAs per row that read them).
   constexpr int64_t kCopy = 256, kStride = kCopy + 16;
   alignas(64) float copy[RM * kStride];
-  __m512 acc[RM][NV];
+  vec acc[RM][NV];
 #pragma GCC unroll 12
   for (int i = 0; i < RM; ++i)
 #pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
   for (int64_t kb = 0; kb < kc; kb += kCopy) {
     const int64_t n = kc - kb < kCopy ? kc - kb : kCopy;
 #pragma GCC unroll 1
@@ -251,67 +280,23 @@ BP_AVX512 void bcast_tile(const float *const *a, int64_t k0, int64_t kc, const f
       for (; k + 16 <= n; k += 16) _mm512_store_ps(dst + k, _mm512_loadu_ps(src + k));
       if (k < n) _mm512_store_ps(dst + k, _mm512_maskz_loadu_ps(lanes(n - k), src + k));
     }
-    const float *bk = bp + kb * NV * 16;
+    const float *bk = bp + kb * kPanelLanes;
     for (int64_t k = 0; k < n; ++k) {
-      __m512 vb[NV];
+      vec vb[NV];
 #pragma GCC unroll 3
-      for (int v = 0; v < NV; ++v) vb[v] = _mm512_load_ps(bk + (k * NV + v) * 16);
+      for (int v = 0; v < NV; ++v) vb[v] = V::load(bk + k * kPanelLanes + v * V::kLanes);
 #pragma GCC unroll 12
       for (int i = 0; i < RM; ++i) {
-        const __m512 x = _mm512_set1_ps(copy[i * kStride + k]);
+        const vec x = V::broadcast(copy + i * kStride + k);
 #pragma GCC unroll 3
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(vb[v], x, acc[i][v]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(vb[v], x, acc[i][v]);
       }
     }
   }
 #pragma GCC unroll 12
   for (int i = 0; i < RM; ++i)
 #pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v) _mm512_store_ps(c + (i * NV + v) * 16, acc[i][v]);
-}
-
-// bcast_tile for 16 lanes of b as NY = 2 vectors of 8 (N = 9..16), for CPUs
-// that run a 512-bit FMA as two 256-bit halves: there two 256-bit FMAs
-// cost what one 512-bit FMA does, so each broadcast of a[m][k] (a plain
-// load at 256 bits) feeds two FMAs where the 512-bit tile would give it
-// one. Measured on a 2-core Zen 4 VM, M = K = 4096 N = 16: 0.52-0.55 of the
-// FMA peak against 0.42-0.48 for the dot kernel (alternating runs).
-template <int RM, int NY>
-BP_AVX512 void bcast_tile_ymm(const float *const *a, int64_t k0, int64_t kc, const float *bp, float *c) {
-  constexpr int64_t kCopy = 256, kStride = kCopy + 16;
-  alignas(64) float copy[RM * kStride];
-  __m256 acc[RM][NY];
-#pragma GCC unroll 12
-  for (int i = 0; i < RM; ++i)
-#pragma GCC unroll 6
-    for (int v = 0; v < NY; ++v) acc[i][v] = _mm256_setzero_ps();
-  for (int64_t kb = 0; kb < kc; kb += kCopy) {
-    const int64_t n = kc - kb < kCopy ? kc - kb : kCopy;
-#pragma GCC unroll 1
-    for (int i = 0; i < RM; ++i) {
-      const float *src = a[i] + k0 + kb;
-      float *dst = copy + i * kStride;
-      int64_t k = 0;
-      for (; k + 16 <= n; k += 16) _mm512_store_ps(dst + k, _mm512_loadu_ps(src + k));
-      if (k < n) _mm512_store_ps(dst + k, _mm512_maskz_loadu_ps(lanes(n - k), src + k));
-    }
-    const float *bk = bp + kb * NY * 8;
-    for (int64_t k = 0; k < n; ++k) {
-      __m256 vb[NY];
-#pragma GCC unroll 6
-      for (int v = 0; v < NY; ++v) vb[v] = _mm256_load_ps(bk + (k * NY + v) * 8);
-#pragma GCC unroll 12
-      for (int i = 0; i < RM; ++i) {
-        const __m256 x = _mm256_broadcast_ss(copy + i * kStride + k);
-#pragma GCC unroll 6
-        for (int v = 0; v < NY; ++v) acc[i][v] = _mm256_fmadd_ps(vb[v], x, acc[i][v]);
-      }
-    }
-  }
-#pragma GCC unroll 12
-  for (int i = 0; i < RM; ++i)
-#pragma GCC unroll 6
-    for (int v = 0; v < NY; ++v) _mm256_store_ps(c + (i * NY + v) * 8, acc[i][v]);
+    for (int v = 0; v < NV; ++v) V::store(c + i * kPanelLanes + v * V::kLanes, acc[i][v]);
 }
 
 using bcast_fn = void (*)(const float *const *, int64_t, int64_t, const float *, float *);
@@ -344,9 +329,9 @@ void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth) {
   const int nv = static_cast<int>((N + 15) / 16);
   const int64_t lanes_n = nv * 16;
   const int rm = bcast_rows(nv);
-  const bcast_fn tile_fn = nv == 1   ? bcast_tile_ymm<bcast_rows(1), 2>
-                           : nv == 2 ? bcast_tile<bcast_rows(2), 2>
-                                     : bcast_tile<bcast_rows(3), 3>;
+  const bcast_fn tile_fn = nv == 1   ? bcast_tile<bcast_rows(1), 2, ymm_ops>
+                           : nv == 2 ? bcast_tile<bcast_rows(2), 2, zmm_ops>
+                                     : bcast_tile<bcast_rows(3), 3, zmm_ops>;
   const thin_units units(t, ith, nth);
   if (units.begin >= units.end) return;
   int64_t kcb = kBcastPanelBytes / (lanes_n * static_cast<int64_t>(sizeof(float)));
