@@ -386,10 +386,12 @@ bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off
   // Register-blocked straight from a's rows: no transposition pass, which
   // only pays for itself when many columns share it.
   if (fast && N <= kNtMaxColumns && strides_in(a, f16 ? 8 : 16) && n->ne[2] * n->ne[3] <= 65535) {
-    constexpr uint32_t rows = 4, cols = 8, local = 16;  // mul_mat_nt.comp's ROWS, COLS, LOCAL
+    // mul_mat_nt.comp's ROWS, COLS, LOCAL (CMakeLists.txt)
+    const uint32_t rows = 8, cols = N <= 8 ? 8 : 16, local = 16;
     dispatch d;
     bool bound = false;
-    if (bp_status st = bind_in_place_operands(p, "mul_mat_nt", d, &bound); st != BP_OK) return st;
+    const char *variant = cols == 8 ? "mul_mat_nt_c8" : "mul_mat_nt_c16";
+    if (bp_status st = bind_in_place_operands(p, variant, d, &bound); st != BP_OK) return st;
     if (bound) {
       d.pc.p[0] = static_cast<uint32_t>(K / 4);
       d.groups[0] = static_cast<uint32_t>((M + rows * local - 1) / (rows * local));

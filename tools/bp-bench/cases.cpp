@@ -554,6 +554,10 @@ std::vector<op_case> default_cases() {
   // A decoder's shapes: a 4096 x 4096 weight times 1..32 tokens. N <= 4 is
   // bound by streaming the 64 MiB (f32) or 32 MiB (f16) of weights.
   for (int64_t n : {1, 2, 4, 8, 16, 32}) mul_mat(BP_TYPE_F32, 4096, n, 4096);
+  // bp-run's demo layer (dim 256, ff 512, 32 tokens): products this small
+  // are where a device's fixed cost per dispatch shows.
+  mul_mat(BP_TYPE_F32, 256, 32, 256);
+  mul_mat(BP_TYPE_F32, 512, 32, 256);
   for (int64_t s : {512, 1024}) mul_mat(BP_TYPE_F16, s, s, s);
   for (int64_t n : {1, 2, 4, 8, 16, 32}) mul_mat(BP_TYPE_F16, 4096, n, 4096);
   // Row ops at 8 MiB (inside this machine's L3), then at 64 MiB per tensor

@@ -247,7 +247,7 @@ TEST_F(VulkanPlugin, GetRowsBadIdFailsTheCompute) {
 }
 
 // Every MUL_MAT path the plugin picks by shape: mul_mv (N < 8), mul_mat_nt
-// (N <= 64, a read in place, any M), mul_mat_tex after the 4 x 4 block
+// (N <= 64, a read in place, any M; 8 or 16 columns per invocation), mul_mat_tex after the 4 x 4 block
 // transposition (N > 64, M % 4 == 0) and the general shader (K % 4 != 0),
 // f32 and f16 weights, with a batch of b broadcasting over a's.
 struct mul_mat_case {
@@ -300,8 +300,9 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, VulkanMulMatPaths,
     ::testing::Values(mul_mat_case{256, 96, 3, 1, false},   // mul_mv
                       mul_mat_case{64, 37, 3, 1, false},    // mul_mv, M not a multiple of 4
-                      mul_mat_case{128, 37, 8, 1, false},   // nt, M not a multiple of the 4-row block
-                      mul_mat_case{96, 70, 33, 4, false},   // nt, N past a column block, batches
+                      mul_mat_case{128, 37, 8, 1, false},   // nt_c8, M not a multiple of the 8-row block
+                      mul_mat_case{64, 129, 9, 1, true},    // nt_c16 one column past nt_c8, M past a workgroup
+                      mul_mat_case{96, 70, 33, 4, false},   // nt_c16, N past a column block, batches
                       mul_mat_case{64, 40, 64, 1, true},    // nt, f16 weights, the last nt column count
                       mul_mat_case{64, 40, 65, 2, false},   // tex after the transposition
                       mul_mat_case{128, 96, 130, 2, true},  // tex, f16 weights transposed and widened
