@@ -122,11 +122,17 @@ bp_status plan_graph(backend_ctx *be, const bp_graph_desc *graph, vk_buffer *scr
   if (graph->n_nodes > 0 && !graph->nodes)
     return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph has %u nodes but no node array", graph->n_nodes);
   size_t off = 0;
-  for (uint32_t i = 0; i < graph->n_nodes; ++i) {
+  for (uint32_t i = 0; i < graph->n_nodes;) {
     const bp_tensor *node = graph->nodes[i];
     if (!node) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph node %u is NULL", i);
-    if (bp_op_is_view(node->op) || bp_tensor_nelements(node) == 0) continue;
-    if (bp_status st = op_plan(be, node, scratch, &off, out, err); st != BP_OK) return st;
+    if (bp_op_is_view(node->op) || bp_tensor_nelements(node) == 0) {
+      ++i;
+      continue;
+    }
+    const bp_tensor *next = i + 1 < graph->n_nodes ? graph->nodes[i + 1] : nullptr;
+    uint32_t consumed = 1;
+    if (bp_status st = op_plan(be, node, next, scratch, &off, out, &consumed, err); st != BP_OK) return st;
+    i += consumed;
   }
   *scratch_used = off;
   for (dispatch &d : out) {

@@ -269,8 +269,11 @@ bool strides_in(const bp_tensor *t, size_t unit) {
 }
 
 // NORM, RMS_NORM, SOFT_MAX on dense f32 rows of a multiple of 4: one
-// invocation per row through texel buffers (rows_vec4.comp).
-bool plan_rows_vec4(const planner &p, uint32_t op, std::vector<dispatch> &out) {
+// invocation per row through texel buffers (rows_vec4.comp). |mul|, for a
+// norm, is a MUL of the norm's result that runs in the same dispatch
+// (plan_fused checked its shapes); false (nothing appended) when a binding
+// does not fit.
+bool plan_rows_vec4(const planner &p, uint32_t op, std::vector<dispatch> &out, const bp_tensor *mul = nullptr) {
   const bp_tensor *n = p.node, *a = n->src[0], *mask = op == 5 ? n->src[1] : nullptr;
   if (!p.be->opt.fast_paths || a->ne[0] % 4 || !bp_tensor_is_contiguous(a) || !bp_tensor_is_contiguous(n)) return false;
   if (mask && (mask->type != BP_TYPE_F32 || !bp_tensor_rows_contiguous(mask) || !strides_in(mask, 16))) return false;
@@ -286,6 +289,20 @@ bool plan_rows_vec4(const planner &p, uint32_t op, std::vector<dispatch> &out) {
   if (mask) set_shape(d.pc.b_ne, d.pc.b_nb, mask, 16);
   copy_params(d, n, 0, 1);
   d.pc.p[1] = mask ? 1u : 0u;
+  if (mul) {
+    const bp_tensor *m = mul->src[1];
+    uint32_t prod_off = 0;
+    if (!bind_texel(m, false, &d.bind[1], &d.pc.b_off)) return false;
+    bp_error ignored{};
+    const planner pm{p.be, mul, &ignored};
+    if (bind_ssbo(pm, mul, &d.bind[3], &prod_off) != BP_OK) return false;
+    d.spec[1] = 1;
+    d.n_spec = 2;
+    d.pc.p[1] = prod_off;
+    d.pc.p[2] = static_cast<uint32_t>(bp_tensor_nelements(m) / 4);
+    add_range(d.reads, m);
+    add_range(d.writes, mul);
+  }
   add_range(d.reads, a);
   if (mask) add_range(d.reads, mask);
   add_range(d.writes, n);
@@ -548,10 +565,8 @@ bp_status plan_node(const planner &p, vk_buffer *scratch, size_t *scratch_off, s
   }
 }
 
-}  // namespace
-
-bp_status op_plan(backend_ctx *be, const bp_tensor *node, vk_buffer *scratch, size_t *scratch_off,
-                  std::vector<dispatch> &out, bp_error *err) {
+// Checks a node before planning: supported, allocated, sources allocated.
+bp_status check_node(backend_ctx *be, const bp_tensor *node, bp_error *err) {
   if (!op_supported(be->dev, be->opt, node))
     return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "vulkan: node '%s' (%s, %s) is not supported by this backend",
                          node->name, op_label(node->op), bp_type_name(node->type));
@@ -561,8 +576,44 @@ bp_status op_plan(backend_ctx *be, const bp_tensor *node, vk_buffer *scratch, si
   for (const bp_tensor *s : node->src)
     if (s && (!s->data || !s->buffer_ctx))
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: a source of node '%s' has no memory", node->name);
+  return BP_OK;
+}
+
+// Two nodes in one dispatch, where a dispatch's fixed cost is worth saving
+// (CPU-type devices: lavapipe hands every dispatch to its worker threads and
+// back, about 100 us on a 2-core VM, more than a decoder layer's row ops
+// themselves). The first node's result is still written, so whatever else
+// reads it (later nodes, another backend, the caller) sees it. Fused:
+// NORM or RMS_NORM, then MUL of that result by a dense f32 multiplier of one
+// row or the same shape (the norm's weight). False: plan them one by one.
+bool plan_fused(const planner &p, const bp_tensor *next, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node;
+  if (!next || p.dev()->type != BP_DEVICE_TYPE_CPU || !p.be->opt.fast_paths) return false;
+  if ((n->op == BP_OP_RMS_NORM || n->op == BP_OP_NORM) && next->op == BP_OP_MUL && next->src[0] == n) {
+    const bp_tensor *m = next->src[1];
+    const bool row = m->ne[0] == n->ne[0] && bp_tensor_nelements(m) == m->ne[0];
+    if (n->type != BP_TYPE_F32 || next->type != BP_TYPE_F32 || m->type != BP_TYPE_F32 || !bp_tensor_is_contiguous(m) ||
+        !bp_tensor_is_contiguous(next) || !bp_tensor_same_shape(n, next) || !(row || bp_tensor_same_shape(m, n)))
+      return false;
+    return plan_rows_vec4(p, n->op == BP_OP_NORM ? 3 : 4, out, next);
+  }
+  return false;
+}
+
+}  // namespace
+
+bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next, vk_buffer *scratch,
+                  size_t *scratch_off, std::vector<dispatch> &out, uint32_t *consumed, bp_error *err) {
+  *consumed = 1;
+  if (bp_status st = check_node(be, node, err); st != BP_OK) return st;
   const planner p{be, node, err};
   const size_t first = out.size();
+  bp_error ignored{};
+  if (next && check_node(be, next, &ignored) == BP_OK && plan_fused(p, next, out)) {
+    *consumed = 2;
+    for (size_t i = first; i < out.size(); ++i) out[i].op = node->op == BP_OP_NORM ? "NORM+MUL" : "RMS_NORM+MUL";
+    return BP_OK;
+  }
   bp_status st = plan_node(p, scratch, scratch_off, out);
   for (size_t i = first; i < out.size(); ++i) out[i].op = op_label(node->op);
   return st;

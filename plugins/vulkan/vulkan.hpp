@@ -302,8 +302,10 @@ struct scratch_use {
 bool op_supported(const device_state *dev, const backend_options &opt, const bp_tensor *node);
 // Appends |node|'s dispatches. |scratch| is the arena; |scratch_off| the
 // node's place in it (advanced). A NULL arena only sizes: *scratch_off grows.
-bp_status op_plan(backend_ctx *be, const bp_tensor *node, vk_buffer *scratch, size_t *scratch_off,
-                  std::vector<dispatch> &out, bp_error *err);
+// |next| is the graph's following node or NULL: where the two fuse into one
+// dispatch (ops.cpp, plan_fused), *consumed is 2, else 1.
+bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next, vk_buffer *scratch,
+                  size_t *scratch_off, std::vector<dispatch> &out, uint32_t *consumed, bp_error *err);
 
 // ---- graph.cpp -------------------------------------------------------------
 

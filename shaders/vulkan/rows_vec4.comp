@@ -7,16 +7,25 @@
 // OP (constant_id 0): 3 NORM, 4 RMS_NORM, 5 SOFT_MAX. p.x: eps or scale;
 // p.y: 1 when SOFT_MAX has a mask (f32, rows contiguous, strides b_nb in
 // texels). Offsets in texels; n = rows.
+//
+// MUL_AFTER (constant_id 1, NORM and RMS_NORM only): the MUL that follows
+// the norm in the graph runs in the same dispatch, saving one (on lavapipe
+// a dispatch costs about 100 us of thread hand-offs, more than these rows).
+// Binding 1 is then the multiplier (p.z texels, repeated: one row or the
+// whole shape), binding 3 receives the product at float offset p.y. The
+// norm's own output is still written, so a later reader of it is served.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint OP = 4;
+layout(constant_id = 1) const uint MUL_AFTER = 0;
 
 layout(binding = 0) uniform samplerBuffer a;
 layout(binding = 1) uniform samplerBuffer mask;
 layout(binding = 2, rgba32f) uniform writeonly imageBuffer d;
+layout(std430, binding = 3) writeonly buffer P { float prod[]; };
 
 void main() {
   const uint row = flat_invocation();
@@ -72,5 +81,20 @@ void main() {
   } else {
     inv = 1.0 / sqrt(sum / n0 + eps);
   }
-  for (int i = 0; i < int(n4); ++i) imageStore(d, out_base + i, (texelFetch(a, base + i) - mean) * inv);
+  if (MUL_AFTER == 0) {
+    for (int i = 0; i < int(n4); ++i) imageStore(d, out_base + i, (texelFetch(a, base + i) - mean) * inv);
+    return;
+  }
+  // Row-local and index by index, so the product may reuse the norm's or
+  // the input's memory (the allocator's in-place reuse).
+  const uint prod_base = pc.p.y + row * pc.a_ne.x, period = pc.p.z;
+  for (uint i = 0; i < n4; ++i) {
+    const vec4 y = (texelFetch(a, base + int(i)) - mean) * inv;
+    imageStore(d, out_base + int(i), y);
+    const vec4 z = y * texelFetch(mask, int(pc.b_off + (row * n4 + i) % period));
+    prod[prod_base + 4 * i] = z.x;
+    prod[prod_base + 4 * i + 1] = z.y;
+    prod[prod_base + 4 * i + 2] = z.z;
+    prod[prod_base + 4 * i + 3] = z.w;
+  }
 }

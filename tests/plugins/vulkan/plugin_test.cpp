@@ -317,6 +317,62 @@ INSTANTIATE_TEST_SUITE_P(
 
 namespace {
 
+// A norm followed by a MUL of its result runs as one dispatch on CPU-type
+// devices (ops.cpp, plan_fused): the product by a weight row and by a
+// same-shape tensor, the norm still readable by a later node, and the
+// product written over the norm's own memory (the allocator's in-place
+// reuse). On other devices the same graph runs unfused: same answers.
+TEST_F(VulkanPlugin, NormThenMulMatchDoubleReference) {
+  const int n0 = 64, rows = 5;
+  bp_tensor *x = bp_new_tensor_2d(ctx_, BP_TYPE_F32, n0, rows);
+  bp_tensor *w = bp_new_tensor_1d(ctx_, BP_TYPE_F32, n0);
+  bp_tensor *full = bp_new_tensor_2d(ctx_, BP_TYPE_F32, n0, rows);
+  bp_tensor *rms = bp_rms_norm(ctx_, x, 1e-5f);
+  bp_tensor *rms_w = bp_mul(ctx_, rms, w);
+  bp_tensor *later = bp_add(ctx_, rms, rms_w);  // reads the norm after the fused pair
+  bp_tensor *norm = bp_norm(ctx_, x, 1e-5f);
+  bp_tensor *norm_full = bp_mul(ctx_, norm, full);
+  bp_tensor *rms2 = bp_rms_norm(ctx_, full, 1e-5f);
+  bp_tensor *in_place = bp_mul(ctx_, rms2, w);
+  ASSERT_TRUE(in_place);
+  for (bp_tensor *t : {x, w, full, rms, rms_w, later, norm, norm_full, rms2}) mem_.place(t);
+  in_place->data = rms2->data;
+  in_place->buffer_ctx = rms2->buffer_ctx;
+  in_place->buffer = rms2->buffer;
+  auto vx = random(n0 * rows, 51), vw = random(n0, 52), vf = random(n0 * rows, 53);
+  set(x, vx);
+  set(w, vw);
+  set(full, vf);
+  bp_tensor *nodes[] = {rms, rms_w, later, norm, norm_full, rms2, in_place};
+  bp_graph_desc g{sizeof(bp_graph_desc), 7, nodes};
+  bp_error err{};
+  ASSERT_EQ(be_.iface->graph_compute(be_.ctx, &g, &err), BP_OK) << err.message;
+  ASSERT_EQ(sync(), BP_OK);
+  std::vector<float> g_rms_w = get(rms_w), g_later = get(later), g_norm = get(norm), g_norm_full = get(norm_full),
+                     g_in_place = get(in_place);
+  for (int r = 0; r < rows; ++r) {
+    const float *row = &vx[r * n0], *frow = &vf[r * n0];
+    double s = 0, ss = 0, fss = 0;
+    for (int i = 0; i < n0; ++i) {
+      s += row[i];
+      ss += static_cast<double>(row[i]) * row[i];
+      fss += static_cast<double>(frow[i]) * frow[i];
+    }
+    const double mean = s / n0;
+    double var = 0;
+    for (int i = 0; i < n0; ++i) var += (row[i] - mean) * (row[i] - mean);
+    for (int i = 0; i < n0; ++i) {
+      const size_t at = static_cast<size_t>(r) * n0 + i;
+      const double rn = row[i] / std::sqrt(ss / n0 + 1e-5), nn = (row[i] - mean) / std::sqrt(var / n0 + 1e-5);
+      ASSERT_NEAR(g_rms_w[at], rn * vw[i], 1e-5) << "row " << r << " col " << i;
+      ASSERT_NEAR(g_later[at], rn + rn * vw[i], 1e-5) << "row " << r << " col " << i;
+      ASSERT_NEAR(g_norm[at], nn, 1e-5) << "row " << r << " col " << i;
+      ASSERT_NEAR(g_norm_full[at], nn * vf[at], 1e-5) << "row " << r << " col " << i;
+      ASSERT_NEAR(g_in_place[at], frow[i] / std::sqrt(fss / n0 + 1e-5) * vw[i], 1e-5) << "row " << r << " col " << i;
+    }
+  }
+}
+
 // Rows of a multiple of 4 take rows_vec4.comp (one invocation per row), which
 // the conformance runner's odd row lengths never reach.
 TEST_F(VulkanPlugin, TexelRowOpsMatchDoubleReference) {
