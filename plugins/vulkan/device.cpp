@@ -334,6 +334,7 @@ bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t 
       if (std::strcmp(params[i].name, "f16") == 0) opt.f16 = params[i].int_value != 0;
       if (std::strcmp(params[i].name, "fast_paths") == 0) opt.fast_paths = params[i].int_value != 0;
       if (std::strcmp(params[i].name, "profile") == 0) opt.profile = params[i].int_value != 0;
+      if (std::strcmp(params[i].name, "fuse") == 0) opt.fuse = params[i].int_value != 0;
       if (std::strcmp(params[i].name, "tile_rows") == 0) {
         const int64_t v = params[i].int_value;
         if (v != 0 && v != 8 && v != 16)

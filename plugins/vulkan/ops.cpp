@@ -382,6 +382,75 @@ bp_status bind_in_place_operands(const planner &p, const char *variant, dispatch
 // path is 2x faster; 4096 x 4096 x 32: mul_mat_nt is 1.5x faster).
 constexpr int64_t kNtMaxColumns = 64;
 
+bool nt_applies(const planner &p) {
+  const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
+  const bool f16 = a->type == BP_TYPE_F16;
+  return p.be->opt.fast_paths && a->ne[0] % 4 == 0 && strides_in(b, 16) && b->ne[1] <= kNtMaxColumns &&
+         strides_in(a, f16 ? 8 : 16) && n->ne[2] * n->ne[3] <= 65535;
+}
+
+// mul_mat_nt.comp's EPILOGUE codes.
+constexpr uint32_t kEpilogueAdd = 1, kEpilogueMul = 2, kEpilogueSilu = 3;
+
+// One storage binding over several f32 tensors of one buffer (the product,
+// its epilogue's operand and result); float offsets into it in |offs|.
+// False when they live in different buffers or span more than a binding.
+bool bind_ssbo_span(const planner &p, const bp_tensor *const *ts, int count, binding *out, uint32_t *offs) {
+  auto *b = static_cast<vk_buffer *>(ts[0]->buffer_ctx);
+  size_t begin = SIZE_MAX, end = 0;
+  for (int i = 0; i < count; ++i) {
+    if (ts[i]->buffer_ctx != b || ts[i]->type != BP_TYPE_F32) return false;
+    begin = std::min(begin, tensor_offset(ts[i]));
+    end = std::max(end, tensor_offset(ts[i]) + bp_tensor_nbytes(ts[i]));
+  }
+  const size_t align = p.dev()->props.limits.minStorageBufferOffsetAlignment;
+  const size_t off = begin / align * align;
+  const size_t range = std::min((end - off + 3) / 4 * 4, b->vk_size - off);
+  if (range > p.dev()->props.limits.maxStorageBufferRange) return false;
+  out->buf = b;
+  out->offset = off;
+  out->range = std::max<size_t>(range, 4);
+  for (int i = 0; i < count; ++i) offs[i] = static_cast<uint32_t>((tensor_offset(ts[i]) - off) / 4);
+  return true;
+}
+
+// The product through mul_mat_nt.comp, 8 x 16 outputs per invocation (8 x 8
+// where b has no more columns). |after| (plan_fused checked it): the next
+// node, ADD or MUL of the product with a tensor of its shape and strides,
+// or SILU of it, applied in the same dispatch. *planned is false (nothing
+// appended) where a binding does not fit.
+bp_status plan_mul_mat_nt(const planner &p, const bp_tensor *after, std::vector<dispatch> &out, bool *planned) {
+  const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
+  const int64_t M = a->ne[1], N = b->ne[1];
+  // mul_mat_nt.comp's ROWS, COLS, LOCAL (CMakeLists.txt)
+  const uint32_t rows = 8, cols = N <= 8 ? 8 : 16, local = 16;
+  dispatch d;
+  bool bound = false;
+  *planned = false;
+  const char *variant = cols == 8 ? "mul_mat_nt_c8" : "mul_mat_nt_c16";
+  if (bp_status st = bind_in_place_operands(p, variant, d, &bound); st != BP_OK || !bound) return st;
+  if (after) {
+    const bp_tensor *operand = after->op == BP_OP_SILU ? nullptr : after->src[0] == n ? after->src[1] : after->src[0];
+    const bp_tensor *span[3] = {n, after, operand ? operand : n};
+    uint32_t offs[3];
+    if (!bind_ssbo_span(p, span, 3, &d.bind[3], offs)) return BP_OK;
+    d.pc.d_off = offs[0];
+    d.pc.p[1] = offs[1];
+    d.pc.p[2] = offs[2];
+    d.spec[0] = after->op == BP_OP_ADD ? kEpilogueAdd : after->op == BP_OP_MUL ? kEpilogueMul : kEpilogueSilu;
+    d.n_spec = 1;
+    if (operand) add_range(d.reads, operand);
+    add_range(d.writes, after);
+  }
+  d.pc.p[0] = static_cast<uint32_t>(a->ne[0] / 4);
+  d.groups[0] = static_cast<uint32_t>((M + rows * local - 1) / (rows * local));
+  d.groups[1] = static_cast<uint32_t>((N + cols - 1) / cols);
+  d.groups[2] = static_cast<uint32_t>(n->ne[2] * n->ne[3]);
+  out.push_back(std::move(d));
+  *planned = true;
+  return BP_OK;
+}
+
 bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
   const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
@@ -402,21 +471,9 @@ bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off
   }
   // Register-blocked straight from a's rows: no transposition pass, which
   // only pays for itself when many columns share it.
-  if (fast && N <= kNtMaxColumns && strides_in(a, f16 ? 8 : 16) && n->ne[2] * n->ne[3] <= 65535) {
-    // mul_mat_nt.comp's ROWS, COLS, LOCAL (CMakeLists.txt)
-    const uint32_t rows = 8, cols = N <= 8 ? 8 : 16, local = 16;
-    dispatch d;
-    bool bound = false;
-    const char *variant = cols == 8 ? "mul_mat_nt_c8" : "mul_mat_nt_c16";
-    if (bp_status st = bind_in_place_operands(p, variant, d, &bound); st != BP_OK) return st;
-    if (bound) {
-      d.pc.p[0] = static_cast<uint32_t>(K / 4);
-      d.groups[0] = static_cast<uint32_t>((M + rows * local - 1) / (rows * local));
-      d.groups[1] = static_cast<uint32_t>((N + cols - 1) / cols);
-      d.groups[2] = static_cast<uint32_t>(n->ne[2] * n->ne[3]);
-      out.push_back(std::move(d));
-      return BP_OK;
-    }
+  if (nt_applies(p)) {
+    bool planned = false;
+    if (bp_status st = plan_mul_mat_nt(p, nullptr, out, &planned); st != BP_OK || planned) return st;
   }
   // Register-blocked: a transposed to [M, K] (m fastest) in scratch first.
   if (fast && M % 4 == 0 && N >= 8 && n->ne[2] * n->ne[3] <= 65535) {
@@ -565,6 +622,13 @@ bp_status plan_node(const planner &p, vk_buffer *scratch, size_t *scratch_off, s
   }
 }
 
+// The profile's name of a fused pair (profile=true).
+const char *fused_label(bp_op first, bp_op second) {
+  if (first == BP_OP_NORM) return "NORM+MUL";
+  if (first == BP_OP_RMS_NORM) return "RMS_NORM+MUL";
+  return second == BP_OP_ADD ? "MUL_MAT+ADD" : second == BP_OP_MUL ? "MUL_MAT+MUL" : "MUL_MAT+SILU";
+}
+
 // Checks a node before planning: supported, allocated, sources allocated.
 bp_status check_node(backend_ctx *be, const bp_tensor *node, bp_error *err) {
   if (!op_supported(be->dev, be->opt, node))
@@ -579,16 +643,38 @@ bp_status check_node(backend_ctx *be, const bp_tensor *node, bp_error *err) {
   return BP_OK;
 }
 
+// The same shape and strides: the epilogue indexes both like the product.
+bool same_layout(const bp_tensor *x, const bp_tensor *y) {
+  if (x->type != y->type) return false;
+  for (int i = 0; i < 4; ++i)
+    if (x->ne[i] != y->ne[i] || x->nb[i] != y->nb[i]) return false;
+  return true;
+}
+
 // Two nodes in one dispatch, where a dispatch's fixed cost is worth saving
 // (CPU-type devices: lavapipe hands every dispatch to its worker threads and
 // back, about 100 us on a 2-core VM, more than a decoder layer's row ops
 // themselves). The first node's result is still written, so whatever else
 // reads it (later nodes, another backend, the caller) sees it. Fused:
-// NORM or RMS_NORM, then MUL of that result by a dense f32 multiplier of one
-// row or the same shape (the norm's weight). False: plan them one by one.
-bool plan_fused(const planner &p, const bp_tensor *next, std::vector<dispatch> &out) {
+// - NORM or RMS_NORM, then MUL of that result by a dense f32 multiplier of
+//   one row or the same shape (the norm's weight);
+// - a MUL_MAT on mul_mat_nt, then ADD or MUL of the product with an f32
+//   tensor of its layout in the same buffer (a residual, SwiGLU's gate), or
+//   SILU of it.
+// False: plan them one by one.
+bool plan_fused(const planner &p, const bp_tensor *next, std::vector<dispatch> &out, bp_status *st) {
   const bp_tensor *n = p.node;
-  if (!next || p.dev()->type != BP_DEVICE_TYPE_CPU || !p.be->opt.fast_paths) return false;
+  if (!next || !p.be->opt.fuse || p.dev()->type != BP_DEVICE_TYPE_CPU || !p.be->opt.fast_paths) return false;
+  if (n->op == BP_OP_MUL_MAT && n->type == BP_TYPE_F32 && nt_applies(p)) {
+    const bool binary = (next->op == BP_OP_ADD || next->op == BP_OP_MUL) && (next->src[0] == n) != (next->src[1] == n);
+    const bool silu = next->op == BP_OP_SILU && next->src[0] == n;
+    if (!binary && !silu) return false;
+    const bp_tensor *operand = silu ? n : next->src[0] == n ? next->src[1] : next->src[0];
+    if (!same_layout(next, n) || !same_layout(operand, n)) return false;
+    bool planned = false;
+    *st = plan_mul_mat_nt(p, next, out, &planned);
+    return *st != BP_OK || planned;
+  }
   if ((n->op == BP_OP_RMS_NORM || n->op == BP_OP_NORM) && next->op == BP_OP_MUL && next->src[0] == n) {
     const bp_tensor *m = next->src[1];
     const bool row = m->ne[0] == n->ne[0] && bp_tensor_nelements(m) == m->ne[0];
@@ -609,9 +695,11 @@ bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next,
   const planner p{be, node, err};
   const size_t first = out.size();
   bp_error ignored{};
-  if (next && check_node(be, next, &ignored) == BP_OK && plan_fused(p, next, out)) {
+  bp_status fused = BP_OK;
+  if (next && check_node(be, next, &ignored) == BP_OK && plan_fused(p, next, out, &fused)) {
+    if (fused != BP_OK) return fused;
     *consumed = 2;
-    for (size_t i = first; i < out.size(); ++i) out[i].op = node->op == BP_OP_NORM ? "NORM+MUL" : "RMS_NORM+MUL";
+    for (size_t i = first; i < out.size(); ++i) out[i].op = fused_label(node->op, next->op);
     return BP_OK;
   }
   bp_status st = plan_node(p, scratch, scratch_off, out);

@@ -21,6 +21,8 @@ const bp_param_info params_schema[] = {
      "run f16 tensors with 16-bit storage when the device has it; false refuses them (they run elsewhere)", 0, 1},
     {sizeof(bp_param_info), "fast_paths", BP_PARAM_BOOL, "true",
      "texel-buffer shaders for MUL_MAT and elementwise ops; false keeps only the general shaders", 0, 1},
+    {sizeof(bp_param_info), "fuse", BP_PARAM_BOOL, "true",
+     "on CPU-type devices, run a norm and its MUL, or a MUL_MAT and its ADD/MUL/SILU, as one dispatch", 0, 1},
     {sizeof(bp_param_info), "tile_rows", BP_PARAM_INT, "0",
      "MUL_MAT register tile rows (8 or 16); 0 = the device's choice (16 on CPU-type devices)", 0, 16},
     {sizeof(bp_param_info), "profile", BP_PARAM_BOOL, "false",

@@ -215,6 +215,7 @@ struct backend_options {
   bool fast_paths = true;  // texel-buffer MUL_MAT and elementwise shaders
   uint32_t tile_rows = 0;  // 0: the device's choice
   bool profile = false;    // time each dispatch (graph_compute only), log a table
+  bool fuse = true;        // two nodes per dispatch where it pays (ops.cpp, plan_fused)
 };
 
 // Per-dispatch GPU time by op and shader variant, summed over the backend's

@@ -61,6 +61,9 @@ bool run_of(uint i, uvec4 ne, out uvec4 c, out uint len) {
 float param_f(uint k) { return uintBitsToFloat(pc.p[k]); }
 
 // tanh without overflow for large |x| (e^2x would be inf/inf).
+// SILU's one formula, for unary.comp and the epilogue of mul_mat_nt.comp.
+float silu(float x) { return x / (1.0 + exp(-x)); }
+
 float stable_tanh(float x) {
   float t = exp(-2.0 * abs(x));
   float r = (1.0 - t) / (1.0 + t);

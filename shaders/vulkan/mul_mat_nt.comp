@@ -12,15 +12,22 @@
 //
 // Push constants: a_nb / b_nb in texels (a_nb.y = a's row stride), a_ne.z/w
 // a's batch counts, d_nb in floats, d_ne = (M, N, B2, B3), p.x = K / 4.
+//
+// EPILOGUE (constant_id 0): the graph's next node applied to the product in
+// the same dispatch (ops.cpp, plan_fused): 1 ADD and 2 MUL with a tensor of
+// the product's shape and strides at float offset p.z, 3 SILU; the result
+// goes to float offset p.y. Both live in the binding of d, which the plugin
+// widens to cover them. The product itself is still stored.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(local_size_x = LOCAL) in;
+layout(constant_id = 0) const uint EPILOGUE = 0;
 
 layout(binding = 0) uniform samplerBuffer a;
 layout(binding = 1) uniform samplerBuffer b;
-layout(std430, binding = 3) writeonly buffer D { float d[]; };
+layout(std430, binding = 3) buffer D { float d[]; };
 
 void main() {
   const uint m0 = gl_GlobalInvocationID.x * ROWS;
@@ -49,12 +56,19 @@ void main() {
     [[unroll]] for (uint c = 0; c < COLS; ++c) bv[c] = texelFetch(b, int(brow[c] + k));
     [[unroll]] for (uint r = 0; r < ROWS; ++r)[[unroll]] for (uint c = 0; c < COLS; ++c) acc[r][c] += dot(av[r], bv[c]);
   }
-  const uint dbase = pc.d_off + i2 * pc.d_nb.z + i3 * pc.d_nb.w;
+  const uint dbase = i2 * pc.d_nb.z + i3 * pc.d_nb.w;
   [[unroll]] for (uint c = 0; c < COLS; ++c) {
     if (n0 + c >= n_len) break;
     [[unroll]] for (uint r = 0; r < ROWS; ++r) {
       if (m0 + r >= m_len) break;
-      d[dbase + (n0 + c) * pc.d_nb.y + (m0 + r) * pc.d_nb.x] = acc[r][c];
+      const uint at = dbase + (n0 + c) * pc.d_nb.y + (m0 + r) * pc.d_nb.x;
+      const float v = acc[r][c];
+      d[pc.d_off + at] = v;
+      // Index by index in one invocation: the result may take the product's
+      // or the operand's memory (the allocator's in-place reuse).
+      if (EPILOGUE == 1) d[pc.p.y + at] = v + d[pc.p.z + at];
+      if (EPILOGUE == 2) d[pc.p.y + at] = v * d[pc.p.z + at];
+      if (EPILOGUE == 3) d[pc.p.y + at] = silu(v);
     }
   }
 }

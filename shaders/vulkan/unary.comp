@@ -22,7 +22,7 @@ float apply(float x) {
   if (OP == 6) return exp(x);
   if (OP == 7) return max(x, 0.0);
   if (OP == 8) return 0.5 * x * (1.0 + stable_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-  if (OP == 9) return x / (1.0 + exp(-x));
+  if (OP == 9) return silu(x);
   if (OP == 10) return stable_tanh(x);
   return 1.0 / (1.0 + exp(-x));
 }

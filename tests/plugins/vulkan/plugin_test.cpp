@@ -373,6 +373,59 @@ TEST_F(VulkanPlugin, NormThenMulMatchDoubleReference) {
   }
 }
 
+// A MUL_MAT on mul_mat_nt followed by ADD or MUL of its product with a
+// tensor of the same layout, or by SILU of it, runs as one dispatch on
+// CPU-type devices (plan_fused): the product on either side of the ADD/MUL,
+// the product still readable by a later node, the result written over the
+// operand's memory and over the product's, and a row-broadcast ADD (not
+// fused) beside them.
+TEST_F(VulkanPlugin, MulMatThenElementwiseMatchDoubleReference) {
+  const int K = 72, M = 40, N = 12;
+  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, K, M);
+  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, K, N);
+  bp_tensor *x = bp_new_tensor_2d(ctx_, BP_TYPE_F32, M, N);
+  bp_tensor *row = bp_new_tensor_1d(ctx_, BP_TYPE_F32, M);
+  bp_tensor *mm1 = bp_mul_mat(ctx_, a, b), *add = bp_add(ctx_, x, mm1);     // product as src1
+  bp_tensor *mm2 = bp_mul_mat(ctx_, a, b), *mul = bp_mul(ctx_, mm2, x);     // product as src0
+  bp_tensor *mm3 = bp_mul_mat(ctx_, a, b), *silu = bp_silu(ctx_, mm3);      // result over the product
+  bp_tensor *later = bp_sub(ctx_, mm1, x);                                  // reads a fused product
+  bp_tensor *mm4 = bp_mul_mat(ctx_, a, b), *bias = bp_add(ctx_, mm4, row);  // broadcast: not fused
+  bp_tensor *x2 = bp_new_tensor_2d(ctx_, BP_TYPE_F32, M, N);
+  bp_tensor *mm5 = bp_mul_mat(ctx_, a, b), *over_operand = bp_add(ctx_, mm5, x2);  // result over x2
+  ASSERT_TRUE(over_operand && bias && later && silu);
+  for (bp_tensor *t : {a, b, x, row, mm1, add, mm2, mul, mm3, later, mm4, bias, x2, mm5}) mem_.place(t);
+  silu->data = mm3->data, silu->buffer_ctx = mm3->buffer_ctx, silu->buffer = mm3->buffer;
+  over_operand->data = x2->data, over_operand->buffer_ctx = x2->buffer_ctx, over_operand->buffer = x2->buffer;
+  auto va = random(K * M, 61), vb = random(K * N, 62), vx = random(M * N, 63), vr = random(M, 64),
+       vx2 = random(M * N, 65);
+  set(a, va);
+  set(b, vb);
+  set(x, vx);
+  set(row, vr);
+  set(x2, vx2);
+  bp_tensor *nodes[] = {mm1, add, mm2, mul, mm3, silu, later, mm4, bias, mm5, over_operand};
+  bp_graph_desc g{sizeof(bp_graph_desc), 11, nodes};
+  bp_error err{};
+  ASSERT_EQ(be_.iface->graph_compute(be_.ctx, &g, &err), BP_OK) << err.message;
+  ASSERT_EQ(sync(), BP_OK);
+  std::vector<float> g_add = get(add), g_mul = get(mul), g_silu = get(silu), g_later = get(later), g_bias = get(bias),
+                     g_over = get(over_operand), g_mm2 = get(mm2);
+  for (int n = 0; n < N; ++n)
+    for (int m = 0; m < M; ++m) {
+      double p = 0;
+      for (int k = 0; k < K; ++k) p += static_cast<double>(va[m * K + k]) * vb[n * K + k];
+      const size_t at = static_cast<size_t>(n) * M + m;
+      const double tol = 1e-4 * std::sqrt(K);
+      ASSERT_NEAR(g_add[at], vx[at] + p, tol) << "n " << n << " m " << m;
+      ASSERT_NEAR(g_mul[at], p * vx[at], tol) << "n " << n << " m " << m;
+      ASSERT_NEAR(g_mm2[at], p, tol) << "n " << n << " m " << m;
+      ASSERT_NEAR(g_silu[at], p / (1 + std::exp(-p)), tol) << "n " << n << " m " << m;
+      ASSERT_NEAR(g_later[at], p - vx[at], tol) << "n " << n << " m " << m;
+      ASSERT_NEAR(g_bias[at], p + vr[m], tol) << "n " << n << " m " << m;
+      ASSERT_NEAR(g_over[at], p + vx2[at], tol) << "n " << n << " m " << m;
+    }
+}
+
 // Rows of a multiple of 4 take rows_vec4.comp (one invocation per row), which
 // the conformance runner's odd row lengths never reach.
 TEST_F(VulkanPlugin, TexelRowOpsMatchDoubleReference) {
