@@ -107,6 +107,20 @@ struct planner {
   device_state *dev() const { return be->dev; }
 };
 
+// The storage binding of bytes [begin, end) of |b|: its window starts at the
+// aligned offset at or below |begin|. False when it would exceed
+// maxStorageBufferRange.
+bool ssbo_window(const planner &p, vk_buffer *b, size_t begin, size_t end, binding *out) {
+  const size_t align = p.dev()->props.limits.minStorageBufferOffsetAlignment;
+  const size_t off = begin / align * align;
+  const size_t range = std::min((end - off + 3) / 4 * 4, b->vk_size - off);
+  if (range > p.dev()->props.limits.maxStorageBufferRange) return false;
+  out->buf = b;
+  out->offset = off;
+  out->range = std::max<size_t>(range, 4);
+  return true;
+}
+
 // Storage-buffer binding of |t|'s bytes: the window starts at the aligned
 // offset below the tensor; the element offset inside it goes to the shader.
 bp_status bind_ssbo(const planner &p, const bp_tensor *t, binding *out, uint32_t *elem_off) {
@@ -116,18 +130,11 @@ bp_status bind_ssbo(const planner &p, const bp_tensor *t, binding *out, uint32_t
   if (b->dev != p.dev())
     return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' lives on another device", t->name);
   const size_t start = tensor_offset(t), len = bp_tensor_nbytes(t);
-  const size_t align = p.dev()->props.limits.minStorageBufferOffsetAlignment;
-  const size_t off = start / align * align;
-  size_t range = (start - off + len + 3) / 4 * 4;
-  range = std::min(range, b->vk_size - off);
-  if (range > p.dev()->props.limits.maxStorageBufferRange)
+  if (!ssbo_window(p, b, start, start + len, out))
     return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT,
                          "vulkan: tensor '%s' spans %zu bytes, more than one binding may (maxStorageBufferRange %u)",
                          t->name, len, p.dev()->props.limits.maxStorageBufferRange);
-  out->buf = b;
-  out->offset = off;
-  out->range = std::max<size_t>(range, 4);
-  *elem_off = static_cast<uint32_t>((start - off) / bp_type_size(t->type));
+  *elem_off = static_cast<uint32_t>((start - out->offset) / bp_type_size(t->type));
   return BP_OK;
 }
 
@@ -403,14 +410,8 @@ bool bind_ssbo_span(const planner &p, const bp_tensor *const *ts, int count, bin
     begin = std::min(begin, tensor_offset(ts[i]));
     end = std::max(end, tensor_offset(ts[i]) + bp_tensor_nbytes(ts[i]));
   }
-  const size_t align = p.dev()->props.limits.minStorageBufferOffsetAlignment;
-  const size_t off = begin / align * align;
-  const size_t range = std::min((end - off + 3) / 4 * 4, b->vk_size - off);
-  if (range > p.dev()->props.limits.maxStorageBufferRange) return false;
-  out->buf = b;
-  out->offset = off;
-  out->range = std::max<size_t>(range, 4);
-  for (int i = 0; i < count; ++i) offs[i] = static_cast<uint32_t>((tensor_offset(ts[i]) - off) / 4);
+  if (!ssbo_window(p, b, begin, end, out)) return false;
+  for (int i = 0; i < count; ++i) offs[i] = static_cast<uint32_t>((tensor_offset(ts[i]) - out->offset) / 4);
   return true;
 }
 
@@ -665,12 +666,14 @@ bool same_layout(const bp_tensor *x, const bp_tensor *y) {
 bool plan_fused(const planner &p, const bp_tensor *next, std::vector<dispatch> &out, bp_status *st) {
   const bp_tensor *n = p.node;
   if (!next || !p.be->opt.fuse || p.dev()->type != BP_DEVICE_TYPE_CPU || !p.be->opt.fast_paths) return false;
+  bp_error ignored{};  // a next node that fails its checks is planned alone, and reports there
+  auto next_ok = [&] { return check_node(p.be, next, &ignored) == BP_OK; };
   if (n->op == BP_OP_MUL_MAT && n->type == BP_TYPE_F32 && nt_applies(p)) {
     const bool binary = (next->op == BP_OP_ADD || next->op == BP_OP_MUL) && (next->src[0] == n) != (next->src[1] == n);
     const bool silu = next->op == BP_OP_SILU && next->src[0] == n;
     if (!binary && !silu) return false;
     const bp_tensor *operand = silu ? n : next->src[0] == n ? next->src[1] : next->src[0];
-    if (!same_layout(next, n) || !same_layout(operand, n)) return false;
+    if (!same_layout(next, n) || !same_layout(operand, n) || !next_ok()) return false;
     bool planned = false;
     *st = plan_mul_mat_nt(p, next, out, &planned);
     return *st != BP_OK || planned;
@@ -679,7 +682,8 @@ bool plan_fused(const planner &p, const bp_tensor *next, std::vector<dispatch> &
     const bp_tensor *m = next->src[1];
     const bool row = m->ne[0] == n->ne[0] && bp_tensor_nelements(m) == m->ne[0];
     if (n->type != BP_TYPE_F32 || next->type != BP_TYPE_F32 || m->type != BP_TYPE_F32 || !bp_tensor_is_contiguous(m) ||
-        !bp_tensor_is_contiguous(next) || !bp_tensor_same_shape(n, next) || !(row || bp_tensor_same_shape(m, n)))
+        !bp_tensor_is_contiguous(next) || !bp_tensor_same_shape(n, next) || !(row || bp_tensor_same_shape(m, n)) ||
+        !next_ok())
       return false;
     return plan_rows_vec4(p, n->op == BP_OP_NORM ? 3 : 4, out, next);
   }
@@ -694,9 +698,8 @@ bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next,
   if (bp_status st = check_node(be, node, err); st != BP_OK) return st;
   const planner p{be, node, err};
   const size_t first = out.size();
-  bp_error ignored{};
   bp_status fused = BP_OK;
-  if (next && check_node(be, next, &ignored) == BP_OK && plan_fused(p, next, out, &fused)) {
+  if (plan_fused(p, next, out, &fused)) {
     if (fused != BP_OK) return fused;
     *consumed = 2;
     for (size_t i = first; i < out.size(); ++i) out[i].op = fused_label(node->op, next->op);
