@@ -49,7 +49,6 @@ backend_ctx::~backend_ctx() {
   if (opt.profile) log_profile(this);
   device_wait_all(dev, nullptr);
   for (vk_buffer *b : staging) buffer_destroy(b);
-  buffer_destroy(scratch);
   buffer_destroy(status);
   if (pool) vkDestroyCommandPool(dev->dev, pool, nullptr);
 }
@@ -293,7 +292,7 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   be->dev = dev;
   be->opt = opt;
   if (!dev->has_16bit_storage) be->opt.f16 = false;
-  if (be->opt.tile_rows == 0) be->opt.tile_rows = dev->tile_rows;
+  if (be->opt.tile_cols == 0) be->opt.tile_cols = dev->tile_cols;
   if (be->opt.profile && !dev->props.limits.timestampComputeAndGraphics)
     return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "vulkan: profile=true needs timestamp queries, which %s lacks",
                          dev->name.c_str());
@@ -304,9 +303,9 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   // Host-visible so synchronize can read a shader's report without a copy.
   if (bp_status st = buffer_create(dev, 256, true, &be->status, err); st != BP_OK) return st;
   std::memset(be->status->mapped, 0, 256);
-  bp_host_logf(dev->plugin->host, BP_LOG_INFO, "backend on '%s' (f16 %s, fast paths %s, fusion %s, tile rows %u)",
+  bp_host_logf(dev->plugin->host, BP_LOG_INFO, "backend on '%s' (f16 %s, fast paths %s, fusion %s, tile columns %u)",
                dev->name.c_str(), be->opt.f16 ? "on" : "off", be->opt.fast_paths ? "on" : "off",
-               be->opt.fuse ? "on" : "off", be->opt.tile_rows);
+               be->opt.fuse ? "on" : "off", be->opt.tile_cols);
   out->iface = &backend_iface;
   out->ctx = be.release();
   return BP_OK;

@@ -141,9 +141,9 @@ bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index
 
   d->type = device_type_of(d->props.deviceType);
   // CPU-type drivers (lavapipe) run a workgroup as one task: the register
-  // tile is the only reuse there, and 16 rows is the measured best (32+
-  // gave wrong results in Mesa 22). GPUs: 8 rows keeps register pressure low.
-  d->tile_rows = d->type == BP_DEVICE_TYPE_CPU ? 16 : 8;
+  // tile is the only reuse there, and 8 x 32 is the measured best. GPUs:
+  // 8 x 8 keeps a thread's registers (64 accumulators) from spilling.
+  d->tile_cols = d->type == BP_DEVICE_TYPE_CPU ? 32 : 8;
   d->name = dev_name;
   d->id = hex_uuid(d->props.pipelineCacheUUID);  // replaced below by deviceUUID
   auto idp = vk_struct<VkPhysicalDeviceIDProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
@@ -335,12 +335,12 @@ bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t 
       if (std::strcmp(params[i].name, "fast_paths") == 0) opt.fast_paths = params[i].int_value != 0;
       if (std::strcmp(params[i].name, "profile") == 0) opt.profile = params[i].int_value != 0;
       if (std::strcmp(params[i].name, "fuse") == 0) opt.fuse = params[i].int_value != 0;
-      if (std::strcmp(params[i].name, "tile_rows") == 0) {
+      if (std::strcmp(params[i].name, "tile_cols") == 0) {
         const int64_t v = params[i].int_value;
-        if (v != 0 && v != 8 && v != 16)
-          return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tile_rows=%lld: use 0 (auto), 8 or 16",
+        if (v != 0 && v != 8 && v != 16 && v != 32)
+          return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tile_cols=%lld: use 0 (auto), 8, 16 or 32",
                                static_cast<long long>(v));
-        opt.tile_rows = static_cast<uint32_t>(v);
+        opt.tile_cols = static_cast<uint32_t>(v);
       }
     }
     auto *d = static_cast<device_state *>(dev);

@@ -2,8 +2,8 @@
 // A pipeline barrier goes in only where a dispatch reads or overwrites bytes
 // an earlier dispatch since the last barrier wrote, or writes bytes one of
 // them read (the allocator reuses memory): independent nodes run without one.
-// Graph plans record once into their own command buffer (with their own
-// scratch) and replay it by submitting it again.
+// Graph plans record once into their own command buffer and replay it by
+// submitting it again.
 #include <algorithm>
 
 #include "vulkan.hpp"
@@ -116,12 +116,10 @@ bp_status profile_end(backend_ctx *be, VkQueryPool pool, const std::vector<dispa
   return BP_OK;
 }
 
-// Plans every node (skipping views) into |out| with scratch from |scratch|.
-bp_status plan_graph(backend_ctx *be, const bp_graph_desc *graph, vk_buffer *scratch, size_t *scratch_used,
-                     std::vector<dispatch> &out, bp_error *err) {
+// Plans every node (skipping views) into |out|.
+bp_status plan_graph(backend_ctx *be, const bp_graph_desc *graph, std::vector<dispatch> &out, bp_error *err) {
   if (graph->n_nodes > 0 && !graph->nodes)
     return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph has %u nodes but no node array", graph->n_nodes);
-  size_t off = 0;
   for (uint32_t i = 0; i < graph->n_nodes;) {
     const bp_tensor *node = graph->nodes[i];
     if (!node) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph node %u is NULL", i);
@@ -131,10 +129,9 @@ bp_status plan_graph(backend_ctx *be, const bp_graph_desc *graph, vk_buffer *scr
     }
     const bp_tensor *next = i + 1 < graph->n_nodes ? graph->nodes[i + 1] : nullptr;
     uint32_t consumed = 1;
-    if (bp_status st = op_plan(be, node, next, scratch, &off, out, &consumed, err); st != BP_OK) return st;
+    if (bp_status st = op_plan(be, node, next, out, &consumed, err); st != BP_OK) return st;
     i += consumed;
   }
-  *scratch_used = off;
   for (dispatch &d : out) {
     bp_status st = pipeline_get(be->dev, d.variant, d.layout, d.spec, d.n_spec, &d.pipeline, err);
     if (st != BP_OK) return st;
@@ -142,31 +139,15 @@ bp_status plan_graph(backend_ctx *be, const bp_graph_desc *graph, vk_buffer *scr
   return BP_OK;
 }
 
-// Sizes the scratch the graph needs and makes sure |*scratch| holds it.
-// |in_flight| is the last submission that may still use the old one.
-bp_status ensure_scratch(backend_ctx *be, const bp_graph_desc *graph, vk_buffer **scratch, uint64_t in_flight,
-                         bp_error *err) {
-  std::vector<dispatch> sizing;
-  size_t need = 0;
-  if (bp_status st = plan_graph(be, graph, nullptr, &need, sizing, err); st != BP_OK) return st;
-  if (need == 0 || (*scratch && (*scratch)->size >= need)) return BP_OK;
-  if (bp_status st = device_wait(be->dev, in_flight, err); st != BP_OK) return st;
-  buffer_destroy(*scratch);
-  *scratch = nullptr;
-  const size_t grown = std::max(need, static_cast<size_t>(1) << 20);
-  return buffer_create(be->dev, grown, false, scratch, err);
-}
-
 }  // namespace
 
 bp_status graph_compute(backend_ctx *be, const bp_graph_desc *graph, bp_error *err) {
   if (bp_status st = device_check(be->dev, err); st != BP_OK) return st;
-  // Growing the scratch waits for this backend's earlier work first.
+  // Work recorded before (async writes of the inputs) is submitted first:
+  // the recorder's hazard tracking starts from an empty set.
   if (bp_status st = backend_flush(be, err); st != BP_OK) return st;
-  if (bp_status st = ensure_scratch(be, graph, &be->scratch, be->last, err); st != BP_OK) return st;
   std::vector<dispatch> ds;
-  size_t used = 0;
-  if (bp_status st = plan_graph(be, graph, be->scratch, &used, ds, err); st != BP_OK) return st;
+  if (bp_status st = plan_graph(be, graph, ds, err); st != BP_OK) return st;
   if (ds.empty()) return BP_OK;
   VkCommandBuffer cb;
   if (bp_status st = backend_begin(be, &cb, err); st != BP_OK) return st;
@@ -190,23 +171,15 @@ bp_status graph_plan_create(backend_ctx *be, const bp_graph_desc *graph, graph_p
     return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "vulkan: no graph plans with profile=true (graphs run one by one)");
   auto plan = std::make_unique<graph_plan>();
   plan->be = be;
-  if (bp_status st = ensure_scratch(be, graph, &plan->scratch, 0, err); st != BP_OK) {
-    buffer_destroy(plan->scratch);
-    return st;
-  }
   std::vector<dispatch> ds;
-  size_t used = 0;
-  bp_status st = plan_graph(be, graph, plan->scratch, &used, ds, err);
+  bp_status st = plan_graph(be, graph, ds, err);
   VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, be->pool,
                                  VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
   if (st == BP_OK) {
     VkResult r = vkAllocateCommandBuffers(be->dev->dev, &ai, &plan->cb);
     if (r != VK_SUCCESS) st = device_fail(be->dev, r, "vkAllocateCommandBuffers", err);
   }
-  if (st != BP_OK) {
-    buffer_destroy(plan->scratch);
-    return st;
-  }
+  if (st != BP_OK) return st;
   // Simultaneous use: a replay may be submitted while the previous one runs;
   // the leading barrier orders them.
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
@@ -234,7 +207,6 @@ void graph_plan_destroy(graph_plan *plan) {
   device_state *dev = plan->be->dev;
   device_wait(dev, plan->value, nullptr);
   if (plan->cb) vkFreeCommandBuffers(dev->dev, plan->be->pool, 1, &plan->cb);
-  buffer_destroy(plan->scratch);
   delete plan;
 }
 

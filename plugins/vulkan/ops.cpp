@@ -384,16 +384,14 @@ bp_status bind_in_place_operands(const planner &p, const char *variant, dispatch
   return BP_OK;
 }
 
-// Up to this many columns of b, mul_mat_nt reads a in place; beyond it the
-// transposition for mul_mat_tex pays for itself (lavapipe, 1024^3: the tex
-// path is 2x faster; 4096 x 4096 x 32: mul_mat_nt is 1.5x faster).
-constexpr int64_t kNtMaxColumns = 64;
-
+// mul_mat_nt reads a in place for any number of columns: with 8 x 32 tiles
+// it runs 1024^3 on lavapipe at 54-55 GFLOP/s, where transposing a first
+// for a 16 x 4 m-major tile (the former mul_mat_tex path) reached 37-38.
 bool nt_applies(const planner &p) {
   const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
   const bool f16 = a->type == BP_TYPE_F16;
-  return p.be->opt.fast_paths && a->ne[0] % 4 == 0 && strides_in(b, 16) && b->ne[1] <= kNtMaxColumns &&
-         strides_in(a, f16 ? 8 : 16) && n->ne[2] * n->ne[3] <= 65535;
+  return p.be->opt.fast_paths && a->ne[0] % 4 == 0 && strides_in(b, 16) && strides_in(a, f16 ? 8 : 16) &&
+         n->ne[2] * n->ne[3] <= 65535;
 }
 
 // mul_mat_nt.comp's EPILOGUE codes.
@@ -415,8 +413,9 @@ bool bind_ssbo_span(const planner &p, const bp_tensor *const *ts, int count, bin
   return true;
 }
 
-// The product through mul_mat_nt.comp, 8 x 16 outputs per invocation (8 x 8
-// where b has no more columns). |after| (plan_fused checked it): the next
+// The product through mul_mat_nt.comp, 8 x 32 outputs per invocation, 8 x 16
+// or 8 x 8 where b has no more columns or the device tile (tile_cols) is
+// narrower. |after| (plan_fused checked it): the next
 // node, ADD or MUL of the product with a tensor of its shape and strides,
 // or SILU of it, applied in the same dispatch. *planned is false (nothing
 // appended) where a binding does not fit.
@@ -424,11 +423,11 @@ bp_status plan_mul_mat_nt(const planner &p, const bp_tensor *after, std::vector<
   const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
   const int64_t M = a->ne[1], N = b->ne[1];
   // mul_mat_nt.comp's ROWS, COLS, LOCAL (CMakeLists.txt)
-  const uint32_t rows = 8, cols = N <= 8 ? 8 : 16, local = 16;
+  const uint32_t rows = 8, cols = std::min<uint32_t>(p.be->opt.tile_cols, N <= 8 ? 8 : N <= 16 ? 16 : 32), local = 16;
   dispatch d;
   bool bound = false;
   *planned = false;
-  const char *variant = cols == 8 ? "mul_mat_nt_c8" : "mul_mat_nt_c16";
+  const char *variant = cols == 8 ? "mul_mat_nt_c8" : cols == 16 ? "mul_mat_nt_c16" : "mul_mat_nt_c32";
   if (bp_status st = bind_in_place_operands(p, variant, d, &bound); st != BP_OK || !bound) return st;
   if (after) {
     const bp_tensor *operand = after->op == BP_OP_SILU ? nullptr : after->src[0] == n ? after->src[1] : after->src[0];
@@ -452,9 +451,9 @@ bp_status plan_mul_mat_nt(const planner &p, const bp_tensor *after, std::vector<
   return BP_OK;
 }
 
-bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off, std::vector<dispatch> &out) {
+bp_status plan_mul_mat(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
-  const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
+  const int64_t K = a->ne[0], N = b->ne[1];
   const bool f16 = a->type == BP_TYPE_F16;
   const bool fast = p.be->opt.fast_paths && K % 4 == 0 && strides_in(b, 16);
   // Matrix x vector: few columns of b, so a is read once; its rows are
@@ -470,65 +469,10 @@ bp_status plan_mul_mat(const planner &p, vk_buffer *scratch, size_t *scratch_off
       return BP_OK;
     }
   }
-  // Register-blocked straight from a's rows: no transposition pass, which
-  // only pays for itself when many columns share it.
+  // Register-blocked straight from a's rows, for any number of columns.
   if (nt_applies(p)) {
     bool planned = false;
     if (bp_status st = plan_mul_mat_nt(p, nullptr, out, &planned); st != BP_OK || planned) return st;
-  }
-  // Register-blocked: a transposed to [M, K] (m fastest) in scratch first.
-  if (fast && M % 4 == 0 && N >= 8 && n->ne[2] * n->ne[3] <= 65535) {
-    const size_t at_bytes = static_cast<size_t>(K * M * a->ne[2] * a->ne[3]) * 4;
-    const size_t at_off = *scratch_off;
-    *scratch_off += (at_bytes + 255) / 256 * 256;
-    dispatch mm;
-    mm.variant = p.be->opt.tile_rows == 8 ? "mul_mat_tex_r8" : "mul_mat_tex_r16";
-    mm.layout = layout_kind::texel;
-    dispatch tr;  // the transposition, 4 x 4 blocks through texel views
-    tr.variant = "transpose";
-    tr.layout = layout_kind::texel;
-    const bool ok = bind_texel(b, false, &mm.bind[1], &mm.pc.b_off) &&
-                    bind_texel(n, false, &mm.bind[2], &mm.pc.d_off) && strides_in(a, f16 ? 8 : 16) &&
-                    bind_texel(a, f16, &tr.bind[0], &tr.pc.a_off);
-    if (ok && (!scratch || scratch->view_f32)) {
-      if (!scratch) return BP_OK;  // sizing pass
-      tr.bind[2] = binding{scratch, 0, 0, scratch->view_f32};
-      const uint32_t m = static_cast<uint32_t>(M), k = static_cast<uint32_t>(K);
-      set_shape(tr.pc.a_ne, tr.pc.a_nb, a, f16 ? 8 : 16);
-      tr.pc.a_ne[0] = k / 4;
-      tr.pc.a_ne[1] = m / 4;
-      tr.pc.d_off = static_cast<uint32_t>(at_off / 16);
-      tr.pc.d_nb[0] = m / 4;
-      tr.pc.d_nb[2] = m * k / 4;
-      tr.pc.d_nb[3] = static_cast<uint32_t>(m * k * a->ne[2] / 4);
-      tr.pc.n = static_cast<uint32_t>(bp_tensor_nelements(a) / 16);
-      add_range(tr.reads, a);
-      tr.writes.push_back(byte_range{scratch->buffer, at_off, at_off + at_bytes});
-      grid_for(tr, tr.pc.n, 64);
-      out.push_back(std::move(tr));
-
-      mm.bind[0] = binding{scratch, 0, 0, scratch->view_f32};
-      mm.pc.a_off = static_cast<uint32_t>(at_off / 16);
-      mm.pc.a_nb[0] = m / 4;
-      mm.pc.a_nb[2] = m * k / 4;
-      mm.pc.a_nb[3] = static_cast<uint32_t>(m * k * a->ne[2] / 4);
-      mm.pc.a_ne[2] = static_cast<uint32_t>(a->ne[2]);
-      mm.pc.a_ne[3] = static_cast<uint32_t>(a->ne[3]);
-      set_shape(mm.pc.b_ne, mm.pc.b_nb, b, 16);
-      set_shape(mm.pc.d_ne, mm.pc.d_nb, n, 16);
-      for (int i = 0; i < 4; ++i) mm.pc.d_ne[i] = static_cast<uint32_t>(n->ne[i]);
-      mm.pc.p[0] = k;
-      mm.reads.push_back(byte_range{scratch->buffer, at_off, at_off + at_bytes});
-      add_range(mm.reads, b);
-      add_range(mm.writes, n);
-      const uint32_t rows = p.be->opt.tile_rows == 8 ? 8 : 16;
-      mm.groups[0] = static_cast<uint32_t>((M / 4 + 63) / 64);
-      mm.groups[1] = static_cast<uint32_t>((N + rows - 1) / rows);
-      mm.groups[2] = static_cast<uint32_t>(n->ne[2] * n->ne[3]);
-      out.push_back(std::move(mm));
-      return BP_OK;
-    }
-    *scratch_off = at_off;  // not taken after all
   }
   return plan_mul_mat_general(p, out);
 }
@@ -592,7 +536,7 @@ bp_status plan_rope(const planner &p, std::vector<dispatch> &out) {
   return BP_OK;
 }
 
-bp_status plan_node(const planner &p, vk_buffer *scratch, size_t *scratch_off, std::vector<dispatch> &out) {
+bp_status plan_node(const planner &p, std::vector<dispatch> &out) {
   switch (p.node->op) {
     case BP_OP_ADD:
     case BP_OP_SUB:
@@ -608,7 +552,7 @@ bp_status plan_node(const planner &p, vk_buffer *scratch, size_t *scratch_off, s
     case BP_OP_SOFT_MAX:
       return plan_soft_max(p, out);
     case BP_OP_MUL_MAT:
-      return plan_mul_mat(p, scratch, scratch_off, out);
+      return plan_mul_mat(p, out);
     case BP_OP_GET_ROWS:
       return plan_get_rows(p, out);
     case BP_OP_CPY:
@@ -692,8 +636,8 @@ bool plan_fused(const planner &p, const bp_tensor *next, std::vector<dispatch> &
 
 }  // namespace
 
-bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next, vk_buffer *scratch,
-                  size_t *scratch_off, std::vector<dispatch> &out, uint32_t *consumed, bp_error *err) {
+bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next, std::vector<dispatch> &out,
+                  uint32_t *consumed, bp_error *err) {
   *consumed = 1;
   if (bp_status st = check_node(be, node, err); st != BP_OK) return st;
   const planner p{be, node, err};
@@ -705,7 +649,7 @@ bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next,
     for (size_t i = first; i < out.size(); ++i) out[i].op = fused_label(node->op, next->op);
     return BP_OK;
   }
-  bp_status st = plan_node(p, scratch, scratch_off, out);
+  bp_status st = plan_node(p, out);
   for (size_t i = first; i < out.size(); ++i) out[i].op = op_label(node->op);
   return st;
 }

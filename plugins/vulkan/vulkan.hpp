@@ -112,7 +112,7 @@ struct vk_buffer {
   VkBufferView view_f16 = VK_NULL_HANDLE;  // RGBA16F, uniform texel
 };
 
-// A device buffer for the plugin's own use (staging, scratch, status).
+// A device buffer for the plugin's own use (staging, status).
 bp_status buffer_create(device_state *dev, size_t size, bool host, vk_buffer **out, bp_error *err);
 void buffer_destroy(vk_buffer *b);
 // Byte offset of |t| in its buffer; |t| must live in a vk_buffer.
@@ -167,7 +167,7 @@ struct device_state {
   uint32_t subgroup_size = 1;
   bool f16_view = false;  // RGBA16F usable as a uniform and storage texel format
   uint64_t memory_total = 0;
-  uint32_t tile_rows = 16;  // mul_mat_tex register tile, chosen at enumerate
+  uint32_t tile_cols = 32;  // mul_mat_nt's widest tile, chosen at enumerate
 
   // Opened at first use (open()).
   std::mutex open_mu;
@@ -213,7 +213,7 @@ bp_status device_run_once(device_state *dev, F &&record, bp_error *err);
 struct backend_options {
   bool f16 = true;         // use 16-bit storage when the device has it
   bool fast_paths = true;  // texel-buffer MUL_MAT and elementwise shaders
-  uint32_t tile_rows = 0;  // 0: the device's choice
+  uint32_t tile_cols = 0;  // 0: the device's choice
   bool profile = false;    // time each dispatch (graph_compute only), log a table
   bool fuse = true;        // two nodes per dispatch where it pays (ops.cpp, plan_fused)
 };
@@ -244,7 +244,6 @@ struct backend_ctx {
   int recording = -1;                // slot being recorded, -1 if none
   uint64_t last = 0;                 // last submitted value
   vk_buffer *status = nullptr;       // GET_ROWS bad-id report; also the dummy binding
-  vk_buffer *scratch = nullptr;      // graph_compute's scratch arena
   std::vector<vk_buffer *> staging;  // async transfers until synchronize
   std::vector<pending_read> reads;
   std::map<std::string, profile_entry> profile;  // "OP variant" -> time
@@ -295,25 +294,17 @@ struct dispatch {
   VkPipeline pipeline = VK_NULL_HANDLE;  // resolved by graph.cpp
 };
 
-// Scratch the node's dispatches use (bytes, 256-aligned), placed by graph.cpp.
-struct scratch_use {
-  size_t bytes = 0;
-};
-
 bool op_supported(const device_state *dev, const backend_options &opt, const bp_tensor *node);
-// Appends |node|'s dispatches. |scratch| is the arena; |scratch_off| the
-// node's place in it (advanced). A NULL arena only sizes: *scratch_off grows.
-// |next| is the graph's following node or NULL: where the two fuse into one
+// Appends |node|'s dispatches. |next| is the graph's following node or NULL: where the two fuse into one
 // dispatch (ops.cpp, plan_fused), *consumed is 2, else 1.
-bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next, vk_buffer *scratch,
-                  size_t *scratch_off, std::vector<dispatch> &out, uint32_t *consumed, bp_error *err);
+bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next, std::vector<dispatch> &out,
+                  uint32_t *consumed, bp_error *err);
 
 // ---- graph.cpp -------------------------------------------------------------
 
 struct graph_plan {
   backend_ctx *be = nullptr;
   VkCommandBuffer cb = VK_NULL_HANDLE;
-  vk_buffer *scratch = nullptr;
   uint64_t value = 0;  // last submission
   uint32_t n_dispatches = 0, n_barriers = 0;
 };

@@ -1,7 +1,7 @@
 // mul_mat.comp: MUL_MAT on any operand layout with dense rows, the general
 // path: one invocation per output element out[m, n, i2, i3] =
 // sum_k a[k, m, i2 / (B2/A2), i3 / (B3/A3)] * b[k, n, i2, i3].
-// A_T: float or float16_t. The fast paths are mul_mat_tex and mul_mv.
+// A_T: float or float16_t. The fast paths are mul_mat_nt and mul_mv.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"

@@ -87,14 +87,17 @@ class VulkanPlugin : public ::testing::Test {
     if (!plugin().usable()) GTEST_SKIP() << "no Vulkan device: " << plugin().message;
     bp_error err{};
     ASSERT_EQ(plugin().iface->device_get(plugin().state, 0, &dev_, &err), BP_OK) << err.message;
+    const std::string cols = std::to_string(tile_cols());
     std::vector<bp_param_value> params = {{"f16", BP_PARAM_BOOL, 1, "true"},
                                           {"fast_paths", BP_PARAM_BOOL, 1, "true"},
-                                          {"tile_rows", BP_PARAM_INT, 0, "0"}};
+                                          {"tile_cols", BP_PARAM_INT, tile_cols(), cols.c_str()}};
     ASSERT_EQ(dev_.iface->backend_init(dev_.ctx, params.data(), 3, &be_, &err), BP_OK) << err.message;
     bp_buffer_type_ref buft = dev_.iface->buffer_type(dev_.ctx);
     ASSERT_EQ(buft.iface->alloc(buft.ctx, 64 << 20, &mem_.buf, &err), BP_OK) << err.message;
     ctx_ = bp_context_new(0);
   }
+  // The backend's tile_cols parameter: 0 is the device's choice.
+  virtual int64_t tile_cols() const { return 0; }
   void TearDown() override {
     if (ctx_) bp_context_free(ctx_);
     if (mem_.buf.iface) mem_.buf.iface->free(mem_.buf.ctx);
@@ -149,6 +152,20 @@ TEST_F(VulkanPlugin, PropsNameTheDeviceByUuid) {
   if (std::strstr(p.description, "llvmpipe")) {
     EXPECT_EQ(p.type, BP_DEVICE_TYPE_CPU);
   }
+}
+
+// A tile width the shaders have no variant for is refused with the values
+// that work, and the device stays usable.
+TEST_F(VulkanPlugin, TileColsOutsideTheVariantsIsRefused) {
+  bp_param_value bad{"tile_cols", BP_PARAM_INT, 12, "12"};
+  bp_backend_ref be{};
+  bp_error err{};
+  EXPECT_EQ(dev_.iface->backend_init(dev_.ctx, &bad, 1, &be, &err), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("tile_cols=12: use 0 (auto), 8, 16 or 32"), std::string::npos) << err.message;
+  EXPECT_EQ(be.iface, nullptr);
+  bp_param_value good{"tile_cols", BP_PARAM_INT, 16, "16"};
+  ASSERT_EQ(dev_.iface->backend_init(dev_.ctx, &good, 1, &be, &err), BP_OK) << err.message;
+  be.iface->free(be.ctx);
 }
 
 // out = rms_norm(a x b + c): the register-blocked MUL_MAT (K, M multiples of
@@ -247,15 +264,19 @@ TEST_F(VulkanPlugin, GetRowsBadIdFailsTheCompute) {
 }
 
 // Every MUL_MAT path the plugin picks by shape: mul_mv (N < 8), mul_mat_nt
-// (N <= 64, a read in place, any M; 8 or 16 columns per invocation), mul_mat_tex after the 4 x 4 block
-// transposition (N > 64, M % 4 == 0) and the general shader (K % 4 != 0),
-// f32 and f16 weights, with a batch of b broadcasting over a's.
+// (K % 4 == 0, a read in place, any M and N; 8, 16 or 32 columns per
+// invocation, at most tile_cols) and the general shader (K % 4 != 0), f32
+// and f16 weights, with a batch of b broadcasting over a's.
 struct mul_mat_case {
   int K, M, N, B;
   bool f16;
+  int tile_cols = 0;  // the backend parameter; 0 = the device's choice
 };
 
-class VulkanMulMatPaths : public VulkanPlugin, public ::testing::WithParamInterface<mul_mat_case> {};
+class VulkanMulMatPaths : public VulkanPlugin, public ::testing::WithParamInterface<mul_mat_case> {
+ protected:
+  int64_t tile_cols() const override { return GetParam().tile_cols; }
+};
 
 TEST_P(VulkanMulMatPaths, MatchDoubleReference) {
   const mul_mat_case c = GetParam();
@@ -298,19 +319,22 @@ TEST_P(VulkanMulMatPaths, MatchDoubleReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, VulkanMulMatPaths,
-    ::testing::Values(mul_mat_case{256, 96, 3, 1, false},   // mul_mv
-                      mul_mat_case{64, 37, 3, 1, false},    // mul_mv, M not a multiple of 4
-                      mul_mat_case{128, 37, 8, 1, false},   // nt_c8, M not a multiple of the 8-row block
-                      mul_mat_case{64, 129, 9, 1, true},    // nt_c16 one column past nt_c8, M past a workgroup
-                      mul_mat_case{96, 70, 33, 4, false},   // nt_c16, N past a column block, batches
-                      mul_mat_case{64, 40, 64, 1, true},    // nt, f16 weights, the last nt column count
-                      mul_mat_case{64, 40, 65, 2, false},   // tex after the transposition
-                      mul_mat_case{128, 96, 130, 2, true},  // tex, f16 weights transposed and widened
-                      mul_mat_case{30, 20, 70, 1, false}),  // general: K % 4 != 0
+    ::testing::Values(mul_mat_case{256, 96, 3, 1, false},      // mul_mv
+                      mul_mat_case{64, 37, 3, 1, false},       // mul_mv, M not a multiple of 4
+                      mul_mat_case{128, 37, 8, 1, false},      // nt_c8, M not a multiple of the 8-row block
+                      mul_mat_case{64, 129, 9, 1, true},       // nt_c16 one column past nt_c8, M past a workgroup
+                      mul_mat_case{96, 70, 33, 4, false},      // nt_c32 on lavapipe, N past a column block, batches
+                      mul_mat_case{96, 70, 33, 4, false, 16},  // nt_c16 by tile_cols, three column blocks
+                      mul_mat_case{64, 50, 20, 1, false, 8},   // nt_c8 by tile_cols, N past two blocks
+                      mul_mat_case{64, 40, 64, 1, true},       // nt, f16 weights, two whole column blocks
+                      mul_mat_case{64, 40, 65, 2, false},      // nt, one column past them
+                      mul_mat_case{128, 96, 130, 2, true},     // nt, f16 weights, wide
+                      mul_mat_case{30, 20, 70, 1, false}),     // general: K % 4 != 0
     [](const ::testing::TestParamInfo<mul_mat_case> &i) {
       const mul_mat_case &c = i.param;
       return "K" + std::to_string(c.K) + "_M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_B" +
-             std::to_string(c.B) + (c.f16 ? "_f16" : "_f32");
+             std::to_string(c.B) + (c.f16 ? "_f16" : "_f32") +
+             (c.tile_cols ? "_tile" + std::to_string(c.tile_cols) : "");
     });
 
 }  // namespace
