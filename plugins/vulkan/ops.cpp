@@ -236,6 +236,8 @@ bp_status plan_binary(const planner &p, std::vector<dispatch> &out) {
       bind_texel(n, false, &d.bind[2], &d.pc.d_off)) {
     d.variant = "binary_vec4";
     d.layout = layout_kind::texel;
+    d.spec[1] = bp_tensor_same_shape(a, b) ? 0 : 1;
+    d.n_spec = 2;
     d.pc.n = static_cast<uint32_t>(count / 4);
     d.pc.p[0] = static_cast<uint32_t>(bp_tensor_nelements(b) / 4);
     add_range(d.reads, a);

@@ -11,6 +11,9 @@
 
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
+// 1 where b is one row repeated: its index wraps every p.x texels. Same-shape
+// operands skip the modulo, which llvmpipe computes lane by lane.
+layout(constant_id = 1) const uint B_ROW = 1;
 
 layout(binding = 0) uniform samplerBuffer a;
 layout(binding = 1) uniform samplerBuffer b;
@@ -30,7 +33,7 @@ void main() {
     const uint i = base + k;
     if (i >= pc.n) return;
     const vec4 x = texelFetch(a, int(pc.a_off + i));
-    const vec4 y = texelFetch(b, int(pc.b_off + i % pc.p.x));
+    const vec4 y = texelFetch(b, int(pc.b_off + (B_ROW == 1 ? i % pc.p.x : i)));
     imageStore(d, int(pc.d_off + i), apply(x, y));
   }
 }
