@@ -27,6 +27,29 @@ layout(binding = 1) uniform samplerBuffer mask;
 layout(binding = 2, rgba32f) uniform writeonly imageBuffer d;
 layout(std430, binding = 3) writeonly buffer P { float prod[]; };
 
+// Runs BODY(i) for i in [0, n), four at a time then the tail: llvmpipe runs
+// a loop body as written, so four independent texels per iteration give its
+// SIMD code the loads to overlap (GPU-NOTES.md: unrolled loops).
+#define FOR_TEXELS(n, BODY)                            \
+  {                                                    \
+    const int n_ = int(n), n4_ = n_ & ~3;              \
+    for (int i4_ = 0; i4_ < n4_; i4_ += 4) {           \
+      [[unroll]] for (int j_ = 0; j_ < 4; ++j_) {      \
+        const int i = i4_ + j_;                        \
+        BODY;                                          \
+      }                                                \
+    }                                                  \
+    for (int i = n4_; i < n_; ++i) {                   \
+      BODY;                                            \
+    }                                                  \
+  }
+
+// SOFT_MAX's input: a scaled texel plus the mask's.
+vec4 scaled(int at, int mask_at, float scale, bool has_mask) {
+  const vec4 v = texelFetch(a, at) * scale;
+  return has_mask ? v + texelFetch(mask, mask_at) : v;
+}
+
 void main() {
   const uint row = flat_invocation();
   if (row >= pc.n) return;
@@ -38,36 +61,21 @@ void main() {
     const bool has_mask = pc.p.y != 0u;
     const float scale = param_f(0);
     vec4 m4 = vec4(-1.0 / 0.0);
-    for (int i = 0; i < int(n4); ++i) {
-      vec4 v = texelFetch(a, base + i) * scale;
-      if (has_mask) v += texelFetch(mask, mbase + i);
-      m4 = max(m4, v);
-    }
+    FOR_TEXELS(n4, m4 = max(m4, scaled(base + i, mbase + i, scale, has_mask)));
     const float m = max(max(m4.x, m4.y), max(m4.z, m4.w));
     if (isinf(m) && m < 0.0) {
       for (int i = 0; i < int(n4); ++i) imageStore(d, out_base + i, vec4(0.0));
       return;
     }
     vec4 s4 = vec4(0.0);
-    for (int i = 0; i < int(n4); ++i) {
-      vec4 v = texelFetch(a, base + i) * scale;
-      if (has_mask) v += texelFetch(mask, mbase + i);
-      s4 += exp(v - m);
-    }
+    FOR_TEXELS(n4, s4 += exp(scaled(base + i, mbase + i, scale, has_mask) - m));
     const float inv = 1.0 / ((s4.x + s4.y) + (s4.z + s4.w));
-    for (int i = 0; i < int(n4); ++i) {
-      vec4 v = texelFetch(a, base + i) * scale;
-      if (has_mask) v += texelFetch(mask, mbase + i);
-      imageStore(d, out_base + i, exp(v - m) * inv);
-    }
+    FOR_TEXELS(n4, imageStore(d, out_base + i, exp(scaled(base + i, mbase + i, scale, has_mask) - m) * inv));
     return;
   }
   const float n0 = float(pc.a_ne.x), eps = param_f(0);
   vec4 s4 = vec4(0.0);
-  for (int i = 0; i < int(n4); ++i) {
-    const vec4 x = texelFetch(a, base + i);
-    s4 += OP == 4 ? x * x : x;
-  }
+  FOR_TEXELS(n4, const vec4 x = texelFetch(a, base + i); s4 += OP == 4 ? x * x : x);
   const float sum = (s4.x + s4.y) + (s4.z + s4.w);
   float mean = 0.0, inv;
   if (OP == 3) {
@@ -82,7 +90,7 @@ void main() {
     inv = 1.0 / sqrt(sum / n0 + eps);
   }
   if (MUL_AFTER == 0) {
-    for (int i = 0; i < int(n4); ++i) imageStore(d, out_base + i, (texelFetch(a, base + i) - mean) * inv);
+    FOR_TEXELS(n4, imageStore(d, out_base + i, (texelFetch(a, base + i) - mean) * inv));
     return;
   }
   // Row-local and index by index, so the product may reuse the norm's or
