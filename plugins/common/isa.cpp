@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -49,6 +50,12 @@ bool detect_halves() {
 #endif
 }
 
+bool isa_value_valid(const char *v) {
+  return std::strcmp(v, "baseline") == 0 || std::strcmp(v, "avx2") == 0 || std::strcmp(v, "avx512") == 0;
+}
+
+bool halves_value_valid(const char *v) { return v && (v[0] == '0' || v[0] == '1') && v[1] == '\0'; }
+
 isa_level from_env(isa_level available) {
   // secure_getenv: a setuid process ignores these, as it does BP_PLUGIN_PATH.
   const char *isa = secure_getenv("BP_CPU_ISA");
@@ -85,10 +92,30 @@ isa_level cpu_isa() {
 bool avx512_runs_in_halves() {
   static const bool halves = [] {
     const char *v = secure_getenv("BP_CPU_AVX512_HALVES");
-    if (v && (v[0] == '0' || v[0] == '1') && v[1] == '\0') return v[0] == '1';
+    if (halves_value_valid(v)) return v[0] == '1';
     return detect_halves();
   }();
   return halves;
+}
+
+const char *isa_env_warning() {
+  static const std::string text = [] {
+    std::string w;
+    const char *isa = secure_getenv("BP_CPU_ISA");
+    const isa_level have = cpu_isa_available();
+    if (isa && *isa && !isa_value_valid(isa)) {
+      w = std::string("BP_CPU_ISA=") + isa + " is not a level (baseline, avx2 or avx512) and is ignored";
+    } else if (isa && *isa && static_cast<int>(isa_requested()) > static_cast<int>(have)) {
+      w = std::string("BP_CPU_ISA=") + isa + ": this CPU has " + isa_name(have) + " at most, which the kernels use";
+    }
+    const char *halves = secure_getenv("BP_CPU_AVX512_HALVES");
+    if (halves && *halves && !halves_value_valid(halves)) {
+      if (!w.empty()) w += "; ";
+      w += std::string("BP_CPU_AVX512_HALVES=") + halves + " is neither 0 nor 1 and is ignored (the CPU decides)";
+    }
+    return w;
+  }();
+  return text.c_str();
 }
 
 const char *isa_name(isa_level level) {

@@ -34,6 +34,11 @@ isa_level isa_requested();
 bool avx512_runs_in_halves();
 // "baseline", "avx2", "avx512".
 const char *isa_name(isa_level level);
+// What the environment asked for that this process does not do, for a
+// warning: a BP_CPU_ISA or BP_CPU_AVX512_HALVES value that is none of
+// theirs (ignored), or a BP_CPU_ISA above what the CPU has. "" when there is
+// nothing to say. Computed once; the text lives as long as the process.
+const char *isa_env_warning();
 
 }  // namespace bp::plugins
 

@@ -22,6 +22,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
+#include "plugins/common/isa.hpp"
 #include "plugins/common/threadpool.hpp"
 
 namespace bp::cpu {
@@ -42,9 +43,12 @@ bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
     *out_plugin = nullptr;
     auto *state = new plugin_state();
     state->host = g_host;
-    state->description = read_cpu_model();
+    // The kernels' ISA in the description, so bp-devices shows which path
+    // runs (BP_CPU_ISA caps it; plugins/common/isa.hpp).
+    state->description = read_cpu_model() + ", kernels " + plugins::isa_name(plugins::cpu_isa());
     state->n_cores = plugins::count_cores();
     *out_plugin = state;
+    if (const char *w = plugins::isa_env_warning(); *w) bp_host_logf(state->host, BP_LOG_WARN, "%s", w);
     bp_host_logf(state->host, BP_LOG_DEBUG, "plugin ready, %u cores, %s", state->n_cores, state->description.c_str());
     return BP_OK;
   });

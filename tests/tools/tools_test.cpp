@@ -1,10 +1,10 @@
 // tools_test.cpp: bp-devices, bp-test-ops, bp-run and bp-bench as a user
 // runs them: real processes, their exit status and their JSON.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -157,6 +157,21 @@ TEST(BpDevices, BadPluginPathEntriesAreProblemsNotSilence) {
   EXPECT_NE(problems.find("/nonexistent/bp-folder is not an existing folder"), std::string::npos) << problems;
   EXPECT_NE(problems.find("'relative/dir' is not absolute"), std::string::npos) << problems;
   EXPECT_FALSE(j["plugins"].empty());  // the other folders were still searched
+}
+
+// The cpu plugin says which kernels it runs, and a BP_CPU_ISA or
+// BP_CPU_AVX512_HALVES value it cannot use is a warning naming the accepted
+// ones, not silence.
+TEST(BpDevices, CpuKernelChoiceIsShownAndBadIsaValuesWarn) {
+  result r = run("BP_CPU_ISA=baseline " + bin("bp-devices") + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find(", kernels baseline"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("BP_CPU_ISA="), std::string::npos) << r.out;  // a valid cap says nothing
+  r = run("BP_CPU_ISA=avx3 BP_CPU_AVX512_HALVES=2 " + bin("bp-devices") + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("BP_CPU_ISA=avx3 is not a level (baseline, avx2 or avx512) and is ignored"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("BP_CPU_AVX512_HALVES=2 is neither 0 nor 1 and is ignored"), std::string::npos) << r.out;
 }
 
 TEST(BpDevices, AReportThatCannotBeWrittenIsAnError) {
@@ -346,7 +361,7 @@ TEST(BpRun, PluginPathFlagFindsAPluginOutsideTheSearchPath) {
 }
 
 TEST(BpRun, BadSizesAndDevicesFail) {
-  EXPECT_EQ(run(bin("bp-run") + " --dim 64 --heads 3 2>/dev/null").status, 2);   // heads must divide dim
+  EXPECT_EQ(run(bin("bp-run") + " --dim 64 --heads 3 2>/dev/null").status, 2);  // heads must divide dim
   EXPECT_NE(run(bin("bp-run") + " --layers 0 2>/dev/null").status, 0);
   result r = run(bin("bp-run") + " --device nosuchdevice" + kTiny + " 2>&1 >/dev/null");  // stderr only
   EXPECT_EQ(r.status, 1);
