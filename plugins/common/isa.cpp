@@ -50,8 +50,14 @@ bool detect_halves() {
 #endif
 }
 
-bool isa_value_valid(const char *v) {
-  return std::strcmp(v, "baseline") == 0 || std::strcmp(v, "avx2") == 0 || std::strcmp(v, "avx512") == 0;
+// A BP_CPU_ISA value's level; false for a value that names none.
+bool parse_isa(const char *v, isa_level *out) {
+  for (isa_level l : {isa_level::baseline, isa_level::avx2, isa_level::avx512})
+    if (std::strcmp(v, isa_name(l)) == 0) {
+      *out = l;
+      return true;
+    }
+  return false;
 }
 
 bool halves_value_valid(const char *v) { return v && (v[0] == '0' || v[0] == '1') && v[1] == '\0'; }
@@ -59,11 +65,8 @@ bool halves_value_valid(const char *v) { return v && (v[0] == '0' || v[0] == '1'
 isa_level from_env(isa_level available) {
   // secure_getenv: a setuid process ignores these, as it does BP_PLUGIN_PATH.
   const char *isa = secure_getenv("BP_CPU_ISA");
-  if (isa && *isa) {
-    if (std::strcmp(isa, "baseline") == 0) return isa_level::baseline;
-    if (std::strcmp(isa, "avx2") == 0) return isa_level::avx2;
-    if (std::strcmp(isa, "avx512") == 0) return isa_level::avx512;
-  }
+  isa_level level;
+  if (isa && parse_isa(isa, &level)) return level;
   const char *base = secure_getenv("BP_CPU_BASELINE");
   if (base && base[0] == '1') return isa_level::baseline;
   return available;
@@ -103,7 +106,8 @@ const char *isa_env_warning() {
     std::string w;
     const char *isa = secure_getenv("BP_CPU_ISA");
     const isa_level have = cpu_isa_available();
-    if (isa && *isa && !isa_value_valid(isa)) {
+    isa_level unused;
+    if (isa && *isa && !parse_isa(isa, &unused)) {
       w = std::string("BP_CPU_ISA=") + isa + " is not a level (baseline, avx2 or avx512) and is ignored";
     } else if (isa && *isa && static_cast<int>(isa_requested()) > static_cast<int>(have)) {
       w = std::string("BP_CPU_ISA=") + isa + ": this CPU has " + isa_name(have) + " at most, which the kernels use";
