@@ -453,6 +453,38 @@ bp_status plan_mul_mat_nt(const planner &p, const bp_tensor *after, std::vector<
   return BP_OK;
 }
 
+// mul_mat_shared.comp's block (64 or 128 square, CMakeLists.txt) for this
+// product, or 0 for mul_mat_nt. Automatically only on GPUs (on CPU-type
+// drivers barriers and shared memory cost more than they save) and where
+// M and N fill a 64 block. The 128 block where it still gives 128
+// workgroups, enough to occupy a large GPU; the 64 block otherwise. Both
+// thresholds await a GPU to measure them on (docs/plugins/vulkan.md).
+uint32_t shared_tile_for(const planner &p) {
+  const bp_tensor *n = p.node;
+  const int64_t M = n->ne[0], N = n->ne[1], batches = n->ne[2] * n->ne[3];
+  const mul_mat_mode mode = p.be->opt.mul_mat;
+  if (mode == mul_mat_mode::registers || !p.dev()->shared_tiles) return 0;
+  if (mode == mul_mat_mode::automatic && (p.dev()->type == BP_DEVICE_TYPE_CPU || M < 64 || N < 64)) return 0;
+  return (M + 127) / 128 * ((N + 127) / 128) * batches >= 128 ? 128 : 64;
+}
+
+// The product through mul_mat_shared.comp in |tile| x |tile| blocks.
+bp_status plan_mul_mat_shared(const planner &p, uint32_t tile, std::vector<dispatch> &out, bool *planned) {
+  const bp_tensor *n = p.node;
+  dispatch d;
+  bool bound = false;
+  *planned = false;
+  const char *variant = tile == 128 ? "mul_mat_shared_128" : "mul_mat_shared_64";
+  if (bp_status st = bind_in_place_operands(p, variant, d, &bound); st != BP_OK || !bound) return st;
+  d.pc.p[0] = static_cast<uint32_t>(n->src[0]->ne[0] / 4);
+  d.groups[0] = static_cast<uint32_t>((n->ne[0] + tile - 1) / tile);
+  d.groups[1] = static_cast<uint32_t>((n->ne[1] + tile - 1) / tile);
+  d.groups[2] = static_cast<uint32_t>(n->ne[2] * n->ne[3]);
+  out.push_back(std::move(d));
+  *planned = true;
+  return BP_OK;
+}
+
 bp_status plan_mul_mat(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
   const int64_t K = a->ne[0], N = b->ne[1];
@@ -471,9 +503,13 @@ bp_status plan_mul_mat(const planner &p, std::vector<dispatch> &out) {
       return BP_OK;
     }
   }
-  // Register-blocked straight from a's rows, for any number of columns.
+  // Register-blocked straight from a's rows, for any number of columns;
+  // on GPUs, blocks staged through shared memory where they fill.
   if (nt_applies(p)) {
     bool planned = false;
+    if (const uint32_t tile = shared_tile_for(p); tile != 0) {
+      if (bp_status st = plan_mul_mat_shared(p, tile, out, &planned); st != BP_OK || planned) return st;
+    }
     if (bp_status st = plan_mul_mat_nt(p, nullptr, out, &planned); st != BP_OK || planned) return st;
   }
   return plan_mul_mat_general(p, out);
@@ -614,7 +650,7 @@ bool plan_fused(const planner &p, const bp_tensor *next, std::vector<dispatch> &
   if (!next || !p.be->opt.fuse || p.dev()->type != BP_DEVICE_TYPE_CPU || !p.be->opt.fast_paths) return false;
   bp_error ignored{};  // a next node that fails its checks is planned alone, and reports there
   auto next_ok = [&] { return check_node(p.be, next, &ignored) == BP_OK; };
-  if (n->op == BP_OP_MUL_MAT && n->type == BP_TYPE_F32 && nt_applies(p)) {
+  if (n->op == BP_OP_MUL_MAT && n->type == BP_TYPE_F32 && nt_applies(p) && shared_tile_for(p) == 0) {
     const bool binary = (next->op == BP_OP_ADD || next->op == BP_OP_MUL) && (next->src[0] == n) != (next->src[1] == n);
     const bool silu = next->op == BP_OP_SILU && next->src[0] == n;
     if (!binary && !silu) return false;

@@ -168,6 +168,9 @@ struct device_state {
   bool f16_view = false;  // RGBA16F usable as a uniform and storage texel format
   uint64_t memory_total = 0;
   uint32_t tile_cols = 32;  // mul_mat_nt's widest tile, chosen at enumerate
+  // mul_mat_shared.comp's workgroups (256 invocations, 8 KiB of shared
+  // memory) fit the device's limits; chosen at enumerate.
+  bool shared_tiles = false;
 
   // Opened at first use (open()).
   std::mutex open_mu;
@@ -210,12 +213,20 @@ bp_status device_run_once(device_state *dev, F &&record, bp_error *err);
 
 // ---- backend.cpp -----------------------------------------------------------
 
+// Which shader runs a MUL_MAT of 8 or more columns (ops.cpp, plan_mul_mat).
+enum class mul_mat_mode {
+  automatic,  // shared-memory blocks on GPUs where M and N reach 64, else registers
+  registers,  // mul_mat_nt only
+  shared,     // mul_mat_shared wherever its operands fit (tests, tuning)
+};
+
 struct backend_options {
   bool f16 = true;         // use 16-bit storage when the device has it
   bool fast_paths = true;  // texel-buffer MUL_MAT and elementwise shaders
   uint32_t tile_cols = 0;  // 0: the device's choice
-  bool profile = false;    // time each dispatch (graph_compute only), log a table
-  bool fuse = true;        // two nodes per dispatch where it pays (ops.cpp, plan_fused)
+  mul_mat_mode mul_mat = mul_mat_mode::automatic;
+  bool profile = false;  // time each dispatch (graph_compute only), log a table
+  bool fuse = true;      // two nodes per dispatch where it pays (ops.cpp, plan_fused)
 };
 
 // Per-dispatch GPU time by op and shader variant, summed over the backend's

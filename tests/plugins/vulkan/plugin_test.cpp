@@ -90,14 +90,17 @@ class VulkanPlugin : public ::testing::Test {
     const std::string cols = std::to_string(tile_cols());
     std::vector<bp_param_value> params = {{"f16", BP_PARAM_BOOL, 1, "true"},
                                           {"fast_paths", BP_PARAM_BOOL, 1, "true"},
-                                          {"tile_cols", BP_PARAM_INT, tile_cols(), cols.c_str()}};
-    ASSERT_EQ(dev_.iface->backend_init(dev_.ctx, params.data(), 3, &be_, &err), BP_OK) << err.message;
+                                          {"tile_cols", BP_PARAM_INT, tile_cols(), cols.c_str()},
+                                          {"mul_mat", BP_PARAM_STRING, 0, mul_mat()}};
+    ASSERT_EQ(dev_.iface->backend_init(dev_.ctx, params.data(), 4, &be_, &err), BP_OK) << err.message;
     bp_buffer_type_ref buft = dev_.iface->buffer_type(dev_.ctx);
     ASSERT_EQ(buft.iface->alloc(buft.ctx, 64 << 20, &mem_.buf, &err), BP_OK) << err.message;
     ctx_ = bp_context_new(0);
   }
   // The backend's tile_cols parameter: 0 is the device's choice.
   virtual int64_t tile_cols() const { return 0; }
+  // The backend's mul_mat parameter.
+  virtual const char *mul_mat() const { return "auto"; }
   void TearDown() override {
     if (ctx_) bp_context_free(ctx_);
     if (mem_.buf.iface) mem_.buf.iface->free(mem_.buf.ctx);
@@ -164,6 +167,21 @@ TEST_F(VulkanPlugin, TileColsOutsideTheVariantsIsRefused) {
   EXPECT_NE(std::string(err.message).find("tile_cols=12: use 0 (auto), 8, 16 or 32"), std::string::npos) << err.message;
   EXPECT_EQ(be.iface, nullptr);
   bp_param_value good{"tile_cols", BP_PARAM_INT, 16, "16"};
+  ASSERT_EQ(dev_.iface->backend_init(dev_.ctx, &good, 1, &be, &err), BP_OK) << err.message;
+  be.iface->free(be.ctx);
+}
+
+// A MUL_MAT shader choice the plugin does not have is refused with the
+// choices it has, and the device stays usable.
+TEST_F(VulkanPlugin, MulMatChoiceOutsideTheShadersIsRefused) {
+  bp_param_value bad{"mul_mat", BP_PARAM_STRING, 0, "tiled"};
+  bp_backend_ref be{};
+  bp_error err{};
+  EXPECT_EQ(dev_.iface->backend_init(dev_.ctx, &bad, 1, &be, &err), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("mul_mat=tiled: use auto, registers or shared"), std::string::npos)
+      << err.message;
+  EXPECT_EQ(be.iface, nullptr);
+  bp_param_value good{"mul_mat", BP_PARAM_STRING, 0, "registers"};
   ASSERT_EQ(dev_.iface->backend_init(dev_.ctx, &good, 1, &be, &err), BP_OK) << err.message;
   be.iface->free(be.ctx);
 }
@@ -270,12 +288,14 @@ TEST_F(VulkanPlugin, GetRowsBadIdFailsTheCompute) {
 struct mul_mat_case {
   int K, M, N, B;
   bool f16;
-  int tile_cols = 0;  // the backend parameter; 0 = the device's choice
+  int tile_cols = 0;             // the backend parameter; 0 = the device's choice
+  const char *mul_mat = "auto";  // the backend parameter
 };
 
 class VulkanMulMatPaths : public VulkanPlugin, public ::testing::WithParamInterface<mul_mat_case> {
  protected:
   int64_t tile_cols() const override { return GetParam().tile_cols; }
+  const char *mul_mat() const override { return GetParam().mul_mat; }
 };
 
 TEST_P(VulkanMulMatPaths, MatchDoubleReference) {
@@ -329,12 +349,19 @@ INSTANTIATE_TEST_SUITE_P(
                       mul_mat_case{64, 40, 64, 1, true},       // nt, f16 weights, two whole column blocks
                       mul_mat_case{64, 40, 65, 2, false},      // nt, one column past them
                       mul_mat_case{128, 96, 130, 2, true},     // nt, f16 weights, wide
-                      mul_mat_case{30, 20, 70, 1, false}),     // general: K % 4 != 0
+                      mul_mat_case{30, 20, 70, 1, false},      // general: K % 4 != 0
+                      // mul_mat_shared, forced (GPUs pick it where M, N >= 64): 64 blocks with M and N
+                      // past the edge and a K tail of 5 slices and one texel, batches; whole blocks,
+                      // f16 weights; 128 blocks (chosen once there are 128 of them), K tail of 2 texels
+                      mul_mat_case{84, 70, 33, 4, false, 0, "shared"}, mul_mat_case{64, 64, 128, 1, true, 0, "shared"},
+                      mul_mat_case{40, 129, 65, 1, true, 0, "shared"},
+                      mul_mat_case{20, 200, 1000, 8, false, 0, "shared"}),
     [](const ::testing::TestParamInfo<mul_mat_case> &i) {
       const mul_mat_case &c = i.param;
       return "K" + std::to_string(c.K) + "_M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_B" +
              std::to_string(c.B) + (c.f16 ? "_f16" : "_f32") +
-             (c.tile_cols ? "_tile" + std::to_string(c.tile_cols) : "");
+             (c.tile_cols ? "_tile" + std::to_string(c.tile_cols) : "") +
+             (std::string(c.mul_mat) != "auto" ? std::string("_") + c.mul_mat : "");
     });
 
 }  // namespace
