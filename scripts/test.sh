@@ -22,15 +22,15 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 # -- vulkan plugin (issue 7)
 # bp-test-ops above already ran every op on each Vulkan device (lavapipe
 # here). Again with the Khronos validation layer, failing on any message it
-# prints, also with the GPU MUL_MAT shader forced (mul_mat=shared: lavapipe
-# is a CPU-type device, so auto never picks it here), and with only the
+# prints, also with the GPU-shaped MUL_MAT shaders forced (mul_mat=gpu:
+# lavapipe is a CPU-type device, so auto never picks them here), and with only the
 # general shaders (fast_paths=false). Skipped with a message when no device
 # exists.
 if ./build/bin/bp-devices 2>/dev/null | grep -q "plugin        vulkan"; then
   echo "== vulkan: validation layer"
   VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation ./build/bin/bp-test-ops --device vulkan >build/vulkan-validation.log 2>&1 ||
     { cat build/vulkan-validation.log; exit 1; }
-  VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation ./build/bin/bp-test-ops --device vulkan:mul_mat=shared -o MUL_MAT \
+  VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation ./build/bin/bp-test-ops --device vulkan:mul_mat=gpu -o MUL_MAT \
     >>build/vulkan-validation.log 2>&1 || { cat build/vulkan-validation.log; exit 1; }
   if grep -E "VUID|Validation (Error|Warning)|UNASSIGNED" build/vulkan-validation.log; then
     echo "vulkan: the validation layer reported the messages above"

@@ -303,7 +303,7 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   // Host-visible so synchronize can read a shader's report without a copy.
   if (bp_status st = buffer_create(dev, 256, true, &be->status, err); st != BP_OK) return st;
   std::memset(be->status->mapped, 0, 256);
-  static const char *const mul_mat_names[] = {"auto", "registers", "shared"};
+  static const char *const mul_mat_names[] = {"auto", "cpu", "gpu"};
   bp_host_logf(dev->plugin->host, BP_LOG_INFO,
                "backend on '%s' (f16 %s, fast paths %s, fusion %s, tile columns %u, mul_mat %s)", dev->name.c_str(),
                be->opt.f16 ? "on" : "off", be->opt.fast_paths ? "on" : "off", be->opt.fuse ? "on" : "off",

@@ -145,8 +145,8 @@ bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index
   // 8 x 8 keeps a thread's registers (64 accumulators) from spilling.
   d->tile_cols = d->type == BP_DEVICE_TYPE_CPU ? 32 : 8;
   const VkPhysicalDeviceLimits &lim = d->props.limits;
-  d->shared_tiles = lim.maxComputeWorkGroupInvocations >= 256 && lim.maxComputeWorkGroupSize[0] >= 256 &&
-                    lim.maxComputeSharedMemorySize >= 8192;
+  d->gpu_mul_mat = lim.maxComputeWorkGroupInvocations >= 256 && lim.maxComputeWorkGroupSize[0] >= 256 &&
+                   lim.maxComputeSharedMemorySize >= 8192 && d->subgroup_arith;
   d->name = dev_name;
   d->id = hex_uuid(d->props.pipelineCacheUUID);  // replaced below by deviceUUID
   auto idp = vk_struct<VkPhysicalDeviceIDProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
@@ -349,21 +349,21 @@ bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t 
         const char *v = params[i].string_value ? params[i].string_value : "";
         if (std::strcmp(v, "auto") == 0)
           opt.mul_mat = mul_mat_mode::automatic;
-        else if (std::strcmp(v, "registers") == 0)
-          opt.mul_mat = mul_mat_mode::registers;
-        else if (std::strcmp(v, "shared") == 0)
-          opt.mul_mat = mul_mat_mode::shared;
+        else if (std::strcmp(v, "cpu") == 0)
+          opt.mul_mat = mul_mat_mode::cpu;
+        else if (std::strcmp(v, "gpu") == 0)
+          opt.mul_mat = mul_mat_mode::gpu;
         else
-          return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: mul_mat=%s: use auto, registers or shared", v);
+          return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: mul_mat=%s: use auto, cpu or gpu", v);
       }
     }
     auto *d = static_cast<device_state *>(dev);
-    if (opt.mul_mat == mul_mat_mode::shared && !d->shared_tiles)
+    if (opt.mul_mat == mul_mat_mode::gpu && !d->gpu_mul_mat)
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
-                           "vulkan: mul_mat=shared: '%s' allows %u invocations and %u bytes of shared memory per "
-                           "workgroup, the shader needs 256 and 8192; use mul_mat=auto",
+                           "vulkan: mul_mat=gpu: '%s' allows %u invocations and %u bytes of shared memory per "
+                           "workgroup (the shaders need 256 and 8192) and has %s subgroup arithmetic; use mul_mat=auto",
                            d->name.c_str(), d->props.limits.maxComputeWorkGroupInvocations,
-                           d->props.limits.maxComputeSharedMemorySize);
+                           d->props.limits.maxComputeSharedMemorySize, d->subgroup_arith ? "" : "no");
     if (bp_status st = device_open(d, err); st != BP_OK) return st;
     return backend_create(d, opt, out, err);
   });

@@ -455,7 +455,8 @@ bp_status plan_mul_mat_nt(const planner &p, const bp_tensor *after, std::vector<
 
 // mul_mat_shared.comp's block (64 or 128 square, CMakeLists.txt) for this
 // product, or 0 for mul_mat_nt. Automatically only on GPUs (on CPU-type
-// drivers barriers and shared memory cost more than they save) and where
+// drivers barriers and shared memory cost more than they save, GPU-NOTES.md)
+// and where
 // M and N fill a 64 block. The 128 block where it still gives 128
 // workgroups, enough to occupy a large GPU; the 64 block otherwise. Both
 // thresholds await a GPU to measure them on (docs/plugins/vulkan.md).
@@ -463,7 +464,7 @@ uint32_t shared_tile_for(const planner &p) {
   const bp_tensor *n = p.node;
   const int64_t M = n->ne[0], N = n->ne[1], batches = n->ne[2] * n->ne[3];
   const mul_mat_mode mode = p.be->opt.mul_mat;
-  if (mode == mul_mat_mode::registers || !p.dev()->shared_tiles) return 0;
+  if (mode == mul_mat_mode::cpu || !p.dev()->gpu_mul_mat) return 0;
   if (mode == mul_mat_mode::automatic && (p.dev()->type == BP_DEVICE_TYPE_CPU || M < 64 || N < 64)) return 0;
   return (M + 127) / 128 * ((N + 127) / 128) * batches >= 128 ? 128 : 64;
 }
@@ -495,7 +496,23 @@ bp_status plan_mul_mat(const planner &p, std::vector<dispatch> &out) {
   if (fast && N < 8 && strides_in(a, f16 ? 8 : 16)) {
     dispatch d;
     bool bound = false;
-    if (bp_status st = bind_in_place_operands(p, "mul_mv", d, &bound); st != BP_OK) return st;
+    const mul_mat_mode mode = p.be->opt.mul_mat;
+    const bool gpu =
+        p.dev()->gpu_mul_mat && n->ne[2] * n->ne[3] <= 65535 &&
+        (mode == mul_mat_mode::gpu || (mode == mul_mat_mode::automatic && p.dev()->type != BP_DEVICE_TYPE_CPU));
+    if (bp_status st = bind_in_place_operands(p, gpu ? "mul_mv_wg" : "mul_mv", d, &bound); st != BP_OK) return st;
+    if (bound && gpu) {
+      // Several subgroups per row (reduce.glsl's MULTI path), also when
+      // forced on a CPU-type device, so the tests there run the GPU shape.
+      d.spec[0] = std::min<uint32_t>(p.dev()->subgroup_size * 4, 256);
+      d.spec[1] = 1;
+      d.n_spec = 2;
+      d.pc.p[0] = static_cast<uint32_t>(K / 4);
+      d.groups[0] = static_cast<uint32_t>(std::min<int64_t>(n->ne[0], 65535));
+      d.groups[2] = static_cast<uint32_t>(n->ne[2] * n->ne[3]);
+      out.push_back(std::move(d));
+      return BP_OK;
+    }
     if (bound) {
       d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n));
       grid_for(d, d.pc.n, 64);

@@ -27,9 +27,7 @@ const bp_param_info params_schema[] = {
      "MUL_MAT register tile columns, at most (8, 16 or 32); 0 = the device's choice (32 on CPU-type devices, else 8)",
      0, 32},
     {sizeof(bp_param_info), "mul_mat", BP_PARAM_STRING, "auto",
-     "MUL_MAT of 8+ columns: auto (shared-memory blocks on GPUs where M, N >= 64, else register tiles), registers, "
-     "shared",
-     0, 0},
+     "MUL_MAT shaders: auto (GPU-shaped on GPUs, CPU-shaped on CPU-type devices), cpu or gpu (forced)", 0, 0},
     {sizeof(bp_param_info), "profile", BP_PARAM_BOOL, "false",
      "time every dispatch (serialised, no graph plans) and log the time per op at info level when the backend is freed",
      0, 1},

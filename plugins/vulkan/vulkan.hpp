@@ -169,8 +169,10 @@ struct device_state {
   uint64_t memory_total = 0;
   uint32_t tile_cols = 32;  // mul_mat_nt's widest tile, chosen at enumerate
   // mul_mat_shared.comp's workgroups (256 invocations, 8 KiB of shared
-  // memory) fit the device's limits; chosen at enumerate.
-  bool shared_tiles = false;
+  // memory) fit the device's limits, and mul_mv_wg's reductions
+  // (subgroup_arith) work: the GPU-shaped MUL_MAT shaders can run. Set at
+  // enumerate.
+  bool gpu_mul_mat = false;
 
   // Opened at first use (open()).
   std::mutex open_mu;
@@ -213,11 +215,14 @@ bp_status device_run_once(device_state *dev, F &&record, bp_error *err);
 
 // ---- backend.cpp -----------------------------------------------------------
 
-// Which shader runs a MUL_MAT of 8 or more columns (ops.cpp, plan_mul_mat).
+// Which MUL_MAT shaders run (ops.cpp, plan_mul_mat): those shaped for a CPU
+// driver (one invocation per output or per register tile: mul_mv,
+// mul_mat_nt) or for a GPU (a workgroup per row: mul_mv_wg; shared-memory
+// blocks: mul_mat_shared).
 enum class mul_mat_mode {
-  automatic,  // shared-memory blocks on GPUs where M and N reach 64, else registers
-  registers,  // mul_mat_nt only
-  shared,     // mul_mat_shared wherever its operands fit (tests, tuning)
+  automatic,  // GPU-shaped on GPUs (blocks only where M and N reach 64), else CPU-shaped
+  cpu,        // CPU-shaped only
+  gpu,        // GPU-shaped wherever the operands fit (tests, tuning)
 };
 
 struct backend_options {

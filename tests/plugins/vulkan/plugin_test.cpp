@@ -178,10 +178,9 @@ TEST_F(VulkanPlugin, MulMatChoiceOutsideTheShadersIsRefused) {
   bp_backend_ref be{};
   bp_error err{};
   EXPECT_EQ(dev_.iface->backend_init(dev_.ctx, &bad, 1, &be, &err), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(err.message).find("mul_mat=tiled: use auto, registers or shared"), std::string::npos)
-      << err.message;
+  EXPECT_NE(std::string(err.message).find("mul_mat=tiled: use auto, cpu or gpu"), std::string::npos) << err.message;
   EXPECT_EQ(be.iface, nullptr);
-  bp_param_value good{"mul_mat", BP_PARAM_STRING, 0, "registers"};
+  bp_param_value good{"mul_mat", BP_PARAM_STRING, 0, "cpu"};
   ASSERT_EQ(dev_.iface->backend_init(dev_.ctx, &good, 1, &be, &err), BP_OK) << err.message;
   be.iface->free(be.ctx);
 }
@@ -284,7 +283,9 @@ TEST_F(VulkanPlugin, GetRowsBadIdFailsTheCompute) {
 // Every MUL_MAT path the plugin picks by shape: mul_mv (N < 8), mul_mat_nt
 // (K % 4 == 0, a read in place, any M and N; 8, 16 or 32 columns per
 // invocation, at most tile_cols) and the general shader (K % 4 != 0), f32
-// and f16 weights, with a batch of b broadcasting over a's.
+// and f16 weights, with a batch of b broadcasting over a's; and the
+// GPU-shaped ones (mul_mv_wg, mul_mat_shared) forced by mul_mat=gpu, since
+// lavapipe is a CPU-type device.
 struct mul_mat_case {
   int K, M, N, B;
   bool f16;
@@ -353,9 +354,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // mul_mat_shared, forced (GPUs pick it where M, N >= 64): 64 blocks with M and N
                       // past the edge and a K tail of 5 slices and one texel, batches; whole blocks,
                       // f16 weights; 128 blocks (chosen once there are 128 of them), K tail of 2 texels
-                      mul_mat_case{84, 70, 33, 4, false, 0, "shared"}, mul_mat_case{64, 64, 128, 1, true, 0, "shared"},
-                      mul_mat_case{40, 129, 65, 1, true, 0, "shared"},
-                      mul_mat_case{20, 200, 1000, 8, false, 0, "shared"}),
+                      mul_mat_case{84, 70, 33, 4, false, 0, "gpu"}, mul_mat_case{64, 64, 128, 1, true, 0, "gpu"},
+                      mul_mat_case{40, 129, 65, 1, true, 0, "gpu"}, mul_mat_case{20, 200, 1000, 8, false, 0, "gpu"},
+                      // mul_mv_wg, forced: a workgroup per row, K over several strides with a remainder,
+                      // batches, f16 weights, and more rows than one dispatch's 65535 workgroups
+                      mul_mat_case{1028, 37, 7, 4, false, 0, "gpu"}, mul_mat_case{256, 96, 3, 1, true, 0, "gpu"},
+                      mul_mat_case{8, 70000, 1, 1, false, 0, "gpu"}),
     [](const ::testing::TestParamInfo<mul_mat_case> &i) {
       const mul_mat_case &c = i.param;
       return "K" + std::to_string(c.K) + "_M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_B" +
