@@ -281,7 +281,14 @@ BP_AVX512 void bcast_tile(const float *const *a, int64_t k0, int64_t kc, const f
       if (k < n) _mm512_store_ps(dst + k, _mm512_maskz_loadu_ps(lanes(n - k), src + k));
     }
     const float *bk = bp + kb * kPanelLanes;
+    // The rows of a come from DRAM (each value is used only N times): while
+    // this block is multiplied, the next block's lines are requested, one
+    // line of one row per k, so the copy above finds them in L1.
+    const int64_t next = kb + kCopy;
+    const bool fetch_next = next < kc;
     for (int64_t k = 0; k < n; ++k) {
+      if (fetch_next && k < RM * 16)
+        _mm_prefetch(reinterpret_cast<const char *>(a[k / 16] + k0 + next + (k % 16) * 16), _MM_HINT_T0);
       vec vb[NV];
 #pragma GCC unroll 3
       for (int v = 0; v < NV; ++v) vb[v] = V::load(bk + k * kPanelLanes + v * V::kLanes);
