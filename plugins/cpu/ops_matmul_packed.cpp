@@ -222,7 +222,16 @@ void mul_mat_packed_run(const bp_tensor *t, int ith, int nth) {
       for (int64_t pm = m0; pm < m1; pm += kr.mr) {
         const int cols = static_cast<int>(m1 - pm < kr.mr ? m1 - pm : kr.mr);
         pack_panel(ar, pm, cols, k0, kc, kr.mr, apack.data());
+        // The next panel's rows of a, requested while this one is
+        // multiplied (a's rows come from L3 or DRAM; b's block is in L2).
+        const int64_t next_m = pm + kr.mr, next_rows = m1 - next_m < kr.mr ? m1 - next_m : kr.mr;
+        const int64_t lines_per_row = (kc * static_cast<int64_t>(sizeof(float)) + 63) / 64;
+        const int64_t lines = next_rows > 0 && ar.dense_f32() ? next_rows * lines_per_row : 0;
+        const int64_t per_call = (lines + n_panels - 1) / n_panels;
+        int64_t line = 0;
         for (int64_t p = 0; p < n_panels; ++p) {
+          for (int64_t e = line + per_call; line < e && line < lines; ++line)
+            __builtin_prefetch(ar.row(next_m + line / lines_per_row) + (k0 + (line % lines_per_row) * 16) * 4, 0, 3);
           const int64_t pn = n0 + p * kr.nr;
           const int rows = static_cast<int>(n1 - pn < kr.nr ? n1 - pn : kr.nr);
           float *c = reinterpret_cast<float *>(elem_ptr(t, pm, pn, i2, i3));
