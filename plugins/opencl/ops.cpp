@@ -173,7 +173,7 @@ bp_status run_rows(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   const bp_tensor *mask = t->op == BP_OP_SOFT_MAX ? t->src[1] : nullptr;
   const std::string opts = "-DMASK_TYPE=" + std::to_string(mask ? type_code(mask->type) : 0);
   const char *name = t->op == BP_OP_ARGMAX                              ? "argmax"
-                     : t->op == BP_OP_SOFT_MAX                          ? "soft_max"
+                     : t->op == BP_OP_SOFT_MAX                          ? (mask ? "soft_max_mask" : "soft_max")
                      : (t->op == BP_OP_NORM || t->op == BP_OP_RMS_NORM) ? "norm"
                                                                         : "sum_rows";
   cl_kernel k = nullptr;
@@ -197,8 +197,9 @@ bp_status run_rows(backend_ctx *be, const bp_tensor *t, bp_error *err) {
     case BP_OP_RMS_NORM:
       call.tensor(t).arg(cl_int(1)).arg(bp_tensor_param_f32(t, 0));
       break;
-    default:  // SOFT_MAX: without a mask, a stands in for the unused mask arguments
-      call.tensor(mask ? mask : a).tensor(t).arg(cl_int(mask ? 1 : 0)).arg(bp_tensor_param_f32(t, 0));
+    default:  // SOFT_MAX: soft_max_mask takes the mask after a
+      if (mask) call.tensor(mask);
+      call.tensor(t).arg(bp_tensor_param_f32(t, 0));
       break;
   }
   return call.run(1, &g, &l, t->name, err);

@@ -8,13 +8,13 @@
 #define MASK_TYPE T_F32
 #endif
 
-#define ROW_PROLOGUE(a)                                      \
-  const long r = get_global_id(0);                           \
-  if (r >= a##_ne.y * a##_ne.z * a##_ne.w) return;           \
-  ROW_INDEX(a##_ne, r, i1, i2, i3);                          \
-  const long n = a##_ne.x;                                   \
-  __global const char *pa = ELEM_PTR(a, 0, i1, i2, i3);      \
-  const long sa = a##_nb.x;                                  \
+#define ROW_PROLOGUE(a)                                 \
+  const long r = get_global_id(0);                      \
+  if (r >= a##_ne.y * a##_ne.z * a##_ne.w) return;      \
+  ROW_INDEX(a##_ne, r, i1, i2, i3);                     \
+  const long n = a##_ne.x;                              \
+  __global const char *pa = ELEM_PTR(a, 0, i1, i2, i3); \
+  const long sa = a##_nb.x;                             \
   const bool dense = sa == 4
 
 inline float row_sum(__global const char *pa, long n, long sa, bool dense) {
@@ -92,61 +92,135 @@ __kernel void norm(TENSOR(a), TENSOR(d), int mode, float eps) {
   for (; k < n; ++k) y[k] = (*(__global const float *)(pa + k * sa) - mean) * inv;
 }
 
-// y = softmax(x * scale + mask) per row; the mask row is (i1, i2, i3) modulo
-// the mask's extents. A row that is all -inf gives zeros.
-__kernel void soft_max(TENSOR(a), TENSOR(m), TENSOR(d), int has_mask, float scale) {
+// vstore16 is assembled by PoCL 3.1 from four 16-byte stores and three
+// extracts; a store through a float16 type aligned like a float is one
+// (unaligned) vector store. OpenCL C allows lowering a typedef's alignment.
+typedef float16 float16_a4 __attribute__((aligned(4)));
+#define STORE16(v, p) (*(__global float16_a4 *)(p) = (v))
+
+// Maximum without fmax's NaN handling, which costs PoCL three more vector
+// instructions in the dependent chain of each step (one vmaxps here); a NaN
+// in v is skipped, as fmax would, and comes back through the exponential.
+inline float16 max_skip_nan16(float16 m, float16 v) { return v > m ? v : m; }
+
+// 2^z for z < 128 (here z <= 0 up to rounding), -inf and NaN included: z
+// rounded to the nearest integer n by the 1.5 * 2^23 trick, 2^(z - n) from a
+// degree-5 minimax polynomial on [-0.5, 0.5] (relative error 1.6e-7, below
+// that of z itself), times 2^n built in the exponent bits. z is first clamped
+// to -127, where that factor is exactly 0: -inf (a masked entry) gives 0, and
+// so does everything below about 2^-126.5 (where exp gives denormals). PoCL's
+// own exp also checks for overflow and scales in two steps: twice the
+// instructions, and the SOFT_MAX loop is bound by them.
+inline float16 exp2_nonpos16(float16 z) {
+  z = z < -127.0f ? -127.0f : z;
+  const float16 t = z + 0x1.8p23f;  // the integer nearest z, in t's low bits
+  const float16 f = z - (t - 0x1.8p23f);
+  float16 p = 1.327647245e-03f;
+  p = fma(p, f, 9.675540961e-03f);
+  p = fma(p, f, 5.550713092e-02f);
+  p = fma(p, f, 2.402212024e-01f);
+  p = fma(p, f, 6.931469440e-01f);
+  p = fma(p, f, 1.000000119e+00f);
+  return p * as_float16((as_int16(t) - (0x4B400000 - 127)) << 23);
+}
+
+#if MASK_TYPE == T_F16
+#define MASK16(pm, k) vload_half16(0, (__global const half *)(pm) + (k))
+#else
+#define MASK16(pm, k) vload16(0, (__global const float *)(pm) + (k))
+#endif
+
+// y = softmax(x * scale + mask) per row (has_mask: a compile-time constant in
+// each kernel below); the mask row is (i1, i2, i3) modulo the mask's extents.
+// A row that is all -inf gives zeros.
+//
+// Three passes: the maximum; the exponentials into y and their sum; y times
+// 1 / sum. Where x and the mask are dense, the first pass stores nothing and
+// the second recomputes x * scale + mask from x (still in L1): cheaper than
+// writing y and reading it back. Elsewhere, and in the last n % 16 elements
+// of a dense row, the first pass gathers x * scale + mask into y element by
+// element, so that the second reads it in float16 steps. Exponentials of
+// float16 go through exp2_nonpos16 (x * scale + mask - max times log2 e).
+inline void soft_max_row(TENSOR(a), TENSOR(m), TENSOR(d), const bool has_mask, float scale) {
   ROW_PROLOGUE(a);
   __global float *y = (__global float *)(d_p + d_off + r * n * 4);
   __global const char *pm = has_mask ? ELEM_PTR(m, 0, i1 % m_ne.y, i2 % m_ne.z, i3 % m_ne.w) : pa;
   const long sm = has_mask ? m_nb.x : 0;
   const bool vec = dense && (!has_mask || sm == TYPE_SIZE(MASK_TYPE));
-  // Pass 1: scaled and masked values into y, and their maximum.
+  __global const float *x = (__global const float *)pa;
+  const long nv = vec ? n & ~15L : 0;  // [0, nv): recomputed from x and the mask
+  const long n16 = n & ~15L;           // [nv, n16): float16 steps over y
+  // Pass 1: the maximum of x * scale + mask. Two accumulators: a step does
+  // not wait on the previous one.
   float mx = -INFINITY;
-  long k = 0;
-  if (vec) {
-    __global const float *x = (__global const float *)pa;
-    float16 vmax = -INFINITY;
-    for (; k + 16 <= n; k += 16) {
-      float16 v = vload16(0, x + k) * scale;
-      if (has_mask) {
-#if MASK_TYPE == T_F16
-        v += vload_half16(0, (__global const half *)pm + k);
-#else
-        v += vload16(0, (__global const float *)pm + k);
-#endif
+  if (nv > 0) {
+    float16 m0 = -INFINITY, m1 = -INFINITY;
+    long k = 0;
+    if (has_mask) {
+      for (; k + 32 <= nv; k += 32) {
+        m0 = max_skip_nan16(m0, fma(vload16(0, x + k), scale, MASK16(pm, k)));
+        m1 = max_skip_nan16(m1, fma(vload16(0, x + k + 16), scale, MASK16(pm, k + 16)));
       }
-      vstore16(v, 0, y + k);
-      vmax = fmax(vmax, v);
+      if (k < nv) m0 = max_skip_nan16(m0, fma(vload16(0, x + k), scale, MASK16(pm, k)));
+    } else {
+      for (; k + 32 <= nv; k += 32) {
+        m0 = max_skip_nan16(m0, vload16(0, x + k) * scale);
+        m1 = max_skip_nan16(m1, vload16(0, x + k + 16) * scale);
+      }
+      if (k < nv) m0 = max_skip_nan16(m0, vload16(0, x + k) * scale);
     }
-    mx = hmax16(vmax);
+    mx = hmax16(max_skip_nan16(m0, m1));
   }
-  for (; k < n; ++k) {
+  for (long k = nv; k < n; ++k) {
     float v = *(__global const float *)(pa + k * sa) * scale;
     if (has_mask) v += LOAD_AS(MASK_TYPE, pm + k * sm);
     y[k] = v;
     mx = fmax(mx, v);
   }
   if (mx == -INFINITY) {
-    for (k = 0; k < n; ++k) y[k] = 0.0f;
+    for (long k = 0; k < n; ++k) y[k] = 0.0f;
     return;
   }
-  // Pass 2: exponentials and their sum; pass 3: normalise.
-  float sum = 0.0f;
-  k = 0;
+  // Pass 2: exponentials and their sum.
+  const float s2 = scale * M_LOG2E_F, m2 = mx * M_LOG2E_F;
   float16 vsum = 0.0f;
-  for (; k + 16 <= n; k += 16) {
-    float16 e = exp(vload16(0, y + k) - mx);
-    vstore16(e, 0, y + k);
+  if (has_mask) {
+    for (long k = 0; k < nv; k += 16) {
+      const float16 e = exp2_nonpos16(fma(vload16(0, x + k), s2, fma(MASK16(pm, k), M_LOG2E_F, -m2)));
+      STORE16(e, y + k);
+      vsum += e;
+    }
+  } else {
+    for (long k = 0; k < nv; k += 16) {
+      const float16 e = exp2_nonpos16(fma(vload16(0, x + k), s2, -m2));
+      STORE16(e, y + k);
+      vsum += e;
+    }
+  }
+  for (long k = nv; k < n16; k += 16) {
+    const float16 e = exp2_nonpos16((vload16(0, y + k) - mx) * M_LOG2E_F);
+    STORE16(e, y + k);
     vsum += e;
   }
-  sum = hsum16(vsum);
-  for (; k < n; ++k) {
-    float e = exp(y[k] - mx);
+  float sum = hsum16(vsum);
+  for (long k = n16; k < n; ++k) {
+    const float e = exp(y[k] - mx);
     y[k] = e;
     sum += e;
   }
+  // Pass 3: normalise.
   const float inv = 1.0f / sum;
-  k = 0;
-  for (; k + 16 <= n; k += 16) vstore16(vload16(0, y + k) * inv, 0, y + k);
-  for (; k < n; ++k) y[k] *= inv;
+  for (long k = 0; k < n16; k += 16) STORE16(vload16(0, y + k) * inv, y + k);
+  for (long k = n16; k < n; ++k) y[k] *= inv;
+}
+
+// One kernel per case: with has_mask a run-time argument, the constants of
+// both cases' loops compete for registers and the exponential loop reloads
+// them from memory (8% slower measured).
+__kernel void soft_max(TENSOR(a), TENSOR(d), float scale) {
+  soft_max_row(TENSOR_ARGS(a), TENSOR_ARGS(a), TENSOR_ARGS(d), false, scale);
+}
+
+__kernel void soft_max_mask(TENSOR(a), TENSOR(m), TENSOR(d), float scale) {
+  soft_max_row(TENSOR_ARGS(a), TENSOR_ARGS(m), TENSOR_ARGS(d), true, scale);
 }

@@ -1,10 +1,12 @@
 // plugin_test.cpp: the opencl plugin through the public API: device
 // properties, parameter validation, buffers (alignment, the allocation
 // limit, out of memory), asynchronous transfers, events, and the MUL_MAT
-// paths (matvec and packed gemm) against a double-precision reference at
-// sizes the conformance cases do not reach. Skipped without a device.
+// paths (matvec and packed gemm) and SOFT_MAX paths against a
+// double-precision reference at sizes and values the conformance cases do not
+// reach. Skipped without a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -170,6 +172,90 @@ TEST_F(OpenclPlugin, MulMatPathsMatchDoublePrecision) {
     check_mul_mat(be, BP_TYPE_F16, 100, 33, 10);   // matvec4 from f16
     bp_backend_free(be);
   }
+}
+
+enum class mask_kind { none, f32, f16, f32_strided };
+
+// SOFT_MAX over rows of 83 (five float16 steps and a scalar tail) whose
+// scaled values span 160, so that the exponentials run from 1 down past
+// 2^-126 (zero there); masks with -inf inside the float16 steps and one row
+// masked entirely (zeros), dense f32 and f16 masks (exponentials recomputed
+// from x) and a transposed one (x * scale + mask gathered into y first).
+void check_soft_max(bp_backend *be, mask_kind mk, float scale) {
+  const int64_t n = 83, rows = 6;
+  bp_context *ctx = bp_context_new(0);
+  bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, n, rows);
+  bp_tensor *m = nullptr, *mstore = nullptr;
+  if (mk == mask_kind::f32 || mk == mask_kind::f16)
+    m = mstore = bp_new_tensor_2d(ctx, mk == mask_kind::f16 ? BP_TYPE_F16 : BP_TYPE_F32, n, rows);
+  if (mk == mask_kind::f32_strided) {
+    mstore = bp_new_tensor_2d(ctx, BP_TYPE_F32, rows, n);
+    m = bp_transpose(ctx, mstore);  // element (k, r) at mstore[k * rows + r]
+  }
+  bp_tensor *y = bp_soft_max(ctx, x, m, scale);
+  ASSERT_NE(y, nullptr) << bp_last_error();
+  bp_graph *g = bp_graph_new(ctx, 0);
+  ASSERT_EQ(bp_graph_build(g, y), BP_OK);
+  bp_buffer *buf = nullptr;
+  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  std::mt19937 rng(static_cast<unsigned>(static_cast<int>(mk) * 31 + 7));
+  std::uniform_real_distribution<float> xs(-120.0f, 40.0f), ms(-2.0f, 0.0f);
+  std::vector<float> xv(static_cast<size_t>(n * rows)), mv(xv.size(), 0.0f), mf(xv.size());
+  std::vector<uint16_t> mh(xv.size());
+  for (float &v : xv) v = xs(rng) / scale;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < n; ++k) {
+      float v = ms(rng);
+      if (r == 0 || (r == 1 && k < 40) || (k * 7 + r) % 5 == 0) v = -INFINITY;
+      const size_t i = static_cast<size_t>(r * n + k);
+      mh[i] = bp_fp32_to_fp16(v);
+      mv[i] = mk == mask_kind::none ? 0.0f : mk == mask_kind::f16 ? bp_fp16_to_fp32(mh[i]) : v;
+      mf[static_cast<size_t>(mk == mask_kind::f32_strided ? k * rows + r : r * n + k)] = v;
+    }
+  ASSERT_EQ(bp_tensor_set(x, xv.data(), 0, bp_tensor_nbytes(x)), BP_OK);
+  if (mstore) {
+    const void *mdata = mk == mask_kind::f16 ? static_cast<const void *>(mh.data()) : mf.data();
+    ASSERT_EQ(bp_tensor_set(mstore, mdata, 0, bp_tensor_nbytes(mstore)), BP_OK);
+  }
+  ASSERT_EQ(bp_backend_graph_compute(be, g), BP_OK) << bp_last_error();
+  std::vector<float> out(xv.size());
+  ASSERT_EQ(bp_tensor_get(y, out.data(), 0, out.size() * 4), BP_OK);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> v(static_cast<size_t>(n));
+    double mx = -INFINITY, sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const size_t i = static_cast<size_t>(r * n + k);
+      v[k] = static_cast<double>(xv[i]) * scale + mv[i];
+      mx = std::max(mx, v[k]);
+    }
+    for (int64_t k = 0; k < n; ++k) sum += mx == -INFINITY ? 0 : std::exp(v[k] - mx);
+    for (int64_t k = 0; k < n; ++k) {
+      const float got = out[static_cast<size_t>(r * n + k)];
+      if (mx == -INFINITY || v[k] == -INFINITY) {
+        EXPECT_EQ(got, 0.0f) << "row " << r << " k " << k;
+        continue;
+      }
+      const double want = std::exp(v[k] - mx) / sum;
+      // Rounding x * scale + mask and the maximum in f32 moves the argument
+      // of exp by a few ulp of their size; below 2^-126 results are zero.
+      const double tol = want * (1e-6 + 2.4e-7 * (std::fabs(v[k]) + std::fabs(mx))) + 1e-37;
+      EXPECT_NEAR(got, want, tol) << "mask kind " << static_cast<int>(mk) << " scale " << scale << " row " << r << " k "
+                                  << k;
+    }
+  }
+  bp_buffer_free(buf);
+  bp_graph_free(g);
+  bp_context_free(ctx);
+}
+
+TEST_F(OpenclPlugin, SoftMaxPathsMatchDoublePrecision) {
+  bp_backend *be = make();
+  ASSERT_NE(be, nullptr);
+  check_soft_max(be, mask_kind::none, 0.7f);
+  check_soft_max(be, mask_kind::f32, 1.0f);
+  check_soft_max(be, mask_kind::f16, 0.125f);
+  check_soft_max(be, mask_kind::f32_strided, 1.0f);
+  bp_backend_free(be);
 }
 
 TEST_F(OpenclPlugin, GetRowsRefusesABadId) {
