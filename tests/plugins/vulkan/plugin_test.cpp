@@ -157,32 +157,28 @@ TEST_F(VulkanPlugin, PropsNameTheDeviceByUuid) {
   }
 }
 
-// A tile width the shaders have no variant for is refused with the values
-// that work, and the device stays usable.
-TEST_F(VulkanPlugin, TileColsOutsideTheVariantsIsRefused) {
-  bp_param_value bad{"tile_cols", BP_PARAM_INT, 12, "12"};
+// A backend parameter value the plugin has no shader for: backend_init
+// fails with INVALID_ARGUMENT and a message naming the values that work,
+// creates nothing, and the device still opens a backend with |good|.
+void expect_refused(const bp_device_ref &dev, const bp_param_value &bad, const char *message,
+                    const bp_param_value &good) {
   bp_backend_ref be{};
   bp_error err{};
-  EXPECT_EQ(dev_.iface->backend_init(dev_.ctx, &bad, 1, &be, &err), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(err.message).find("tile_cols=12: use 0 (auto), 8, 16 or 32"), std::string::npos) << err.message;
+  EXPECT_EQ(dev.iface->backend_init(dev.ctx, &bad, 1, &be, &err), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find(message), std::string::npos) << err.message;
   EXPECT_EQ(be.iface, nullptr);
-  bp_param_value good{"tile_cols", BP_PARAM_INT, 16, "16"};
-  ASSERT_EQ(dev_.iface->backend_init(dev_.ctx, &good, 1, &be, &err), BP_OK) << err.message;
+  ASSERT_EQ(dev.iface->backend_init(dev.ctx, &good, 1, &be, &err), BP_OK) << err.message;
   be.iface->free(be.ctx);
 }
 
-// A MUL_MAT shader choice the plugin does not have is refused with the
-// choices it has, and the device stays usable.
+TEST_F(VulkanPlugin, TileColsOutsideTheVariantsIsRefused) {
+  expect_refused(dev_, {"tile_cols", BP_PARAM_INT, 12, "12"}, "tile_cols=12: use 0 (auto), 8, 16 or 32",
+                 {"tile_cols", BP_PARAM_INT, 16, "16"});
+}
+
 TEST_F(VulkanPlugin, MulMatChoiceOutsideTheShadersIsRefused) {
-  bp_param_value bad{"mul_mat", BP_PARAM_STRING, 0, "tiled"};
-  bp_backend_ref be{};
-  bp_error err{};
-  EXPECT_EQ(dev_.iface->backend_init(dev_.ctx, &bad, 1, &be, &err), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(err.message).find("mul_mat=tiled: use auto, cpu or gpu"), std::string::npos) << err.message;
-  EXPECT_EQ(be.iface, nullptr);
-  bp_param_value good{"mul_mat", BP_PARAM_STRING, 0, "cpu"};
-  ASSERT_EQ(dev_.iface->backend_init(dev_.ctx, &good, 1, &be, &err), BP_OK) << err.message;
-  be.iface->free(be.ctx);
+  expect_refused(dev_, {"mul_mat", BP_PARAM_STRING, 0, "tiled"}, "mul_mat=tiled: use auto, cpu or gpu",
+                 {"mul_mat", BP_PARAM_STRING, 0, "cpu"});
 }
 
 // out = rms_norm(a x b + c): the register-blocked MUL_MAT (K, M multiples of
