@@ -453,19 +453,26 @@ bp_status plan_mul_mat_nt(const planner &p, const bp_tensor *after, std::vector<
   return BP_OK;
 }
 
+// Whether the GPU-shaped MUL_MAT shaders (mul_mv_wg, mul_mat_shared) may
+// run: the device can, and mul_mat=gpu forces them or mul_mat=auto is on a
+// GPU (on CPU-type drivers barriers and shared memory cost more than they
+// save, GPU-NOTES.md).
+bool gpu_shaped(const planner &p) {
+  const mul_mat_mode mode = p.be->opt.mul_mat;
+  return p.dev()->gpu_mul_mat &&
+         (mode == mul_mat_mode::gpu || (mode == mul_mat_mode::automatic && p.dev()->type != BP_DEVICE_TYPE_CPU));
+}
+
 // mul_mat_shared.comp's block (64 or 128 square, CMakeLists.txt) for this
-// product, or 0 for mul_mat_nt. Automatically only on GPUs (on CPU-type
-// drivers barriers and shared memory cost more than they save, GPU-NOTES.md)
-// and where
-// M and N fill a 64 block. The 128 block where it still gives 128
-// workgroups, enough to occupy a large GPU; the 64 block otherwise. Both
-// thresholds await a GPU to measure them on (docs/plugins/vulkan.md).
+// product, or 0 for mul_mat_nt. Where the shaders are GPU-shaped, and
+// (unless forced) where M and N fill a 64 block. The 128 block where it
+// still gives 128 workgroups, enough to occupy a large GPU; the 64 block
+// otherwise. Both thresholds await a GPU to measure them on
+// (docs/plugins/vulkan.md).
 uint32_t shared_tile_for(const planner &p) {
   const bp_tensor *n = p.node;
   const int64_t M = n->ne[0], N = n->ne[1], batches = n->ne[2] * n->ne[3];
-  const mul_mat_mode mode = p.be->opt.mul_mat;
-  if (mode == mul_mat_mode::cpu || !p.dev()->gpu_mul_mat) return 0;
-  if (mode == mul_mat_mode::automatic && (p.dev()->type == BP_DEVICE_TYPE_CPU || M < 64 || N < 64)) return 0;
+  if (!gpu_shaped(p) || (p.be->opt.mul_mat == mul_mat_mode::automatic && (M < 64 || N < 64))) return 0;
   return (M + 127) / 128 * ((N + 127) / 128) * batches >= 128 ? 128 : 64;
 }
 
@@ -496,10 +503,7 @@ bp_status plan_mul_mat(const planner &p, std::vector<dispatch> &out) {
   if (fast && N < 8 && strides_in(a, f16 ? 8 : 16)) {
     dispatch d;
     bool bound = false;
-    const mul_mat_mode mode = p.be->opt.mul_mat;
-    const bool gpu =
-        p.dev()->gpu_mul_mat && n->ne[2] * n->ne[3] <= 65535 &&
-        (mode == mul_mat_mode::gpu || (mode == mul_mat_mode::automatic && p.dev()->type != BP_DEVICE_TYPE_CPU));
+    const bool gpu = gpu_shaped(p) && n->ne[2] * n->ne[3] <= 65535;
     if (bp_status st = bind_in_place_operands(p, gpu ? "mul_mv_wg" : "mul_mv", d, &bound); st != BP_OK) return st;
     if (bound && gpu) {
       // Several subgroups per row (reduce.glsl's MULTI path), also when
