@@ -2,9 +2,12 @@
 // properties, the context and transfer queue (created on first use) and
 // backend creation from the validated parameters.
 #include <CL/cl.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend.hpp"
@@ -106,6 +109,29 @@ std::unique_ptr<device_state> describe(plugin_state *plugin, cl_platform_id p, c
   return dev;
 }
 
+// PoCL's CPU driver leaves its worker threads unpinned unless POCL_AFFINITY
+// is set, and then Linux often wakes both workers of a 2-core machine on one
+// core: row ops ran at 55-65 GB/s instead of 85-93 in the same process,
+// switching between the two for whole seconds (docs/plugins/opencl.md,
+// "Seventh round"). So the plugin asks for pinning before the ICD loader
+// starts PoCL, unless the user chose either way. PoCL pins worker i to CPU
+// i, and newer releases abort when that call fails; so only where this
+// process may run on every online CPU and they are numbered 0..n-1. Other
+// drivers ignore the variable.
+void pin_pocl_workers(const bp_host_api *host) {
+  if (std::getenv("POCL_AFFINITY")) return;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (online < 1 || online > CPU_SETSIZE || CPU_COUNT(&allowed) != online) return;
+  for (long cpu = 0; cpu < online; ++cpu)
+    if (!CPU_ISSET(cpu, &allowed)) return;
+  if (setenv("POCL_AFFINITY", "1", 0) == 0)
+    bp_host_logf(host, BP_LOG_DEBUG,
+                 "POCL_AFFINITY=1 (pin PoCL's worker threads; set POCL_AFFINITY=0 to keep them free)");
+}
+
 }  // namespace
 
 device_state::~device_state() {
@@ -118,6 +144,7 @@ bp_status enumerate_devices(plugin_state *plugin, bp_error *err) {
   std::lock_guard<std::mutex> lock(plugin->mu);
   if (plugin->enumerated) return BP_OK;
   plugin->enumerated = true;
+  pin_pocl_workers(plugin->host);
   cl_uint n_platforms = 0;
   cl_int rc = clGetPlatformIDs(0, nullptr, &n_platforms);
   if (rc == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (rc == CL_SUCCESS && n_platforms == 0))

@@ -5,9 +5,12 @@
 // double-precision reference at sizes and values the conformance cases do not
 // reach. Skipped without a device.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -18,6 +21,21 @@
 using namespace bp_opencl_test;
 
 namespace {
+
+// Read before main, so before any test enumerated the plugin.
+const bool kPoclAffinityPreset = std::getenv("POCL_AFFINITY") != nullptr;
+
+// True when this process may run on every online CPU, numbered 0..n-1.
+bool runs_on_every_cpu() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (CPU_COUNT(&allowed) != online) return false;
+  for (long cpu = 0; cpu < online; ++cpu)
+    if (!CPU_ISSET(cpu, &allowed)) return false;
+  return true;
+}
 
 class OpenclPlugin : public ::testing::Test {
  protected:
@@ -47,6 +65,20 @@ TEST_F(OpenclPlugin, DevicesDescribeThemselves) {
     EXPECT_GT(info.memory_total, 0u);
     EXPECT_TRUE(info.caps & BP_DEVICE_CAP_ASYNC);
     EXPECT_TRUE(info.caps & BP_DEVICE_CAP_EVENTS);
+  }
+}
+
+// The plugin asks PoCL to pin its workers (an unpinned pair often shares
+// one core of two: row ops at 0.6x speed), but only where every CPU is
+// ours, and never over the user's own setting.
+TEST_F(OpenclPlugin, PoclWorkersArePinnedWhereEveryCpuIsOurs) {
+  if (kPoclAffinityPreset) GTEST_SKIP() << "POCL_AFFINITY was set by the user: the plugin must keep it";
+  const char *v = std::getenv("POCL_AFFINITY");
+  if (runs_on_every_cpu()) {
+    ASSERT_NE(v, nullptr) << "enumeration did not set POCL_AFFINITY";
+    EXPECT_STREQ(v, "1");
+  } else {
+    EXPECT_EQ(v, nullptr) << "POCL_AFFINITY set where PoCL's worker i may not run on CPU i";
   }
 }
 
