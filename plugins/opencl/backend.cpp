@@ -1,5 +1,5 @@
 // backend.cpp: a backend is one in-order command queue on a device: graph
-// compute enqueues one kernel (or a few, for MUL_MAT) per node and returns;
+// compute enqueues one kernel per node and returns;
 // synchronize waits. Asynchronous transfers and events go on the same queue.
 #include <CL/cl.h>
 
@@ -13,8 +13,6 @@ namespace bp::opencl {
 backend_ctx::~backend_ctx() {
   if (queue) clFinish(queue);
   for (auto &[key, k] : kernels) clReleaseKernel(k);
-  for (cl_mem m : scratch)
-    if (m) clReleaseMemObject(m);
   if (queue) clReleaseCommandQueue(queue);
 }
 
@@ -211,9 +209,14 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   auto be = std::make_unique<backend_ctx>();
   be->dev = dev;
   be->cache = resolve_cache(opt.cache, opt.cache_dir);
-  // 16 output rows per work-item fills 16 vector accumulators: right for
-  // wide-vector CPUs (float16 registers); narrower devices get 8.
-  be->matmul_tile = opt.matmul_tile ? opt.matmul_tile : (dev->vector_width >= 8 ? 16 : 8);
+  // MUL_MAT vectors as wide as the device prefers (PoCL: its SIMD width;
+  // GPUs report 1 and get float4). Columns per work-item: 4 x 4 vector
+  // accumulators fill half of AVX-512's 32 registers, leaving room for the
+  // 8 loaded vectors; AVX2's 16 registers hold 4 x 2 and 6 loads. GPUs
+  // have registers enough for 4 x 4 float4.
+  const uint32_t vw = opt.matmul_width ? static_cast<uint32_t>(opt.matmul_width) : dev->vector_width;
+  be->matmul_vector_width = vw >= 16 ? 16 : vw >= 8 ? 8 : 4;
+  be->matmul_cols = opt.matmul_cols ? opt.matmul_cols : be->matmul_vector_width == 8 ? 2 : 4;
   cl_int rc = CL_SUCCESS;
   be->queue = clCreateCommandQueue(dev->context, dev->device, 0, &rc);
   if (!be->queue || rc != CL_SUCCESS)

@@ -1,5 +1,5 @@
 // backend.hpp: a backend (one in-order queue on one device), its kernel
-// objects and scratch memory, and the helper that sets kernel arguments.
+// objects, and the helper that sets kernel arguments.
 #ifndef BP_PLUGIN_OPENCL_BACKEND_HPP_
 #define BP_PLUGIN_OPENCL_BACKEND_HPP_
 
@@ -15,21 +15,21 @@ namespace bp::opencl {
 struct backend_options {
   bool cache = true;
   std::string cache_dir;  // "" = the default folder
-  int matmul_tile = 0;    // 0 = chosen for the device
+  int matmul_cols = 0;    // 0 = chosen for the device
+  int matmul_width = 0;   // 0 = chosen for the device
 };
 
 struct backend_ctx {
   device_state *dev = nullptr;
   cl_command_queue queue = nullptr;
   cache_settings cache;
-  int matmul_tile = 16;
+  // MUL_MAT: float lanes per vector along k (4, 8 or 16) and columns of b
+  // per work-item (1, 2 or 4), both chosen per device (backend_create).
+  int matmul_vector_width = 16;
+  int matmul_cols = 4;
   // Kernel objects, created once per (program, name) and reused for every
   // node: only their arguments change. Key: family|options|name.
   std::map<std::string, cl_kernel> kernels;
-  // MUL_MAT panel scratch (a, b), grown on demand; the queue is in order so
-  // one node's panels are never overwritten before its gemm ran.
-  cl_mem scratch[2] = {nullptr, nullptr};
-  size_t scratch_size[2] = {0, 0};
   ~backend_ctx();
 };
 
@@ -39,8 +39,6 @@ bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err);
 // kernels.cpp: the kernel |name| of |family| built with |options|.
 bp_status get_kernel(backend_ctx *be, const char *family, const std::string &options, const char *name, cl_kernel *out,
                      bp_error *err);
-// Scratch buffer |slot| of at least |bytes|.
-bp_status get_scratch(backend_ctx *be, int slot, size_t bytes, cl_mem *out, bp_error *err);
 
 // Sets arguments in order, remembering the first failure, then launches.
 class launch {

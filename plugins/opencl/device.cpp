@@ -260,11 +260,17 @@ bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t 
     if (const bp_param_value *p = find_param(params, n_params, "cache")) opt.cache = p->int_value != 0;
     if (const bp_param_value *p = find_param(params, n_params, "cache_dir"); p && p->string_value)
       opt.cache_dir = p->string_value;
-    if (const bp_param_value *p = find_param(params, n_params, "matmul_tile")) {
-      if (p->int_value != 0 && p->int_value != 8 && p->int_value != 16)
-        return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: matmul_tile=%lld; use 0 (auto), 8 or 16",
+    if (const bp_param_value *p = find_param(params, n_params, "matmul_cols")) {
+      if (p->int_value != 0 && p->int_value != 1 && p->int_value != 2 && p->int_value != 4)
+        return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: matmul_cols=%lld; use 0 (auto), 1, 2 or 4",
                              static_cast<long long>(p->int_value));
-      opt.matmul_tile = static_cast<int>(p->int_value);
+      opt.matmul_cols = static_cast<int>(p->int_value);
+    }
+    if (const bp_param_value *p = find_param(params, n_params, "matmul_width")) {
+      if (p->int_value != 0 && p->int_value != 4 && p->int_value != 8 && p->int_value != 16)
+        return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: matmul_width=%lld; use 0 (auto), 4, 8 or 16",
+                             static_cast<long long>(p->int_value));
+      opt.matmul_width = static_cast<int>(p->int_value);
     }
     return backend_create(dev, opt, out, err);
   });

@@ -1,5 +1,5 @@
 // kernels.cpp: kernel objects per backend (created once, reused for every
-// node), scratch memory, and the argument/launch helper.
+// node) and the argument/launch helper.
 #include <CL/cl.h>
 
 #include <cstring>
@@ -25,34 +25,6 @@ bp_status get_kernel(backend_ctx *be, const char *family, const std::string &opt
                          options.c_str(), cl_error_name(rc).c_str());
   be->kernels.emplace(std::move(key), k);
   *out = k;
-  return BP_OK;
-}
-
-bp_status get_scratch(backend_ctx *be, int slot, size_t bytes, cl_mem *out, bp_error *err) {
-  if (bytes == 0) bytes = 64;
-  if (be->scratch[slot] && be->scratch_size[slot] >= bytes) {
-    *out = be->scratch[slot];
-    return BP_OK;
-  }
-  if (be->dev->max_alloc && bytes > be->dev->max_alloc)
-    return bp_error_setf(err, BP_ERR_OUT_OF_DEVICE_MEMORY,
-                         "opencl: MUL_MAT needs %zu bytes of scratch, more than the device's largest allocation",
-                         bytes);
-  if (be->scratch[slot]) clReleaseMemObject(be->scratch[slot]);  // the in-order queue keeps it alive while used
-  be->scratch[slot] = nullptr;
-  be->scratch_size[slot] = 0;
-  // Grow by half again so a sequence of slightly bigger products does not
-  // reallocate every time.
-  size_t want = bytes + bytes / 2;
-  if (be->dev->max_alloc && want > be->dev->max_alloc) want = bytes;
-  cl_int rc = CL_SUCCESS;
-  cl_mem m = clCreateBuffer(be->dev->context, CL_MEM_READ_WRITE, want, nullptr, &rc);
-  if (!m || rc != CL_SUCCESS)
-    return bp_error_setf(err, BP_ERR_OUT_OF_DEVICE_MEMORY, "opencl: cannot allocate %zu bytes of MUL_MAT scratch: %s",
-                         want, cl_error_name(rc).c_str());
-  be->scratch[slot] = m;
-  be->scratch_size[slot] = want;
-  *out = m;
   return BP_OK;
 }
 

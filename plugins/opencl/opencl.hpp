@@ -4,7 +4,7 @@
 // OpenCL device of every platform. A device's context, transfer queue and
 // built programs are created on first use (a buffer or a backend), never at
 // init or enumerate. A backend owns one in-order queue, its kernel objects
-// (created once, args set per node) and scratch buffers for MUL_MAT packing.
+// (created once, args set per node).
 // Everything here is internal: only plugin.cpp exports symbols.
 #ifndef BP_PLUGIN_OPENCL_OPENCL_HPP_
 #define BP_PLUGIN_OPENCL_OPENCL_HPP_

@@ -29,8 +29,10 @@ const bp_param_info params_schema[] = {
      "keep built program binaries on disk so the next process does not compile", 0, 0},
     {sizeof(bp_param_info), "cache_dir", BP_PARAM_STRING, "",
      "program cache folder; default $BP_CACHE_DIR, else $XDG_CACHE_HOME/backplane, else ~/.cache/backplane", 0, 0},
-    {sizeof(bp_param_info), "matmul_tile", BP_PARAM_INT, "0",
-     "MUL_MAT register tile: rows of the output per work-item (8 or 16); 0 = chosen for the device", 0, 16},
+    {sizeof(bp_param_info), "matmul_cols", BP_PARAM_INT, "0",
+     "MUL_MAT columns of b per work-item (1, 2 or 4; each takes 4 rows of a); 0 = chosen for the device", 0, 4},
+    {sizeof(bp_param_info), "matmul_width", BP_PARAM_INT, "0",
+     "MUL_MAT float lanes per vector along k (4, 8 or 16); 0 = the device's preferred width", 0, 16},
 };
 
 bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {

@@ -1,7 +1,7 @@
 // plugin_test.cpp: the opencl plugin through the public API: device
 // properties, parameter validation, buffers (alignment, the allocation
 // limit, out of memory), asynchronous transfers, events, and the MUL_MAT
-// paths (matvec and packed gemm) and SOFT_MAX paths against a
+// variants (vector width x columns per work-item) and SOFT_MAX paths against a
 // double-precision reference at sizes and values the conformance cases do not
 // reach. Skipped without a device.
 #include <gtest/gtest.h>
@@ -84,12 +84,16 @@ TEST_F(OpenclPlugin, PoclWorkersArePinnedWhereEveryCpuIsOurs) {
 
 TEST_F(OpenclPlugin, ParametersAreValidated) {
   bp_backend *be = nullptr;
-  EXPECT_EQ(bp_backend_init("opencl:matmul_tile=7", &be), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(bp_last_error()).find("matmul_tile"), std::string::npos) << bp_last_error();
+  EXPECT_EQ(bp_backend_init("opencl:matmul_cols=3", &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bp_last_error()).find("matmul_cols=3; use 0 (auto), 1, 2 or 4"), std::string::npos)
+      << bp_last_error();
+  EXPECT_EQ(bp_backend_init("opencl:matmul_width=2", &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bp_last_error()).find("matmul_width=2; use 0 (auto), 4, 8 or 16"), std::string::npos)
+      << bp_last_error();
   EXPECT_EQ(bp_backend_init("opencl:platform=1000", &be), BP_ERR_NOT_FOUND);
   EXPECT_EQ(bp_backend_init("opencl:cache=maybe", &be), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(be, nullptr);
-  be = make("platform=0,matmul_tile=8,cache=false");
+  be = make("platform=0,matmul_cols=2,matmul_width=8,cache=false");
   bp_backend_free(be);
 }
 
@@ -192,18 +196,24 @@ void check_mul_mat(bp_backend *be, bp_type ta, int64_t K, int64_t M, int64_t N) 
   bp_context_free(ctx);
 }
 
-TEST_F(OpenclPlugin, MulMatPathsMatchDoublePrecision) {
-  for (const char *tile : {"matmul_tile=16", "matmul_tile=8"}) {
-    bp_backend *be = make(tile);
-    ASSERT_NE(be, nullptr);
-    check_mul_mat(be, BP_TYPE_F32, 300, 70, 3);    // matvec, K tail
-    check_mul_mat(be, BP_TYPE_F32, 131, 97, 41);   // gemm, partial tiles in M and N
-    check_mul_mat(be, BP_TYPE_F16, 260, 33, 130);  // gemm from f16 panels
-    check_mul_mat(be, BP_TYPE_F16, 64, 129, 1);    // matvec from f16
-    check_mul_mat(be, BP_TYPE_F32, 300, 70, 13);   // matvec4, tails in K, M and the last 4 columns
-    check_mul_mat(be, BP_TYPE_F16, 100, 33, 10);   // matvec4 from f16
-    bp_backend_free(be);
-  }
+// Every generated variant of mul_mat_dot (vector width x columns per
+// work-item), whatever this device would choose: K with a tail past each
+// width (K % 16 = 12, K % 8 = 4 or 3), M past a multiple of 4 rows, N past a
+// multiple of the columns, N = 1 (one column whatever the setting), N = 3
+// (spare columns not stored), and groups of several column items.
+TEST_F(OpenclPlugin, MulMatVariantsMatchDoublePrecision) {
+  for (const char *width : {"matmul_width=16", "matmul_width=8", "matmul_width=4"})
+    for (const char *cols : {"matmul_cols=4", "matmul_cols=2", "matmul_cols=1"}) {
+      SCOPED_TRACE(std::string(width) + "," + cols);
+      bp_backend *be = make(std::string(width) + "," + cols);
+      ASSERT_NE(be, nullptr);
+      check_mul_mat(be, BP_TYPE_F32, 300, 70, 3);    // K tail, spare columns
+      check_mul_mat(be, BP_TYPE_F32, 131, 97, 41);   // tails in K, M and N, several column items per group
+      check_mul_mat(be, BP_TYPE_F16, 260, 33, 130);  // f16 a, more columns than one group takes
+      check_mul_mat(be, BP_TYPE_F16, 64, 129, 1);    // matrix x vector from f16
+      check_mul_mat(be, BP_TYPE_F32, 7, 5, 2);       // K shorter than any vector: the scalar tail only
+      bp_backend_free(be);
+    }
 }
 
 enum class mask_kind { none, f32, f16, f32_strided };
