@@ -20,7 +20,7 @@
 //    F32 one. Packing a would cost as much as the product itself here: a's
 //    elements are each used only N times.
 //
-//  - mul_mat_bcast_avx512: F32 a with 24..47 rows of b (and 9..16 on CPUs
+//  - mul_mat_bcast_avx512: F32 or F16 a with 24..47 rows of b (and 9..16 on CPUs
 //    that split 512-bit FMAs in halves, below). The dot kernel reloads b
 //    for every RM rows of a (3 x 8 tiles: 11 loads per 24 FMAs, half of
 //    them from L2) and stalls near half of the FMA peak; here b's rows are
@@ -252,17 +252,19 @@ struct ymm_ops {
 };
 
 // c[i * L + n] = sum over k in [k0, k0 + kc) of a[i][k] * bp[(k - k0) * L + n]
-// for i < RM, L = NV x V::kLanes: RM rows of a (dense along k) by the
-// packed panel of b.
-template <int RM, int NV, class V>
-BP_AVX512 void bcast_tile(const float *const *a, int64_t k0, int64_t kc, const float *bp, float *c) {
+// for i < RM, L = NV x V::kLanes: RM rows of a (dense along k, F32 or F16)
+// by the packed panel of b.
+template <int RM, int NV, class V, bool F16>
+BP_AVX512 void bcast_tile(const void *const *a, int64_t k0, int64_t kc, const float *bp, float *c) {
   using vec = typename V::vec;
   constexpr int64_t kPanelLanes = NV * V::kLanes;
+  constexpr int64_t kElem = F16 ? 2 : 4, kLineElems = 64 / kElem;
   // Rows whose length in bytes is a multiple of 4 KiB (K = 1024, 4096, ...)
   // map the same k of all RM rows to one L1 set, so they would evict each
   // other: blocks of kCopy floats of the RM rows are first copied to rows
   // kStride floats apart (one load and one store per 16 floats, against
-  // 16 x NV FMAs per row that read them).
+  // 16 x NV FMAs per row that read them). F16 rows are widened on the way,
+  // so the FMAs see f32 either way and the weights cost half the traffic.
   constexpr int64_t kCopy = 256, kStride = kCopy + 16;
   alignas(64) float copy[RM * kStride];
   vec acc[RM][NV];
@@ -274,11 +276,11 @@ BP_AVX512 void bcast_tile(const float *const *a, int64_t k0, int64_t kc, const f
     const int64_t n = kc - kb < kCopy ? kc - kb : kCopy;
 #pragma GCC unroll 1
     for (int i = 0; i < RM; ++i) {
-      const float *src = a[i] + k0 + kb;
+      const void *src = a[i];
       float *dst = copy + i * kStride;
       int64_t k = 0;
-      for (; k + 16 <= n; k += 16) _mm512_store_ps(dst + k, _mm512_loadu_ps(src + k));
-      if (k < n) _mm512_store_ps(dst + k, _mm512_maskz_loadu_ps(lanes(n - k), src + k));
+      for (; k + 16 <= n; k += 16) _mm512_store_ps(dst + k, load_a_full<F16>(src, k0 + kb + k));
+      if (k < n) _mm512_store_ps(dst + k, load_a<F16>(src, k0 + kb + k, lanes(n - k)));
     }
     const float *bk = bp + kb * kPanelLanes;
     // The rows of a come from DRAM (each value is used only N times): while
@@ -286,9 +288,12 @@ BP_AVX512 void bcast_tile(const float *const *a, int64_t k0, int64_t kc, const f
     // line of one row per k, so the copy above finds them in L1.
     const int64_t next = kb + kCopy;
     const bool fetch_next = next < kc;
+    constexpr int64_t kLinesPerRow = kCopy / kLineElems;
     for (int64_t k = 0; k < n; ++k) {
-      if (fetch_next && k < RM * 16)
-        _mm_prefetch(reinterpret_cast<const char *>(a[k / 16] + k0 + next + (k % 16) * 16), _MM_HINT_T0);
+      if (fetch_next && k < RM * kLinesPerRow)
+        _mm_prefetch(
+            static_cast<const char *>(a[k / kLinesPerRow]) + (k0 + next + (k % kLinesPerRow) * kLineElems) * kElem,
+            _MM_HINT_T0);
       vec vb[NV];
 #pragma GCC unroll 3
       for (int v = 0; v < NV; ++v) vb[v] = V::load(bk + k * kPanelLanes + v * V::kLanes);
@@ -306,11 +311,18 @@ BP_AVX512 void bcast_tile(const float *const *a, int64_t k0, int64_t kc, const f
     for (int v = 0; v < NV; ++v) V::store(c + i * kPanelLanes + v * V::kLanes, acc[i][v]);
 }
 
-using bcast_fn = void (*)(const float *const *, int64_t, int64_t, const float *, float *);
+using bcast_fn = void (*)(const void *const *, int64_t, int64_t, const float *, float *);
 
 // Rows of a per tile for NV vectors of 16 lanes of b (NV = 1: the 256-bit
 // tile, 12 x 2 x 8 lanes): 24 accumulators.
 constexpr int bcast_rows(int nv) { return nv == 3 ? 8 : 12; }
+
+template <bool F16>
+bcast_fn bcast_tile_for(int nv) {
+  return nv == 1   ? bcast_tile<bcast_rows(1), 2, ymm_ops, F16>
+         : nv == 2 ? bcast_tile<bcast_rows(2), 2, zmm_ops, F16>
+                   : bcast_tile<bcast_rows(3), 3, zmm_ops, F16>;
+}
 constexpr int kMaxBcastRows = 12, kMaxBcastLanes = 48;
 // b's panel per K block: half of a 1 MiB L2, so it stays there while the
 // rows of a stream past (K = 4096 at N = 32 is one block).
@@ -325,7 +337,9 @@ struct free_deleter {
 bool mul_mat_bcast_avx512_suits(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
   const int64_t N = t->ne[1];
-  return a->type == BP_TYPE_F32 && a->nb[0] == sizeof(float) && b->type == BP_TYPE_F32 && t->nb[0] == sizeof(float) &&
+  const bool a_dense =
+      (a->type == BP_TYPE_F32 && a->nb[0] == sizeof(float)) || (a->type == BP_TYPE_F16 && a->nb[0] == sizeof(uint16_t));
+  return a_dense && b->type == BP_TYPE_F32 && t->nb[0] == sizeof(float) &&
          ((N >= kMinBcastN && N < kMinPackedNAvx512) ||
           (N >= kMinBcastNHalves && N <= kMaxBcastNHalves && plugins::avx512_runs_in_halves()));
 }
@@ -336,9 +350,7 @@ void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth) {
   const int nv = static_cast<int>((N + 15) / 16);
   const int64_t lanes_n = nv * 16;
   const int rm = bcast_rows(nv);
-  const bcast_fn tile_fn = nv == 1   ? bcast_tile<bcast_rows(1), 2, ymm_ops>
-                           : nv == 2 ? bcast_tile<bcast_rows(2), 2, zmm_ops>
-                                     : bcast_tile<bcast_rows(3), 3, zmm_ops>;
+  const bcast_fn tile_fn = a->type == BP_TYPE_F16 ? bcast_tile_for<true>(nv) : bcast_tile_for<false>(nv);
   const thin_units units(t, ith, nth);
   if (units.begin >= units.end) return;
   int64_t kcb = kBcastPanelBytes / (lanes_n * static_cast<int64_t>(sizeof(float)));
@@ -348,7 +360,7 @@ void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth) {
   if (!panel) throw std::bad_alloc();  // the pool reports it, as it does for the packed GEMM's vectors
   float *bp = panel.get();
   alignas(64) float tile[kMaxBcastRows * kMaxBcastLanes];
-  const float *ar[kMaxBcastRows];
+  const void *ar[kMaxBcastRows];
 
   for (int64_t k0 = 0; k0 < K; k0 += kcb) {
     const int64_t kc = K - k0 < kcb ? K - k0 : kcb;
@@ -369,8 +381,7 @@ void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth) {
       for (int64_t m0 = w.m_begin; m0 < w.m_end; m0 += rm) {
         const int rows = static_cast<int>(w.m_end - m0 < rm ? w.m_end - m0 : rm);
         // A short last tile repeats its first row: computed, never stored.
-        for (int i = 0; i < rm; ++i)
-          ar[i] = reinterpret_cast<const float *>(row_ptr(a, m0 + (i < rows ? i : 0), w.a2, w.a3));
+        for (int i = 0; i < rm; ++i) ar[i] = row_ptr(a, m0 + (i < rows ? i : 0), w.a2, w.a3);
         tile_fn(ar, k0, kc, bp, tile);
         for (int64_t n = 0; n < N; ++n) {
           float *d = reinterpret_cast<float *>(elem_ptr(t, m0, n, w.i2, w.i3));

@@ -62,7 +62,7 @@ constexpr int64_t kMinPackedNAvx512 = 48;
 // The dot-product kernel for thin products with dense rows of a (F32/F16) and b:
 bool mul_mat_dot_avx512_suits(const bp_tensor *t);
 void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth);
-// The broadcast kernel for F32 a with kMinBcastN..kMinPackedNAvx512-1 rows
+// The broadcast kernel for F32 or F16 a with kMinBcastN..kMinPackedNAvx512-1 rows
 // of b, and kMinBcastNHalves..kMaxBcastNHalves rows where
 // avx512_runs_in_halves() (plugins/common/isa.hpp); throws std::bad_alloc
 // when its 512 KiB panel cannot be allocated.
