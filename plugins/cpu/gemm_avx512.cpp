@@ -392,6 +392,62 @@ void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth) {
   }
 }
 
+namespace {
+
+// In place: r[c] becomes column c of the 16 x 16 block whose row j was r[j].
+// Four stages of two-input shuffles (64 in all, 4 per output vector): pairs
+// of rows interleaved, then pairs of pairs, then 128-bit lanes twice.
+BP_AVX512 inline void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4g + c], 128-bit lane L: rows 4g..4g+3 at column 4L + c.
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+    const __m512 w0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+    const __m512 w1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+    r[c] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+    r[8 + c] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+    r[4 + c] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+  }
+}
+
+template <bool F16>
+BP_AVX512 void pack_rows(const void *const *rows, int count, int64_t k0, int64_t kc, int width, float *dst) {
+  for (int j0 = 0; j0 < width; j0 += 16) {
+    const int n_rows = width - j0 < 16 ? width - j0 : 16;
+    const __mmask16 store_mask = lanes(n_rows);
+    for (int64_t k = 0; k < kc; k += 16) {
+      const int64_t nk = kc - k < 16 ? kc - k : 16;
+      const __mmask16 m = lanes(nk);
+      __m512 r[16];
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j)
+        r[j] = j < n_rows && j0 + j < count ? load_a<F16>(rows[j0 + j], k0 + k, m) : _mm512_setzero_ps();
+      transpose16(r);
+      for (int64_t c = 0; c < nk; ++c) _mm512_mask_storeu_ps(dst + (k + c) * width + j0, store_mask, r[c]);
+    }
+  }
+}
+
+}  // namespace
+
+void pack_rows_avx512(const void *const *rows, bool f16, int count, int64_t k0, int64_t kc, int width, float *dst) {
+  (f16 ? pack_rows<true> : pack_rows<false>)(rows, count, k0, kc, width, dst);
+}
+
 // c[i * ldc + j] (+)= sum_k bp[k * 12 + i] * ap[k * 32 + j] for i < rows,
 // j < cols: the first K block stores, later ones add.
 BP_AVX512 void gemm_micro_avx512(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows,

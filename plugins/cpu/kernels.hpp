@@ -70,6 +70,10 @@ bool mul_mat_bcast_avx512_suits(const bp_tensor *t);
 void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth);
 constexpr int64_t kMinBcastN = 24;
 constexpr int64_t kMinBcastNHalves = 9, kMaxBcastNHalves = 16;
+// The packed GEMM's panels: dst[k * width + j] = element k0 + k of rows[j]
+// (dense F32, or F16 when |f16|), for k < kc and j < width (width <= 32,
+// rows past |count| are zeros), through 16 x 16 register transposes.
+void pack_rows_avx512(const void *const *rows, bool f16, int count, int64_t k0, int64_t kc, int width, float *dst);
 // The packed GEMM's 12 x 32 micro-kernel (see ops_matmul_packed.cpp).
 void gemm_micro_avx512(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows, int cols,
                        bool add);

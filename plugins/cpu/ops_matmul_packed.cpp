@@ -120,6 +120,17 @@ struct row_reader {
 // [k0, k0 + kc), into |dst| k-major: dst[k * width + j] = src[r0 + j][k0 + k];
 // rows past |count| are zeros.
 void pack_panel(const row_reader &src, int64_t r0, int64_t count, int64_t k0, int64_t kc, int width, float *dst) {
+  const bool dense_f16 = src.t->type == BP_TYPE_F16 && (src.t->ne[0] == 1 || src.t->nb[0] == sizeof(uint16_t));
+  if (plugins::cpu_isa() == plugins::isa_level::avx512 && (src.dense_f32() || dense_f16)) {
+    // Straight from the rows, 16 x 16 blocks transposed in registers: each
+    // 64-byte line is read once by one load, so rows 4 KiB apart sharing
+    // an L1 set (below) cost nothing, and nothing is copied first. The
+    // scalar path below spent 5-8% of a 1024^3 product packing.
+    const void *row_ptrs[kMaxMR];
+    for (int j = 0; j < count; ++j) row_ptrs[j] = src.row(r0 + j);
+    pack_rows_avx512(row_ptrs, dense_f16, static_cast<int>(count), k0, kc, width, dst);
+    return;
+  }
   const float *rows[kMaxMR];
   // Every row is first copied (F32), widened (F16) or gathered (strided)
   // into |wide|, then transposed from there. Reading the k-major order
