@@ -189,10 +189,8 @@ struct thin_units {
 
 bool mul_mat_dot_avx512_suits(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
-  const bool a_dense = (a->type == BP_TYPE_F32 && a->nb[0] == sizeof(float)) ||
-                       (a->type == BP_TYPE_F16 && a->nb[0] == sizeof(uint16_t)) || a->ne[0] == 1;
-  return a_dense && (a->type == BP_TYPE_F32 || a->type == BP_TYPE_F16) && b->type == BP_TYPE_F32 &&
-         (b->nb[0] == sizeof(float) || b->ne[0] == 1) && t->nb[0] == sizeof(float);
+  return (rows_dense_as(a, BP_TYPE_F32) || rows_dense_as(a, BP_TYPE_F16)) && rows_dense_as(b, BP_TYPE_F32) &&
+         t->nb[0] == sizeof(float);
 }
 
 void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth) {
@@ -337,9 +335,8 @@ struct free_deleter {
 bool mul_mat_bcast_avx512_suits(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
   const int64_t N = t->ne[1];
-  const bool a_dense =
-      (a->type == BP_TYPE_F32 && a->nb[0] == sizeof(float)) || (a->type == BP_TYPE_F16 && a->nb[0] == sizeof(uint16_t));
-  return a_dense && b->type == BP_TYPE_F32 && t->nb[0] == sizeof(float) &&
+  return (rows_dense_as(a, BP_TYPE_F32) || rows_dense_as(a, BP_TYPE_F16)) && b->type == BP_TYPE_F32 &&
+         t->nb[0] == sizeof(float) &&
          ((N >= kMinBcastN && N < kMinPackedNAvx512) ||
           (N >= kMinBcastNHalves && N <= kMaxBcastNHalves && plugins::avx512_runs_in_halves()));
 }

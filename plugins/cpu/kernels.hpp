@@ -156,6 +156,13 @@ inline char *elem_ptr(const bp_tensor *t, int64_t i0, int64_t i1, int64_t i2, in
   return static_cast<char *>(t->data) + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
 }
 
+// True when |t| has type |type| and its rows are dense along dim 0 (a row
+// of one element counts as dense whatever its stride): the kernels that
+// read rows in place, with vector loads, ask this.
+inline bool rows_dense_as(const bp_tensor *t, bp_type type) {
+  return t->type == type && (t->ne[0] == 1 || t->nb[0] == bp_type_size(type));
+}
+
 inline char *row_ptr(const bp_tensor *t, int64_t i1, int64_t i2, int64_t i3) {
   return static_cast<char *>(t->data) + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
 }

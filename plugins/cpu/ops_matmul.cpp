@@ -81,7 +81,7 @@ micro_fn pick_micro() {
 }
 
 // Dense F32 data along K can be used in place.
-bool dense_f32_k(const bp_tensor *t) { return t->type == BP_TYPE_F32 && (t->ne[0] == 1 || t->nb[0] == sizeof(float)); }
+bool dense_f32_k(const bp_tensor *t) { return rows_dense_as(t, BP_TYPE_F32); }
 
 // Pointer to row |r| (along K) of |t| at batch (i2, i3) as F32: in place, or
 // converted into |scratch| (K floats).

@@ -112,7 +112,7 @@ const gemm_kernel &pick_kernel() {
 struct row_reader {
   const bp_tensor *t;
   int64_t i2, i3;
-  bool dense_f32() const { return t->type == BP_TYPE_F32 && (t->ne[0] == 1 || t->nb[0] == sizeof(float)); }
+  bool dense_f32() const { return rows_dense_as(t, BP_TYPE_F32); }
   const char *row(int64_t r) const { return row_ptr(t, r, i2, i3); }
 };
 
@@ -120,7 +120,7 @@ struct row_reader {
 // [k0, k0 + kc), into |dst| k-major: dst[k * width + j] = src[r0 + j][k0 + k];
 // rows past |count| are zeros.
 void pack_panel(const row_reader &src, int64_t r0, int64_t count, int64_t k0, int64_t kc, int width, float *dst) {
-  const bool dense_f16 = src.t->type == BP_TYPE_F16 && (src.t->ne[0] == 1 || src.t->nb[0] == sizeof(uint16_t));
+  const bool dense_f16 = rows_dense_as(src.t, BP_TYPE_F16);
   if (plugins::cpu_isa() == plugins::isa_level::avx512 && (src.dense_f32() || dense_f16)) {
     // Straight from the rows, 16 x 16 blocks transposed in registers: each
     // 64-byte line is read once by one load, so rows 4 KiB apart sharing

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <string>
 
 #include "backend.hpp"
 #include "backplane/plugin_guard.hpp"
@@ -233,6 +235,27 @@ const bp_param_value *find_param(const bp_param_value *params, uint32_t n, const
   return nullptr;
 }
 
+// An INT parameter that must be 0 (auto) or one of |allowed|: stored in
+// |*out| when given, else INVALID_ARGUMENT naming the valid values
+// ("opencl: matmul_cols=3; use 0 (auto), 1, 2 or 4").
+bp_status read_choice(const bp_param_value *params, uint32_t n, const char *name, std::initializer_list<int> allowed,
+                      int *out, bp_error *err) {
+  const bp_param_value *p = find_param(params, n, name);
+  if (!p) return BP_OK;
+  bool valid = p->int_value == 0;
+  std::string values = "0 (auto)";
+  size_t i = 0;
+  for (int v : allowed) {
+    valid = valid || p->int_value == v;
+    values += (++i == allowed.size() ? " or " : ", ") + std::to_string(v);
+  }
+  if (!valid)
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: %s=%lld; use %s", name,
+                         static_cast<long long>(p->int_value), values.c_str());
+  *out = static_cast<int>(p->int_value);
+  return BP_OK;
+}
+
 bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
                               bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
@@ -260,18 +283,10 @@ bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t 
     if (const bp_param_value *p = find_param(params, n_params, "cache")) opt.cache = p->int_value != 0;
     if (const bp_param_value *p = find_param(params, n_params, "cache_dir"); p && p->string_value)
       opt.cache_dir = p->string_value;
-    if (const bp_param_value *p = find_param(params, n_params, "matmul_cols")) {
-      if (p->int_value != 0 && p->int_value != 1 && p->int_value != 2 && p->int_value != 4)
-        return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: matmul_cols=%lld; use 0 (auto), 1, 2 or 4",
-                             static_cast<long long>(p->int_value));
-      opt.matmul_cols = static_cast<int>(p->int_value);
-    }
-    if (const bp_param_value *p = find_param(params, n_params, "matmul_width")) {
-      if (p->int_value != 0 && p->int_value != 4 && p->int_value != 8 && p->int_value != 16)
-        return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: matmul_width=%lld; use 0 (auto), 4, 8 or 16",
-                             static_cast<long long>(p->int_value));
-      opt.matmul_width = static_cast<int>(p->int_value);
-    }
+    if (bp_status s = read_choice(params, n_params, "matmul_cols", {1, 2, 4}, &opt.matmul_cols, err); s != BP_OK)
+      return s;
+    if (bp_status s = read_choice(params, n_params, "matmul_width", {4, 8, 16}, &opt.matmul_width, err); s != BP_OK)
+      return s;
     return backend_create(dev, opt, out, err);
   });
 }

@@ -33,8 +33,9 @@ bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, bp_error *err) {
                            " -DVW=" + std::to_string(be->matmul_vector_width) + " -DDOT_COLS=" + std::to_string(cols);
   cl_kernel k = nullptr;
   if (bp_status s = get_kernel(be, "matmul", opts, "mul_mat_dot", &k, err); s != BP_OK) return s;
-  // A group is 16 items of 4 rows by up to 8 items of columns: 64 rows of a
-  // (1 MiB at K = 4096, f32) stay in cache while up to 32 columns pass.
+  // A group is 16 items of 4 rows by as many column items as cover 32
+  // columns: 64 rows of a (1 MiB at K = 4096, f32) stay in cache while up
+  // to 32 columns pass.
   const int64_t n_items = (N + cols - 1) / cols;
   size_t g[3] = {static_cast<size_t>((M + 3) / 4), static_cast<size_t>(n_items),
                  static_cast<size_t>(t->ne[2] * t->ne[3])},

@@ -9,8 +9,9 @@
 // memory: on CPU drivers local memory is plain memory and barriers split the
 // work-item loop, and copying a into panels first cost more than the
 // product itself for a decoder's few columns (docs/plugins/opencl.md).
-// Work-groups span rows and columns (the host picks 16 x up to 8 items), so
-// a group's rows of a stay in cache while its columns pass over them.
+// Work-groups span 64 rows and up to 32 columns (the host picks 16 items
+// by 32 / DOT_COLS), so a group's rows of a stay in cache while its columns
+// pass over them.
 // VW and DOT_COLS come per device from the host (-D options); DOT_ROWS is 4.
 
 #ifndef A_TYPE
