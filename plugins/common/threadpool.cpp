@@ -1,11 +1,12 @@
 // threadpool.cpp: see threadpool.hpp. Workers spin briefly after each node
 // (the next node usually follows within microseconds), then sleep on a
-// condition variable so an idle backend costs no CPU; rest() cuts the spin
-// short at the end of a graph.
+// condition variable so an idle backend costs no CPU; rest() turns the spin
+// into a short yielding poll at the end of a graph.
 #include "threadpool.hpp"
 
 #include <sched.h>
 
+#include <chrono>
 #include <exception>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -119,6 +120,14 @@ void thread_pool::worker_main(int index) {
            !resting_.load(std::memory_order_relaxed)) {
       BP_CPU_RELAX();
       ++spins;
+    }
+    if (spin_iterations_ > 0 && resting_.load(std::memory_order_relaxed)) {
+      // After rest(): poll by yielding, so a thread of another backend that
+      // wants this core gets it at once, while the same backend's next graph
+      // (a decode loop) finds the worker awake.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kRestPollMicros);
+      while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until)
+        sched_yield();
     }
     {
       std::unique_lock<std::mutex> lock(mutex_);
