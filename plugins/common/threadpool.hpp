@@ -61,7 +61,7 @@ class thread_pool {
   }
 
   // Ends the workers' spin: they poll by sched_yield() for up to
-  // kRestPollMicros, then sleep. Call it at the end of a graph: with several
+  // kRestPollMicros (not at all in a pool built not to spin), then sleep. Call it at the end of a graph: with several
   // backends on the same cores ("blas;cpu"), an idle pool that spins steals
   // the cores the next backend computes on, while a worker that yields gives
   // them up at once and still catches the same backend's next graph without

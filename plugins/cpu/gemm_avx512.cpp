@@ -1,7 +1,7 @@
 // gemm_avx512.cpp: the AVX-512 kernels of MUL_MAT (see ops_matmul.cpp and
 // ops_matmul_packed.cpp for the drivers and the layout of the product).
 //
-// Two kernels, both compiled for x86-64-v4 through target attributes and
+// The kernels, all compiled for x86-64-v4 through target attributes and
 // called only when cpu_isa() (plugins/common/isa.hpp) says avx512, so the
 // .so still loads on any x86-64:
 //
@@ -75,6 +75,10 @@ BP_AVX512 inline float hsum(__m512 v) {
   return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
 }
 
+// Bytes per element of a row of a.
+template <bool F16>
+constexpr int64_t kElemBytes = F16 ? 2 : 4;
+
 // 16 values of row |p| at k (F32, or F16 widened), |m| the lanes to load.
 template <bool F16>
 BP_AVX512 inline __m512 load_a(const void *p, int64_t k, __mmask16 m) {
@@ -102,7 +106,7 @@ BP_AVX512 inline __m512 load_a_full(const void *p, int64_t k) {
 template <int RM, int RN, bool F16>
 BP_AVX512 void dot_tile(const void *const *a, const float *const *b, int64_t K, float *out, int64_t ldo,
                         const void *const *next) {
-  constexpr int64_t kElem = F16 ? 2 : 4;
+  constexpr int64_t kElem = kElemBytes<F16>;
   __m512 acc[RM][RN];
 #pragma GCC unroll 8
   for (int i = 0; i < RM; ++i)
@@ -270,7 +274,7 @@ template <int RM, int NV, class V, bool F16>
 BP_AVX512 void bcast_tile(const void *const *a, int64_t k0, int64_t kc, const float *bp, float *c) {
   using vec = typename V::vec;
   constexpr int64_t kPanelLanes = NV * V::kLanes;
-  constexpr int64_t kElem = F16 ? 2 : 4, kLineElems = 64 / kElem;
+  constexpr int64_t kElem = kElemBytes<F16>, kLineElems = 64 / kElem;
   // Rows whose length in bytes is a multiple of 4 KiB (K = 1024, 4096, ...)
   // map the same k of all RM rows to one L1 set, so they would evict each
   // other: blocks of kCopy floats of the RM rows are first copied to rows
