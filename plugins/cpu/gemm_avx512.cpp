@@ -98,13 +98,17 @@ BP_AVX512 inline __m512 load_a_full(const void *p, int64_t k) {
   }
 }
 
-// out[j * ldo + i] = dot(a[i], b[j]) over K for i < RM, j < RN. While it
+// out[j * ldo + i] = dot(a[i], b[j]) over K for i < RM, j < RN, with b's
+// rows interleaved in |bp| (see mul_mat_dot_avx512): the RN vectors of one
+// k are one run of RN x 64 bytes, so b streams from L2 as a single sequence
+// the L1 prefetcher follows, where RN separate rows left the tile's loads
+// waiting on L2 (b's 8 rows at K = 4096 are 128 KiB, past L1). While it
 // streams its rows of a, the tile requests the same lines of the next
 // tile's rows |next| into L2 (nullptr: none), so twice as many rows are in
 // flight from DRAM: with 3 rows per tile (N = 8) the hardware's prefetchers
 // alone kept the weights at about 21 GB/s where N = 1's 8 rows reach 40.
 template <int RM, int RN, bool F16>
-BP_AVX512 void dot_tile(const void *const *a, const float *const *b, int64_t K, float *out, int64_t ldo,
+BP_AVX512 void dot_tile(const void *const *a, const float *bp, int64_t K, float *out, int64_t ldo,
                         const void *const *next) {
   constexpr int64_t kElem = kElemBytes<F16>;
   __m512 acc[RM][RN];
@@ -121,19 +125,21 @@ BP_AVX512 void dot_tile(const void *const *a, const float *const *b, int64_t K, 
 #pragma GCC unroll 8
       for (int i = 0; i < RM; ++i) _mm_prefetch(static_cast<const char *>(next[i]) + k * kElem, _MM_HINT_T1);
     }
+    const float *bk = bp + k * RN;
 #pragma GCC unroll 8
     for (int j = 0; j < RN; ++j) {
-      const __m512 vb = _mm512_loadu_ps(b[j] + k);
+      const __m512 vb = _mm512_load_ps(bk + j * 16);
 #pragma GCC unroll 8
       for (int i = 0; i < RM; ++i) acc[i][j] = _mm512_fmadd_ps(va[i], vb, acc[i][j]);
     }
   }
-  if (k < K) {  // the tail as one masked step: zeros past K add nothing
+  if (k < K) {  // the tail as one masked step: a's zeros past K add nothing
     const __mmask16 m = lanes(K - k);
     __m512 va[RM];
     for (int i = 0; i < RM; ++i) va[i] = load_a<F16>(a[i], k, m);
+    const float *bk = bp + k * RN;
     for (int j = 0; j < RN; ++j) {
-      const __m512 vb = _mm512_maskz_loadu_ps(m, b[j] + k);
+      const __m512 vb = _mm512_load_ps(bk + j * 16);
       for (int i = 0; i < RM; ++i) acc[i][j] = _mm512_fmadd_ps(va[i], vb, acc[i][j]);
     }
   }
@@ -141,7 +147,7 @@ BP_AVX512 void dot_tile(const void *const *a, const float *const *b, int64_t K, 
     for (int i = 0; i < RM; ++i) out[j * ldo + i] = hsum(acc[i][j]);
 }
 
-using dot_fn = void (*)(const void *const *, const float *const *, int64_t, float *, int64_t, const void *const *);
+using dot_fn = void (*)(const void *const *, const float *, int64_t, float *, int64_t, const void *const *);
 
 // Rows of a per tile for RN rows of b: RM x RN <= 24 accumulators, and more
 // rows of a when b is thin (more independent loads in flight from memory).
@@ -170,6 +176,10 @@ dot_fn tile_fn(int rows, int rn) {
   if (rows == 1) return single[rn - 1];
   return rows == rows_for(rn) ? own[rn - 1] : wide[rn - 1];
 }
+
+struct free_deleter {
+  void operator()(float *p) const { std::free(p); }
+};
 
 constexpr int64_t kDotRowsPerUnit = 48;  // rows of a per unit of work (a multiple of every rows_for)
 
@@ -212,12 +222,33 @@ void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth) {
   const int64_t K = a->ne[0], N = t->ne[1];
   const bool f16 = a->type == BP_TYPE_F16;
   const thin_units units(t, ith, nth);
+  if (units.begin >= units.end) return;
+  // b's rows of one batch, interleaved per group of 8 for dot_tile: group
+  // n0 at bp + n0 * k_padded, laid out [k / 16][row][16], zeros past K
+  // (the tail step's masked a already gives zeros there; these keep the
+  // panel's loads whole and defined).
+  const int64_t k_padded = (K + 15) / 16 * 16;
+  const size_t panel_bytes = static_cast<size_t>(N * k_padded) * sizeof(float);
+  std::unique_ptr<float, free_deleter> panel(static_cast<float *>(std::aligned_alloc(64, panel_bytes)));
+  if (!panel) throw std::bad_alloc();  // the pool reports it, as it does for the packed GEMM's vectors
+  float *bp = panel.get();
+  int64_t packed_batch = -1;
   float res[8 * 8];
   const void *ar[8], *next[8];
-  const float *br[8];
   const int rm = N > 8 ? kWideRows : rows_for(static_cast<int>(N));
   for (int64_t u = units.begin; u < units.end; ++u) {
     const thin_unit w = units.at(u);
+    if (w.batch != packed_batch) {
+      for (int64_t n0 = 0; n0 < N; n0 += 8) {
+        const int rn = static_cast<int>(N - n0 < 8 ? N - n0 : 8);
+        float *group = bp + n0 * k_padded;
+        for (int j = 0; j < rn; ++j) {
+          const float *row = reinterpret_cast<const float *>(row_ptr(b, n0 + j, w.i2, w.i3));
+          for (int64_t k = 0; k < k_padded; ++k) group[(k / 16 * rn + j) * 16 + k % 16] = k < K ? row[k] : 0.0f;
+        }
+      }
+      packed_batch = w.batch;
+    }
     for (int64_t m0 = w.m_begin; m0 < w.m_end;) {
       const int rows = w.m_end - m0 < rm ? 1 : rm;
       for (int i = 0; i < rows; ++i) ar[i] = row_ptr(a, m0 + i, w.a2, w.a3);
@@ -227,8 +258,8 @@ void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth) {
       for (int i = 0; i < rows; ++i) next[i] = m0 + rows + i < w.m_end ? row_ptr(a, m0 + rows + i, w.a2, w.a3) : ar[i];
       for (int64_t n0 = 0; n0 < N; n0 += 8) {
         const int rn = static_cast<int>(N - n0 < 8 ? N - n0 : 8);
-        for (int j = 0; j < rn; ++j) br[j] = reinterpret_cast<const float *>(row_ptr(b, n0 + j, w.i2, w.i3));
-        (f16 ? tile_fn<true>(rows, rn) : tile_fn<false>(rows, rn))(ar, br, K, res, 8, n0 == 0 ? next : nullptr);
+        (f16 ? tile_fn<true>(rows, rn) : tile_fn<false>(rows, rn))(ar, bp + n0 * k_padded, K, res, 8,
+                                                                   n0 == 0 ? next : nullptr);
         for (int j = 0; j < rn; ++j) {
           float *d = reinterpret_cast<float *>(elem_ptr(t, m0, n0 + j, w.i2, w.i3));
           std::memcpy(d, res + j * 8, static_cast<size_t>(rows) * sizeof(float));
@@ -343,10 +374,6 @@ constexpr int kMaxBcastRows = 12, kMaxBcastLanes = 48;
 // b's panel per K block: half of a 1 MiB L2, so it stays there while the
 // rows of a stream past (K = 4096 at N = 32 is one block).
 constexpr int64_t kBcastPanelBytes = 512 * 1024;
-
-struct free_deleter {
-  void operator()(float *p) const { std::free(p); }
-};
 
 }  // namespace
 
