@@ -57,7 +57,6 @@ struct entry {
   bool flops = true;        // the rate is FLOP/s (else bytes read + written per second)
   double work = 0;          // flops or bytes per iteration (bp_op_flops / bp_op_bytes)
   double weight_bytes = 0;  // MUL_MAT: bytes of a (op_case::weight_bytes); else 0
-  int64_t n = 0;            // MUL_MAT: rows of b
 };
 
 // Flops (MUL_MAT) or bytes read + written of |c|, from the core's own

@@ -592,7 +592,7 @@ bool backend_supports(bp_backend *be, const op_case &c, std::string &why) {
 entry register_backend_bench(const op_case &c, double work, bp_backend *be, const std::string &spec,
                              const std::string &ref_name) {
   entry e{c.group() + "/" + c.shape() + "/" + spec, c.group(), c.shape(), spec, ref_name, c.counts_flops(), work};
-  if (c.op == op_kind::mul_mat) e.weight_bytes = c.weight_bytes(), e.n = c.n;
+  if (c.op == op_kind::mul_mat) e.weight_bytes = c.weight_bytes();
   benchmark::RegisterBenchmark(
       e.name.c_str(), [c, work, be, name = e.name](benchmark::State &st) { run_backend(st, c, work, be, name); })
       ->UseRealTime()
