@@ -181,6 +181,19 @@ struct free_deleter {
   void operator()(float *p) const { std::free(p); }
 };
 
+// Rows |rows| (|rn| <= 8) of b interleaved for dot_tile: 16 values of each
+// row in turn, dst[(k / 16 * rn + j) * 16 + k % 16] = rows[j][k], with zeros
+// from K up to the next multiple of 16.
+void pack_dot_group(const float *const *rows, int rn, int64_t K, float *dst) {
+  for (int64_t k0 = 0; k0 < K; k0 += 16) {
+    const int64_t n = K - k0 < 16 ? K - k0 : 16;
+    for (int j = 0; j < rn; ++j, dst += 16) {
+      std::memcpy(dst, rows[j] + k0, static_cast<size_t>(n) * sizeof(float));
+      if (n < 16) std::memset(dst + n, 0, static_cast<size_t>(16 - n) * sizeof(float));
+    }
+  }
+}
+
 constexpr int64_t kDotRowsPerUnit = 48;  // rows of a per unit of work (a multiple of every rows_for)
 
 // The thin kernels' work: units of kDotRowsPerUnit rows of a in one batch of
@@ -223,8 +236,8 @@ void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth) {
   const bool f16 = a->type == BP_TYPE_F16;
   const thin_units units(t, ith, nth);
   if (units.begin >= units.end) return;
-  // b's rows of one batch, interleaved per group of 8 for dot_tile: group
-  // n0 at bp + n0 * k_padded, laid out [k / 16][row][16], zeros past K
+  // b's rows of one batch, interleaved per group of 8 for dot_tile (see
+  // pack_dot_group): group n0 at bp + n0 * k_padded, zeros past K
   // (the tail step's masked a already gives zeros there; these keep the
   // panel's loads whole and defined).
   const int64_t k_padded = (K + 15) / 16 * 16;
@@ -235,17 +248,15 @@ void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth) {
   int64_t packed_batch = -1;
   float res[8 * 8];
   const void *ar[8], *next[8];
+  const float *br[8];
   const int rm = N > 8 ? kWideRows : rows_for(static_cast<int>(N));
   for (int64_t u = units.begin; u < units.end; ++u) {
     const thin_unit w = units.at(u);
     if (w.batch != packed_batch) {
       for (int64_t n0 = 0; n0 < N; n0 += 8) {
         const int rn = static_cast<int>(N - n0 < 8 ? N - n0 : 8);
-        float *group = bp + n0 * k_padded;
-        for (int j = 0; j < rn; ++j) {
-          const float *row = reinterpret_cast<const float *>(row_ptr(b, n0 + j, w.i2, w.i3));
-          for (int64_t k = 0; k < k_padded; ++k) group[(k / 16 * rn + j) * 16 + k % 16] = k < K ? row[k] : 0.0f;
-        }
+        for (int j = 0; j < rn; ++j) br[j] = reinterpret_cast<const float *>(row_ptr(b, n0 + j, w.i2, w.i3));
+        pack_dot_group(br, rn, K, bp + n0 * k_padded);
       }
       packed_batch = w.batch;
     }
