@@ -32,8 +32,8 @@
 //    N = 32 ran at 0.85 of the FMA peak where the 3 x 8 dot tile ran at
 //    0.55, and 8 x 3 (N = 48) at 0.96. With one 512-bit vector of b
 //    (N <= 16) the broadcasts equal the FMAs and it lost to the dot kernel
-//    (80 against 107 GFLOP/s at N = 16), hence kMinBcastN; on Zen 4 two
-//    256-bit vectors per broadcast win instead (ymm_ops).
+//    (80 against 107 GFLOP/s at N = 16), hence kMinBcastN; on CPUs that
+//    run 512-bit FMAs in halves it wins (bcast_rows).
 // GCC 12's AVX-512 intrinsics fill "undefined" operands with a
 // self-initialised variable, which -Wuninitialized then reports inside the
 // header wherever an unmasked form is inlined; the warning is about the
@@ -283,39 +283,12 @@ void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth) {
 
 namespace {
 
-// The broadcast kernel's vectors of b: 512-bit, or 256-bit for CPUs that
-// run a 512-bit FMA as two 256-bit halves. There two 256-bit FMAs cost what
-// one 512-bit FMA does, so with 16 lanes of b (N = 9..16) each broadcast of
-// a[m][k] (a plain load at 256 bits) feeds two FMAs where the 512-bit tile
-// would give it one. Measured on a 2-core Zen 4 VM, M = K = 4096 N = 16:
-// 0.50-0.55 of the FMA peak against 0.44-0.48 for the dot kernel
-// (alternating runs).
-struct zmm_ops {
-  using vec = __m512;
-  static constexpr int kLanes = 16;
-  BP_AVX512 static vec zero() { return _mm512_setzero_ps(); }
-  BP_AVX512 static vec load(const float *p) { return _mm512_load_ps(p); }
-  BP_AVX512 static vec broadcast(const float *p) { return _mm512_set1_ps(*p); }
-  BP_AVX512 static vec fmadd(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
-  BP_AVX512 static void store(float *p, vec v) { _mm512_store_ps(p, v); }
-};
-struct ymm_ops {
-  using vec = __m256;
-  static constexpr int kLanes = 8;
-  BP_AVX512 static vec zero() { return _mm256_setzero_ps(); }
-  BP_AVX512 static vec load(const float *p) { return _mm256_load_ps(p); }
-  BP_AVX512 static vec broadcast(const float *p) { return _mm256_broadcast_ss(p); }
-  BP_AVX512 static vec fmadd(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
-  BP_AVX512 static void store(float *p, vec v) { _mm256_store_ps(p, v); }
-};
-
 // c[i * L + n] = sum over k in [k0, k0 + kc) of a[i][k] * bp[(k - k0) * L + n]
-// for i < RM, L = NV x V::kLanes: RM rows of a (dense along k, F32 or F16)
-// by the packed panel of b.
-template <int RM, int NV, class V, bool F16>
+// for i < RM, L = NV x 16: RM rows of a (dense along k, F32 or F16) by the
+// packed panel of b.
+template <int RM, int NV, bool F16>
 BP_AVX512 void bcast_tile(const void *const *a, int64_t k0, int64_t kc, const float *bp, float *c) {
-  using vec = typename V::vec;
-  constexpr int64_t kPanelLanes = NV * V::kLanes;
+  constexpr int64_t kPanelLanes = NV * 16;
   constexpr int64_t kElem = kElemBytes<F16>, kLineElems = 64 / kElem;
   // Rows whose length in bytes is a multiple of 4 KiB (K = 1024, 4096, ...)
   // map the same k of all RM rows to one L1 set, so they would evict each
@@ -325,11 +298,11 @@ BP_AVX512 void bcast_tile(const void *const *a, int64_t k0, int64_t kc, const fl
   // so the FMAs see f32 either way and the weights cost half the traffic.
   constexpr int64_t kCopy = 256, kStride = kCopy + 16;
   alignas(64) float copy[RM * kStride];
-  vec acc[RM][NV];
+  __m512 acc[RM][NV];
 #pragma GCC unroll 12
   for (int i = 0; i < RM; ++i)
 #pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
   for (int64_t kb = 0; kb < kc; kb += kCopy) {
     const int64_t n = kc - kb < kCopy ? kc - kb : kCopy;
 #pragma GCC unroll 1
@@ -352,34 +325,42 @@ BP_AVX512 void bcast_tile(const void *const *a, int64_t k0, int64_t kc, const fl
         _mm_prefetch(
             static_cast<const char *>(a[k / kLinesPerRow]) + (k0 + next + (k % kLinesPerRow) * kLineElems) * kElem,
             _MM_HINT_T0);
-      vec vb[NV];
+      __m512 vb[NV];
 #pragma GCC unroll 3
-      for (int v = 0; v < NV; ++v) vb[v] = V::load(bk + k * kPanelLanes + v * V::kLanes);
+      for (int v = 0; v < NV; ++v) vb[v] = _mm512_load_ps(bk + k * kPanelLanes + v * 16);
 #pragma GCC unroll 12
       for (int i = 0; i < RM; ++i) {
-        const vec x = V::broadcast(copy + i * kStride + k);
+        const __m512 x = _mm512_set1_ps(copy[i * kStride + k]);
 #pragma GCC unroll 3
-        for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(vb[v], x, acc[i][v]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(vb[v], x, acc[i][v]);
       }
     }
   }
 #pragma GCC unroll 12
   for (int i = 0; i < RM; ++i)
 #pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v) V::store(c + i * kPanelLanes + v * V::kLanes, acc[i][v]);
+    for (int v = 0; v < NV; ++v) _mm512_store_ps(c + i * kPanelLanes + v * 16, acc[i][v]);
 }
 
 using bcast_fn = void (*)(const void *const *, int64_t, int64_t, const float *, float *);
 
-// Rows of a per tile for NV vectors of 16 lanes of b (NV = 1: the 256-bit
-// tile, 12 x 2 x 8 lanes): 24 accumulators.
+// Rows of a per tile for NV vectors of 16 lanes of b: 24 accumulators for
+// NV = 2 and 3. With one vector (N = 9..16, used only where 512-bit FMAs
+// run in halves) each a[m][k] feeds one FMA, as a {1to16} memory operand
+// (one load and one FMA, no separate broadcast); 12 rows keep 12
+// accumulators, 3x the FMA latency at one 512-bit FMA per cycle, and
+// measured best against 16 and 24. It replaced a 256-bit 12 x 2 tile,
+// which broadcast each a[m][k] into two FMAs: on a 2-core Zen 4 VM,
+// M = K = 4096 N = 16, 144 -> 161 GFLOP/s median in alternating runs
+// (0.62 -> 0.69 of the FMA peak); in a standalone loop with a and b in L2
+// it ran at 0.96 of one core's peak against 0.87 for the 256-bit tile.
 constexpr int bcast_rows(int nv) { return nv == 3 ? 8 : 12; }
 
 template <bool F16>
 bcast_fn bcast_tile_for(int nv) {
-  return nv == 1   ? bcast_tile<bcast_rows(1), 2, ymm_ops, F16>
-         : nv == 2 ? bcast_tile<bcast_rows(2), 2, zmm_ops, F16>
-                   : bcast_tile<bcast_rows(3), 3, zmm_ops, F16>;
+  return nv == 1   ? bcast_tile<bcast_rows(1), 1, F16>
+         : nv == 2 ? bcast_tile<bcast_rows(2), 2, F16>
+                   : bcast_tile<bcast_rows(3), 3, F16>;
 }
 constexpr int kMaxBcastRows = 12, kMaxBcastLanes = 48;
 // b's panel per K block: half of a 1 MiB L2, so it stays there while the
