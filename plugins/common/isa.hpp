@@ -28,9 +28,11 @@ isa_level cpu_isa_available();
 // for nothing (or for something unknown).
 isa_level isa_requested();
 // Whether the CPU runs a 512-bit FMA as two 256-bit halves on its two
-// 256-bit pipes (AMD Zen 4, family 19h), so 256-bit code reaches the same
-// FLOP rate with half the broadcasts per FMA. BP_CPU_AVX512_HALVES=1|0
-// overrides the detection; tests use it to run both choices on any machine.
+// 256-bit pipes (AMD Zen 4, family 19h): one 512-bit FMA per cycle, so a
+// tile that loads one operand per FMA keeps its FMA pipes busy there, where
+// a full-width core's two 512-bit FMAs per cycle would wait on the loads.
+// BP_CPU_AVX512_HALVES=1|0 overrides the detection; tests use it to run
+// both choices on any machine.
 bool avx512_runs_in_halves();
 // "baseline", "avx2", "avx512".
 const char *isa_name(isa_level level);
