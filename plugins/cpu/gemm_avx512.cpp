@@ -484,15 +484,21 @@ void pack_rows_avx512(const void *const *rows, bool f16, int count, int64_t k0, 
 
 // c[i * ldc + j] (+)= sum_k bp[k * 12 + i] * ap[k * 32 + j] for i < rows,
 // j < cols: the first K block stores, later ones add.
-BP_AVX512 void gemm_micro_avx512(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows,
-                                 int cols, bool add) {
-  __m512 acc[12][2];
+namespace {
+
+// The 12 x 32 kernel's body for R rows of b: b's packed panel keeps its
+// stride of 12 floats per k, and a panel's last rows (N not a multiple of
+// 12, e.g. 256 = 21 x 12 + 4) then cost R x 2 FMAs per k, not 24.
+template <int R>
+BP_AVX512 inline void gemm_tile(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows, int cols,
+                                bool add) {
+  __m512 acc[R][2];
 #pragma GCC unroll 12
-  for (int i = 0; i < 12; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
     const __m512 a0 = _mm512_loadu_ps(ap + k * 32), a1 = _mm512_loadu_ps(ap + k * 32 + 16);
 #pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i) {
+    for (int i = 0; i < R; ++i) {
       const __m512 bv = _mm512_set1_ps(bp[k * 12 + i]);
       acc[i][0] = _mm512_fmadd_ps(a0, bv, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(a1, bv, acc[i][1]);
@@ -500,7 +506,7 @@ BP_AVX512 void gemm_micro_avx512(const float *ap, const float *bp, int64_t kc, f
   }
   const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
 #pragma GCC unroll 12
-  for (int i = 0; i < 12; ++i) {
+  for (int i = 0; i < R; ++i) {
     if (i >= rows) break;
     float *d = c + i * ldc;
     __m512 v0 = acc[i][0], v1 = acc[i][1];
@@ -510,6 +516,19 @@ BP_AVX512 void gemm_micro_avx512(const float *ap, const float *bp, int64_t kc, f
     }
     _mm512_mask_storeu_ps(d, m0, v0);
     _mm512_mask_storeu_ps(d + 16, m1, v1);
+  }
+}
+
+}  // namespace
+
+BP_AVX512 void gemm_micro_avx512(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows,
+                                 int cols, bool add) {
+  if (rows > 8) {
+    gemm_tile<12>(ap, bp, kc, c, ldc, rows, cols, add);
+  } else if (rows > 4) {
+    gemm_tile<8>(ap, bp, kc, c, ldc, rows, cols, add);
+  } else {
+    gemm_tile<4>(ap, bp, kc, c, ldc, rows, cols, add);
   }
 }
 

@@ -1,16 +1,17 @@
-// matmul_paths_test.cpp: MUL_MAT at the edges of every kernel the cpu
-// plugin picks between (packed GEMM with 6x16 or 12x32 micro-kernels, the
-// AVX-512 dot-product kernel for thin products, the 4x2 dot-product kernel),
+// matmul_paths_test.cpp: MUL_MAT at the edges of every kernel the cpu plugin
+// picks between (packed GEMM with 6x16 or 12x32 micro-kernels, the AVX-512
+// dot-product kernel for thin products, the 4x2 dot-product kernel),
 // whichever ISA path this process runs: scripts/test.sh runs this binary once
 // per BP_CPU_ISA level, so every path meets the same shapes. The shapes
 // straddle the micro-kernel widths (6, 12, 16, 32), the thin/packed switch
-// (48 rows of b), the K block (192), the rows of b per unit of work (768)
-// and the 16-wide K tail; for the AVX-512 broadcast kernel (24..47 rows of
-// b, F32 a): its 12- and 8-row tiles and the units of 48 rows of a (M
-// tails), its 256-float copy blocks, rows 4 KiB long (K = 1024), and a K
-// long enough for two 512 KiB panels of b; and its 256-bit tile for 9..16
-// rows of b, which scripts/test.sh runs on any AVX-512 machine by setting
-// BP_CPU_AVX512_HALVES both ways.
+// (48 rows of b), the K block (192), the rows of b per unit of work (768),
+// the 12x32 kernel's last panel of 4, 5, 8 and 9 rows of b (N = 100, 53, 56,
+// 57: the edges of its 4-, 8- and 12-row tiles), and the 16-wide K tail; for
+// the AVX-512 broadcast kernel (24..47 rows of b, F32 a): its 12- and 8-row
+// tiles and the units of 48 rows of a (M tails), its 256-float copy blocks,
+// rows 4 KiB long (K = 1024), and a K long enough for two 512 KiB panels of
+// b; and its one-vector tile for 9..16 rows of b, which scripts/test.sh runs
+// on any AVX-512 machine by setting BP_CPU_AVX512_HALVES both ways.
 #include "cpu_harness.hpp"
 
 using namespace cpu_test;
@@ -23,11 +24,11 @@ TEST(CpuMatMulPaths, EdgesOfEveryKernel) {
   struct mm_case {
     int64_t K, M, N;
   };
-  const mm_case cases[] = {{17, 31, 1},    {300, 33, 2},   {15, 97, 5},     {16, 32, 6},   {513, 50, 8},
-                           {33, 47, 9},    {257, 65, 12},  {31, 96, 13},    {100, 33, 47}, {40, 64, 48},
-                           {300, 97, 49},  {1, 40, 60},    {260, 130, 100}, {193, 64, 50}, {385, 40, 770},
-                           {1024, 61, 24}, {600, 100, 32}, {257, 53, 33},   {100, 9, 40},  {4100, 20, 47},
-                           {1024, 61, 16}, {8200, 13, 11}, {3, 50, 10},     {255, 49, 15}};
+  const mm_case cases[] = {
+      {17, 31, 1},    {300, 33, 2},   {15, 97, 5},    {16, 32, 6},   {513, 50, 8},  {33, 47, 9},     {257, 65, 12},
+      {31, 96, 13},   {100, 33, 47},  {40, 64, 48},   {300, 97, 49}, {1, 40, 60},   {260, 130, 100}, {193, 64, 50},
+      {385, 40, 770}, {1024, 61, 24}, {600, 100, 32}, {257, 53, 33}, {100, 9, 40},  {4100, 20, 47},  {1024, 61, 16},
+      {8200, 13, 11}, {3, 50, 10},    {255, 49, 15},  {200, 70, 53}, {131, 45, 57}, {64, 40, 56}};
   for (const auto &c : cases)
     for (bp_type ta : {BP_TYPE_F32, BP_TYPE_F16}) {
       bp_tensor *a = pool.make(ta, {c.K, c.M});
