@@ -31,6 +31,20 @@ uint32_t count_cores() {
 
 namespace {
 
+// Calls sched_yield() until done() or |micros| have passed; true if done().
+// A yielding thread keeps its vCPU awake without the PAUSE loop a
+// hypervisor's pause-loop exiting punishes, and gives the core to any other
+// runnable thread at once.
+template <typename Done>
+bool poll_yielding(Done done, int micros) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    sched_yield();
+  }
+  return true;
+}
+
 int resolve_spin(int n_threads, int spin_iterations) {
   if (spin_iterations == thread_pool::kAutoSpin)
     return n_threads <= static_cast<int>(count_cores()) ? thread_pool::kDefaultSpin : 0;
@@ -103,7 +117,14 @@ std::string thread_pool::run(int nth, task_fn fn, void *ctx) {
       BP_CPU_RELAX();
       ++spins;
     }
-    if (pending_.load(std::memory_order_acquire) != 0) {
+    // Then a yielding poll before sleeping: a caller that sleeps here must
+    // be woken through the kernel (tens of microseconds on a VM, whose idle
+    // vCPU is halted), and returns so late that the worker, done spinning,
+    // sleeps too and needs a wake-up for the next run: a 2-thread 256^3
+    // product (~175 us) paid both on almost every run.
+    const auto all_done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+    if (!all_done() && spin_iterations_ > 0) poll_yielding(all_done, kRestPollMicros);
+    if (!all_done()) {
       std::unique_lock<std::mutex> lock(mutex_);
       done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
     }
@@ -121,13 +142,12 @@ void thread_pool::worker_main(int index) {
       BP_CPU_RELAX();
       ++spins;
     }
-    if (spin_iterations_ > 0 && resting_.load(std::memory_order_relaxed)) {
-      // After rest(): poll by yielding, so a thread of another backend that
-      // wants this core gets it at once, while the same backend's next graph
-      // (a decode loop) finds the worker awake.
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kRestPollMicros);
-      while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until)
-        sched_yield();
+    if (spin_iterations_ > 0) {
+      // After the spin, or at once after rest(): poll by yielding, so a
+      // thread of another backend that wants this core gets it at once,
+      // while the same backend's next node or graph (a decode loop) finds
+      // the worker awake.
+      poll_yielding([&] { return generation_.load(std::memory_order_acquire) != seen; }, kRestPollMicros);
     }
     {
       std::unique_lock<std::mutex> lock(mutex_);
