@@ -482,8 +482,6 @@ void pack_rows_avx512(const void *const *rows, bool f16, int count, int64_t k0, 
   (f16 ? pack_rows<true> : pack_rows<false>)(rows, count, k0, kc, width, dst);
 }
 
-// c[i * ldc + j] (+)= sum_k bp[k * 12 + i] * ap[k * 32 + j] for i < rows,
-// j < cols: the first K block stores, later ones add.
 namespace {
 
 // The 12 x 32 kernel's body for R rows of b: b's packed panel keeps its
@@ -521,6 +519,8 @@ BP_AVX512 inline void gemm_tile(const float *ap, const float *bp, int64_t kc, fl
 
 }  // namespace
 
+// c[i * ldc + j] (+)= sum_k bp[k * 12 + i] * ap[k * 32 + j] for i < rows,
+// j < cols: the first K block stores, later ones add.
 BP_AVX512 void gemm_micro_avx512(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows,
                                  int cols, bool add) {
   if (rows > 8) {
