@@ -492,7 +492,16 @@ BP_AVX512 inline void gemm_tile(const float *ap, const float *bp, int64_t kc, fl
                                 bool add) {
   __m512 acc[R][2];
 #pragma GCC unroll 12
-  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int i = 0; i < R; ++i) {
+    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    // The tile of c, read (or written) once the k loop ends, requested into
+    // L2 now: a unit's c outgrows L2 from 512^3 up and came from L3 or DRAM
+    // at the end of every tile. L1 would evict the a panel it holds.
+    if (i < rows) {
+      _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc + 16), _MM_HINT_T1);
+    }
+  }
   for (int64_t k = 0; k < kc; ++k) {
     const __m512 a0 = _mm512_loadu_ps(ap + k * 32), a1 = _mm512_loadu_ps(ap + k * 32 + 16);
 #pragma GCC unroll 12
