@@ -31,9 +31,11 @@ class thread_pool {
   using task_fn = void (*)(void *ctx, int ith, int nth);
 
   // Starts |n_threads| - 1 workers (the caller is the last thread). Between
-  // runs, threads poll |spin_iterations| times before sleeping: worth it when
-  // each thread has a core, harmful when the pool oversubscribes the CPU, so
-  // kAutoSpin means kDefaultSpin when n_threads <= count_cores(), else 0.
+  // runs, threads spin |spin_iterations| times, then poll by sched_yield()
+  // for up to kRestPollMicros, then sleep: worth it when each thread has a
+  // core, harmful when the pool oversubscribes the CPU, so kAutoSpin means
+  // kDefaultSpin when n_threads <= count_cores(), else 0 (no spin, no
+  // yielding poll: straight to sleep).
   // Throws std::system_error if the OS refuses a thread (workers started so
   // far are joined).
   explicit thread_pool(int n_threads, int spin_iterations = kAutoSpin);
@@ -60,8 +62,8 @@ class thread_pool {
         nth, [](void *c, int ith, int n) { (*static_cast<F *>(c))(ith, n); }, &body);
   }
 
-  // Ends the workers' spin: they poll by sched_yield() for up to
-  // kRestPollMicros (not at all in a pool built not to spin), then sleep. Call it at the end of a graph: with several
+  // Ends the workers' spin: they go straight to the yielding poll that
+  // follows every spin, then sleep. Call it at the end of a graph: with several
   // backends on the same cores ("blas;cpu"), an idle pool that spins steals
   // the cores the next backend computes on, while a worker that yields gives
   // them up at once and still catches the same backend's next graph without
