@@ -395,6 +395,9 @@ TEST(BpBench, ShortRunReportsEveryBenchmarkWithItsReference) {
   }
   EXPECT_EQ(backend_runs, 2) << r.out;  // ADD and RMS_NORM on cpu:threads=1
   EXPECT_EQ(reference_runs, 2) << r.out;
+  // The machine references the ratios are taken against, in the context.
+  for (const char *key : {"bp-bench peak (before)", "bp-bench dram (before)", "bp-bench dram read (before)"})
+    EXPECT_TRUE(j["context"].contains(key)) << key << "\n" << r.out;
 }
 
 TEST(BpBench, BadFlagsAndDevicesFail) {

@@ -79,14 +79,17 @@ entry register_reference_bench(const op_case &c, double work, int threads);
 // Benchmark (so a --benchmark_filter never drops them), best of 5 runs:
 // a register-only FMA loop of the widest vector ISA the CPU has (the compute
 // ceiling, FLOP/s), and memcpy of kDramBytes, far past the caches (the DRAM
-// ceiling, bytes read + written per second).
+// ceiling, bytes read + written per second), and a read-only pass over
+// kDramBytes (the ceiling of a product that streams its weights from DRAM,
+// bytes read per second).
 constexpr double kDramBytes = 256.0 * 1024 * 1024;
 struct machine_rate {
   double rate = 0;
-  std::string what;  // "fma avx512", "memcpy 256 MiB"
+  std::string what;  // "fma avx512", "memcpy 256 MiB", "read 256 MiB"
 };
 machine_rate measure_peak(int threads);
 machine_rate measure_dram(int threads);
+machine_rate measure_dram_read(int threads);
 
 // Which kernel OpenBLAS chose (openblas_get_corename: "Haswell", "SkylakeX", ...).
 std::string openblas_corename();
@@ -120,9 +123,10 @@ class collecting_reporter : public benchmark::BenchmarkReporter {
 // The ratio table: one line per backend benchmark that ran, with its rate,
 // its reference's rate and the ratio, and its fraction of the machine:
 // FLOP/s against |peak| for compute-bound cases, bytes/s against |dram| for
-// memory-bound ones (and a product's weight bytes/s against |dram| when b
-// has at most 4 rows). Empty when nothing ran.
+// memory-bound ones, and for a product whose weights DRAM cannot stream
+// fast enough to reach the peak, its weight bytes/s against |dram| and
+// against |dram_read| (its fraction of that roofline). Empty when nothing ran.
 std::string summary_text(const std::vector<entry> &entries, const std::map<std::string, result> &results,
-                         const machine_rate &peak, const machine_rate &dram);
+                         const machine_rate &peak, const machine_rate &dram, const machine_rate &dram_read);
 
 }  // namespace bp::bench

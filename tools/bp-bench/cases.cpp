@@ -508,6 +508,32 @@ machine_rate measure_dram(int threads) {
   return {2 * kDramBytes / s, "memcpy 256 MiB"};
 }
 
+machine_rate measure_dram_read(int threads) {
+  const size_t words = static_cast<size_t>(kDramBytes) / sizeof(uint64_t);
+  aligned_floats buf(words * 2);
+  fill_random(buf.p, words * 2, 2);
+  const auto *p = reinterpret_cast<const uint64_t *>(buf.p);
+  const size_t slice = (words / static_cast<size_t>(threads) + 7) / 8 * 8;
+  std::vector<uint64_t> sums(static_cast<size_t>(threads));
+  // Eight independent sums per thread: enough loads in flight for DRAM on
+  // any ISA; the sums are kept so the reads are not optimised away.
+  auto read = [&](int i) {
+    const size_t at = std::min(words, slice * static_cast<size_t>(i)), end = std::min(words, at + slice);
+    uint64_t s[8] = {};
+    for (size_t w = at; w + 8 <= end; w += 8)
+      for (int j = 0; j < 8; ++j) s[j] += p[w + j];
+    sums[static_cast<size_t>(i)] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+  };
+  const double s = best_seconds(5, [&] {
+    std::vector<std::thread> pool;
+    for (int i = 1; i < threads; ++i) pool.emplace_back(read, i);
+    read(0);
+    for (auto &t : pool) t.join();
+    benchmark::DoNotOptimize(sums.data());
+  });
+  return {kDramBytes / s, "read 256 MiB"};
+}
+
 std::string openblas_corename() {
   const char *name = openblas_get_corename();
   return name ? name : "unknown";

@@ -2,8 +2,9 @@
 // backend and on a reference in the same run (cblas_sgemm for MUL_MAT, memcpy
 // of the same bytes for the rest); a ratio table follows the results, with
 // each case also as a fraction of the machine: the FMA peak of the CPU's
-// widest vector ISA and memcpy at DRAM size, both measured in this run with
-// the same threads.
+// widest vector ISA, memcpy at DRAM size and a read-only pass at DRAM size
+// (the roofline of a product that streams its weights), all measured in
+// this run with the same threads.
 //
 //   bp-bench [--device SPEC]... [--threads N] [--plugin-path DIR]... [--benchmark_* flags]
 //
@@ -104,9 +105,10 @@ bool parse(int argc, char **argv, options &opt, std::vector<char *> &rest) {
 // or JSON; the CSV reporter is deprecated).
 std::unique_ptr<benchmark::BenchmarkReporter> make_display_reporter(const options &opt) {
   if (opt.format == "json") return std::make_unique<benchmark::JSONReporter>();
-  bool color = opt.color == "auto" ? isatty(STDOUT_FILENO) != 0
-                                   : opt.color == "true" || opt.color == "yes" || opt.color == "1";
-  int oo = (color ? benchmark::ConsoleReporter::OO_Color : 0) | (opt.tabular ? benchmark::ConsoleReporter::OO_Tabular : 0);
+  bool color =
+      opt.color == "auto" ? isatty(STDOUT_FILENO) != 0 : opt.color == "true" || opt.color == "yes" || opt.color == "1";
+  int oo =
+      (color ? benchmark::ConsoleReporter::OO_Color : 0) | (opt.tabular ? benchmark::ConsoleReporter::OO_Tabular : 0);
   return std::make_unique<benchmark::ConsoleReporter>(static_cast<benchmark::ConsoleReporter::OutputOptions>(oo));
 }
 
@@ -168,8 +170,8 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "bp-bench: %s %s: %s\n", c.group().c_str(), c.shape().c_str(), why.c_str());
       return 1;
     }
-    std::string ref_name = c.group() + "/" + c.shape() + "/" +
-                           (c.counts_flops() ? "ref:sgemm" : "ref:memcpy") + ":threads=" + threads;
+    std::string ref_name =
+        c.group() + "/" + c.shape() + "/" + (c.counts_flops() ? "ref:sgemm" : "ref:memcpy") + ":threads=" + threads;
     for (size_t i = 0; i < backends.size(); ++i) {
       if (!bp::bench::backend_supports(backends[i].be, c, why)) {
         unsupported[i] += (unsupported[i].empty() ? "" : ", ") + c.group() + " " + c.shape();
@@ -204,6 +206,9 @@ int main(int argc, char **argv) {
   benchmark::AddCustomContext("bp-bench peak (before)", line);
   std::snprintf(line, sizeof line, "%.1f GB/s (%s)", dram.rate / 1e9, dram.what.c_str());
   benchmark::AddCustomContext("bp-bench dram (before)", line);
+  bp::bench::machine_rate dram_read = bp::bench::measure_dram_read(opt.threads);
+  std::snprintf(line, sizeof line, "%.1f GB/s (%s)", dram_read.rate / 1e9, dram_read.what.c_str());
+  benchmark::AddCustomContext("bp-bench dram read (before)", line);
 
   bp::bench::collecting_reporter reporter(make_display_reporter(opt));
   benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -211,11 +216,12 @@ int main(int argc, char **argv) {
   benchmark::Shutdown();
   peak.rate = std::max(peak.rate, bp::bench::measure_peak(opt.threads).rate);
   dram.rate = std::max(dram.rate, bp::bench::measure_dram(opt.threads).rate);
+  dram_read.rate = std::max(dram_read.rate, bp::bench::measure_dram_read(opt.threads).rate);
 
   // The summary goes to stdout after a console report, to stderr after JSON
   // so that stdout stays machine-readable.
-  std::string summary =
-      "\nOpenBLAS core: " + corename + "\n" + bp::bench::summary_text(entries, reporter.results(), peak, dram);
+  std::string summary = "\nOpenBLAS core: " + corename + "\n" +
+                        bp::bench::summary_text(entries, reporter.results(), peak, dram, dram_read);
   std::fputs(summary.c_str(), opt.format == "console" ? stdout : stderr);
 
   bool failed = false;
