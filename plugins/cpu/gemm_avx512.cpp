@@ -12,7 +12,8 @@
 //    latency (4 cycles) x 2 pipes three times over, and 24 + 2 + spare fit
 //    the 32 registers with no spill.
 //
-//  - mul_mat_dot_avx512: products with few rows of b (a decoder's 1..23
+//  - the dot-product tiles (dot_kernels_avx512, driven by mul_mat_dot_run
+//    in ops_matmul_dot.cpp): products with few rows of b (a decoder's 1..23
 //    tokens, and F16 weights up to 47), as dot products along K with no
 //    packing: a tile of RM rows of a by RN rows of b keeps RM x RN zmm
 //    accumulators and reads a straight from its rows, converting F16 on the
@@ -51,6 +52,7 @@
 #include <new>
 
 #include "kernels.hpp"
+#include "matmul_dot.hpp"
 #include "plugins/common/isa.hpp"
 
 namespace bp::cpu {
@@ -99,7 +101,7 @@ BP_AVX512 inline __m512 load_a_full(const void *p, int64_t k) {
 }
 
 // out[j * ldo + i] = dot(a[i], b[j]) over K for i < RM, j < RN, with b's
-// rows interleaved in |bp| (see mul_mat_dot_avx512): the RN vectors of one
+// rows interleaved in |bp| (see matmul_dot.hpp): the RN vectors of one
 // k are one run of RN x 64 bytes, so b streams from L2 as a single sequence
 // the L1 prefetcher follows, where RN separate rows left the tile's loads
 // waiting on L2 (b's 8 rows at K = 4096 are 128 KiB, past L1). While it
@@ -147,8 +149,6 @@ BP_AVX512 void dot_tile(const void *const *a, const float *bp, int64_t K, float 
     for (int i = 0; i < RM; ++i) out[j * ldo + i] = hsum(acc[i][j]);
 }
 
-using dot_fn = void (*)(const void *const *, const float *, int64_t, float *, int64_t, const void *const *);
-
 // Rows of a per tile for RN rows of b: RM x RN <= 24 accumulators, and more
 // rows of a when b is thin (more independent loads in flight from memory).
 constexpr int rows_for(int rn) { return rn == 1 ? 8 : rn == 2 ? 6 : rn == 3 ? 6 : rn == 4 ? 5 : rn <= 6 ? 4 : 3; }
@@ -177,108 +177,15 @@ dot_fn tile_fn(int rows, int rn) {
   return rows == rows_for(rn) ? own[rn - 1] : wide[rn - 1];
 }
 
-struct free_deleter {
-  void operator()(float *p) const { std::free(p); }
-};
-
-// Rows |rows| (|rn| <= 8) of b interleaved for dot_tile: 16 values of each
-// row in turn, dst[(k / 16 * rn + j) * 16 + k % 16] = rows[j][k], with zeros
-// from K up to the next multiple of 16.
-void pack_dot_group(const float *const *rows, int rn, int64_t K, float *dst) {
-  for (int64_t k0 = 0; k0 < K; k0 += 16) {
-    const int64_t n = K - k0 < 16 ? K - k0 : 16;
-    for (int j = 0; j < rn; ++j, dst += 16) {
-      std::memcpy(dst, rows[j] + k0, static_cast<size_t>(n) * sizeof(float));
-      if (n < 16) std::memset(dst + n, 0, static_cast<size_t>(16 - n) * sizeof(float));
-    }
-  }
-}
-
-constexpr int64_t kDotRowsPerUnit = 48;  // rows of a per unit of work (a multiple of every rows_for)
-
-// The thin kernels' work: units of kDotRowsPerUnit rows of a in one batch of
-// the output, a contiguous range of them per thread.
-struct thin_unit {
-  int64_t batch, i2, i3;  // the output's batch, and its indices
-  int64_t a2, a3;         // a's batch indices (a repeats over b's batches)
-  int64_t m_begin, m_end;
-};
-struct thin_units {
-  thin_units(const bp_tensor *t, int ith, int nth)
-      : t_(t), m_units_((t->ne[0] + kDotRowsPerUnit - 1) / kDotRowsPerUnit) {
-    split_range(m_units_ * t->ne[2] * t->ne[3], ith, nth, &begin, &end);
-  }
-  thin_unit at(int64_t u) const {
-    const int64_t batch = u / m_units_, mu = u % m_units_;
-    const int64_t i2 = batch % t_->ne[2], i3 = batch / t_->ne[2];
-    const int64_t r2 = t_->src[1]->ne[2] / t_->src[0]->ne[2], r3 = t_->src[1]->ne[3] / t_->src[0]->ne[3];
-    const int64_t m_begin = mu * kDotRowsPerUnit, m_end = std::min(m_begin + kDotRowsPerUnit, t_->ne[0]);
-    return {batch, i2, i3, i2 / r2, i3 / r3, m_begin, m_end};
-  }
-  int64_t begin = 0, end = 0;
-
- private:
-  const bp_tensor *t_;
-  int64_t m_units_;
-};
+// rows_for as a function, for dot_kernels.
+int rows_for_fn(int rn) { return rows_for(rn); }
+dot_fn tile_for(bool f16, int rows, int rn) { return f16 ? tile_fn<true>(rows, rn) : tile_fn<false>(rows, rn); }
 
 }  // namespace
 
-bool mul_mat_dot_avx512_suits(const bp_tensor *t) {
-  const bp_tensor *a = t->src[0], *b = t->src[1];
-  return (rows_dense_as(a, BP_TYPE_F32) || rows_dense_as(a, BP_TYPE_F16)) && rows_dense_as(b, BP_TYPE_F32) &&
-         t->nb[0] == sizeof(float);
-}
-
-void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth) {
-  const bp_tensor *a = t->src[0], *b = t->src[1];
-  const int64_t K = a->ne[0], N = t->ne[1];
-  const bool f16 = a->type == BP_TYPE_F16;
-  const thin_units units(t, ith, nth);
-  if (units.begin >= units.end) return;
-  // b's rows of one batch, interleaved per group of 8 for dot_tile (see
-  // pack_dot_group): group n0 at bp + n0 * k_padded, zeros past K
-  // (the tail step's masked a already gives zeros there; these keep the
-  // panel's loads whole and defined).
-  const int64_t k_padded = (K + 15) / 16 * 16;
-  const size_t panel_bytes = static_cast<size_t>(N * k_padded) * sizeof(float);
-  std::unique_ptr<float, free_deleter> panel(static_cast<float *>(std::aligned_alloc(64, panel_bytes)));
-  if (!panel) throw std::bad_alloc();  // the pool reports it, as it does for the packed GEMM's vectors
-  float *bp = panel.get();
-  int64_t packed_batch = -1;
-  float res[8 * 8];
-  const void *ar[8], *next[8];
-  const float *br[8];
-  const int rm = N > 8 ? kWideRows : rows_for(static_cast<int>(N));
-  for (int64_t u = units.begin; u < units.end; ++u) {
-    const thin_unit w = units.at(u);
-    if (w.batch != packed_batch) {
-      for (int64_t n0 = 0; n0 < N; n0 += 8) {
-        const int rn = static_cast<int>(N - n0 < 8 ? N - n0 : 8);
-        for (int j = 0; j < rn; ++j) br[j] = reinterpret_cast<const float *>(row_ptr(b, n0 + j, w.i2, w.i3));
-        pack_dot_group(br, rn, K, bp + n0 * k_padded);
-      }
-      packed_batch = w.batch;
-    }
-    for (int64_t m0 = w.m_begin; m0 < w.m_end;) {
-      const int rows = w.m_end - m0 < rm ? 1 : rm;
-      for (int i = 0; i < rows; ++i) ar[i] = row_ptr(a, m0 + i, w.a2, w.a3);
-      // The next tile's rows, fetched during the first pass over b's rows
-      // (a's rows are in cache for the passes after it); past the unit's
-      // end, the current rows again (the prefetches then hit in L1).
-      for (int i = 0; i < rows; ++i) next[i] = m0 + rows + i < w.m_end ? row_ptr(a, m0 + rows + i, w.a2, w.a3) : ar[i];
-      for (int64_t n0 = 0; n0 < N; n0 += 8) {
-        const int rn = static_cast<int>(N - n0 < 8 ? N - n0 : 8);
-        (f16 ? tile_fn<true>(rows, rn) : tile_fn<false>(rows, rn))(ar, bp + n0 * k_padded, K, res, 8,
-                                                                   n0 == 0 ? next : nullptr);
-        for (int j = 0; j < rn; ++j) {
-          float *d = reinterpret_cast<float *>(elem_ptr(t, m0, n0 + j, w.i2, w.i3));
-          std::memcpy(d, res + j * 8, static_cast<size_t>(rows) * sizeof(float));
-        }
-      }
-      m0 += rows;
-    }
-  }
+const dot_kernels &dot_kernels_avx512() {
+  static const dot_kernels k{16, 8, rows_for_fn, kWideRows, tile_for};
+  return k;
 }
 
 namespace {

@@ -54,14 +54,18 @@ void mul_mat_run(const bp_tensor *t, int ith, int nth);
 int64_t mul_mat_work(const bp_tensor *t);
 // The packed GEMM (ops_matmul_packed.cpp), for products with at least one
 // micro-kernel's rows on both sides (and, with AVX-512, at least
-// kMinPackedNAvx512 rows of b); mul_mat_run hands those to it.
+// kMinPackedNAvx512 rows of b; with AVX2 and dense rows, kMinPackedNAvx2);
+// mul_mat_run hands those to it.
 bool mul_mat_packed_suits(const bp_tensor *t);
 void mul_mat_packed_run(const bp_tensor *t, int ith, int nth);
 constexpr int64_t kMinPackedNAvx512 = 48;
+// With AVX2, dense products with fewer rows of b go to the dot-product
+// tiles (matmul_dot.hpp): at M = K = 4096 on a 2-core Zen 4 VM they beat
+// the 6 x 16 packed GEMM 3x at N = 8, 2x at N = 16, 1.2x at N = 32 and
+// 40, and tie it at 48 to 64.
+constexpr int64_t kMinPackedNAvx2 = 48;
 // The AVX-512 kernels (gemm_avx512.cpp); call only when cpu_isa() is avx512.
-// The dot-product kernel for thin products with dense rows of a (F32/F16) and b:
-bool mul_mat_dot_avx512_suits(const bp_tensor *t);
-void mul_mat_dot_avx512(const bp_tensor *t, int ith, int nth);
+// (The dot-product tiles for thin products: matmul_dot.hpp.)
 // The broadcast kernel for F32 or F16 a with kMinBcastN..kMinPackedNAvx512-1 rows
 // of b, and kMinBcastNHalves..kMaxBcastNHalves rows where
 // avx512_runs_in_halves() (plugins/common/isa.hpp); throws std::bad_alloc

@@ -16,13 +16,16 @@
 // products with 8-wide vectors, summed into the tile's accumulator. The
 // micro-kernel is compiled twice (baseline x86-64 and x86-64-v3 with
 // AVX2/FMA) and picked by cpu_isa() (plugins/common/isa.hpp) at run time,
-// so the .so runs on any x86-64 CPU. With AVX-512 the thin products go to
-// the dot-product kernel of gemm_avx512.cpp instead (16-wide, larger tiles,
-// F16 widened in registers).
+// so the .so runs on any x86-64 CPU. With AVX-512 or AVX2, thin products
+// with dense rows go to the dot-product tiles of matmul_dot.hpp instead
+// (gemm_avx512.cpp, gemm_avx2.cpp: larger tiles, F16 widened in registers,
+// the next rows of a requested ahead); this kernel keeps baseline x86-64
+// and the strided or converted operands.
 #include <cstring>
 #include <vector>
 
 #include "kernels.hpp"
+#include "matmul_dot.hpp"
 #include "plugins/common/f16.hpp"
 #include "plugins/common/isa.hpp"
 
@@ -126,8 +129,12 @@ void mul_mat_run(const bp_tensor *t, int ith, int nth) {
     mul_mat_bcast_avx512(t, ith, nth);
     return;
   }
-  if (plugins::cpu_isa() == plugins::isa_level::avx512 && mul_mat_dot_avx512_suits(t)) {
-    mul_mat_dot_avx512(t, ith, nth);
+  if (plugins::cpu_isa() == plugins::isa_level::avx512 && mul_mat_dot_suits(t)) {
+    mul_mat_dot_run(t, ith, nth, dot_kernels_avx512());
+    return;
+  }
+  if (plugins::cpu_isa() == plugins::isa_level::avx2 && mul_mat_dot_suits(t)) {
+    mul_mat_dot_run(t, ith, nth, dot_kernels_avx2());
     return;
   }
   static const micro_fn micro_kernel = pick_micro();

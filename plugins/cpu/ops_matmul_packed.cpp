@@ -28,6 +28,7 @@
 #include <numeric>
 
 #include "kernels.hpp"
+#include "matmul_dot.hpp"
 #include "plugins/common/f16.hpp"
 #include "plugins/common/isa.hpp"
 
@@ -194,9 +195,15 @@ unit_plan plan_units(const bp_tensor *t, int nth, const gemm_kernel &kr) {
 
 bool mul_mat_packed_suits(const bp_tensor *t) {
   const gemm_kernel &kr = pick_kernel();
-  // With AVX-512 the dot-product kernel wins on thin products (few rows of
-  // b use each packed element of a too few times to repay packing it).
-  const int64_t min_n = plugins::cpu_isa() == plugins::isa_level::avx512 ? kMinPackedNAvx512 : kr.nr;
+  // With AVX-512, and with AVX2 where a's and b's rows are dense, the
+  // dot-product (and broadcast) kernels win on thin products: few rows of b
+  // use each packed element of a too few times to repay packing it.
+  int64_t min_n = kr.nr;
+  if (plugins::cpu_isa() == plugins::isa_level::avx512) {
+    min_n = kMinPackedNAvx512;
+  } else if (plugins::cpu_isa() == plugins::isa_level::avx2 && mul_mat_dot_suits(t)) {
+    min_n = kMinPackedNAvx2;
+  }
   return t->ne[1] >= min_n && t->ne[0] >= kr.mr && t->nb[0] == sizeof(float);  // dst rows dense (the op table's are)
 }
 

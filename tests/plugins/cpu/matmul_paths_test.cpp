@@ -1,6 +1,6 @@
 // matmul_paths_test.cpp: MUL_MAT at the edges of every kernel the cpu plugin
 // picks between (packed GEMM with 6x16 or 12x32 micro-kernels, the AVX-512
-// dot-product kernel for thin products, the 4x2 dot-product kernel),
+// and AVX2 dot-product tiles for thin products, the 4x2 dot-product kernel),
 // whichever ISA path this process runs: scripts/test.sh runs this binary once
 // per BP_CPU_ISA level, so every path meets the same shapes. The shapes
 // straddle the micro-kernel widths (6, 12, 16, 32), the thin/packed switch
@@ -10,8 +10,10 @@
 // the AVX-512 broadcast kernel (24..47 rows of b, F32 a): its 12- and 8-row
 // tiles and the units of 48 rows of a (M tails), its 256-float copy blocks,
 // rows 4 KiB long (K = 1024), and a K long enough for two 512 KiB panels of
-// b; and its one-vector tile for 9..16 rows of b, which scripts/test.sh runs
-// on any AVX-512 machine by setting BP_CPU_AVX512_HALVES both ways.
+// b; its one-vector tile for 9..16 rows of b, which scripts/test.sh runs
+// on any AVX-512 machine by setting BP_CPU_AVX512_HALVES both ways; and,
+// under BP_CPU_ISA=avx2, the AVX2 tiles for up to 47 rows of b (groups of
+// 4, a last group of 1..3, and K tails of 1..7).
 #include "cpu_harness.hpp"
 
 using namespace cpu_test;
