@@ -35,7 +35,7 @@
 namespace bp::cpu {
 namespace {
 
-constexpr int kMaxMR = 32, kMaxNR = 12;
+constexpr int kMaxMR = 32;
 // Block sizes measured on a 2-core AVX-512 VM (bp-bench, 512-2048^3): 192 x
 // 768 and 256 x 384 are within the run-to-run noise once rows are copied
 // before the transposition (pack_panel); 192 leaves a quarter of a 32 KiB
