@@ -48,6 +48,10 @@ const char kUsage[] =
     "  --plugin-path DIR   also search DIR for libbp-*.so (repeatable).\n"
     "  --version           print the version and exit.\n"
     "\n"
+    "The summary also gives each case against the machine, measured in the same run with the\n"
+    "same threads: the FMA peak of the widest vector ISA, memcpy of 256 MiB (DRAM) and a\n"
+    "read-only pass over 256 MiB (DRAM read, the roofline of products that stream weights).\n"
+    "\n"
     "Google Benchmark's flags follow (e.g. --benchmark_filter=REGEX, --benchmark_min_time=SECONDS,\n"
     "--benchmark_repetitions=N, --benchmark_format=json, --benchmark_out=FILE).\n\n";
 
