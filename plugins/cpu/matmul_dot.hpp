@@ -60,7 +60,8 @@ struct free_deleter {
 using dot_fn = void (*)(const void *const *a, const float *bp, int64_t K, float *out, int64_t ldo,
                         const void *const *next);
 
-// One ISA's tiles, as the driver needs them.
+// One ISA's tiles, as the driver needs them (at most 8 rows of a and 8 rows
+// of b per tile: the driver's buffers are sized for that).
 struct dot_kernels {
   int lanes;                // floats per vector: b's rows interleave in runs of this many
   int group;                // rows of b per tile at most (the interleaved groups)

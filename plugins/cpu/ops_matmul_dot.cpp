@@ -23,7 +23,7 @@ void pack_dot_group(const float *const *rows, int rn, int64_t K, int lanes, floa
   }
 }
 
-constexpr int kMaxGroup = 8, kMaxTileRows = 8;
+constexpr int kMaxGroup = 8, kMaxTileRows = 8;  // dot_kernels' limits (matmul_dot.hpp)
 
 }  // namespace
 
