@@ -126,7 +126,7 @@ std::string thread_pool::run(int nth, task_fn fn, void *ctx) {
     if (!all_done() && spin_iterations_ > 0) poll_yielding(all_done, kRestPollMicros);
     if (!all_done()) {
       std::unique_lock<std::mutex> lock(mutex_);
-      done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+      done_cv_.wait(lock, all_done);
     }
   }
   std::lock_guard<std::mutex> lock(error_mutex_);
