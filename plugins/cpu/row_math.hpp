@@ -6,7 +6,9 @@
 //
 // Sums accumulate in double in every version, so long rows keep their
 // accuracy; the vector ones keep 8 to 32 partial sums, which changes the
-// order of the additions, not their precision. exp comes from glibc:
+// order of the additions, not their precision. (SOFT_MAX's sum of exps on
+// AVX-512 adds blocks of 16 values per lane in float first: its error is
+// bounded by the block, not the row.) exp comes from glibc:
 // libmvec's 16-wide (`_ZGVeN16v_expf`) or 8-wide (`_ZGVdN8v_expf`) expf,
 // within 1 ulp, else expf. BP_CPU_ISA=baseline|avx2|avx512 caps the choice
 // (BP_CPU_BASELINE=1 = baseline), so tests can check each path.
