@@ -26,39 +26,25 @@ class CpuKernels : public ::testing::Test {
 
 double ref_binary(bp_op op, double a, double b) {
   switch (op) {
-    case BP_OP_ADD:
-      return a + b;
-    case BP_OP_SUB:
-      return a - b;
-    case BP_OP_MUL:
-      return a * b;
-    default:
-      return a / b;
+    case BP_OP_ADD: return a + b;
+    case BP_OP_SUB: return a - b;
+    case BP_OP_MUL: return a * b;
+    default: return a / b;
   }
 }
 
 double ref_unary(bp_op op, double x) {
   switch (op) {
-    case BP_OP_NEG:
-      return -x;
-    case BP_OP_ABS:
-      return std::fabs(x);
-    case BP_OP_SQR:
-      return x * x;
-    case BP_OP_SQRT:
-      return std::sqrt(x);
-    case BP_OP_EXP:
-      return std::exp(x);
-    case BP_OP_RELU:
-      return x > 0 ? x : 0;
-    case BP_OP_GELU:
-      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    case BP_OP_SILU:
-      return x / (1 + std::exp(-x));
-    case BP_OP_TANH:
-      return std::tanh(x);
-    default:
-      return 1 / (1 + std::exp(-x));
+    case BP_OP_NEG: return -x;
+    case BP_OP_ABS: return std::fabs(x);
+    case BP_OP_SQR: return x * x;
+    case BP_OP_SQRT: return std::sqrt(x);
+    case BP_OP_EXP: return std::exp(x);
+    case BP_OP_RELU: return x > 0 ? x : 0;
+    case BP_OP_GELU: return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case BP_OP_SILU: return x / (1 + std::exp(-x));
+    case BP_OP_TANH: return std::tanh(x);
+    default: return 1 / (1 + std::exp(-x));
   }
 }
 
@@ -69,12 +55,9 @@ TEST_F(CpuKernels, BinaryBroadcastTypesAndViews) {
   struct shape_case {
     std::vector<int64_t> a, b;
   };
-  const shape_case shapes[] = {{{7, 33, 2, 3}, {7, 33, 2, 3}},
-                               {{7, 33, 2, 3}, {7, 1, 2, 1}},
-                               {{257, 3}, {1, 3}},
-                               {{33, 4, 2}, {11, 2, 1}},
-                               {{1, 1}, {1, 1}},
-                               {{257, 65, 2}, {257, 1, 2}}};
+  const shape_case shapes[] = {{{7, 33, 2, 3}, {7, 33, 2, 3}}, {{7, 33, 2, 3}, {7, 1, 2, 1}},
+                               {{257, 3}, {1, 3}},           {{33, 4, 2}, {11, 2, 1}},
+                               {{1, 1}, {1, 1}},             {{257, 65, 2}, {257, 1, 2}}};
   for (bp_op op : {BP_OP_ADD, BP_OP_SUB, BP_OP_MUL, BP_OP_DIV})
     for (const auto &s : shapes)
       for (bp_type ta : {BP_TYPE_F32, BP_TYPE_F16})
@@ -85,13 +68,10 @@ TEST_F(CpuKernels, BinaryBroadcastTypesAndViews) {
           bp_tensor *out = pool.node(op, ta, s.a, {a, b});
           run_ok({out});
           const double tol = ta == BP_TYPE_F16 ? 2e-3 : 1e-6;
-          expect_close(
-              out,
-              [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-                return ref_binary(op, get(a, i0, i1, i2, i3),
-                                  get(b, i0 % b->ne[0], i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]));
-              },
-              tol, "binary op " + std::to_string(op));
+          expect_close(out, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+            return ref_binary(op, get(a, i0, i1, i2, i3),
+                              get(b, i0 % b->ne[0], i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]));
+          }, tol, "binary op " + std::to_string(op));
         }
   // src0 a transposed view, src1 a strided view.
   bp_tensor *base = pool.make(BP_TYPE_F32, {9, 5});
@@ -102,9 +82,8 @@ TEST_F(CpuKernels, BinaryBroadcastTypesAndViews) {
   bp_tensor *bv = pool.view(bbase, {5, 9}, {8, bbase->nb[1]}, 4);  // every other element
   bp_tensor *out = pool.node(BP_OP_MUL, BP_TYPE_F32, {5, 9}, {at, bv});
   run_ok({out});
-  expect_close(
-      out, [&](int64_t i0, int64_t i1, int64_t, int64_t) { return get(at, i0, i1) * get(bv, i0, i1); }, 1e-6,
-      "mul of views");
+  expect_close(out, [&](int64_t i0, int64_t i1, int64_t, int64_t) { return get(at, i0, i1) * get(bv, i0, i1); }, 1e-6,
+               "mul of views");
 }
 
 TEST_F(CpuKernels, ScaleClampAndUnary) {
@@ -119,24 +98,19 @@ TEST_F(CpuKernels, ScaleClampAndUnary) {
     set_f32_param(cl, 1, 1.5f);
     run_ok({sc, cl});
     const double tol = t == BP_TYPE_F16 ? 2e-3 : 1e-6;
-    expect_close(
-        sc, [&](int64_t i0, int64_t i1, int64_t i2, int64_t) { return get(a, i0, i1, i2) * 0.25; }, tol, "scale");
-    expect_close(
-        cl,
-        [&](int64_t i0, int64_t i1, int64_t i2, int64_t) { return std::min(1.5, std::max(-0.5, get(a, i0, i1, i2))); },
-        tol, "clamp");
+    expect_close(sc, [&](int64_t i0, int64_t i1, int64_t i2, int64_t) { return get(a, i0, i1, i2) * 0.25; }, tol, "scale");
+    expect_close(cl, [&](int64_t i0, int64_t i1, int64_t i2, int64_t) {
+      return std::min(1.5, std::max(-0.5, get(a, i0, i1, i2)));
+    }, tol, "clamp");
     for (int op = BP_OP_NEG; op <= BP_OP_SIGMOID; ++op) {
       bp_tensor *in = pool.make(t, {257, 2, 17, 2});
       fill(in, rng, op == BP_OP_SQRT ? 0.0 : -4.0, 4.0);
       bp_tensor *view = pool.swap_dims(in, 1, 3);  // non-contiguous source
       bp_tensor *out = pool.node(static_cast<bp_op>(op), t, {257, 2, 17, 2}, {view});
       run_ok({out});
-      expect_close(
-          out,
-          [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-            return ref_unary(static_cast<bp_op>(op), get(view, i0, i1, i2, i3));
-          },
-          t == BP_TYPE_F16 ? 4e-3 : 2e-6, "unary op " + std::to_string(op));
+      expect_close(out, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        return ref_unary(static_cast<bp_op>(op), get(view, i0, i1, i2, i3));
+      }, t == BP_TYPE_F16 ? 4e-3 : 2e-6, "unary op " + std::to_string(op));
     }
   }
 }
@@ -243,11 +217,8 @@ TEST_F(CpuKernels, MulMatShapesTypesBatchesAndViews) {
   struct mm_case {
     int64_t K, M, N, A2, A3, B2, B3;
   };
-  const mm_case cases[] = {{1, 1, 1, 1, 1, 1, 1},
-                           {33, 7, 5, 2, 1, 4, 3},
-                           {257, 33, 7, 1, 1, 1, 1},
-                           {64, 65, 33, 1, 2, 3, 2},
-                           {7, 1, 257, 1, 1, 1, 1}};
+  const mm_case cases[] = {{1, 1, 1, 1, 1, 1, 1},  {33, 7, 5, 2, 1, 4, 3}, {257, 33, 7, 1, 1, 1, 1},
+                           {64, 65, 33, 1, 2, 3, 2}, {7, 1, 257, 1, 1, 1, 1}};
   for (const auto &c : cases)
     for (bp_type ta : {BP_TYPE_F32, BP_TYPE_F16}) {
       bp_tensor *a = pool.make(ta, {c.K, c.M, c.A2, c.A3});
@@ -256,15 +227,11 @@ TEST_F(CpuKernels, MulMatShapesTypesBatchesAndViews) {
       fill(b, rng);
       bp_tensor *out = pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {c.M, c.N, c.B2, c.B3}, {a, b});
       run_ok({out});
-      expect_close(
-          out,
-          [&](int64_t m, int64_t n, int64_t i2, int64_t i3) {
-            double s = 0;
-            for (int64_t k = 0; k < c.K; ++k)
-              s += get(a, k, m, i2 / (c.B2 / c.A2), i3 / (c.B3 / c.A3)) * get(b, k, n, i2, i3);
-            return s;
-          },
-          1e-5 * std::sqrt((double)c.K), "mul_mat K=" + std::to_string(c.K) + " M=" + std::to_string(c.M));
+      expect_close(out, [&](int64_t m, int64_t n, int64_t i2, int64_t i3) {
+        double s = 0;
+        for (int64_t k = 0; k < c.K; ++k) s += get(a, k, m, i2 / (c.B2 / c.A2), i3 / (c.B3 / c.A3)) * get(b, k, n, i2, i3);
+        return s;
+      }, 1e-5 * std::sqrt((double)c.K), "mul_mat K=" + std::to_string(c.K) + " M=" + std::to_string(c.M));
     }
   // Transposed (strided along K) operands.
   bp_tensor *abase = pool.make(BP_TYPE_F32, {9, 17});
@@ -274,14 +241,11 @@ TEST_F(CpuKernels, MulMatShapesTypesBatchesAndViews) {
   bp_tensor *a = pool.swap_dims(abase, 0, 1), *b = pool.swap_dims(bbase, 0, 1);  // [17, 9], [17, 5]
   bp_tensor *out = pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {9, 5}, {a, b});
   run_ok({out});
-  expect_close(
-      out,
-      [&](int64_t m, int64_t n, int64_t, int64_t) {
-        double s = 0;
-        for (int64_t k = 0; k < 17; ++k) s += get(a, k, m) * get(b, k, n);
-        return s;
-      },
-      1e-5, "mul_mat of transposed views");
+  expect_close(out, [&](int64_t m, int64_t n, int64_t, int64_t) {
+    double s = 0;
+    for (int64_t k = 0; k < 17; ++k) s += get(a, k, m) * get(b, k, n);
+    return s;
+  }, 1e-5, "mul_mat of transposed views");
 }
 
 TEST_F(CpuKernels, GetRowsChecksIds) {
@@ -295,8 +259,8 @@ TEST_F(CpuKernels, GetRowsChecksIds) {
       for (int i = 0; i < 5; ++i) put(ids, rows[j][i], i, j);
     bp_tensor *out = pool.node(BP_OP_GET_ROWS, t == BP_TYPE_I32 ? BP_TYPE_I32 : BP_TYPE_F32, {7, 5, 2}, {a, ids});
     run_ok({out});
-    expect_close(
-        out, [&](int64_t i0, int64_t n, int64_t i2, int64_t) { return get(a, i0, rows[i2][n], i2); }, 0, "get_rows");
+    expect_close(out, [&](int64_t i0, int64_t n, int64_t i2, int64_t) { return get(a, i0, rows[i2][n], i2); }, 0,
+                 "get_rows");
     put(ids, 10, 4, 1);
     bp_error err{};
     EXPECT_EQ(p.compute({out}, &err), BP_ERR_INVALID_ARGUMENT);
@@ -323,22 +287,17 @@ TEST_F(CpuKernels, CpyContAndConvert) {
       cp->data = dst->data;
       run_ok({c, cp});
       const double tol = (from == BP_TYPE_F16 || to == BP_TYPE_F16) ? 1e-3 : 0;
-      expect_close(
-          c, [&](int64_t i0, int64_t i1, int64_t i2, int64_t) { return get(v, i0, i1, i2); }, tol, "cont");
-      expect_close(
-          dst,
-          [&](int64_t i0, int64_t i1, int64_t, int64_t) {
-            int64_t flat = i0 + 15 * i1;  // dst's logical order
-            return get(a, flat % 7, (flat / 7) % 3, flat / 21);
-          },
-          tol, "cpy");
+      expect_close(c, [&](int64_t i0, int64_t i1, int64_t i2, int64_t) { return get(v, i0, i1, i2); }, tol, "cont");
+      expect_close(dst, [&](int64_t i0, int64_t i1, int64_t, int64_t) {
+        int64_t flat = i0 + 15 * i1;  // dst's logical order
+        return get(a, flat % 7, (flat / 7) % 3, flat / 21);
+      }, tol, "cpy");
     }
   bp_tensor *ia = pool.make(BP_TYPE_I32, {5, 4});
   for (int i = 0; i < 20; ++i) put(ia, 1000000 + i * 7919, i % 5, i / 5);
   bp_tensor *ic = pool.node(BP_OP_CONT, BP_TYPE_I32, {4, 5}, {pool.swap_dims(ia, 0, 1)});
   run_ok({ic});
-  expect_close(
-      ic, [&](int64_t i0, int64_t i1, int64_t, int64_t) { return get(ia, i1, i0); }, 0, "i32 cont");
+  expect_close(ic, [&](int64_t i0, int64_t i1, int64_t, int64_t) { return get(ia, i1, i0); }, 0, "i32 cont");
   // i32 -> f32 is not an op-table combination.
   bp_tensor *bad = pool.node(BP_OP_CONT, BP_TYPE_F32, {5, 4}, {ia});
   EXPECT_FALSE(p.supports(bad));
@@ -359,15 +318,12 @@ TEST_F(CpuKernels, ConcatEveryDim) {
       bp_tensor *out = pool.node(BP_OP_CONCAT, t, so, {a, b});
       out->op_params[0] = dim;
       run_ok({out});
-      expect_close(
-          out,
-          [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-            int64_t i[4] = {i0, i1, i2, i3};
-            if (i[dim] < sa[dim]) return get(a, i0, i1, i2, i3);
-            i[dim] -= sa[dim];
-            return get(b, i[0], i[1], i[2], i[3]);
-          },
-          0, "concat dim " + std::to_string(dim));
+      expect_close(out, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        int64_t i[4] = {i0, i1, i2, i3};
+        if (i[dim] < sa[dim]) return get(a, i0, i1, i2, i3);
+        i[dim] -= sa[dim];
+        return get(b, i[0], i[1], i[2], i[3]);
+      }, 0, "concat dim " + std::to_string(dim));
     }
 }
 
@@ -387,26 +343,23 @@ TEST_F(CpuKernels, RopeNormalAndNeox) {
       set_f32_param(out, 2, 10000.0f);
       set_f32_param(out, 3, 0.5f);
       run_ok({out});
-      expect_close(
-          out,
-          [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-            if (i0 >= n_dims) return get(a, i0, i1, i2, i3);
-            const int64_t half = n_dims / 2;
-            int64_t pair, j0, j1;
-            if (mode == BP_ROPE_NEOX) {
-              pair = i0 % half;
-              j0 = pair;
-              j1 = pair + half;
-            } else {
-              pair = i0 / 2;
-              j0 = 2 * pair;
-              j1 = j0 + 1;
-            }
-            const double theta = get(pos, i2) * 0.5 * std::pow(10000.0, -2.0 * pair / n_dims);
-            const double x0 = get(a, j0, i1, i2, i3), x1 = get(a, j1, i1, i2, i3);
-            return i0 == j0 ? x0 * std::cos(theta) - x1 * std::sin(theta) : x0 * std::sin(theta) + x1 * std::cos(theta);
-          },
-          2e-5, "rope mode " + std::to_string(mode) + " n_dims " + std::to_string(n_dims));
+      expect_close(out, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        if (i0 >= n_dims) return get(a, i0, i1, i2, i3);
+        const int64_t half = n_dims / 2;
+        int64_t pair, j0, j1;
+        if (mode == BP_ROPE_NEOX) {
+          pair = i0 % half;
+          j0 = pair;
+          j1 = pair + half;
+        } else {
+          pair = i0 / 2;
+          j0 = 2 * pair;
+          j1 = j0 + 1;
+        }
+        const double theta = get(pos, i2) * 0.5 * std::pow(10000.0, -2.0 * pair / n_dims);
+        const double x0 = get(a, j0, i1, i2, i3), x1 = get(a, j1, i1, i2, i3);
+        return i0 == j0 ? x0 * std::cos(theta) - x1 * std::sin(theta) : x0 * std::sin(theta) + x1 * std::cos(theta);
+      }, 2e-5, "rope mode " + std::to_string(mode) + " n_dims " + std::to_string(n_dims));
     }
 }
 
@@ -417,8 +370,7 @@ TEST_F(CpuKernels, GraphSkipsViewsAndRefusesBadNodes) {
   bp_tensor *v = pool.swap_dims(a, 0, 1);
   bp_tensor *n = pool.node(BP_OP_NEG, BP_TYPE_F32, {4, 4}, {v});
   run_ok({a, v, n});  // the leaf and the view are skipped
-  expect_close(
-      n, [&](int64_t i0, int64_t i1, int64_t, int64_t) { return -get(a, i1, i0); }, 0, "neg of view");
+  expect_close(n, [&](int64_t i0, int64_t i1, int64_t, int64_t) { return -get(a, i1, i0); }, 0, "neg of view");
 
   bp_tensor *no_src = pool.node(BP_OP_ADD, BP_TYPE_F32, {4, 4}, {a});
   EXPECT_FALSE(p.supports(no_src));
