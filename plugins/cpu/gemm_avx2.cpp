@@ -106,7 +106,7 @@ dot_fn tile_for(bool f16, int rows, int rn) { return f16 ? tile_fn<true>(rows, r
 }  // namespace
 
 const dot_kernels &dot_kernels_avx2() {
-  static const dot_kernels k{8, kGroup, rows_for_fn, kWideRows, tile_for};
+  static const dot_kernels k{8, kGroup, rows_for_fn, tile_for};
   return k;
 }
 

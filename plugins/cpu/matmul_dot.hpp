@@ -63,11 +63,12 @@ using dot_fn = void (*)(const void *const *a, const float *bp, int64_t K, float 
 // One ISA's tiles, as the driver needs them (at most 8 rows of a and 8 rows
 // of b per tile: the driver's buffers are sized for that).
 struct dot_kernels {
-  int lanes;                // floats per vector: b's rows interleave in runs of this many
-  int group;                // rows of b per tile at most (the interleaved groups)
-  int (*rows_for)(int rn);  // rows of a per tile for rn <= group rows of b
-  int wide_rows;            // rows of a per tile when b has more than |group| rows
-  // The tile for |rows| rows of a (rows_for(rn), wide_rows or 1) by |rn|.
+  int lanes;  // floats per vector: b's rows interleave in runs of this many
+  int group;  // rows of b per tile at most (the interleaved groups)
+  // Rows of a per tile for rn <= group rows of b; when b has more than
+  // |group| rows, every group passes over rows_for(group) rows of a.
+  int (*rows_for)(int rn);
+  // The tile for |rows| rows of a (rows_for(rn), rows_for(group) or 1) by |rn|.
   dot_fn (*tile)(bool f16, int rows, int rn);
 };
 

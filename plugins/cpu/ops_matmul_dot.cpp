@@ -52,7 +52,7 @@ void mul_mat_dot_run(const bp_tensor *t, int ith, int nth, const dot_kernels &ke
   float res[kMaxGroup * kMaxTileRows];
   const void *ar[kMaxTileRows], *next[kMaxTileRows];
   const float *br[kMaxGroup];
-  const int rm = N > group ? kern.wide_rows : kern.rows_for(static_cast<int>(N));
+  const int rm = kern.rows_for(static_cast<int>(N > group ? group : N));
   for (int64_t u = units.begin; u < units.end; ++u) {
     const thin_unit w = units.at(u);
     if (w.batch != packed_batch) {

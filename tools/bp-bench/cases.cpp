@@ -348,19 +348,33 @@ struct memcpy_setup : setup {
   explicit memcpy_setup(size_t n) : bytes(n), src(n / 4 + 1), dst(n / 4 + 1) {}
 };
 
+// Runs part(i) for every i in [0, threads) at once, part 0 on the calling
+// thread, and returns when all have.
+template <class F>
+void on_threads(int threads, F part) {
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back(part, i);
+  part(0);
+  for (auto &t : pool) t.join();
+}
+
+// Slice |i| of [0, total) cut into |threads| slices whose length is a
+// multiple of |align|: [*begin, *end).
+void slice_of(size_t total, int threads, int i, size_t align, size_t *begin, size_t *end) {
+  const size_t slice = (total / static_cast<size_t>(threads) + align - 1) / align * align;
+  *begin = std::min(total, slice * static_cast<size_t>(i));
+  *end = std::min(total, *begin + slice);
+}
+
 // Copies |s| split into |threads| slices, one per thread (the caller's included).
 void parallel_memcpy(memcpy_setup &s, int threads) {
   auto *dst = reinterpret_cast<unsigned char *>(s.dst.p);
   const auto *src = reinterpret_cast<const unsigned char *>(s.src.p);
-  const size_t slice = (s.bytes / static_cast<size_t>(threads) + 63) / 64 * 64;
-  auto copy = [&](int i) {
-    size_t at = std::min(s.bytes, slice * static_cast<size_t>(i)), len = std::min(slice, s.bytes - at);
-    std::memcpy(dst + at, src + at, len);
-  };
-  std::vector<std::thread> pool;
-  for (int i = 1; i < threads; ++i) pool.emplace_back(copy, i);
-  copy(0);
-  for (auto &t : pool) t.join();
+  on_threads(threads, [&](int i) {
+    size_t at, end;
+    slice_of(s.bytes, threads, i, 64, &at, &end);
+    std::memcpy(dst + at, src + at, end - at);
+  });
 }
 
 void run_memcpy(benchmark::State &state, const op_case &c, double work, int threads, const std::string &name) {
@@ -488,10 +502,7 @@ machine_rate measure_peak(int threads) {
   const peak_isa isa = widest_isa();
   std::vector<float> sink(static_cast<size_t>(threads));
   const double s = best_seconds(5, [&] {
-    std::vector<std::thread> pool;
-    for (int i = 1; i < threads; ++i) pool.emplace_back([&, i] { sink[i] = isa.loop(kPeakRounds); });
-    sink[0] = isa.loop(kPeakRounds);
-    for (auto &t : pool) t.join();
+    on_threads(threads, [&](int i) { sink[static_cast<size_t>(i)] = isa.loop(kPeakRounds); });
     benchmark::DoNotOptimize(sink.data());
   });
   return {peak_work(threads, isa) / s, std::string("fma ") + isa.name};
@@ -513,22 +524,19 @@ machine_rate measure_dram_read(int threads) {
   aligned_floats buf(words * 2);
   fill_random(buf.p, words * 2, 2);
   const auto *p = reinterpret_cast<const uint64_t *>(buf.p);
-  const size_t slice = (words / static_cast<size_t>(threads) + 7) / 8 * 8;
   std::vector<uint64_t> sums(static_cast<size_t>(threads));
   // Eight independent sums per thread: enough loads in flight for DRAM on
   // any ISA; the sums are kept so the reads are not optimised away.
   auto read = [&](int i) {
-    const size_t at = std::min(words, slice * static_cast<size_t>(i)), end = std::min(words, at + slice);
+    size_t at, end;
+    slice_of(words, threads, i, 8, &at, &end);
     uint64_t s[8] = {};
     for (size_t w = at; w + 8 <= end; w += 8)
       for (int j = 0; j < 8; ++j) s[j] += p[w + j];
     sums[static_cast<size_t>(i)] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
   };
   const double s = best_seconds(5, [&] {
-    std::vector<std::thread> pool;
-    for (int i = 1; i < threads; ++i) pool.emplace_back(read, i);
-    read(0);
-    for (auto &t : pool) t.join();
+    on_threads(threads, read);
     benchmark::DoNotOptimize(sums.data());
   });
   return {kDramBytes / s, "read 256 MiB"};
