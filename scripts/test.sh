@@ -82,6 +82,9 @@ for isa in baseline avx2 avx512; do
   echo "== cpu ISA path $isa"
   BP_CPU_ISA=$isa ./build/bin/bp-test-ops --device cpu
   BP_CPU_ISA=$isa ./build/bin/bp_test_plugins_cpu --gtest_brief=1
+  # ... and with every dense F32 output of the row kernels streamed, which
+  # by itself only an output as large as the last-level cache is.
+  BP_CPU_ISA=$isa BP_CPU_STREAM_MIN_BYTES=0 ./build/bin/bp_test_plugins_cpu --gtest_brief=1
   if [ $isa = avx512 ]; then
     # The thin-product tiles depend on whether 512-bit FMAs run in halves
     # (docs/plugins/cpu.md); run the products both ways, whatever this CPU is.

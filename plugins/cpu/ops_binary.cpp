@@ -29,9 +29,9 @@ struct div_op {
 // out[i] = a[i] op b[i % nb0] for one row. The three shapes of b get their
 // own loops so the common ones vectorize.
 template <typename Op>
-void binary_row(float *out, const float *a, const float *b, int64_t n, int64_t nb0) {
+void binary_row(float *out, const float *a, const float *b, int64_t n, int64_t nb0, row_store store) {
   if (nb0 == n) {
-    row_binary(Op::row, out, a, b, n);  // the ISA-dispatched loop (row_math.hpp)
+    row_binary(Op::row, out, a, b, n, store);  // the ISA-dispatched loop (row_math.hpp)
   } else if (nb0 == 1) {
     const float s = b[0];
     for (int64_t i = 0; i < n; ++i) out[i] = Op::f(a[i], s);
@@ -49,6 +49,7 @@ void binary_rows(const bp_tensor *dst, int ith, int nth) {
   const bp_tensor *b = dst->src[1];
   const int64_t n = dst->ne[0];
   std::vector<float> sa(static_cast<size_t>(n)), sb(static_cast<size_t>(b->ne[0])), so(static_cast<size_t>(n));
+  const row_store store = rows_streamed(dst) ? row_store::streamed : row_store::cached;
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
   for (int64_t r = r0; r < r1; ++r) {
@@ -56,9 +57,10 @@ void binary_rows(const bp_tensor *dst, int ith, int nth) {
     const float *ra = read_row(a, ix.i1, ix.i2, ix.i3, sa.data());
     const float *rb = read_row(b, ix.i1 % b->ne[1], ix.i2 % b->ne[2], ix.i3 % b->ne[3], sb.data());
     float *ro = out_row(dst, ix.i1, ix.i2, ix.i3, so.data());
-    binary_row<Op>(ro, ra, rb, n, b->ne[0]);
+    binary_row<Op>(ro, ra, rb, n, b->ne[0], store);
     finish_row(dst, ix.i1, ix.i2, ix.i3, ro);
   }
+  if (store == row_store::streamed) row_store_fence();
 }
 
 void param_rows(const bp_tensor *dst, int ith, int nth) {
@@ -66,6 +68,7 @@ void param_rows(const bp_tensor *dst, int ith, int nth) {
   const int64_t n = dst->ne[0];
   std::vector<float> sa(static_cast<size_t>(n)), so(static_cast<size_t>(n));
   const float p0 = bp_tensor_param_f32(dst, 0), p1 = bp_tensor_param_f32(dst, 1);
+  const row_store store = rows_streamed(dst) ? row_store::streamed : row_store::cached;
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
   for (int64_t r = r0; r < r1; ++r) {
@@ -73,7 +76,7 @@ void param_rows(const bp_tensor *dst, int ith, int nth) {
     const float *ra = read_row(a, ix.i1, ix.i2, ix.i3, sa.data());
     float *ro = out_row(dst, ix.i1, ix.i2, ix.i3, so.data());
     if (dst->op == BP_OP_SCALE) {
-      row_scale_add(ro, ra, n, p0, nullptr);
+      row_scale_add(ro, ra, n, p0, nullptr, store);
     } else {  // CLAMP: min then max, so NaN bounds leave values alone
       for (int64_t i = 0; i < n; ++i) {
         float v = ra[i];
@@ -83,6 +86,7 @@ void param_rows(const bp_tensor *dst, int ith, int nth) {
     }
     finish_row(dst, ix.i1, ix.i2, ix.i3, ro);
   }
+  if (store == row_store::streamed) row_store_fence();
 }
 
 }  // namespace

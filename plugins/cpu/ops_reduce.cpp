@@ -55,6 +55,7 @@ void norm_rows(const bp_tensor *dst, int ith, int nth) {
   const int64_t n = a->ne[0];
   const double eps = bp_tensor_param_f32(dst, 0);
   std::vector<float> sa(static_cast<size_t>(n)), so(static_cast<size_t>(n));
+  const row_store store = rows_streamed(dst) ? row_store::streamed : row_store::cached;
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
   for (int64_t r = r0; r < r1; ++r) {
@@ -66,14 +67,15 @@ void norm_rows(const bp_tensor *dst, int ith, int nth) {
       const double var = row_sum_sq(x, n, mean) / static_cast<double>(n);
       const double inv = 1.0 / std::sqrt(var + eps);
       // (x - mean) * inv in float: both fit, and the loop vectorizes.
-      row_sub_scale(y, x, n, static_cast<float>(mean), static_cast<float>(inv));
+      row_sub_scale(y, x, n, static_cast<float>(mean), static_cast<float>(inv), store);
     } else {  // RMS_NORM
       const double ss = row_sum_sq(x, n, 0.0);
       const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
-      row_scale_add(y, x, n, inv, nullptr);
+      row_scale_add(y, x, n, inv, nullptr, store);
     }
     finish_row(dst, ix.i1, ix.i2, ix.i3, y);
   }
+  if (store == row_store::streamed) row_store_fence();
 }
 
 }  // namespace
@@ -121,6 +123,9 @@ void soft_max_run(const bp_tensor *dst, int ith, int nth) {
   const float scale = bp_tensor_param_f32(dst, 0);
   std::vector<float> sa(static_cast<size_t>(n)), so(static_cast<size_t>(n));
   std::vector<float> sm(mask ? static_cast<size_t>(mask->ne[0]) : 0u);
+  // Streamed, the passes over a row work in |so| (L1 or L2) and only the
+  // last one writes the row out, with non-temporal stores.
+  const row_store store = rows_streamed(dst) ? row_store::streamed : row_store::cached;
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
   for (int64_t r = r0; r < r1; ++r) {
@@ -128,7 +133,8 @@ void soft_max_run(const bp_tensor *dst, int ith, int nth) {
     const float *x = read_row(a, ix.i1, ix.i2, ix.i3, sa.data());
     const float *m =
         mask ? read_row(mask, ix.i1 % mask->ne[1], ix.i2 % mask->ne[2], ix.i3 % mask->ne[3], sm.data()) : nullptr;
-    float *y = out_row(dst, ix.i1, ix.i2, ix.i3, so.data());
+    float *out = out_row(dst, ix.i1, ix.i2, ix.i3, so.data());
+    float *y = store == row_store::streamed ? so.data() : out;
     // Scale and mask, then the row maximum (separate loops vectorize).
     if (!m || mask->ne[0] >= n) {
       row_scale_add(y, x, n, scale, m);
@@ -137,13 +143,14 @@ void soft_max_run(const bp_tensor *dst, int ith, int nth) {
     }
     const float mx = row_max(y, n);
     if (mx == -std::numeric_limits<float>::infinity()) {
-      for (int64_t i = 0; i < n; ++i) y[i] = 0.0f;
+      for (int64_t i = 0; i < n; ++i) out[i] = 0.0f;
     } else {
       const double sum = row_exp_shift_sum(y, n, mx);
-      row_scale_add(y, y, n, static_cast<float>(1.0 / sum), nullptr);
+      row_scale_add(out, y, n, static_cast<float>(1.0 / sum), nullptr, store);
     }
-    finish_row(dst, ix.i1, ix.i2, ix.i3, y);
+    finish_row(dst, ix.i1, ix.i2, ix.i3, out);
   }
+  if (store == row_store::streamed) row_store_fence();
 }
 
 }  // namespace bp::cpu

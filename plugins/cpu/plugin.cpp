@@ -22,6 +22,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
+#include "kernels.hpp"
 #include "plugins/common/isa.hpp"
 #include "plugins/common/threadpool.hpp"
 
@@ -49,6 +50,7 @@ bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
     state->n_cores = plugins::count_cores();
     *out_plugin = state;
     if (const char *w = plugins::isa_env_warning(); *w) bp_host_logf(state->host, BP_LOG_WARN, "%s", w);
+    if (const char *w = stream_env_warning(); *w) bp_host_logf(state->host, BP_LOG_WARN, "%s", w);
     bp_host_logf(state->host, BP_LOG_DEBUG, "plugin ready, %u cores, %s", state->n_cores, state->description.c_str());
     return BP_OK;
   });

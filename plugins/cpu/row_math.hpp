@@ -27,13 +27,26 @@ double row_sum_sq(const float *x, int64_t n, double center);
 float row_max(const float *x, int64_t n);
 // y[i] = exp(y[i] - shift) in place; returns the sum of the new y.
 double row_exp_shift_sum(float *y, int64_t n, float shift);
+
+// How the element-wise loops below store y. cached: plain stores, so y is in
+// the cache for whoever reads it next. streamed: non-temporal stores, which
+// write whole lines to memory without first reading them into the cache
+// (a third less DRAM traffic for y = f(x)); for outputs too large to stay in
+// the last-level cache anyway (rows_streamed() in kernels.hpp decides). A
+// thread that streamed calls row_store_fence() before it reports its part
+// done, so the stores are visible to the threads that read y next.
+enum class row_store { cached, streamed };
+void row_store_fence();
+
 // y[i] = x[i] * scale (+ add[i] when |add| is not NULL). y may be x.
-void row_scale_add(float *y, const float *x, int64_t n, float scale, const float *add);
+void row_scale_add(float *y, const float *x, int64_t n, float scale, const float *add,
+                   row_store store = row_store::cached);
 // y[i] = (x[i] - center) * scale. y may be x.
-void row_sub_scale(float *y, const float *x, int64_t n, float center, float scale);
+void row_sub_scale(float *y, const float *x, int64_t n, float center, float scale, row_store store = row_store::cached);
 enum class row_binary_op { add, sub, mul, div };
 // y[i] = a[i] op b[i]. y may be a or b.
-void row_binary(row_binary_op op, float *y, const float *a, const float *b, int64_t n);
+void row_binary(row_binary_op op, float *y, const float *a, const float *b, int64_t n,
+                row_store store = row_store::cached);
 
 }  // namespace bp::cpu
 

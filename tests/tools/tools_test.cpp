@@ -159,9 +159,9 @@ TEST(BpDevices, BadPluginPathEntriesAreProblemsNotSilence) {
   EXPECT_FALSE(j["plugins"].empty());  // the other folders were still searched
 }
 
-// The cpu plugin says which kernels it runs, and a BP_CPU_ISA or
-// BP_CPU_AVX512_HALVES value it cannot use is a warning naming the accepted
-// ones, not silence.
+// The cpu plugin says which kernels it runs, and a BP_CPU_ISA,
+// BP_CPU_AVX512_HALVES or BP_CPU_STREAM_MIN_BYTES value it cannot use is a
+// warning naming the accepted ones, not silence.
 TEST(BpDevices, CpuKernelChoiceIsShownAndBadIsaValuesWarn) {
   result r = run("BP_CPU_ISA=baseline " + bin("bp-devices") + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
@@ -172,6 +172,16 @@ TEST(BpDevices, CpuKernelChoiceIsShownAndBadIsaValuesWarn) {
   EXPECT_NE(r.out.find("BP_CPU_ISA=avx3 is not a level (baseline, avx2 or avx512) and is ignored"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("BP_CPU_AVX512_HALVES=2 is neither 0 nor 1 and is ignored"), std::string::npos) << r.out;
+  for (const char *bad : {"64M", "-1", "lots", "99999999999999999999"}) {
+    r = run(std::string("BP_CPU_STREAM_MIN_BYTES=") + bad + " " + bin("bp-devices") + " 2>&1");
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find(std::string("BP_CPU_STREAM_MIN_BYTES=") + bad +
+                         " is not a byte count (a whole number, 0 or more) and is ignored"),
+              std::string::npos)
+        << r.out;
+  }
+  r = run("BP_CPU_STREAM_MIN_BYTES=0 " + bin("bp-devices") + " 2>&1");
+  EXPECT_EQ(r.out.find("BP_CPU_STREAM_MIN_BYTES"), std::string::npos) << r.out;
 }
 
 TEST(BpDevices, AReportThatCannotBeWrittenIsAnError) {

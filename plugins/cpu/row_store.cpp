@@ -1,0 +1,101 @@
+// row_store.cpp: which outputs the row kernels write past the caches.
+//
+// An output at least as large as the last-level cache cannot be in it when
+// the next op reads it, so keeping it there only costs: a plain store first
+// reads every line it writes (3 bytes of DRAM traffic for every 2 an op like
+// RMS_NORM needs). Such outputs are written with non-temporal stores
+// (row_store::streamed, row_math.hpp). On the 2-core Zen 4 VM that took
+// RMS_NORM over 64 MiB from 0.8-0.9 to 1.2-1.3x of DRAM memcpy (bp-bench).
+//
+// The threshold is the size of the largest cache cpu0 has, as Linux reports
+// it in sysfs (/sys/devices/system/cpu/cpu0/cache/index*/size): sysconf's
+// _SC_LEVEL3_CACHE_SIZE said 320 MiB on that VM, where sysfs and lscpu say
+// 32 MiB. 32 MiB when sysfs says nothing. BP_CPU_STREAM_MIN_BYTES=N
+// overrides it (0 streams every dense F32 output, so the tests can run the
+// streamed loops on small tensors).
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "kernels.hpp"
+
+namespace bp::cpu {
+namespace {
+
+constexpr int64_t kDefaultMinBytes = int64_t{32} << 20;
+
+// "32768K" and the like; 0 when unreadable.
+int64_t read_cache_size(const std::string &path) {
+  FILE *f = std::fopen(path.c_str(), "r");
+  if (!f) return 0;
+  char text[32] = {};
+  const bool got = std::fgets(text, sizeof text, f) != nullptr;
+  std::fclose(f);
+  if (!got) return 0;
+  char *end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  if (end == text || value <= 0) return 0;
+  switch (*end) {
+    case 'K':
+      return value << 10;
+    case 'M':
+      return value << 20;
+    case 'G':
+      return value << 30;
+    default:
+      return value;
+  }
+}
+
+int64_t largest_cache_bytes() {
+  int64_t largest = 0;
+  for (int i = 0; i < 8; ++i) {
+    const int64_t size = read_cache_size("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    largest = size > largest ? size : largest;
+  }
+  return largest;
+}
+
+// BP_CPU_STREAM_MIN_BYTES as a byte count; false when unset or not one.
+bool min_bytes_from_env(int64_t *out) {
+  const char *v = secure_getenv("BP_CPU_STREAM_MIN_BYTES");
+  if (!v || !*v) return false;
+  char *end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(v, &end, 10);
+  if (errno != 0 || *end != '\0' || value < 0) return false;
+  *out = value;
+  return true;
+}
+
+}  // namespace
+
+int64_t stream_min_bytes() {
+  static const int64_t bytes = [] {
+    int64_t b;
+    if (min_bytes_from_env(&b)) return b;
+    b = largest_cache_bytes();
+    return b > 0 ? b : kDefaultMinBytes;
+  }();
+  return bytes;
+}
+
+const char *stream_env_warning() {
+  static const std::string text = [] {
+    const char *v = secure_getenv("BP_CPU_STREAM_MIN_BYTES");
+    int64_t unused;
+    if (!v || !*v || min_bytes_from_env(&unused)) return std::string();
+    return std::string("BP_CPU_STREAM_MIN_BYTES=") + v +
+           " is not a byte count (a whole number, 0 or more) and is ignored (the cache size decides)";
+  }();
+  return text.c_str();
+}
+
+bool rows_streamed(const bp_tensor *t) {
+  if (!f32_rows(t)) return false;
+  const int64_t bytes = bp_tensor_nelements(t) * static_cast<int64_t>(sizeof(float));
+  return bytes >= stream_min_bytes();
+}
+
+}  // namespace bp::cpu
