@@ -1,44 +1,35 @@
 // ops_unary.cpp: NEG ABS SQR SQRT EXP RELU GELU SILU TANH SIGMOID, row by
-// row, F32 or F16 in and out (math in F32).
-#include <cmath>
+// row, F32 or F16 in and out (math in F32, in row_unary: row_math.hpp).
 #include <vector>
 
 #include "kernels.hpp"
+#include "row_math.hpp"
 
 namespace bp::cpu {
 namespace {
 
-struct neg_op { static float f(float x) { return -x; } };
-struct abs_op { static float f(float x) { return std::fabs(x); } };
-struct sqr_op { static float f(float x) { return x * x; } };
-struct sqrt_op { static float f(float x) { return std::sqrt(x); } };
-struct exp_op { static float f(float x) { return std::exp(x); } };
-struct relu_op { static float f(float x) { return x > 0.0f ? x : 0.0f; } };
-// The tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-struct gelu_op {
-  static float f(float x) {
-    const float k = 0.7978845608028654f;
-    return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
-  }
-};
-// exp(-x) overflows to inf for x < -88 and x / inf = -0: the right limit.
-struct silu_op { static float f(float x) { return x / (1.0f + std::exp(-x)); } };
-struct tanh_op { static float f(float x) { return std::tanh(x); } };
-struct sigmoid_op { static float f(float x) { return 1.0f / (1.0f + std::exp(-x)); } };
-
-template <typename Op>
-void unary_rows(const bp_tensor *dst, int ith, int nth) {
-  const bp_tensor *a = dst->src[0];
-  const int64_t n = dst->ne[0];
-  std::vector<float> sa(static_cast<size_t>(n)), so(static_cast<size_t>(n));
-  int64_t r0, r1;
-  split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
-  for (int64_t r = r0; r < r1; ++r) {
-    row_index ix = decode_row(dst, r);
-    const float *ra = read_row(a, ix.i1, ix.i2, ix.i3, sa.data());
-    float *ro = out_row(dst, ix.i1, ix.i2, ix.i3, so.data());
-    for (int64_t i = 0; i < n; ++i) ro[i] = Op::f(ra[i]);
-    finish_row(dst, ix.i1, ix.i2, ix.i3, ro);
+row_unary_op unary_of(bp_op op) {
+  switch (op) {
+    case BP_OP_NEG:
+      return row_unary_op::neg;
+    case BP_OP_ABS:
+      return row_unary_op::abs;
+    case BP_OP_SQR:
+      return row_unary_op::sqr;
+    case BP_OP_SQRT:
+      return row_unary_op::sqrt;
+    case BP_OP_EXP:
+      return row_unary_op::exp;
+    case BP_OP_RELU:
+      return row_unary_op::relu;
+    case BP_OP_GELU:
+      return row_unary_op::gelu;
+    case BP_OP_SILU:
+      return row_unary_op::silu;
+    case BP_OP_TANH:
+      return row_unary_op::tanh;
+    default:
+      return row_unary_op::sigmoid;
   }
 }
 
@@ -50,20 +41,22 @@ bool unary_supports(const bp_tensor *t) {
          bp_tensor_same_shape(t, a);
 }
 
-void unary_run(const bp_tensor *t, int ith, int nth) {
-  switch (t->op) {
-    case BP_OP_NEG: unary_rows<neg_op>(t, ith, nth); break;
-    case BP_OP_ABS: unary_rows<abs_op>(t, ith, nth); break;
-    case BP_OP_SQR: unary_rows<sqr_op>(t, ith, nth); break;
-    case BP_OP_SQRT: unary_rows<sqrt_op>(t, ith, nth); break;
-    case BP_OP_EXP: unary_rows<exp_op>(t, ith, nth); break;
-    case BP_OP_RELU: unary_rows<relu_op>(t, ith, nth); break;
-    case BP_OP_GELU: unary_rows<gelu_op>(t, ith, nth); break;
-    case BP_OP_SILU: unary_rows<silu_op>(t, ith, nth); break;
-    case BP_OP_TANH: unary_rows<tanh_op>(t, ith, nth); break;
-    case BP_OP_SIGMOID: unary_rows<sigmoid_op>(t, ith, nth); break;
-    default: break;
+void unary_run(const bp_tensor *dst, int ith, int nth) {
+  const bp_tensor *a = dst->src[0];
+  const int64_t n = dst->ne[0];
+  const row_unary_op op = unary_of(dst->op);
+  const row_store store = rows_streamed(dst) ? row_store::streamed : row_store::cached;
+  std::vector<float> sa(static_cast<size_t>(n)), so(static_cast<size_t>(n));
+  int64_t r0, r1;
+  split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
+  for (int64_t r = r0; r < r1; ++r) {
+    row_index ix = decode_row(dst, r);
+    const float *ra = read_row(a, ix.i1, ix.i2, ix.i3, sa.data());
+    float *ro = out_row(dst, ix.i1, ix.i2, ix.i3, so.data());
+    row_unary(op, ro, ra, n, store);
+    finish_row(dst, ix.i1, ix.i2, ix.i3, ro);
   }
+  if (store == row_store::streamed) row_store_fence();
 }
 
 }  // namespace bp::cpu

@@ -59,6 +59,42 @@ double exp_shift_sum_portable(float *y, int64_t n, float shift) {
   return s;
 }
 
+// The unary ops on one value: the portable loop, and the tails and TANH of
+// the vector ones. GELU and SILU divide x by 1 + exp(-t): where exp
+// overflows to inf that gives -0 or 0, the functions' limits.
+constexpr float kGeluK = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluC = 0.044715f;
+
+template <row_unary_op Op>
+inline float unary_one(float x) {
+  if constexpr (Op == row_unary_op::neg) {
+    return -x;
+  } else if constexpr (Op == row_unary_op::abs) {
+    return std::fabs(x);
+  } else if constexpr (Op == row_unary_op::sqr) {
+    return x * x;
+  } else if constexpr (Op == row_unary_op::sqrt) {
+    return std::sqrt(x);
+  } else if constexpr (Op == row_unary_op::exp) {
+    return std::exp(x);
+  } else if constexpr (Op == row_unary_op::relu) {
+    return x > 0.0f ? x : 0.0f;
+  } else if constexpr (Op == row_unary_op::gelu) {
+    return x / (1.0f + std::exp(-2.0f * kGeluK * (x + kGeluC * x * x * x)));
+  } else if constexpr (Op == row_unary_op::silu) {
+    return x / (1.0f + std::exp(-x));
+  } else if constexpr (Op == row_unary_op::tanh) {
+    return std::tanh(x);
+  } else {
+    return 1.0f / (1.0f + std::exp(-x));
+  }
+}
+
+template <row_unary_op Op>
+void unary_portable(float *y, const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = unary_one<Op>(x[i]);
+}
+
 #ifdef BP_ROW_MATH_AVX2
 #define BP_AVX2 __attribute__((target("avx2,fma")))
 
@@ -133,6 +169,31 @@ BP_AVX2 double exp_shift_sum_avx2(float *y, int64_t n, float shift) {
     b = _mm256_add_pd(b, hi);
   }
   return hsum(a, b) + exp_shift_sum_portable(y + i, n - i, shift);
+}
+
+// The exp-based unary ops on 8 lanes, through libmvec's expf; the others
+// are the portable loops, which GCC vectorizes.
+template <row_unary_op Op>
+BP_AVX2 inline __m256 unary8(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  if constexpr (Op == row_unary_op::exp) {
+    return _ZGVdN8v_expf(x);
+  } else if constexpr (Op == row_unary_op::sigmoid) {
+    return _mm256_div_ps(one, _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+  } else if constexpr (Op == row_unary_op::silu) {
+    return _mm256_div_ps(x, _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+  } else {  // gelu
+    const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+    const __m256 u = _mm256_mul_ps(_mm256_set1_ps(-2.0f * kGeluK), _mm256_fmadd_ps(_mm256_set1_ps(kGeluC), x3, x));
+    return _mm256_div_ps(x, _mm256_add_ps(one, _ZGVdN8v_expf(u)));
+  }
+}
+
+template <row_unary_op Op>
+BP_AVX2 void unary_avx2(float *y, const float *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, unary8<Op>(_mm256_loadu_ps(x + i)));
+  unary_portable<Op>(y + i, x + i, n - i);
 }
 
 #define BP_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
@@ -227,11 +288,12 @@ BP_AVX512 float max_avx512(const float *x, int64_t n) {
 // expf on 16 lanes, inline (a libmvec call per vector cost more than the
 // rest of SOFT_MAX): x = n ln2 + r with |r| <= ln2/2, e^r by Cephes' expf
 // polynomial (within 2 ulp), then 2^n by vscalefps, which gives inf past
-// 88.7 and 0 below -103.9 (-inf included, through the clamp) without
-// branches. max(lo, x) keeps a NaN x (vmaxps returns its second operand when
-// either is NaN).
+// 88.7 and 0 below -103.9 without branches. The clamps to [-104, 89] keep
+// the range reduction finite (for x = inf, x - n ln2 would be inf - inf), so
+// -inf gives 0 and inf gives inf by overflow; they keep a NaN x (vmaxps and
+// vminps return their second operand when either is NaN).
 BP_AVX512 inline __m512 exp16(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
@@ -348,6 +410,37 @@ BP_AVX512 void binary_avx512(float *y, const float *a, const float *b, int64_t n
   });
 }
 
+template <row_unary_op Op>
+BP_AVX512 inline __m512 unary16(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+  if constexpr (Op == row_unary_op::neg) {
+    return _mm512_xor_ps(x, _mm512_set1_ps(-0.0f));
+  } else if constexpr (Op == row_unary_op::abs) {
+    return _mm512_abs_ps(x);
+  } else if constexpr (Op == row_unary_op::sqr) {
+    return _mm512_mul_ps(x, x);
+  } else if constexpr (Op == row_unary_op::sqrt) {
+    return _mm512_sqrt_ps(x);
+  } else if constexpr (Op == row_unary_op::exp) {
+    return exp16(x);
+  } else if constexpr (Op == row_unary_op::relu) {
+    return _mm512_max_ps(x, zero);  // vmaxps gives its second operand for NaN and for -0: 0, as x > 0 ? x : 0
+  } else if constexpr (Op == row_unary_op::gelu) {
+    const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+    const __m512 u = _mm512_mul_ps(_mm512_set1_ps(-2.0f * kGeluK), _mm512_fmadd_ps(_mm512_set1_ps(kGeluC), x3, x));
+    return _mm512_div_ps(x, _mm512_add_ps(one, exp16(u)));
+  } else if constexpr (Op == row_unary_op::silu) {
+    return _mm512_div_ps(x, _mm512_add_ps(one, exp16(_mm512_sub_ps(zero, x))));
+  } else {  // sigmoid
+    return _mm512_div_ps(one, _mm512_add_ps(one, exp16(_mm512_sub_ps(zero, x))));
+  }
+}
+
+template <row_unary_op Op>
+BP_AVX512 void unary_avx512(float *y, const float *x, int64_t n) {
+  each16(n, [&](__mmask16 m, int64_t i, bool t) BP_AVX512 { store16(y + i, unary16<Op>(load16(x + i, m, t)), m, t); });
+}
+
 // The level the row loops use: cpu_isa() (plugins/common/isa.hpp), which
 // BP_CPU_ISA / BP_CPU_BASELINE cap so the tests can check every path.
 plugins::isa_level level() {
@@ -446,6 +539,45 @@ void binary_cached(row_binary_op op, float *y, const float *a, const float *b, i
   }
 }
 
+template <row_unary_op Op>
+void unary_cached_as(float *y, const float *x, int64_t n) {
+#ifdef BP_ROW_MATH_AVX2
+  if constexpr (Op != row_unary_op::tanh) {
+    if (have_avx512()) return unary_avx512<Op>(y, x, n);
+  }
+  if constexpr (Op == row_unary_op::exp || Op == row_unary_op::sigmoid || Op == row_unary_op::silu ||
+                Op == row_unary_op::gelu) {
+    if (have_avx2()) return unary_avx2<Op>(y, x, n);
+  }
+#endif
+  unary_portable<Op>(y, x, n);
+}
+
+void unary_cached(row_unary_op op, float *y, const float *x, int64_t n) {
+  switch (op) {
+    case row_unary_op::neg:
+      return unary_cached_as<row_unary_op::neg>(y, x, n);
+    case row_unary_op::abs:
+      return unary_cached_as<row_unary_op::abs>(y, x, n);
+    case row_unary_op::sqr:
+      return unary_cached_as<row_unary_op::sqr>(y, x, n);
+    case row_unary_op::sqrt:
+      return unary_cached_as<row_unary_op::sqrt>(y, x, n);
+    case row_unary_op::exp:
+      return unary_cached_as<row_unary_op::exp>(y, x, n);
+    case row_unary_op::relu:
+      return unary_cached_as<row_unary_op::relu>(y, x, n);
+    case row_unary_op::gelu:
+      return unary_cached_as<row_unary_op::gelu>(y, x, n);
+    case row_unary_op::silu:
+      return unary_cached_as<row_unary_op::silu>(y, x, n);
+    case row_unary_op::tanh:
+      return unary_cached_as<row_unary_op::tanh>(y, x, n);
+    default:
+      return unary_cached_as<row_unary_op::sigmoid>(y, x, n);
+  }
+}
+
 // Streamed rows: the cached loop computes kStreamChunk floats at a time into
 // an L1 buffer, which non-temporal stores of 32 (AVX2) or 64 (AVX-512) bytes
 // then copy out. Small chunks keep the reads of the inputs and the writes of
@@ -515,6 +647,11 @@ void row_sub_scale(float *y, const float *x, int64_t n, float center, float scal
 void row_binary(row_binary_op op, float *y, const float *a, const float *b, int64_t n, row_store store) {
   if (store == row_store::cached) return binary_cached(op, y, a, b, n);
   each_streamed_chunk(y, n, [&](float *out, int64_t i, int64_t len) { binary_cached(op, out, a + i, b + i, len); });
+}
+
+void row_unary(row_unary_op op, float *y, const float *x, int64_t n, row_store store) {
+  if (store == row_store::cached) return unary_cached(op, y, x, n);
+  each_streamed_chunk(y, n, [&](float *out, int64_t i, int64_t len) { unary_cached(op, out, x + i, len); });
 }
 
 }  // namespace bp::cpu

@@ -1,6 +1,6 @@
 // row_math.hpp: the inner loops of the row kernels (NORM, RMS_NORM,
-// SOFT_MAX, and the dense F32 rows of ADD SUB MUL DIV SCALE) over dense
-// float rows, picked at run time by cpu_isa() (plugins/common/isa.hpp):
+// SOFT_MAX, the unary ops, and the dense F32 rows of ADD SUB MUL DIV SCALE)
+// over dense float rows, picked at run time by cpu_isa() (plugins/common/isa.hpp):
 // AVX-512 or AVX2 when the CPU has them, portable C++ otherwise (the plugin
 // is built for baseline x86-64).
 //
@@ -47,6 +47,14 @@ enum class row_binary_op { add, sub, mul, div };
 // y[i] = a[i] op b[i]. y may be a or b.
 void row_binary(row_binary_op op, float *y, const float *a, const float *b, int64_t n,
                 row_store store = row_store::cached);
+
+enum class row_unary_op { neg, abs, sqr, sqrt, exp, relu, gelu, silu, tanh, sigmoid };
+// y[i] = op(x[i]). y may be x. GELU is the tanh form, computed as
+// x * sigmoid(2u) (= 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)),
+// which needs one exp and loses nothing to cancellation where tanh(u) is
+// near -1. EXP, SIGMOID, SILU and GELU take the vector exp of the SOFT_MAX
+// loops; TANH is libm's tanhf on every path.
+void row_unary(row_unary_op op, float *y, const float *x, int64_t n, row_store store = row_store::cached);
 
 }  // namespace bp::cpu
 

@@ -25,7 +25,7 @@ namespace bp::bench {
 // last-level cache); their group names end in "_dram".
 constexpr int64_t kDramCaseBytes = int64_t{32} << 20;
 
-enum class op_kind { mul_mat, rms_norm, norm, soft_max, add, mul, scale };
+enum class op_kind { mul_mat, rms_norm, norm, soft_max, add, mul, scale, silu, gelu };
 
 // One op at one shape. MUL_MAT: a [K, M] (f32 or f16) x b [K, N] f32 -> [M, N];
 // the others: f32 [ne0, ne1] (rows of ne0 elements).

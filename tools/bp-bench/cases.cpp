@@ -109,6 +109,12 @@ bp_tensor *build_node(bp_context *ctx, const op_case &c, std::vector<bp_tensor *
       inputs = {x};
       return bp_scale(ctx, x, kScale);
     }
+    case op_kind::silu:
+    case op_kind::gelu: {
+      bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
+      inputs = {x};
+      return c.op == op_kind::silu ? bp_silu(ctx, x) : bp_gelu(ctx, x);
+    }
     case op_kind::soft_max: {
       bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
       inputs = {x};
@@ -241,6 +247,11 @@ std::string verify(const op_case &c, const graph_setup &s) {
       for (size_t i = 0; i < x.size(); ++i) want[i] = (x[i] - mean) * inv;
     } else if (c.op == op_kind::scale) {
       for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] * kScale;
+    } else if (c.op == op_kind::silu) {
+      for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] / (1.0 + std::exp(-x[i]));
+    } else if (c.op == op_kind::gelu) {  // the tanh form (docs/ops.md)
+      for (size_t i = 0; i < x.size(); ++i)
+        want[i] = 0.5 * x[i] * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x[i] + 0.044715 * x[i] * x[i] * x[i])));
     } else if (c.op == op_kind::mul) {
       for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] * x2[i];
     } else {
@@ -568,6 +579,10 @@ std::string op_case::group() const {
       return "MUL" + dram;
     case op_kind::scale:
       return "SCALE" + dram;
+    case op_kind::silu:
+      return "SILU" + dram;
+    case op_kind::gelu:
+      return "GELU" + dram;
   }
   return "?";
 }
@@ -594,11 +609,12 @@ std::vector<op_case> default_cases() {
   mul_mat(BP_TYPE_F32, 512, 32, 256);
   for (int64_t s : {512, 1024}) mul_mat(BP_TYPE_F16, s, s, s);
   for (int64_t n : {1, 2, 4, 8, 16, 32}) mul_mat(BP_TYPE_F16, 4096, n, 4096);
-  // Row ops at 8 MiB (inside this machine's L3), then at 64 MiB per tensor
+  // Row ops (SILU and GELU: a feed-forward layer's activations) at 8 MiB
+  // (inside this machine's L3), then at 64 MiB per tensor
   // (DRAM: what a model's activations at long context cost).
   for (int64_t rows : {512, 4096})
-    for (op_kind k :
-         {op_kind::rms_norm, op_kind::norm, op_kind::soft_max, op_kind::add, op_kind::mul, op_kind::scale}) {
+    for (op_kind k : {op_kind::rms_norm, op_kind::norm, op_kind::soft_max, op_kind::add, op_kind::mul, op_kind::scale,
+                      op_kind::silu, op_kind::gelu}) {
       if (rows == 512 && (k == op_kind::norm || k == op_kind::mul || k == op_kind::scale)) continue;
       op_case c;
       c.op = k, c.ne0 = 4096, c.ne1 = rows;

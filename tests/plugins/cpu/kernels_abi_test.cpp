@@ -115,6 +115,38 @@ TEST_F(CpuKernels, ScaleClampAndUnary) {
   }
 }
 
+// The vector loops of the unary ops against double math rounded to float, on
+// the values where the float forms can go wrong (overflowing exp and x^3,
+// infinities, NaN, signed zeros, tiny and huge x), each at a different lane
+// in every row, in rows of 1 to 40 values (vector bodies and masked tails).
+TEST_F(CpuKernels, UnaryOpsOnSpecialValues) {
+  ASSERT_TRUE(p.ok());
+  const float inf = INFINITY;
+  const std::vector<float> specials = {0.0f,   -0.0f,  1e-30f,  -1e-30f, 1e-7f,  -1e-7f, 0.5f,  -0.5f,
+                                       3.0f,   -3.0f,  10.0f,   -10.0f,  50.0f,  -50.0f, 88.5f, 89.0f,
+                                       -89.0f, 100.0f, -100.0f, 1e30f,   -1e30f, inf,    -inf,  NAN};
+  for (int64_t n : {1, 7, 16, 17, 40}) {
+    const int64_t rows = static_cast<int64_t>(specials.size());
+    bp_tensor *in = pool.make(BP_TYPE_F32, {n, rows});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        // Row r starts with special r and walks through the others.
+        const float v = specials[static_cast<size_t>((r + i) % rows)];
+        std::memcpy(static_cast<char *>(in->data) + r * in->nb[1] + i * in->nb[0], &v, sizeof v);
+      }
+    for (int op = BP_OP_NEG; op <= BP_OP_SIGMOID; ++op) {
+      bp_tensor *out = pool.node(static_cast<bp_op>(op), BP_TYPE_F32, {n, rows}, {in});
+      run_ok({out});
+      expect_close(
+          out,
+          [&](int64_t i0, int64_t i1, int64_t, int64_t) {
+            return static_cast<double>(static_cast<float>(ref_unary(static_cast<bp_op>(op), get(in, i0, i1))));
+          },
+          2e-6, "unary op " + std::to_string(op) + " on rows of " + std::to_string(n));
+    }
+  }
+}
+
 TEST_F(CpuKernels, Reductions) {
   ASSERT_TRUE(p.ok());
   for (int64_t n : {1, 7, 257, 5000}) {
