@@ -5,7 +5,8 @@
 // reads every line it writes (3 bytes of DRAM traffic for every 2 an op like
 // RMS_NORM needs). Such outputs are written with non-temporal stores
 // (row_store::streamed, row_math.hpp). On the 2-core Zen 4 VM that took
-// RMS_NORM over 64 MiB from 0.8-0.9 to 1.2-1.3x of DRAM memcpy (bp-bench).
+// RMS_NORM over 64 MiB from 33.4 to 43.3 GB/s and ADD from 32.6 to 40.6
+// (bp-bench, medians of 4 alternating rounds x 2).
 //
 // The threshold is the size of the largest cache cpu0 has, as Linux reports
 // it in sysfs (/sys/devices/system/cpu/cpu0/cache/index*/size): sysconf's
