@@ -91,7 +91,8 @@ BP_AVX512 inline __m512 sum16(const __m512 *v) {
     t[p] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * p], v[2 * p + 1]), _mm512_unpackhi_ps(v[2 * p], v[2 * p + 1]));
 #pragma GCC unroll 4
   for (int p = 0; p < 4; ++p)  // per 128-bit lane: v[4p..4p+3], one partial sum each
-    u[p] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * p], t[2 * p + 1], 0x44), _mm512_shuffle_ps(t[2 * p], t[2 * p + 1], 0xEE));
+    u[p] =
+        _mm512_add_ps(_mm512_shuffle_ps(t[2 * p], t[2 * p + 1], 0x44), _mm512_shuffle_ps(t[2 * p], t[2 * p + 1], 0xEE));
 #pragma GCC unroll 2
   for (int p = 0; p < 2; ++p)  // lanes of two 128-bit lanes added: v[8p..8p+7] in two halves
     w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * p], u[2 * p + 1], 0x88),
