@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "backplane/plugin.h"
+#include "row_math.hpp"
 
 // ISA-specific code: functions with target attributes (AVX2, AVX-512)
 // beside their baseline versions, picked at run time by cpu_isa()
@@ -218,10 +219,10 @@ inline void finish_row(const bp_tensor *t, int64_t i1, int64_t i2, int64_t i3, c
   for (int64_t i = 0; i < t->ne[0]; ++i) store_f32(p + i * t->nb[0], t->type, row[i]);
 }
 
-// Whether the row kernels write |t| with non-temporal stores
-// (row_store::streamed, row_math.hpp): dense F32 rows, and at least
-// stream_min_bytes() of them (row_store.cpp).
-bool rows_streamed(const bp_tensor *t);
+// How the row kernels store |t|'s rows (row_math.hpp): streamed (with
+// non-temporal stores) for dense F32 rows, at least stream_min_bytes() of
+// them (row_store.cpp); cached otherwise.
+row_store row_store_for(const bp_tensor *t);
 // The size of the largest cache, or BP_CPU_STREAM_MIN_BYTES (computed once).
 int64_t stream_min_bytes();
 // A warning about a BP_CPU_STREAM_MIN_BYTES that is not a byte count; ""

@@ -49,7 +49,7 @@ void binary_rows(const bp_tensor *dst, int ith, int nth) {
   const bp_tensor *b = dst->src[1];
   const int64_t n = dst->ne[0];
   std::vector<float> sa(static_cast<size_t>(n)), sb(static_cast<size_t>(b->ne[0])), so(static_cast<size_t>(n));
-  const row_store store = rows_streamed(dst) ? row_store::streamed : row_store::cached;
+  const row_store store = row_store_for(dst);
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
   for (int64_t r = r0; r < r1; ++r) {
@@ -60,7 +60,7 @@ void binary_rows(const bp_tensor *dst, int ith, int nth) {
     binary_row<Op>(ro, ra, rb, n, b->ne[0], store);
     finish_row(dst, ix.i1, ix.i2, ix.i3, ro);
   }
-  if (store == row_store::streamed) row_store_fence();
+  row_store_fence(store);
 }
 
 void param_rows(const bp_tensor *dst, int ith, int nth) {
@@ -68,7 +68,7 @@ void param_rows(const bp_tensor *dst, int ith, int nth) {
   const int64_t n = dst->ne[0];
   std::vector<float> sa(static_cast<size_t>(n)), so(static_cast<size_t>(n));
   const float p0 = bp_tensor_param_f32(dst, 0), p1 = bp_tensor_param_f32(dst, 1);
-  const row_store store = rows_streamed(dst) ? row_store::streamed : row_store::cached;
+  const row_store store = row_store_for(dst);
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
   for (int64_t r = r0; r < r1; ++r) {
@@ -86,7 +86,7 @@ void param_rows(const bp_tensor *dst, int ith, int nth) {
     }
     finish_row(dst, ix.i1, ix.i2, ix.i3, ro);
   }
-  if (store == row_store::streamed) row_store_fence();
+  row_store_fence(store);
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ void norm_rows(const bp_tensor *dst, int ith, int nth) {
   const int64_t n = a->ne[0];
   const double eps = bp_tensor_param_f32(dst, 0);
   std::vector<float> sa(static_cast<size_t>(n)), so(static_cast<size_t>(n));
-  const row_store store = rows_streamed(dst) ? row_store::streamed : row_store::cached;
+  const row_store store = row_store_for(dst);
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
   for (int64_t r = r0; r < r1; ++r) {
@@ -75,7 +75,7 @@ void norm_rows(const bp_tensor *dst, int ith, int nth) {
     }
     finish_row(dst, ix.i1, ix.i2, ix.i3, y);
   }
-  if (store == row_store::streamed) row_store_fence();
+  row_store_fence(store);
 }
 
 }  // namespace
@@ -125,7 +125,7 @@ void soft_max_run(const bp_tensor *dst, int ith, int nth) {
   std::vector<float> sm(mask ? static_cast<size_t>(mask->ne[0]) : 0u);
   // Streamed, the passes over a row work in |so| (L1 or L2) and only the
   // last one writes the row out, with non-temporal stores.
-  const row_store store = rows_streamed(dst) ? row_store::streamed : row_store::cached;
+  const row_store store = row_store_for(dst);
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
   for (int64_t r = r0; r < r1; ++r) {
@@ -150,7 +150,7 @@ void soft_max_run(const bp_tensor *dst, int ith, int nth) {
     }
     finish_row(dst, ix.i1, ix.i2, ix.i3, out);
   }
-  if (store == row_store::streamed) row_store_fence();
+  row_store_fence(store);
 }
 
 }  // namespace bp::cpu

@@ -45,7 +45,7 @@ void unary_run(const bp_tensor *dst, int ith, int nth) {
   const bp_tensor *a = dst->src[0];
   const int64_t n = dst->ne[0];
   const row_unary_op op = unary_of(dst->op);
-  const row_store store = rows_streamed(dst) ? row_store::streamed : row_store::cached;
+  const row_store store = row_store_for(dst);
   std::vector<float> sa(static_cast<size_t>(n)), so(static_cast<size_t>(n));
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
@@ -56,7 +56,7 @@ void unary_run(const bp_tensor *dst, int ith, int nth) {
     row_unary(op, ro, ra, n, store);
     finish_row(dst, ix.i1, ix.i2, ix.i3, ro);
   }
-  if (store == row_store::streamed) row_store_fence();
+  row_store_fence(store);
 }
 
 }  // namespace bp::cpu

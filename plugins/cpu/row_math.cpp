@@ -625,9 +625,11 @@ void each_streamed_chunk(float *y, int64_t n, F f) {
 
 }  // namespace
 
-void row_store_fence() {
+void row_store_fence(row_store store) {
 #ifdef BP_ROW_MATH_AVX2
-  _mm_sfence();  // non-temporal stores are not ordered by the pool's release
+  if (store == row_store::streamed) _mm_sfence();  // non-temporal stores are not ordered by the pool's release
+#else
+  (void)store;
 #endif
 }
 

@@ -32,11 +32,12 @@ double row_exp_shift_sum(float *y, int64_t n, float shift);
 // the cache for whoever reads it next. streamed: non-temporal stores, which
 // write whole lines to memory without first reading them into the cache
 // (a third less DRAM traffic for y = f(x)); for outputs too large to stay in
-// the last-level cache anyway (rows_streamed() in kernels.hpp decides). A
-// thread that streamed calls row_store_fence() before it reports its part
-// done, so the stores are visible to the threads that read y next.
+// the last-level cache anyway (row_store_for() in kernels.hpp decides). A
+// thread calls row_store_fence(store) after its last row, before it reports
+// its part done, so streamed stores are visible to the threads that read y
+// next (nothing to do for cached ones).
 enum class row_store { cached, streamed };
-void row_store_fence();
+void row_store_fence(row_store store);
 
 // y[i] = x[i] * scale (+ add[i] when |add| is not NULL). y may be x.
 void row_scale_add(float *y, const float *x, int64_t n, float scale, const float *add,

@@ -93,10 +93,9 @@ const char *stream_env_warning() {
   return text.c_str();
 }
 
-bool rows_streamed(const bp_tensor *t) {
-  if (!f32_rows(t)) return false;
+row_store row_store_for(const bp_tensor *t) {
   const int64_t bytes = bp_tensor_nelements(t) * static_cast<int64_t>(sizeof(float));
-  return bytes >= stream_min_bytes();
+  return f32_rows(t) && bytes >= stream_min_bytes() ? row_store::streamed : row_store::cached;
 }
 
 }  // namespace bp::cpu
