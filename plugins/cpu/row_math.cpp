@@ -60,10 +60,14 @@ double exp_shift_sum_portable(float *y, int64_t n, float shift) {
 }
 
 // The unary ops on one value: the portable loop, and the tails and TANH of
-// the vector ones. GELU and SILU divide x by 1 + exp(-t): where exp
-// overflows to inf that gives -0 or 0, the functions' limits.
+// the vector ones. SIGMOID, SILU and GELU are one form, num / (1 + exp(-t)):
+// sigmoid(x) = 1 / (1 + exp(-x)), silu(x) = x * sigmoid(x) and gelu(x) =
+// x * sigmoid(2u), u = kGeluK (x + kGeluC x^3). Where exp overflows to inf
+// it gives -0 or 0, the functions' limits.
 constexpr float kGeluK = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluC = 0.044715f;
+
+inline float over_one_plus_exp_neg(float num, float t) { return num / (1.0f + std::exp(-t)); }
 
 template <row_unary_op Op>
 inline float unary_one(float x) {
@@ -80,13 +84,13 @@ inline float unary_one(float x) {
   } else if constexpr (Op == row_unary_op::relu) {
     return x > 0.0f ? x : 0.0f;
   } else if constexpr (Op == row_unary_op::gelu) {
-    return x / (1.0f + std::exp(-2.0f * kGeluK * (x + kGeluC * x * x * x)));
+    return over_one_plus_exp_neg(x, 2.0f * kGeluK * (x + kGeluC * x * x * x));
   } else if constexpr (Op == row_unary_op::silu) {
-    return x / (1.0f + std::exp(-x));
+    return over_one_plus_exp_neg(x, x);
   } else if constexpr (Op == row_unary_op::tanh) {
     return std::tanh(x);
   } else {
-    return 1.0f / (1.0f + std::exp(-x));
+    return over_one_plus_exp_neg(1.0f, x);
   }
 }
 
@@ -171,21 +175,26 @@ BP_AVX2 double exp_shift_sum_avx2(float *y, int64_t n, float shift) {
   return hsum(a, b) + exp_shift_sum_portable(y + i, n - i, shift);
 }
 
+// num / (1 + exp(-t)) on 8 lanes (unary_one).
+BP_AVX2 inline __m256 over_one_plus_exp_neg8(__m256 num, __m256 t) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  return _mm256_div_ps(num, _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_setzero_ps(), t))));
+}
+
 // The exp-based unary ops on 8 lanes, through libmvec's expf; the others
 // are the portable loops, which GCC vectorizes.
 template <row_unary_op Op>
 BP_AVX2 inline __m256 unary8(__m256 x) {
-  const __m256 one = _mm256_set1_ps(1.0f);
   if constexpr (Op == row_unary_op::exp) {
     return _ZGVdN8v_expf(x);
   } else if constexpr (Op == row_unary_op::sigmoid) {
-    return _mm256_div_ps(one, _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+    return over_one_plus_exp_neg8(_mm256_set1_ps(1.0f), x);
   } else if constexpr (Op == row_unary_op::silu) {
-    return _mm256_div_ps(x, _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+    return over_one_plus_exp_neg8(x, x);
   } else {  // gelu
     const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
-    const __m256 u = _mm256_mul_ps(_mm256_set1_ps(-2.0f * kGeluK), _mm256_fmadd_ps(_mm256_set1_ps(kGeluC), x3, x));
-    return _mm256_div_ps(x, _mm256_add_ps(one, _ZGVdN8v_expf(u)));
+    const __m256 u = _mm256_mul_ps(_mm256_set1_ps(2.0f * kGeluK), _mm256_fmadd_ps(_mm256_set1_ps(kGeluC), x3, x));
+    return over_one_plus_exp_neg8(x, u);
   }
 }
 
@@ -410,9 +419,14 @@ BP_AVX512 void binary_avx512(float *y, const float *a, const float *b, int64_t n
   });
 }
 
+// num / (1 + exp(-t)) on 16 lanes (unary_one).
+BP_AVX512 inline __m512 over_one_plus_exp_neg16(__m512 num, __m512 t) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  return _mm512_div_ps(num, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), t))));
+}
+
 template <row_unary_op Op>
 BP_AVX512 inline __m512 unary16(__m512 x) {
-  const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
   if constexpr (Op == row_unary_op::neg) {
     return _mm512_xor_ps(x, _mm512_set1_ps(-0.0f));
   } else if constexpr (Op == row_unary_op::abs) {
@@ -424,15 +438,16 @@ BP_AVX512 inline __m512 unary16(__m512 x) {
   } else if constexpr (Op == row_unary_op::exp) {
     return exp16(x);
   } else if constexpr (Op == row_unary_op::relu) {
-    return _mm512_max_ps(x, zero);  // vmaxps gives its second operand for NaN and for -0: 0, as x > 0 ? x : 0
+    return _mm512_max_ps(
+        x, _mm512_setzero_ps());  // vmaxps gives its second operand for NaN and for -0: 0, as x > 0 ? x : 0
   } else if constexpr (Op == row_unary_op::gelu) {
     const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
-    const __m512 u = _mm512_mul_ps(_mm512_set1_ps(-2.0f * kGeluK), _mm512_fmadd_ps(_mm512_set1_ps(kGeluC), x3, x));
-    return _mm512_div_ps(x, _mm512_add_ps(one, exp16(u)));
+    const __m512 u = _mm512_mul_ps(_mm512_set1_ps(2.0f * kGeluK), _mm512_fmadd_ps(_mm512_set1_ps(kGeluC), x3, x));
+    return over_one_plus_exp_neg16(x, u);
   } else if constexpr (Op == row_unary_op::silu) {
-    return _mm512_div_ps(x, _mm512_add_ps(one, exp16(_mm512_sub_ps(zero, x))));
+    return over_one_plus_exp_neg16(x, x);
   } else {  // sigmoid
-    return _mm512_div_ps(one, _mm512_add_ps(one, exp16(_mm512_sub_ps(zero, x))));
+    return over_one_plus_exp_neg16(_mm512_set1_ps(1.0f), x);
   }
 }
 
@@ -611,10 +626,11 @@ void each_streamed_chunk(float *y, int64_t n, F f) {
   int64_t i = std::min(n, static_cast<int64_t>((64 - addr % 64) % 64 / sizeof(float)));
   if (i > 0) f(y, 0, i);
   alignas(64) float chunk[kStreamChunk];
+  int64_t (*const stream_copy)(float *, const float *, int64_t) = have_avx512() ? stream_copy_avx512 : stream_copy_avx2;
   while (i < n) {
     const int64_t len = std::min(n - i, kStreamChunk);
     f(chunk, i, len);
-    const int64_t done = have_avx512() ? stream_copy_avx512(y + i, chunk, len) : stream_copy_avx2(y + i, chunk, len);
+    const int64_t done = stream_copy(y + i, chunk, len);
     for (int64_t j = done; j < len; ++j) y[i + j] = chunk[j];
     i += len;
   }
