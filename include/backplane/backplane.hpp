@@ -41,15 +41,20 @@ class error : public std::runtime_error {
 inline void check(bp_status status) {
   if (status != BP_OK) throw error(status, bp_last_error());
 }
-// Throws bp::error with the call's own status (bp_last_status(), e.g.
-// RESOURCE_EXHAUSTED for a full context) if a call returned NULL.
+// Returns |p|, or throws bp::error when it is NULL. When the last Backplane
+// call on this thread failed, the NULL is taken to be its result and the
+// error carries that call's status and message (e.g. RESOURCE_EXHAUSTED for
+// a full context). When it succeeded, the NULL came from somewhere else (a
+// lookup that found nothing, a pointer never set): INVALID_ARGUMENT naming
+// |what|, the caller's description of the value, and no earlier failure.
 template <typename T>
-T *check(T *p) {
+T *check(T *p, const char *what = "pointer") {
   if (!p) {
     const bp_status st = bp_last_status();
-    // OK here means the call returned NULL without failing (a documented
-    // "none"): the caller asked for a value, so that is an argument error.
-    throw error(st != BP_OK ? st : BP_ERR_INVALID_ARGUMENT, bp_last_error());
+    if (st != BP_OK) throw error(st, bp_last_error());
+    throw error(BP_ERR_INVALID_ARGUMENT, std::string("bp::check: the ") + (what ? what : "pointer") +
+                                             " is NULL, and the last Backplane call on this thread succeeded, so "
+                                             "the NULL did not come from it: check where the value was made");
   }
   return p;
 }
@@ -97,7 +102,7 @@ class graph : public handle<bp_graph, bp_graph_free> {
  public:
   explicit graph(context &ctx, size_t max_nodes = 0) : handle(check(bp_graph_new(ctx.get(), max_nodes))) {}
   graph(context &ctx, bp_tensor *output, size_t max_nodes = 0) : graph(ctx, max_nodes) { build(output); }
-  void build(bp_tensor *output) { check(bp_graph_build(p_, check(output))); }
+  void build(bp_tensor *output) { check(bp_graph_build(p_, check(output, "output tensor passed to bp::graph"))); }
   size_t n_nodes() const { return bp_graph_n_nodes(p_); }
   bp_tensor *node(size_t i) const { return bp_graph_node(p_, i); }
 };
@@ -198,13 +203,21 @@ inline buffer alloc_ctx_tensors(context &ctx, backend &be) {
   return buffer(b);
 }
 
-// Copies a whole tensor from / to a host vector (sizes must match exactly).
+// Copies a whole tensor from / to a host vector. set() throws
+// INVALID_ARGUMENT unless the vector holds exactly bp_tensor_nbytes(t) bytes.
 template <typename T>
 void set(bp_tensor *t, const std::vector<T> &values) {
-  check(bp_tensor_set(t, values.data(), 0, values.size() * sizeof(T)));
+  check(t, "tensor passed to bp::set");
+  const size_t want = bp_tensor_nbytes(t), got = values.size() * sizeof(T);
+  if (got != want)
+    throw error(BP_ERR_INVALID_ARGUMENT, "bp::set: tensor '" + std::string(t->name) + "' holds " +
+                                             std::to_string(want) + " bytes but the vector holds " +
+                                             std::to_string(got) + ": pass a vector of exactly the tensor's size");
+  check(bp_tensor_set(t, values.data(), 0, got));
 }
 template <typename T>
 std::vector<T> get(const bp_tensor *t) {
+  check(t, "tensor passed to bp::get");
   std::vector<T> out(bp_tensor_nbytes(t) / sizeof(T));
   check(bp_tensor_get(t, out.data(), 0, out.size() * sizeof(T)));
   return out;

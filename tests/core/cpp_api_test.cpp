@@ -79,6 +79,44 @@ TEST_F(CppApi, FailuresThrowWithStatusAndMessage) {
   bp::backend be("cpu");
   bp::buffer buf = bp::alloc_ctx_tensors(ctx, be);
   EXPECT_THROW(bp::set(a, std::vector<float>(13)), bp::error);
+  // A short vector is refused too, before any byte is copied.
+  bp::set(a, std::vector<float>(12, 1.0f));
+  try {
+    bp::set(a, std::vector<float>(11, 2.0f));
+    FAIL() << "a vector shorter than the tensor must throw";
+  } catch (const bp::error &e) {
+    EXPECT_EQ(e.status(), BP_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("48 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("44"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(bp::get<float>(a), std::vector<float>(12, 1.0f));
+}
+
+TEST_F(CppApi, CheckOfANullThatNoCallProducedNamesTheCallersValue) {
+  // After a failed call, check() blames that call ...
+  bp::context ctx;
+  EXPECT_NE(ctx.tensor_1d(BP_TYPE_F32, 3), nullptr);
+  try {
+    ctx.tensor_1d(BP_TYPE_F32, -1);
+    FAIL() << "a negative size must throw";
+  } catch (const bp::error &e) {
+    EXPECT_EQ(e.status(), BP_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(e.what()).find("bp::check"), std::string::npos) << e.what();
+  }
+  // ... but after a call that succeeded (a lookup that found nothing), the
+  // NULL is the caller's own, and the message says so, blaming no earlier call.
+  bp_tensor *missing = bp_context_find(ctx.get(), "no such tensor");
+  ASSERT_EQ(missing, nullptr);
+  ASSERT_EQ(bp_last_status(), BP_OK);
+  try {
+    bp::check(missing, "tensor 'no such tensor'");
+    FAIL() << "check(NULL) must throw";
+  } catch (const bp::error &e) {
+    EXPECT_EQ(e.status(), BP_ERR_INVALID_ARGUMENT);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("tensor 'no such tensor' is NULL"), std::string::npos) << what;
+    EXPECT_NE(what.find("succeeded"), std::string::npos) << what;
+  }
 }
 
 TEST_F(CppApi, HandlesMoveAndReleaseOwnership) {
