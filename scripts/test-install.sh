@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install, packaging and examples (issue 9), checked as a new user would:
+# Install, packaging and examples, checked as a new user would:
 #  1. `cmake --install` of an existing build (${BUILD_DIR:-build}) into a
 #     scratch prefix, which is then moved elsewhere (relocatable);
 #  2. no installed file names the source or build tree (strings), every tool

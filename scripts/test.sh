@@ -19,7 +19,7 @@ bash scripts/build.sh
 BP_CPU_ISA=baseline ./build/bin/bp-test-ops --device cpu -o NORM -o RMS_NORM -o SOFT_MAX -o SUM_ROWS -o MEAN -o MUL_MAT
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-# -- vulkan plugin (issue 7)
+# -- vulkan plugin
 # bp-test-ops above already ran every op on each Vulkan device (lavapipe
 # here). Again with the Khronos validation layer, failing on any message it
 # prints, also with the GPU-shaped MUL_MAT shaders forced (mul_mat=gpu:
@@ -42,7 +42,7 @@ else
   echo "== vulkan: no Vulkan device found, its extra checks are skipped"
 fi
 
-# -- opencl plugin (issue 8)
+# -- opencl plugin
 # bp-test-ops above already ran every op on each OpenCL device, and ctest ran
 # bp_test_plugins_opencl (conformance on every device, plugin API, program
 # cache from child processes with POCL_KERNEL_CACHE=0); the ASan+UBSan pass
@@ -63,7 +63,7 @@ if [ -e build/lib/backplane/plugins/libbp-opencl.so ]; then
   rm -rf "$cl_cache"
 fi
 
-# -- cpu ISA paths (issue 11): extra checks go here
+# -- cpu ISA paths
 # Every kernel path the cpu plugin can pick at run time (BP_CPU_ISA caps the
 # choice, docs/plugins/cpu.md), each through the conformance runner and the
 # plugin's own kernel tests (a second each); a path this CPU lacks is skipped.
@@ -96,7 +96,7 @@ for isa in baseline avx2 avx512; do
   fi
 done
 
-# -- install, packaging and examples (issue 9)
+# -- install, packaging and examples
 # Installs the release build into a scratch prefix, builds the examples out
 # of tree against it, runs the example plugin through the installed tools,
 # and checks the cpack -G DEB packages (about a minute).
@@ -106,7 +106,7 @@ if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== address + undefined-behaviour sanitizers (clang)"
   # clang, not gcc: its UBSan checks more (e.g. -fsanitize=enum, an
   # out-of-range value loaded from a plugin into an enum), and building with
-  # it keeps the sources clang-clean (issue 10 #16).
+  # it keeps the sources clang-clean.
   CC=clang CXX=clang++ BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo bash scripts/build.sh -DBP_SANITIZE=address,undefined
   # allocator_may_return_null: the out-of-memory tests ask for absurd sizes and
   # expect a status, which ASan would otherwise turn into an abort.

@@ -1,7 +1,7 @@
 // plugin_guard.hpp: the exception barrier for plugins written in C++.
 //
 // Every ABI slot a C++ plugin implements wraps its body in bp_plugin_guard so
-// that no exception crosses the C boundary (FAILURES.md #10): std::bad_alloc
+// that no exception crosses the C boundary (docs/failures.md #10): std::bad_alloc
 // becomes OUT_OF_HOST_MEMORY, bp::plugin_error keeps its code, any other
 // exception becomes INTERNAL with what() copied into the caller's bp_error.
 // Header-only; a plugin links nothing of Backplane.

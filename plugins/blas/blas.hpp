@@ -3,7 +3,7 @@
 // What it is: one device "BLAS" (id "blas-0") that runs MUL_MAT through
 // cblas_sgemm on host memory, a host buffer type, and the backend tables.
 // What it is not: a general CPU backend; every other op stays UNIMPLEMENTED
-// so the scheduler sends it to the next backend (docs/tools.md, "BLAS").
+// so the scheduler sends it to the next backend (docs/plugins/blas.md).
 // Built from plugin.h / backplane.h / plugin_guard.hpp only.
 #pragma once
 
@@ -28,7 +28,7 @@ inline constexpr int64_t kDefaultMinMnk = 32 * 32 * 32;
 // for ~0.1 s after every call, which starves the cpu backend that runs the
 // nodes in between ("blas;cpu" ran 10x slower than cpu alone on 2 cores).
 // So init sets OpenBLAS to one thread, and each backend splits a product over
-// a pool of its own that sleeps when idle (docs/blas.md, "Threads").
+// a pool of its own that sleeps when idle (docs/plugins/blas.md, "Design").
 //
 // OpenBLAS is dlopen'ed by enumerate, not linked: its library constructor
 // costs 10-40 ms (thread and buffer setup), which every process that loads

@@ -5,7 +5,7 @@
 // carries BP_DEVICE_CAP_HOST_MEMORY, so the scheduler shares tensors with the
 // cpu backend instead of copying them. It is not a full CPU backend: only
 // MUL_MAT is supported, so it is meant to sit before "cpu" in a list
-// ("blas;cpu"). docs/tools.md explains the choice.
+// ("blas;cpu"). docs/plugins/blas.md explains the choice.
 #include <dlfcn.h>
 
 #include <cstring>

@@ -115,7 +115,7 @@ std::unique_ptr<device_state> describe(plugin_state *plugin, cl_platform_id p, c
 // is set, and then Linux often wakes both workers of a 2-core machine on one
 // core: row ops ran at 55-65 GB/s instead of 85-93 in the same process,
 // switching between the two for whole seconds (docs/plugins/opencl.md,
-// "Seventh round"). So the plugin asks for pinning before the ICD loader
+// "Memory and execution"). So the plugin asks for pinning before the ICD loader
 // starts PoCL, unless the user chose either way. PoCL pins worker i to CPU
 // i, and newer releases abort when that call fails; so only where this
 // process may run on every online CPU and they are numbered 0..n-1. Other

@@ -456,7 +456,7 @@ bp_status plan_mul_mat_nt(const planner &p, const bp_tensor *after, std::vector<
 // Whether the GPU-shaped MUL_MAT shaders (mul_mv_wg, mul_mat_shared) may
 // run: the device can, and mul_mat=gpu forces them or mul_mat=auto is on a
 // GPU (on CPU-type drivers barriers and shared memory cost more than they
-// save, GPU-NOTES.md).
+// save, docs/plugins/vulkan.md).
 bool gpu_shaped(const planner &p) {
   const mul_mat_mode mode = p.be->opt.mul_mat;
   return p.dev()->gpu_mul_mat &&

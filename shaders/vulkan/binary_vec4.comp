@@ -3,7 +3,7 @@
 // repeated (b.ne0 == a.ne0, a bias). Operands are read through RGBA32F
 // uniform texel buffers and written through an RGBA32F storage texel buffer:
 // on lavapipe texel fetches gather 128 bits without the per-lane bounds loop
-// that SSBO access gets (GPU-NOTES.md). Offsets are in texels; n = texels of
+// that SSBO access gets (docs/plugins/vulkan.md). Offsets are in texels; n = texels of
 // a; p.x = texels of one b period (b's texel count when it has a's shape).
 #version 450
 #extension GL_GOOGLE_include_directive : require

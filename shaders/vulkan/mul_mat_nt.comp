@@ -6,7 +6,7 @@
 // (ROWS values of m by COLS values of n), reading ROWS texels of a and COLS
 // texels of b per 4 values of k and doing ROWS * COLS vec4 dot products:
 // register blocking without shared memory, which lavapipe rewards
-// (GPU-NOTES.md). Invocations of a workgroup run along m, so they share b's
+// (docs/plugins/vulkan.md). Invocations of a workgroup run along m, so they share b's
 // texels. a is bound as RGBA32F or RGBA16F (the view widens f16), b as
 // RGBA32F; the result goes through an SSBO, so any M and N work.
 //

@@ -8,7 +8,7 @@
 // the memory latency overlaps the arithmetic.
 //
 // On CPU-type drivers (lavapipe) barriers and shared memory are what is
-// slow (GPU-NOTES.md), so the plugin uses mul_mat_nt there; this shader
+// slow (docs/plugins/vulkan.md), so the plugin uses mul_mat_nt there; this shader
 // runs on GPU-type devices (ops.cpp, shared_tile_for).
 //
 // Invocation (tx, ty) owns rows m = (j * TX + tx) * 4 + i and columns

@@ -3,7 +3,7 @@
 // start): one invocation per row, reading RGBA32F uniform texel buffers and
 // writing an RGBA32F storage texel buffer. On lavapipe a workgroup per row
 // pays a task per row and the scalar SSBO loop; here 64 rows share a
-// workgroup and the sampler gathers 128 bits per lane (GPU-NOTES.md).
+// workgroup and the sampler gathers 128 bits per lane (docs/plugins/vulkan.md).
 // OP (constant_id 0): 3 NORM, 4 RMS_NORM, 5 SOFT_MAX. p.x: eps or scale;
 // p.y: 1 when SOFT_MAX has a mask (f32, rows contiguous, strides b_nb in
 // texels). Offsets in texels; n = rows.
@@ -29,7 +29,7 @@ layout(std430, binding = 3) writeonly buffer P { float prod[]; };
 
 // Runs BODY(i) for i in [0, n), four at a time then the tail: llvmpipe runs
 // a loop body as written, so four independent texels per iteration give its
-// SIMD code the loads to overlap (GPU-NOTES.md: unrolled loops).
+// SIMD code the loads to overlap (docs/plugins/vulkan.md, "On lavapipe").
 #define FOR_TEXELS(n, BODY)                            \
   {                                                    \
     const int n_ = int(n), n4_ = n_ & ~3;              \

@@ -1,5 +1,5 @@
 // graph_fuzz_test.cpp: random graph building against the core's validation
-// (FAILURES.md #11: plugins may not abort on what the core passes them, so
+// (docs/failures.md #11: plugins may not abort on what the core passes them, so
 // the core must never pass them a malformed node).
 //
 // Each round makes random leaves (types, shapes, some bad), then tries random

@@ -1,5 +1,5 @@
 // handles_test.cpp: wrong-type handles at the core's own objects (contexts,
-// graphs, schedulers, graph allocators; FAILURES.md #24). Each carries a type
+// graphs, schedulers, graph allocators; docs/failures.md #24). Each carries a type
 // tag like the registry's handles, so a tensor or a graph passed where
 // another object is expected gives INVALID_ARGUMENT naming both kinds, or
 // NULL/0, never a crash. The registry's handles: tests/registry/handles_test.cpp.

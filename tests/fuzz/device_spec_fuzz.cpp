@@ -1,5 +1,5 @@
 // device_spec_fuzz.cpp: libFuzzer target for the device spec parser
-// (FAILURES.md #13). The libFuzzer binary is built by hand (one line):
+// (docs/failures.md #13). The libFuzzer binary is built by hand (one line):
 //
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined
 //     -I include -I . tests/fuzz/device_spec_fuzz.cpp registry/spec_parser.cpp

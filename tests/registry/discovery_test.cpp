@@ -1,4 +1,4 @@
-// discovery_test.cpp: where plugins are looked for (FAILURES.md #20):
+// discovery_test.cpp: where plugins are looked for (docs/failures.md #20):
 // BP_PLUGIN_PATH is honoured, folders added through the API are searched,
 // only libbp-*.so files are candidates, the current directory never is.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// environment_test.cpp: search-path hijacking (FAILURES.md #20) and
+// environment_test.cpp: search-path hijacking (docs/failures.md #20) and
 // configuration errors in the environment (#14), in child processes.
 //
 // bp_registry_probe (tests/fixtures/registry_probe.c) prints what discovery
@@ -106,7 +106,7 @@ TEST_F(RegistryEnvironment, CurrentDirectoryTrapIsNeverOpened) {
 }
 
 TEST(RegistryEnvironmentConfig, MissingOrRelativePluginPathEntriesAreWarnings) {
-  // FAILURES.md #14: a configuration error is reported, not swallowed.
+  // docs/failures.md #14: a configuration error is reported, not swallowed.
   bp_test::log_capture logs;
   setenv("BP_PLUGIN_PATH", "/no/such/bp-plugin-folder:relative/folder", 1);
   bp_status st = bp_registry_discover();

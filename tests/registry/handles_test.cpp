@@ -1,5 +1,5 @@
 // handles_test.cpp: NULL and wrong-type handles at every registry entry
-// point (FAILURES.md #24), in the style of the OpenCL CTS negative tests:
+// point (docs/failures.md #24), in the style of the OpenCL CTS negative tests:
 // INVALID_ARGUMENT (or NULL/0 with the error set) in every build, never a
 // crash. Handles carry a type tag, so a device passed as a plugin is caught.
 #include <gtest/gtest.h>

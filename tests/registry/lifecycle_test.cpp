@@ -1,4 +1,4 @@
-// lifecycle_test.cpp: plugin lifetime (FAILURES.md #15-#18): unload refused
+// lifecycle_test.cpp: plugin lifetime (docs/failures.md #15-#18): unload refused
 // while objects live, shutdown exactly once per load, load/unload loops,
 // fail-the-Nth-allocation and device-lost fixtures, bp_runtime_shutdown.
 #include <gtest/gtest.h>
@@ -207,7 +207,7 @@ TEST(RegistryLifecycle, RuntimeShutdownWithLiveObjectsChangesNothing) {
 }
 
 TEST(RegistryLifecycle, EveryRegistryCallAfterShutdownIsFailedPrecondition) {
-  // FAILURES.md #18: an explicit end, and nothing works by accident after it.
+  // docs/failures.md #18: an explicit end, and nothing works by accident after it.
   EXPECT_EXIT(
       {
         if (bp_registry_load(fixture("good").c_str(), nullptr) != BP_OK) std::exit(10);
@@ -231,7 +231,7 @@ TEST(RegistryLifecycle, EveryRegistryCallAfterShutdownIsFailedPrecondition) {
 }
 
 TEST(RegistryLifecycle, ExitWithoutFreeingOrShutdownIsClean) {
-  // FAILURES.md #18: no work in global destructors. A process that just
+  // docs/failures.md #18: no work in global destructors. A process that just
   // exits with plugins loaded and objects alive must not crash in teardown
   // (the registry is never destroyed, so no plugin is closed under it).
   EXPECT_EXIT(

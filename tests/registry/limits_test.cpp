@@ -1,4 +1,4 @@
-// limits_test.cpp: the registry's fixed capacities (FAILURES.md #23). Each
+// limits_test.cpp: the registry's fixed capacities (docs/failures.md #23). Each
 // one either clamps with a warning naming the limit (devices a plugin
 // reports) or refuses with an error naming it (parameters a plugin declares,
 // backends asked of bp_backends_init); the spec parser's limits are in

@@ -1,6 +1,6 @@
 // load_test.cpp: every broken fixture gives its status and message, is kept
 // in the rejected list, leaves no dlopen reference behind, and leaves the
-// good plugins loadable (FAILURES.md #1-#10, #12, #20 file mode, #26).
+// good plugins loadable (docs/failures.md #1-#10, #12, #20 file mode, #26).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -111,7 +111,7 @@ TEST(RegistryLoad, EachBrokenFixtureIsRefusedWithItsReason) {
 }
 
 TEST(RegistryLoad, RefusedFilesLeaveNoMappingBehind) {
-  // Close-on-error (FAILURES.md #6): whether refused by dlopen, by the
+  // Close-on-error (docs/failures.md #6): whether refused by dlopen, by the
   // descriptor, by the table, by init or by device enumeration (after init
   // and a shutdown), no dlopen reference survives the refusal.
   unsetenv("BP_DISABLE_UNLOAD");
@@ -126,7 +126,7 @@ TEST(RegistryLoad, RefusedFilesLeaveNoMappingBehind) {
 }
 
 TEST(RegistryLoad, PluginSymbolsStayLocal) {
-  // RTLD_LOCAL (FAILURES.md #4): a loaded plugin's exports do not join the
+  // RTLD_LOCAL (docs/failures.md #4): a loaded plugin's exports do not join the
   // global namespace, so no plugin (or application) binds to another's.
   ASSERT_NE(load_fixture("good"), nullptr);
   ASSERT_NE(load_fixture("fake_gpu"), nullptr);
@@ -261,7 +261,7 @@ TEST(RegistryLoad, HardLinkToALoadedFileIsTheSamePlugin) {
 }
 
 TEST(RegistryLoad, WorldWritableFileIsRefusedBeforeDlopen) {
-  // PLG-20 (FAILURES.md #20): anyone may have replaced its code. The file is
+  // PLG-20 (docs/failures.md #20): anyone may have replaced its code. The file is
   // the trap fixture, whose constructor ends the process with 86: refusing
   // it after dlopen would be too late, and the child would exit 86.
   const std::string trap = std::string(BP_TEST_FIXTURE_DIR) + "/trap/libbp-trap.so";
@@ -289,7 +289,7 @@ TEST(RegistryLoad, WorldWritableFileIsRefusedBeforeDlopen) {
 }
 
 TEST(RegistryLoad, ForeignMachineIsInfoNextToTheNativeFileElseAWarning) {
-  // FAILURES.md #3: in a multi-arch setup a foreign file sits beside the
+  // docs/failures.md #3: in a multi-arch setup a foreign file sits beside the
   // native one of the same file name; that is worth an info line, not a
   // warning. Alone, it is a warning.
   temp_dir dir;
@@ -306,7 +306,7 @@ TEST(RegistryLoad, ForeignMachineIsInfoNextToTheNativeFileElseAWarning) {
 }
 
 TEST(RegistryLoad, SanitizerBuildMismatchIsRefusedWithTheFix) {
-  // FAILURES.md #26: the descriptor's flags say how the plugin was built; a
+  // docs/failures.md #26: the descriptor's flags say how the plugin was built; a
   // sanitizer runtime the host lacks is refused, naming the build option.
 #if BP_TEST_ASAN
   const bool host_asan = true;

@@ -1,5 +1,5 @@
 // spec_corpus_test.cpp: replays the libFuzzer corpus as a regression test
-// (FAILURES.md #13), as Vulkan-Loader's loader_fuzz_tests.cpp does. The
+// (docs/failures.md #13). The
 // fuzz target itself (tests/fuzz/device_spec_fuzz.cpp) is compiled in, so
 // every file, including each committed crash reproducer, goes through the
 // same oracle libFuzzer uses; a violation aborts, which fails this test.

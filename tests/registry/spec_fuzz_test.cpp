@@ -1,5 +1,5 @@
 // spec_fuzz_test.cpp: 100k random and mutated strings through the spec
-// parser (FAILURES.md #13). It must never crash, and every answer is either
+// parser (docs/failures.md #13). It must never crash, and every answer is either
 // a well-formed parse or INVALID_ARGUMENT with a message naming a column.
 // A well-formed parse survives a print-and-reparse round trip unchanged.
 // The libFuzzer twin is tests/fuzz/device_spec_fuzz.cpp.

@@ -1,5 +1,5 @@
 // spec_parser_test.cpp: table-driven tests of the pure spec grammar
-// (FAILURES.md #13). The same examples appear in docs/device-spec.md.
+// (docs/failures.md #13). The same examples appear in docs/device-spec.md.
 #include <gtest/gtest.h>
 
 #include <string>

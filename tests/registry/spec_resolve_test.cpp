@@ -1,4 +1,4 @@
-// spec_resolve_test.cpp: spec strings against real plugins (FAILURES.md
+// spec_resolve_test.cpp: spec strings against real plugins (docs/failures.md
 // #13, #14): device index and id selection, "auto", parameter types, ranges
 // and defaults, errors that list what exists, and the list API.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// threading_test.cpp: the registry under concurrent use (FAILURES.md #19):
+// threading_test.cpp: the registry under concurrent use (docs/failures.md #19):
 // first discovery from many threads at once, loads/unloads racing with
 // lookups and backend creation, the same files loaded from many threads, and
 // registry calls from inside a plugin's init (a log callback). Run under
