@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: install what is missing, build, run the op conformance
-# runner on every device found and every CTest test; then build again with
+# The whole test suite: install what is missing, build, run every CTest test
+# (which include the op conformance runner on every device kind and path:
+# tests/CMakeLists.txt, bp_add_conformance_test); then what ctest cannot do
+# (the Vulkan validation layer, the OpenCL program cache across processes,
+# packaging); then build again with
 # AddressSanitizer + UndefinedBehaviorSanitizer (optimised, NDEBUG, so the
 # release-only paths run too) and run every CTest test there; last, build the
 # multi-threaded parts (registry, scheduler with the asynchronous test
@@ -14,18 +17,18 @@ bash scripts/deps.sh
 
 echo "== release build"
 bash scripts/build.sh
-./build/bin/bp-test-ops
-# The cpu plugin's portable loops too (this machine would pick AVX2 or AVX-512).
-BP_CPU_ISA=baseline ./build/bin/bp-test-ops --device cpu -o NORM -o RMS_NORM -o SOFT_MAX -o SUM_ROWS -o MEAN -o MUL_MAT
+# Every op on every device kind and path (Conformance.*: cpu on each ISA
+# path, blas, vulkan as chosen, with fast_paths=false and with mul_mat=gpu,
+# opencl), the plugins' own tests, the tools; a device or ISA path this
+# machine lacks is reported as skipped.
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 # -- vulkan plugin
-# bp-test-ops above already ran every op on each Vulkan device (lavapipe
-# here). Again with the Khronos validation layer, failing on any message it
-# prints, also with the GPU-shaped MUL_MAT shaders forced (mul_mat=gpu:
-# lavapipe is a CPU-type device, so auto never picks them here), and with only the
-# general shaders (fast_paths=false). Skipped with a message when no device
-# exists.
+# ctest ran every op on the Vulkan device (lavapipe here) as chosen, with
+# only the general shaders and with the GPU-shaped MUL_MAT shaders. Here the
+# Khronos validation layer, which ctest cannot judge: every op, and MUL_MAT
+# with mul_mat=gpu, failing on any message the layer prints. Skipped with a
+# message when no device exists.
 if ./build/bin/bp-devices 2>/dev/null | grep -q "plugin        vulkan"; then
   echo "== vulkan: validation layer"
   VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation ./build/bin/bp-test-ops --device vulkan >build/vulkan-validation.log 2>&1 ||
@@ -36,19 +39,18 @@ if ./build/bin/bp-devices 2>/dev/null | grep -q "plugin        vulkan"; then
     echo "vulkan: the validation layer reported the messages above"
     exit 1
   fi
-  ./build/bin/bp-test-ops --device vulkan:fast_paths=false
   # The plugin's own tests run under ASan+UBSan with every other test below.
 else
   echo "== vulkan: no Vulkan device found, its extra checks are skipped"
 fi
 
 # -- opencl plugin
-# bp-test-ops above already ran every op on each OpenCL device, and ctest ran
-# bp_test_plugins_opencl (conformance on every device, plugin API, program
-# cache from child processes with POCL_KERNEL_CACHE=0); the ASan+UBSan pass
-# below runs that binary again. Here, end to end with a fresh cache folder
-# and PoCL's own cache off: a cold start compiles every program, the next
-# start must compile none.
+# ctest ran every op on the OpenCL device (Conformance.opencl) and
+# bp_test_plugins_opencl (plugin API, program cache from child processes with
+# POCL_KERNEL_CACHE=0); the ASan+UBSan pass below runs both again. Here, end
+# to end on every OpenCL device with a fresh cache folder and PoCL's own
+# cache off: a cold start compiles every program, the next start must
+# compile none.
 if [ -e build/lib/backplane/plugins/libbp-opencl.so ]; then
   echo "== opencl: every op on every OpenCL device, cold then warm program cache"
   cl_cache=$(mktemp -d)
@@ -64,37 +66,11 @@ if [ -e build/lib/backplane/plugins/libbp-opencl.so ]; then
 fi
 
 # -- cpu ISA paths
-# Every kernel path the cpu plugin can pick at run time (BP_CPU_ISA caps the
-# choice, docs/plugins/cpu.md), each through the conformance runner and the
-# plugin's own kernel tests (a second each); a path this CPU lacks is skipped.
-for isa in baseline avx2 avx512; do
-  case $isa in
-    avx2) need="avx2 fma f16c" ;;
-    avx512) need="avx512f avx512bw avx512dq avx512vl" ;;
-    *) need="" ;;
-  esac
-  missing=""
-  for flag in $need; do grep -qw "$flag" /proc/cpuinfo || missing="$missing $flag"; done
-  if [ -n "$missing" ]; then
-    echo "== cpu ISA path $isa: skipped, this CPU lacks$missing"
-    continue
-  fi
-  echo "== cpu ISA path $isa"
-  BP_CPU_ISA=$isa ./build/bin/bp-test-ops --device cpu
-  BP_CPU_ISA=$isa ./build/bin/bp_test_plugins_cpu --gtest_brief=1
-  # ... and with every dense F32 output of the row kernels streamed, which
-  # by itself only an output as large as the last-level cache is.
-  BP_CPU_ISA=$isa BP_CPU_STREAM_MIN_BYTES=0 ./build/bin/bp_test_plugins_cpu --gtest_brief=1
-  if [ $isa = avx512 ]; then
-    # The thin-product tiles depend on whether 512-bit FMAs run in halves
-    # (docs/plugins/cpu.md); run the products both ways, whatever this CPU is.
-    for halves in 0 1; do
-      echo "== cpu ISA path avx512, BP_CPU_AVX512_HALVES=$halves"
-      BP_CPU_ISA=avx512 BP_CPU_AVX512_HALVES=$halves ./build/bin/bp_test_plugins_cpu --gtest_brief=1 \
-        --gtest_filter='CpuMatMulPaths.*'
-    done
-  fi
-done
+# ctest ran every kernel path the cpu plugin can pick at run time (BP_CPU_ISA,
+# docs/plugins/cpu.md): the conformance runner (Conformance.cpu.<isa>) and
+# the plugin's own tests, plain, with streamed stores and, on AVX-512, both
+# ways of running 512-bit FMAs (CpuPlugin.<isa>.*); a path this CPU lacks is
+# reported as skipped.
 
 # -- install, packaging and examples
 # Installs the release build into a scratch prefix, builds the examples out

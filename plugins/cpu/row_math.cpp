@@ -63,7 +63,9 @@ double exp_shift_sum_portable(float *y, int64_t n, float shift) {
 // the vector ones. SIGMOID, SILU and GELU are one form, num / (1 + exp(-t)):
 // sigmoid(x) = 1 / (1 + exp(-x)), silu(x) = x * sigmoid(x) and gelu(x) =
 // x * sigmoid(2u), u = kGeluK (x + kGeluC x^3). Where exp overflows to inf
-// it gives -0 or 0, the functions' limits.
+// it gives -0 or 0, the functions' limits. GELU is docs/ops.md's one
+// definition, the expression the Vulkan and OpenCL kernels share
+// (shaders/common/gelu.h: 2 kGeluK = BP_GELU_TWO_K, kGeluC = BP_GELU_C).
 constexpr float kGeluK = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluC = 0.044715f;
 

@@ -6,7 +6,17 @@ set(entries "")
 set(index 0)
 foreach(src ${SOURCES})
   get_filename_component(name ${src} NAME_WE)
+  get_filename_component(dir ${src} DIRECTORY)
   file(READ ${src} text)
+  # A line '#include "path"' (relative to the .cl file; shaders/common holds
+  # what the Vulkan shaders share) is replaced by that file's text: the
+  # program is built from a string, where the compiler finds no files.
+  string(REGEX MATCHALL "#include \"[^\"]+\"" includes "${text}")
+  foreach(inc ${includes})
+    string(REGEX REPLACE "#include \"([^\"]+)\"" "\\1" inc_path "${inc}")
+    file(READ ${dir}/${inc_path} inc_text)
+    string(REPLACE "${inc}" "${inc_text}" text "${text}")
+  endforeach()
   # Raw string literals are limited in length by some compilers: split in
   # chunks that the compiler concatenates.
   string(LENGTH "${text}" len)

@@ -66,10 +66,9 @@ BINARY_KERNELS(div, x / y)
     STORE_AS(A_TYPE, ELEM_PTR(d, i0, i1, i2, i3), EXPR);                                                       \
   }
 
-inline float gelu_f(float x) {
-  const float k = 0.7978845608028654f;
-  return 0.5f * x * (1.0f + tanh(k * (x + 0.044715f * x * x * x)));
-}
+// bp_gelu: GELU's one definition, shared with the Vulkan shaders (pasted in
+// here when the sources are embedded).
+#include "../common/gelu.h"
 // min then max, as the cpu plugin does (NaN bounds leave values alone).
 inline float clamp_f(float x, float lo, float hi) {
   float v = x < lo ? lo : x;
@@ -84,7 +83,7 @@ UNARY_KERNELS(sqr, x * x)
 UNARY_KERNELS(sqrt, sqrt(x))
 UNARY_KERNELS(exp, exp(x))
 UNARY_KERNELS(relu, x > 0.0f ? x : 0.0f)
-UNARY_KERNELS(gelu, gelu_f(x))
+UNARY_KERNELS(gelu, bp_gelu(x))
 UNARY_KERNELS(silu, x / (1.0f + exp(-x)))
 UNARY_KERNELS(tanh, tanh(x))
 UNARY_KERNELS(sigmoid, 1.0f / (1.0f + exp(-x)))

@@ -113,6 +113,7 @@ inline float16 max_skip_nan16(float16 m, float16 v) { return v > m ? v : m; }
 // instructions, and the SOFT_MAX loop is bound by them.
 inline float16 exp2_nonpos16(float16 z) {
   z = z < -127.0f ? -127.0f : z;
+  z = z > 0.0f ? 0.0f : z;  // the rounding of a contracted x * scale - max (NaN passes)
   const float16 t = z + 0x1.8p23f;  // the integer nearest z, in t's low bits
   const float16 f = z - (t - 0x1.8p23f);
   float16 p = 1.327647245e-03f;
@@ -140,7 +141,7 @@ inline float16 exp2_nonpos16(float16 z) {
 // writing y and reading it back. Elsewhere, and in the last n % 16 elements
 // of a dense row, the first pass gathers x * scale + mask into y element by
 // element, so that the second reads it in float16 steps. Exponentials of
-// float16 go through exp2_nonpos16 (x * scale + mask - max times log2 e).
+// float16 go through exp2_nonpos16 ((x * scale + mask - max) times log2 e).
 inline void soft_max_row(TENSOR(a), TENSOR(m), TENSOR(d), const bool has_mask, float scale) {
   ROW_PROLOGUE(a);
   __global float *y = (__global float *)(d_p + d_off + r * n * 4);
@@ -181,18 +182,22 @@ inline void soft_max_row(TENSOR(a), TENSOR(m), TENSOR(d), const bool has_mask, f
     for (long k = 0; k < n; ++k) y[k] = 0.0f;
     return;
   }
-  // Pass 2: exponentials and their sum.
-  const float s2 = scale * M_LOG2E_F, m2 = mx * M_LOG2E_F;
+  // Pass 2: exponentials and their sum. The value is recomputed exactly as
+  // pass 1 did and the maximum subtracted before the scaling by log2 e, so
+  // z <= 0 exactly: folding the subtraction into one fma with mx * log2 e
+  // left z up to half an ulp of that product above 0 (hundreds once |mx| is
+  // 1e10, past exp2_nonpos16's range: NaN) and mx * log2 e overflowed to inf
+  // for mx above 2.4e38 (every exponential 0, so 0 / 0).
   float16 vsum = 0.0f;
   if (has_mask) {
     for (long k = 0; k < nv; k += 16) {
-      const float16 e = exp2_nonpos16(fma(vload16(0, x + k), s2, fma(MASK16(pm, k), M_LOG2E_F, -m2)));
+      const float16 e = exp2_nonpos16((fma(vload16(0, x + k), scale, MASK16(pm, k)) - mx) * M_LOG2E_F);
       STORE16(e, y + k);
       vsum += e;
     }
   } else {
     for (long k = 0; k < nv; k += 16) {
-      const float16 e = exp2_nonpos16(fma(vload16(0, x + k), s2, -m2));
+      const float16 e = exp2_nonpos16((vload16(0, x + k) * scale - mx) * M_LOG2E_F);
       STORE16(e, y + k);
       vsum += e;
     }

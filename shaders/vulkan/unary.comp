@@ -5,6 +5,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "../common/gelu.h"
 
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
@@ -14,14 +15,15 @@ layout(std430, binding = 2) writeonly buffer D { T d[]; };
 
 float apply(float x) {
   if (OP == 0) return x * param_f(0);
-  if (OP == 1) return min(max(x, param_f(0)), param_f(1));
+  // NaN stays NaN (docs/ops.md): GLSL's min and max may drop it.
+  if (OP == 1) return isnan(x) ? x : min(max(x, param_f(0)), param_f(1));
   if (OP == 2) return -x;
   if (OP == 3) return abs(x);
   if (OP == 4) return x * x;
   if (OP == 5) return sqrt(x);
   if (OP == 6) return exp(x);
   if (OP == 7) return max(x, 0.0);
-  if (OP == 8) return 0.5 * x * (1.0 + stable_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  if (OP == 8) return bp_gelu(x);  // shaders/common/gelu.h
   if (OP == 9) return silu(x);
   if (OP == 10) return stable_tanh(x);
   return 1.0 / (1.0 + exp(-x));

@@ -245,6 +245,28 @@ TEST(BpTestOps, ApiErrorsAreNotNumbersAndSkipsNameTheInputs) {
   EXPECT_EQ(run(bin("bp-test-ops") + " --plugin " + good + " --backend good -o ADD >/dev/null 2>&1").status, 0);
 }
 
+// What ctest's Conformance.* entries rely on (tests/CMakeLists.txt): 77
+// (skipped) for a device that is not the path asked for, a failure when the
+// log does not show the path, or when a case is not supported and must be.
+TEST(BpTestOps, PathsNotTakenAreSkippedOrFailed) {
+  result r = run(bin("bp-test-ops") + " -d cpu -o ADD --require-description 'no such kernels' 2>&1");
+  EXPECT_EQ(r.status, 77) << r.out;
+  EXPECT_NE(r.out.find("SKIPPED"), std::string::npos) << r.out;
+  r = run(bin("bp-test-ops") + " -d cpu -o ADD --require-description kernels 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("device: "), std::string::npos) << r.out;
+  r = run(bin("bp-test-ops") + " -d cpu -o ADD --expect-log 'no such line' 2>&1");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("no log line matches --expect-log 'no such line'"), std::string::npos) << r.out;
+  EXPECT_EQ(run(bin("bp-test-ops") + " -d cpu -o ADD --expect-log '(' >/dev/null 2>&1").status, 2);
+  const std::string good = std::string(BP_TEST_FIXTURE_DIR) + "/libbp-good.so";
+  if (!exists(good)) GTEST_SKIP() << good << " is not built";
+  // The fake device runs only contiguous f32 ADD.
+  EXPECT_EQ(run(bin("bp-test-ops") + " --plugin " + good + " -d good -o ADD >/dev/null 2>&1").status, 0);
+  EXPECT_EQ(run(bin("bp-test-ops") + " --plugin " + good + " -d good -o ADD --require-support >/dev/null 2>&1").status,
+            1);
+}
+
 TEST(BpTestOps, BadUsageAndBadInputFailClearly) {
   EXPECT_EQ(run(bin("bp-test-ops") + " --no-such-flag 2>/dev/null").status, 2);
   result r = run(bin("bp-test-ops") + " -o NOT_AN_OP 2>&1");

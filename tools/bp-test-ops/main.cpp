@@ -4,7 +4,12 @@
 // failures, and a final op x backend table. Exit 0 only when no case failed
 // and at least one backend was tested; 1 on a failure; 2 for bad usage;
 // 77 (the automake/CTest "skipped" convention) when --plugin names a plugin
-// that has no device on this machine (UNAVAILABLE).
+// that has no device on this machine (UNAVAILABLE), when every --device
+// names a plugin without a device here, or when --require-description is not
+// met (e.g. BP_CPU_ISA=avx512 on a CPU without AVX-512: the cpu device's
+// description names the kernels that run, so a run of another path is a
+// skip, not a pass). ctest's conformance entries (tests/CMakeLists.txt) rely
+// on both.
 //
 //   bp-test-ops                       every device found
 //   bp-test-ops --device cpu:threads=1 -o MUL_MAT -o ROPE   (-b is the older name)
@@ -16,11 +21,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -42,6 +49,7 @@ struct backend_run {
   std::string name;   // bp_backend_name, or the spec when creation failed
   std::string label;  // what lines and the table show: the name, plus the spec when it says more
   std::string error;  // set when the backend could not be created
+  bool skipped = false;  // its plugin has no device here, or the description lacks the required text
   std::vector<conf::case_result> results;
   std::map<std::string, counts> per_op;
 };
@@ -71,19 +79,56 @@ std::vector<std::string> device_specs(const bp_plugin *plugin, std::string &why_
   return specs;
 }
 
+// --expect-log / --forbid-log: every log line at INFO and above, kept (and
+// still printed at WARN and above, as without a callback).
+struct log_capture {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  static void sink(bp_log_level level, const char *source, const char *message, void *user) {
+    auto *self = static_cast<log_capture *>(user);
+    const std::string line = std::string(source ? source : "?") + ": " + (message ? message : "");
+    if (level >= BP_LOG_WARN) std::fprintf(stderr, "%s\n", line.c_str());
+    std::lock_guard<std::mutex> lock(self->mu);
+    self->lines.push_back(line);
+  }
+};
+
 const char *status_word(conf::case_status s) { return conf::case_status_name(s); }
 
+// The description of |be|'s device ("" when it has none).
+std::string device_description(bp_backend *be) {
+  bp_device *dev = bp_backend_get_device(be);
+  bp_device_info info{};
+  info.struct_size = sizeof info;
+  if (!dev || bp_device_get_info(dev, &info) != BP_OK || !info.description) return "";
+  return info.description;
+}
+
 void run_backend(backend_run &run, const std::vector<conf::case_desc> &cases, const std::vector<std::string> &ops,
-                 bool verbose, FILE *out) {
+                 const std::string &require_description, bool verbose, FILE *out) {
   bp_backend *be = nullptr;
-  if (bp_backend_init(run.spec.c_str(), &be) != BP_OK || !be) {
+  if (const bp_status st = bp_backend_init(run.spec.c_str(), &be); st != BP_OK || !be) {
     run.error = last_error();
     run.name = run.label = run.spec;
-    std::fprintf(out, "[%s] cannot create the backend: %s\n", run.spec.c_str(), run.error.c_str());
+    // UNAVAILABLE: the plugin loaded but found no device on this machine.
+    run.skipped = st == BP_ERR_UNAVAILABLE;
+    std::fprintf(out, "[%s] %s: %s\n", run.spec.c_str(),
+                 run.skipped ? "SKIPPED, no such device here" : "cannot create the backend", run.error.c_str());
     return;
   }
   run.name = bp_backend_name(be);
   run.label = run.name == run.spec ? run.name : run.name + " (" + run.spec + ")";
+  if (!require_description.empty()) {
+    const std::string desc = device_description(be);
+    if (desc.find(require_description) == std::string::npos) {
+      run.skipped = true;
+      run.error = "the device's description '" + desc + "' lacks '" + require_description + "'";
+      std::fprintf(out, "[%s] SKIPPED: %s\n", run.label.c_str(), run.error.c_str());
+      bp_backend_free(be);
+      return;
+    }
+    std::fprintf(out, "[%s] device: %s\n", run.label.c_str(), desc.c_str());
+  }
   for (const std::string &op : ops) {
     counts &cnt = run.per_op[op];
     std::vector<std::string> lines;
@@ -135,7 +180,9 @@ void print_table(const std::vector<backend_run> &runs, const std::vector<std::st
     std::fprintf(out, "%-10s", op.c_str());
     for (size_t i = 0; i < runs.size(); ++i) {
       std::string cell = "-";
-      if (!runs[i].error.empty()) {
+      if (runs[i].skipped) {
+        cell = "skipped";
+      } else if (!runs[i].error.empty()) {
         cell = "no backend";
       } else if (auto it = runs[i].per_op.find(op); it != runs[i].per_op.end()) {
         const counts &c = it->second;
@@ -181,14 +228,24 @@ int main(int argc, char **argv) {
   CLI::App app{"bp-test-ops: checks every op of each backend against a double-precision reference"};
   bp::tools::add_version_flag(app, "bp-test-ops");
   std::vector<std::string> specs, ops;
-  std::string plugin_path, json_path;
-  bool verbose = false, list = false;
+  std::string plugin_path, json_path, require_description;
+  std::vector<std::string> expect_logs, forbid_logs;
+  bool verbose = false, list = false, require_support = false;
   app.add_option("-d,--device,-b,--backend", specs,
                  "device spec to test, as in bp-run and bp-bench (repeatable; default: every device found); -b and "
                  "--backend are the older names");
   app.add_option("-o,--op", ops, "op to test, e.g. MUL_MAT (repeatable; default: all)");
   app.add_option("--plugin", plugin_path, "load this plugin file and test only its devices");
   app.add_option("--json", json_path, "write the results as JSON to FILE ('-' = stdout)");
+  app.add_option("--require-description", require_description,
+                 "skip (exit 77) a device whose description lacks TEXT, e.g. 'kernels avx512' with BP_CPU_ISA=avx512 "
+                 "(the cpu device names the kernels that run)");
+  app.add_flag("--require-support", require_support,
+               "count a case the backend does not support as a failure (for a plugin that implements every op)");
+  app.add_option("--expect-log", expect_logs,
+                 "fail unless some log line (INFO and above) matches this regular expression (repeatable): shows "
+                 "that a path ran, e.g. with vulkan:profile=true the shader variants dispatched");
+  app.add_option("--forbid-log", forbid_logs, "fail when a log line matches this regular expression (repeatable)");
   app.add_flag("-v,--verbose", verbose, "print every case, not only failures");
   app.add_flag("--list", list, "list the cases and exit");
   if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
@@ -220,6 +277,20 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "bp-test-ops: cannot write --json '%s': %s\n", json_path.c_str(), std::strerror(errno));
       return 2;
     }
+  }
+
+  std::vector<std::regex> expect_re, forbid_re;
+  try {
+    for (const auto &e : expect_logs) expect_re.emplace_back(e);
+    for (const auto &e : forbid_logs) forbid_re.emplace_back(e);
+  } catch (const std::regex_error &e) {
+    std::fprintf(stderr, "bp-test-ops: bad --expect-log/--forbid-log expression: %s\n", e.what());
+    return 2;
+  }
+  static log_capture logs;
+  if (!expect_re.empty() || !forbid_re.empty()) {
+    bp_log_set_callback(&log_capture::sink, &logs);
+    if (bp_log_get_level() > BP_LOG_INFO) bp_log_set_level(BP_LOG_INFO);
   }
 
   bp_plugin *plugin = nullptr;
@@ -257,24 +328,57 @@ int main(int argc, char **argv) {
   for (const std::string &spec : specs) {
     backend_run r;
     r.spec = spec;
-    run_backend(r, cases, run_ops, verbose, out);
+    run_backend(r, cases, run_ops, require_description, verbose, out);
+    if (require_support)
+      for (auto &[op, c] : r.per_op) c.failed += c.unsupported;
     runs.push_back(std::move(r));
   }
   print_table(runs, run_ops, out);
 
-  int failed = 0, created = 0;
+  int failed = 0, created = 0, skipped = 0;
   for (const backend_run &r : runs) {
-    if (r.error.empty()) ++created;
+    if (r.skipped)
+      ++skipped;
+    else if (r.error.empty())
+      ++created;
     for (const auto &[op, c] : r.per_op) failed += c.failed;
   }
-  const bool ok = failed == 0 && created == static_cast<int>(runs.size());
+  if (skipped == static_cast<int>(runs.size())) {
+    // Nothing here to test: no device, or not the path asked for.
+    std::fprintf(out, "\nbp-test-ops: SKIPPED: no device here matches %s\n",
+                 require_description.empty() ? "the spec(s)" : ("'" + require_description + "'").c_str());
+    return kExitSkipped;
+  }
+  // The paths the run had to show (or not) in its log.
+  int log_failures = 0;
+  {
+    std::lock_guard<std::mutex> lock(logs.mu);
+    for (size_t i = 0; i < expect_re.size(); ++i) {
+      const auto hit = std::find_if(logs.lines.begin(), logs.lines.end(),
+                                    [&](const std::string &l) { return std::regex_search(l, expect_re[i]); });
+      if (hit == logs.lines.end()) {
+        ++log_failures;
+        std::fprintf(out, "FAIL: no log line matches --expect-log '%s'\n", expect_logs[i].c_str());
+      } else {
+        std::fprintf(out, "log shows '%s': %s\n", expect_logs[i].c_str(), hit->c_str());
+      }
+    }
+    for (size_t i = 0; i < forbid_re.size(); ++i)
+      for (const std::string &l : logs.lines)
+        if (std::regex_search(l, forbid_re[i])) {
+          ++log_failures;
+          std::fprintf(out, "FAIL: log line matches --forbid-log '%s': %s\n", forbid_logs[i].c_str(), l.c_str());
+        }
+  }
+  bp_log_set_callback(nullptr, nullptr);
+  const bool ok = failed == 0 && log_failures == 0 && created + skipped == static_cast<int>(runs.size());
   if (created == 0)
     std::fprintf(out, "\nbp-test-ops: no backend could be created\n");
   else if (ok)
     std::fprintf(out, "\nOK: every case passed or is not supported, on %d backend(s)\n", created);
   else
-    std::fprintf(out, "\nFAILED: %d case(s) failed; %d of %zu backend(s) could not be created\n", failed,
-                 static_cast<int>(runs.size()) - created, runs.size());
+    std::fprintf(out, "\nFAILED: %d case(s) failed, %d log check(s); %d of %zu backend(s) could not be created\n",
+                 failed, log_failures, static_cast<int>(runs.size()) - created - skipped, runs.size());
 
   if (!json_path.empty()) {
     const std::string text = to_json(runs, ok).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

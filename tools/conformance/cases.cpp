@@ -84,6 +84,7 @@ std::vector<case_desc> conformance_cases(const std::vector<std::string> &ops) {
   add_mul_mat_cases(all);
   add_data_cases(all);
   add_rope_cases(all);
+  add_special_cases(all);
   if (ops.empty()) return all;
   std::vector<case_desc> picked;
   for (auto &c : all)

@@ -55,8 +55,8 @@ void add_mul_mat_cases(std::vector<case_desc> &out) {
       {{33, 7, 2, 1}, {33, 5, 2, 1}, f32, L::contiguous, L::transposed},
       {{257, 67, 1, 1}, {257, 33, 1, 1}},  // big enough to be split over threads
       {{65, 129, 3, 1}, {65, 33, 6, 1}, f32, L::permuted, L::contiguous},
-      {{33, 20, 1, 1}, {33, 131, 1, 1}},               // few rows of a, many of b: b's rows split over threads
-      {{520, 37, 1, 1}, {520, 13, 1, 1}, f16},         // three K blocks, edge panels on both sides
+      {{33, 20, 1, 1}, {33, 131, 1, 1}},        // few rows of a, many of b: b's rows split over threads
+      {{520, 37, 1, 1}, {520, 13, 1, 1}, f16},  // three K blocks, edge panels on both sides
       {{1, 1, 1, 1}, {1, 1, 1, 1}, f16},
       {{257, 67, 1, 1}, {257, 33, 1, 1}, f16},
       {{65, 129, 1, 2}, {65, 33, 3, 2}, f16, L::strided, L::permuted},
@@ -67,6 +67,12 @@ void add_mul_mat_cases(std::vector<case_desc> &out) {
       {{33, 7, 3, 2}, {33, 5, 3, 2}, f16, L::permuted, L::contiguous},
       {{33, 7, 1, 1}, {33, 5, 3, 1}, f16, L::strided, L::strided},
       {{33, 7, 1, 1}, {33, 5, 1, 1}, f16, L::transposed, L::transposed},
+      // K a multiple of 4, few columns of b: the matrix-vector shaders
+      // (Vulkan's mul_mv, mul_mv_wg with mul_mat=gpu), and the tiled ones
+      // (mul_mat_nt, mul_mat_shared) past them.
+      {{64, 37, 1, 1}, {64, 3, 1, 1}},
+      {{256, 70, 2, 1}, {256, 5, 4, 1}, f16},
+      {{64, 70, 1, 1}, {64, 33, 1, 1}},
   };
   for (const mul_mat_case &s : cases) add(out, s);
 }

@@ -54,5 +54,6 @@ void add_row_cases(std::vector<case_desc> &out);
 void add_mul_mat_cases(std::vector<case_desc> &out);
 void add_data_cases(std::vector<case_desc> &out);
 void add_rope_cases(std::vector<case_desc> &out);
+void add_special_cases(std::vector<case_desc> &out);
 
 }  // namespace bp::conformance

@@ -3,6 +3,7 @@
 // exactly (NaN where NaN, +inf where +inf). When the reference is zero
 // everywhere the plain sum of squared errors stands in for the NMSE.
 
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -76,6 +77,54 @@ comparison compare_values(const std::vector<double> &actual, const expected &wan
   if (!c.ok)
     c.message = "worst at " + index_str(want, worst_at) +
                 fmt(": got %.9g, want %.9g", actual[worst_at], want.values[worst_at]);
+  return c;
+}
+
+namespace {
+
+// Whether |a| stands for |r| under |t| (see compare_elementwise).
+bool element_ok(double a, double r, const elem_tol &t) {
+  if (t.rel < 0) return true;
+  if (std::isnan(r)) return std::isnan(a);
+  if (std::isinf(r)) return a == r;
+  if (!std::isfinite(a)) return false;
+  if (std::fabs(r) < FLT_MIN && std::fabs(a) < FLT_MIN) return true;
+  return std::fabs(a - r) <= t.rel * std::fabs(r) + t.abs;
+}
+
+}  // namespace
+
+comparison compare_elementwise(const std::vector<double> &actual, const expected &want, const expected *alt) {
+  comparison c;
+  if (actual.size() != want.values.size() || want.tol.size() != want.values.size() ||
+      (alt && alt->values.size() != want.values.size())) {
+    c.message = "result has " + std::to_string(actual.size()) + " elements, reference " +
+                std::to_string(want.values.size()) + " (with " + std::to_string(want.tol.size()) + " bounds)";
+    return c;
+  }
+  size_t bad = 0, first = 0;
+  double worst = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double a = actual[i], r = want.values[i];
+    const elem_tol &t = want.tol[i];
+    if (element_ok(a, r, t) || (alt && element_ok(a, alt->values[i], alt->tol.size() > i ? alt->tol[i] : t))) {
+      if (t.rel >= 0 && std::isfinite(r) && std::isfinite(a) && r != 0)
+        worst = std::fmax(worst, std::fabs(a - r) / std::fabs(r));
+      continue;
+    }
+    if (bad++ == 0) first = i;
+  }
+  // The largest relative error among passing finite values stands in for the NMSE.
+  c.nmse = bad ? INFINITY : worst;
+  c.ok = bad == 0;
+  if (!c.ok) {
+    const elem_tol &t = want.tol[first];
+    char buf[200];
+    std::snprintf(buf, sizeof buf, ": got %.9g, want %.9g (rel %.3g, abs %.3g)", actual[first], want.values[first],
+                  t.rel, t.abs);
+    c.message = std::to_string(bad) + " of " + std::to_string(actual.size()) + " elements out of bounds; first at " +
+                index_str(want, first) + buf;
+  }
   return c;
 }
 

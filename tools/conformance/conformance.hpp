@@ -45,13 +45,23 @@ enum class fill_kind {
   away_from_zero,  // |x| uniform in [lo, hi], random sign
   integers,        // whole numbers uniform in [lo, hi]
   distinct,        // a shuffled ramp: no two elements equal (ARGMAX without ties)
-  causal_mask      // 0 where i0 <= i1 + (ne0 - ne1), -inf elsewhere (lo/hi unused)
+  causal_mask,     // 0 where i0 <= i1 + (ne0 - ne1), -inf elsewhere (lo/hi unused)
+  // The special values (special_values()): +-0, +-inf, NaN, denormals,
+  // magnitudes 1e4 to FLT_MAX and the edges of exp's range.
+  special,         // element k of the leaf is special k mod S
+  special_by_row,  // every element of leaf row r (dim 0) is special r mod S
+  special_in_rows  // uniform in [lo, hi] (distinct when no_nan), and special r mod S once in row r
 };
 
 struct fill_spec {
   fill_kind kind = fill_kind::uniform;
   double lo = -1.0, hi = 1.0;
+  bool no_nan = false;  // special*: leave NaN out (ARGMAX: unspecified with NaN)
+  double max_abs = 0;   // special*: > 0 leaves out finite magnitudes above it
 };
+
+// The special values the special fills cycle through, in a fixed order.
+const std::vector<double> &special_values();
 
 struct input_spec {
   bp_type type = BP_TYPE_F32;
@@ -66,6 +76,10 @@ struct op_args {
   float f[4] = {0, 0, 0, 0};
   int32_t i[4] = {0, 0, 0, 0};
   bp_type type = BP_TYPE_F32;
+  // Set by the runner for the reference only: the plugin under test
+  // ("cpu", "vulkan", "opencl", ...), whose API's stated precision the
+  // per-element tolerances of the special-value cases follow.
+  std::string api;
 };
 
 // ---------------------------------------------------------------------------
@@ -95,11 +109,19 @@ struct host_input {
   double flat(int64_t i) const;
 };
 
+// A per-element bound: |got - want| <= rel |want| + abs. rel < 0: any
+// value passes (the result is unspecified there, docs/ops.md).
+struct elem_tol {
+  double rel = 0, abs = 0;
+};
+
 // The expected result, dense in logical order (dim 0 fastest).
 struct expected {
   bp_type type = BP_TYPE_F32;
   int64_t ne[4] = {1, 1, 1, 1};
   std::vector<double> values;
+  // Empty: compare by NMSE. Else one bound per value, and NMSE is not used.
+  std::vector<elem_tol> tol;
 };
 
 // ---------------------------------------------------------------------------
@@ -120,6 +142,10 @@ struct case_desc {
   // >= 0: compare the whole leaf of this input after compute (CPY writes
   // into it) instead of the node; the reference then returns that leaf.
   int readback_input = -1;
+  // Special-value cases: a backend may flush denormal inputs and results to
+  // zero (Vulkan and OpenCL allow it), so each element may also match the
+  // reference computed from the inputs with denormals flushed to +-0.
+  bool denormals_may_flush = false;
 };
 
 enum class case_status { passed, failed, unsupported };
@@ -156,6 +182,11 @@ struct comparison {
 };
 // Compares |actual| (logical order) with |want| under |max_nmse| (or exactly).
 comparison compare_values(const std::vector<double> &actual, const expected &want, double max_nmse, bool exact);
+// Compares element by element under want.tol: NaN where NaN, an infinity of
+// the same sign where one, else within the bound (below FLT_MIN, any value
+// of magnitude < FLT_MIN passes: results in the denormal range may flush).
+// |alt| (may be null): a second reference, each element may match either.
+comparison compare_elementwise(const std::vector<double> &actual, const expected &want, const expected *alt);
 
 // Values of |spec|'s leaf, seeded by |seed|, rounded to the leaf type.
 std::vector<double> make_leaf_values(const input_spec &spec, uint64_t seed);

@@ -16,7 +16,29 @@ namespace {
 
 using rng = bp::tools::splitmix64;
 
+// The specials |f| keeps.
+std::vector<double> specials_for(const fill_spec &f) {
+  std::vector<double> out;
+  for (double v : special_values()) {
+    if (f.no_nan && std::isnan(v)) continue;
+    if (f.max_abs > 0 && std::isfinite(v) && std::fabs(v) > f.max_abs) continue;
+    out.push_back(v);
+  }
+  return out;
+}
+
 }  // namespace
+
+const std::vector<double> &special_values() {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double fmax = std::numeric_limits<float>::max(), fmin = std::numeric_limits<float>::min();
+  const double tiny = std::numeric_limits<float>::denorm_min();
+  static const std::vector<double> v = {0.0,   -0.0,  inf,    -inf,   std::nan(""), 1e-40, -1e-40, tiny,  -2e-39,
+                                        fmin,  -fmin, 1e-30,  -1e-7,  0.5,          -3.0,  10.0,   -10.0, 88.0,
+                                        -88.0, 100.0, -100.0, 1000.0, -1000.0,      1e4,   -1e4,   1e10,  -1e10,
+                                        1e20,  -1e20, 1e30,   -1e30,  3e38,         -3e38, fmax,   -fmax, 1.0};
+  return v;
+}
 
 double round_to_type(double v, bp_type type) {
   switch (type) {
@@ -70,6 +92,31 @@ std::vector<double> make_leaf_values(const input_spec &spec, uint64_t seed) {
       for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[r.next() % static_cast<uint64_t>(i + 1)]);
       const double step = n > 1 ? (f.hi - f.lo) / static_cast<double>(n - 1) : 0.0;
       for (int64_t i = 0; i < n; ++i) v[i] = f.lo + step * static_cast<double>(order[i]);
+      break;
+    }
+    case fill_kind::special: {
+      const std::vector<double> sv = specials_for(f);
+      for (int64_t i = 0; i < n; ++i) v[i] = sv[static_cast<size_t>(i) % sv.size()];
+      break;
+    }
+    case fill_kind::special_by_row: {
+      const std::vector<double> sv = specials_for(f);
+      for (int64_t i = 0; i < n; ++i) v[i] = sv[static_cast<size_t>(i / spec.ne[0]) % sv.size()];
+      break;
+    }
+    case fill_kind::special_in_rows: {
+      // Distinct values when NaN is left out (ARGMAX), so no ties but the
+      // special's own; the special sits at a different column in each row.
+      const std::vector<double> sv = specials_for(f);
+      const int64_t ne0 = spec.ne[0];
+      std::vector<int64_t> order(static_cast<size_t>(n));
+      std::iota(order.begin(), order.end(), 0);
+      for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[r.next() % static_cast<uint64_t>(i + 1)]);
+      const double step = n > 1 ? (f.hi - f.lo) / static_cast<double>(n - 1) : 0.0;
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = f.no_nan ? f.lo + step * static_cast<double>(order[i]) : f.lo + (f.hi - f.lo) * r.unit();
+      for (int64_t row = 0; row * ne0 < n; ++row)
+        v[row * ne0 + (row * 7) % ne0] = sv[static_cast<size_t>(row) % sv.size()];
       break;
     }
     case fill_kind::causal_mask: {

@@ -47,13 +47,18 @@ double apply_unary(bp_op op, double x, const op_args &a) {
     case BP_OP_SQRT: return std::sqrt(x);
     case BP_OP_EXP: return std::exp(x);
     case BP_OP_RELU: return x > 0 ? x : 0.0;
-    // The tanh form of GELU (the one docs/ops.md specifies).
-    case BP_OP_GELU: return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
+    // GELU as docs/ops.md defines it: x sigmoid(2u), u = sqrt(2/pi) (x +
+    // 0.044715 x^3), which is the tanh form 0.5 x (1 + tanh(u)) without its
+    // cancellation at large negative x.
+    case BP_OP_GELU:
+      return x / (1.0 + std::exp(-2.0 * std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
     case BP_OP_SILU: return x / (1.0 + std::exp(-x));
     case BP_OP_TANH: return std::tanh(x);
     case BP_OP_SIGMOID: return 1.0 / (1.0 + std::exp(-x));
     case BP_OP_SCALE: return x * static_cast<double>(a.f[0]);
-    case BP_OP_CLAMP: return std::fmin(std::fmax(x, static_cast<double>(a.f[0])), static_cast<double>(a.f[1]));
+    // NaN stays NaN (docs/ops.md); std::fmax would give the lower bound.
+    case BP_OP_CLAMP:
+      return std::isnan(x) ? x : std::fmin(std::fmax(x, static_cast<double>(a.f[0])), static_cast<double>(a.f[1]));
     default: throw std::logic_error("reference: not a unary op");
   }
 }
@@ -297,6 +302,178 @@ reference_fn rope() {
         r[j1] = x[j0] * s + x[j1] * c;
       }
     }));
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Special values: the same references, plus a bound per element from the
+// stated precision of the API under test (docs/ops.md, "Special values and
+// tolerances"). "ulp" here is 2^-23 relative, one unit in the last place of
+// a float at the bottom of its binade.
+
+namespace {
+
+constexpr double k_ulp = 1.0 / 8388608.0;  // 2^-23
+// exp(-t) is 0 or inf in f32 beyond this |t|: larger arguments add no error.
+constexpr double k_exp_range = 104.0;
+
+enum class api_kind { host, vulkan, opencl };
+
+api_kind api_of(const std::string &api) {
+  if (api == "vulkan") return api_kind::vulkan;
+  if (api == "opencl") return api_kind::opencl;
+  return api_kind::host;  // cpu, blas, anything in C++ with libm
+}
+
+// Ulps allowed for exp(t): Vulkan 3 + 2|t| (SPIR-V Exp), OpenCL 3 (full
+// profile), host 4 (glibc's vector expf is within 4, its scalar expf 1).
+double exp_ulps(api_kind api, double t) {
+  t = std::fmin(std::fabs(t), k_exp_range);
+  switch (api) {
+    case api_kind::vulkan:
+      return 3.0 + 2.0 * t;
+    case api_kind::opencl:
+      return 3.0;
+    default:
+      return 4.0;
+  }
+}
+
+// Ulps for x / y: 2.5 in Vulkan and OpenCL, correctly rounded on the host.
+double div_ulps(api_kind api) { return api == api_kind::host ? 1.0 : 3.0; }
+
+// The bound of f(x) = num / (1 + exp(-t)) computed in f32, |t| from x with
+// |t_ulps| ulps of its own: exp's error, t's error carried through exp,
+// the add and the divide.
+elem_tol sigmoid_form(api_kind api, double t, double t_ulps) {
+  const double at = std::fmin(std::fabs(t), k_exp_range);
+  return {(exp_ulps(api, t) + t_ulps * at + div_ulps(api) + 1.0) * k_ulp, 0.0};
+}
+
+elem_tol unary_tol(api_kind api, bp_op op, double x) {
+  const double pi = 3.14159265358979323846;
+  switch (op) {
+    case BP_OP_NEG:
+    case BP_OP_ABS:
+    case BP_OP_RELU:
+    case BP_OP_CLAMP:
+      return {0.0, 0.0};
+    case BP_OP_SQR:
+    case BP_OP_SCALE:
+      return {k_ulp, 0.0};
+    // Vulkan: 1 / inversesqrt(x) (2 + 2.5 ulps); OpenCL 3; host correctly rounded.
+    case BP_OP_SQRT:
+      return {(api == api_kind::vulkan ? 5.0 : api == api_kind::opencl ? 3.0 : 1.0) * k_ulp, 0.0};
+    case BP_OP_EXP:
+      return {exp_ulps(api, x) * k_ulp, 0.0};
+    case BP_OP_SIGMOID:
+    case BP_OP_SILU:
+      return sigmoid_form(api, x, 0.0);
+    // t = 2 sqrt(2/pi) (x + 0.044715 x^3) takes about 5 roundings.
+    case BP_OP_GELU:
+      return sigmoid_form(api, 2.0 * std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x), 5.0);
+    // Vulkan's tanh is inherited from sinh / cosh, so from exp: an absolute
+    // error near 0 as well. OpenCL 5 ulps; host 2.
+    case BP_OP_TANH:
+      if (api == api_kind::vulkan) return {8.0 * k_ulp, 8.0 * k_ulp};
+      return {(api == api_kind::opencl ? 5.0 : 2.0) * k_ulp, 0.0};
+    default:
+      throw std::logic_error("reference: not a unary op");
+  }
+}
+
+elem_tol binary_tol(api_kind api, bp_op op) { return {op == BP_OP_DIV ? div_ulps(api) * k_ulp : k_ulp, 0.0}; }
+
+}  // namespace
+
+reference_fn unary_special(bp_op op) {
+  return [op](const std::vector<host_input> &in, const op_args &args) {
+    expected e = unary(op)(in, args);
+    const api_kind api = api_of(args.api);
+    e.tol.resize(e.values.size());
+    for (size_t i = 0; i < e.values.size(); ++i) e.tol[i] = unary_tol(api, op, in[0].flat(static_cast<int64_t>(i)));
+    return e;
+  };
+}
+
+reference_fn binary_special(bp_op op) {
+  return [op](const std::vector<host_input> &in, const op_args &args) {
+    expected e = binary(op)(in, args);
+    e.tol.assign(e.values.size(), binary_tol(api_of(args.api), op));
+    return e;
+  };
+}
+
+reference_fn row_special(bp_op op) {
+  return [op](const std::vector<host_input> &in, const op_args &args) {
+    const host_input &a = in[0];
+    const api_kind api = api_of(args.api);
+    expected e;
+    switch (op) {
+      case BP_OP_SUM_ROWS:
+        e = sum_rows()(in, args);
+        break;
+      case BP_OP_MEAN:
+        e = mean()(in, args);
+        break;
+      case BP_OP_NORM:
+        e = norm()(in, args);
+        break;
+      case BP_OP_RMS_NORM:
+        e = rms_norm()(in, args);
+        break;
+      case BP_OP_SOFT_MAX:
+        e = soft_max()(in, args);
+        break;
+      default:
+        throw std::logic_error("reference: no special-value bound for this row op");
+    }
+    const int64_t n = a.ne()[0];
+    const double dn = static_cast<double>(n);
+    const bool per_row_value = op == BP_OP_SUM_ROWS || op == BP_OP_MEAN;
+    e.tol.resize(e.values.size());
+    std::vector<double> row(static_cast<size_t>(n));
+    size_t k = 0;
+    for (int64_t i3 = 0; i3 < a.ne()[3]; ++i3)
+      for (int64_t i2 = 0; i2 < a.ne()[2]; ++i2)
+        for (int64_t i1 = 0; i1 < a.ne()[1]; ++i1) {
+          double sum_abs = 0, sum = 0, sum2 = 0, mx = -std::numeric_limits<double>::infinity();
+          for (int64_t i0 = 0; i0 < n; ++i0) {
+            row[i0] = a.at(i0, i1, i2, i3);
+            sum_abs += std::fabs(row[i0]);
+            sum += row[i0];
+            sum2 += row[i0] * row[i0];
+            mx = std::fmax(mx, row[i0] * static_cast<double>(args.f[0]));
+          }
+          const double m = sum / dn;
+          double var = 0, dev = 0;
+          for (double x : row) {
+            var += (x - m) * (x - m);
+            dev = std::fmax(dev, std::fabs(x - m));
+          }
+          var /= dn;
+          if (per_row_value) {
+            // Any summation order: (n - 1) ulps of the sum of magnitudes.
+            const double bound = (dn + 1.0) * k_ulp * sum_abs;
+            e.tol[k++] = {k_ulp, op == BP_OP_MEAN ? bound / dn : bound};
+            continue;
+          }
+          for (int64_t i0 = 0; i0 < n; ++i0) {
+            elem_tol t;
+            if (op == BP_OP_NORM) {
+              t = {4.0 * k_ulp, 4.0 * dn * k_ulp * dev / std::sqrt(var + static_cast<double>(args.f[0]))};
+            } else if (op == BP_OP_RMS_NORM) {
+              double big = 0;
+              for (double x : row) big = std::fmax(big, std::fabs(x));
+              t = {4.0 * k_ulp, 4.0 * dn * k_ulp * big / std::sqrt(sum2 / dn + static_cast<double>(args.f[0]))};
+            } else {  // SOFT_MAX: exp of x - max, the sum of n, the divide
+              const double d = std::fabs(row[i0] * static_cast<double>(args.f[0]) - mx);
+              t = {(exp_ulps(api, d) + std::fmin(d, k_exp_range) + 2.0 * dn + div_ulps(api) + 2.0) * k_ulp, 0.0};
+            }
+            e.tol[static_cast<size_t>(((i3 * a.ne()[2] + i2) * a.ne()[1] + i1) * n + i0)] = t;
+          }
+        }
+    return e;
   };
 }
 

@@ -31,4 +31,11 @@ reference_fn cont();
 reference_fn concat();  // dim = i[0]
 reference_fn rope();    // n_dims i[0], mode i[1], freq_base f[2], freq_scale f[3]
 
+// The same references with a bound per element (expected::tol) from the
+// stated precision of args.api's API: the special-value cases.
+reference_fn unary_special(bp_op op);
+reference_fn binary_special(bp_op op);
+// SUM_ROWS, MEAN, NORM, RMS_NORM (eps f[0]), SOFT_MAX (no mask, scale f[0]).
+reference_fn row_special(bp_op op);
+
 }  // namespace bp::conformance::ref

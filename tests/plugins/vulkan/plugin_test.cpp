@@ -10,7 +10,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +22,32 @@
 #include "backplane/plugin.h"
 
 namespace {
+
+// Every line the plugin logs, so tests named for a path can see the path in
+// the profile table (profile=true: one "profile: <op> <variant> N
+// dispatches" line per op and shader variant, logged when the backend is
+// freed).
+struct captured_log {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  static void log(void *self, bp_log_level, const char *message) {
+    auto *c = static_cast<captured_log *>(self);
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->lines.emplace_back(message ? message : "");
+  }
+  static int enabled(void *, bp_log_level) { return 1; }
+};
+
+captured_log &plugin_log() {
+  static captured_log c;
+  return c;
+}
+
+const bp_host_api *test_host() {
+  static const bp_host_api host{sizeof(bp_host_api), BP_PLUGIN_ABI_VERSION, BP_PLUGIN_ABI_MINOR,
+                                &plugin_log(),       &captured_log::log,    &captured_log::enabled};
+  return &host;
+}
 
 struct loaded_plugin {
   void *handle = nullptr;
@@ -35,7 +64,7 @@ struct loaded_plugin {
     }
     auto entry = reinterpret_cast<bp_plugin_entry_fn>(dlsym(handle, BP_PLUGIN_ENTRY_SYMBOL));
     bp_error err{};
-    iface = entry ? entry(BP_PLUGIN_ABI_VERSION, nullptr, &err) : nullptr;
+    iface = entry ? entry(BP_PLUGIN_ABI_VERSION, test_host(), &err) : nullptr;
     if (!iface || iface->init(&state, &err) != BP_OK) {
       message = err.message;
       iface = nullptr;
@@ -91,8 +120,13 @@ class VulkanPlugin : public ::testing::Test {
     std::vector<bp_param_value> params = {{"f16", BP_PARAM_BOOL, 1, "true"},
                                           {"fast_paths", BP_PARAM_BOOL, 1, "true"},
                                           {"tile_cols", BP_PARAM_INT, tile_cols(), cols.c_str()},
-                                          {"mul_mat", BP_PARAM_STRING, 0, mul_mat()}};
-    ASSERT_EQ(dev_.iface->backend_init(dev_.ctx, params.data(), 4, &be_, &err), BP_OK) << err.message;
+                                          {"mul_mat", BP_PARAM_STRING, 0, mul_mat()},
+                                          {"profile", BP_PARAM_BOOL, profile(), profile() ? "true" : "false"}};
+    {
+      std::lock_guard<std::mutex> lock(plugin_log().mu);
+      plugin_log().lines.clear();
+    }
+    ASSERT_EQ(dev_.iface->backend_init(dev_.ctx, params.data(), params.size(), &be_, &err), BP_OK) << err.message;
     bp_buffer_type_ref buft = dev_.iface->buffer_type(dev_.ctx);
     ASSERT_EQ(buft.iface->alloc(buft.ctx, 64 << 20, &mem_.buf, &err), BP_OK) << err.message;
     ctx_ = bp_context_new(0);
@@ -101,6 +135,36 @@ class VulkanPlugin : public ::testing::Test {
   virtual int64_t tile_cols() const { return 0; }
   // The backend's mul_mat parameter.
   virtual const char *mul_mat() const { return "auto"; }
+  bp_device_type device_type() const {
+    bp_device_props props{};
+    props.struct_size = sizeof props;
+    bp_error err{};
+    if (dev_.iface->get_props(dev_.ctx, &props, &err) != BP_OK) return BP_DEVICE_TYPE_GPU;
+    return props.type;
+  }
+  // The backend's profile parameter: tests named for a path set it and read
+  // the profile table (profile_rows) to show the path ran.
+  virtual bool profile() const { return false; }
+  // Frees the backend (which logs its profile table) and returns the table's
+  // rows, "<op> <variant>" -> dispatches.
+  std::map<std::string, int> profile_rows() {
+    if (be_.iface) be_.iface->free(be_.ctx);
+    be_ = {};
+    std::map<std::string, int> rows;
+    std::lock_guard<std::mutex> lock(plugin_log().mu);
+    for (const std::string &l : plugin_log().lines) {
+      char op[64], variant[64];
+      int n = 0;
+      if (std::sscanf(l.c_str(), "profile: %63s %63s %d dispatches", op, variant, &n) == 3)
+        rows[std::string(op) + " " + variant] += n;
+    }
+    return rows;
+  }
+  static std::string rows_str(const std::map<std::string, int> &rows) {
+    std::string s;
+    for (const auto &[k, n] : rows) s += "\n  " + k + ": " + std::to_string(n);
+    return s.empty() ? " (none: no profile lines logged)" : s;
+  }
   void TearDown() override {
     if (ctx_) bp_context_free(ctx_);
     if (mem_.buf.iface) mem_.buf.iface->free(mem_.buf.ctx);
@@ -138,6 +202,19 @@ class VulkanPlugin : public ::testing::Test {
   bp_backend_ref be_{};
   placed mem_;
   bp_context *ctx_ = nullptr;
+};
+
+// The tests named for a path (a fused pair, a shader variant) with the
+// profile on: each asserts on the table that the path ran.
+class VulkanPluginPaths : public VulkanPlugin {
+ protected:
+  bool profile() const override { return true; }
+  // Dispatches per op label ("MUL_MAT+ADD"), any variant.
+  static std::map<std::string, int> by_op(const std::map<std::string, int> &rows) {
+    std::map<std::string, int> ops;
+    for (const auto &[k, n] : rows) ops[k.substr(0, k.find(' '))] += n;
+    return ops;
+  }
 };
 
 TEST_F(VulkanPlugin, InitFindsNoDevicesBeforeEnumerate) {
@@ -287,12 +364,16 @@ struct mul_mat_case {
   bool f16;
   int tile_cols = 0;             // the backend parameter; 0 = the device's choice
   const char *mul_mat = "auto";  // the backend parameter
+  // The shader variant the case is for ("x*": any starting with x), on a
+  // CPU-type device: the profile table must show the product ran there.
+  const char *variant = "";
 };
 
 class VulkanMulMatPaths : public VulkanPlugin, public ::testing::WithParamInterface<mul_mat_case> {
  protected:
   int64_t tile_cols() const override { return GetParam().tile_cols; }
   const char *mul_mat() const override { return GetParam().mul_mat; }
+  bool profile() const override { return true; }
 };
 
 TEST_P(VulkanMulMatPaths, MatchDoubleReference) {
@@ -332,30 +413,50 @@ TEST_P(VulkanMulMatPaths, MatchDoubleReference) {
         ASSERT_NEAR(got[(static_cast<size_t>(i2) * c.N + n) * c.M + m], s, 1e-4 * std::sqrt(c.K))
             << "batch " << i2 << " n " << n << " m " << m;
       }
+  // The path the case is named for ran: the product's only dispatches used
+  // its variant. (The auto choices are a CPU-type device's: lavapipe's.)
+  const bool cpu_type = device_type() == BP_DEVICE_TYPE_CPU;
+  if (std::string(c.mul_mat) == "auto" && !cpu_type) return;
+  const auto table = profile_rows();
+  std::string want = std::string("MUL_MAT ") + c.variant;
+  const bool prefix = want.back() == '*';
+  if (prefix) want.pop_back();
+  int dispatches = 0, others = 0;
+  for (const auto &[k, count] : table)
+    ((prefix ? k.compare(0, want.size(), want) == 0 : k == want) ? dispatches : others) += count;
+  EXPECT_GT(dispatches, 0) << "no dispatch of " << want << "; the profile:" << rows_str(table);
+  EXPECT_EQ(others, 0) << "dispatches other than " << want << "; the profile:" << rows_str(table);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, VulkanMulMatPaths,
-    ::testing::Values(mul_mat_case{256, 96, 3, 1, false},      // mul_mv
-                      mul_mat_case{64, 37, 3, 1, false},       // mul_mv, M not a multiple of 4
-                      mul_mat_case{128, 37, 8, 1, false},      // nt_c8, M not a multiple of the 8-row block
-                      mul_mat_case{64, 129, 9, 1, true},       // nt_c16 one column past nt_c8, M past a workgroup
-                      mul_mat_case{96, 70, 33, 4, false},      // nt_c32 on lavapipe, N past a column block, batches
-                      mul_mat_case{96, 70, 33, 4, false, 16},  // nt_c16 by tile_cols, three column blocks
-                      mul_mat_case{64, 50, 20, 1, false, 8},   // nt_c8 by tile_cols, N past two blocks
-                      mul_mat_case{64, 40, 64, 1, true},       // nt, f16 weights, two whole column blocks
-                      mul_mat_case{64, 40, 65, 2, false},      // nt, one column past them
-                      mul_mat_case{128, 96, 130, 2, true},     // nt, f16 weights, wide
-                      mul_mat_case{30, 20, 70, 1, false},      // general: K % 4 != 0
+    ::testing::Values(mul_mat_case{256, 96, 3, 1, false, 0, "auto", "mul_mv"},  // mul_mv
+                      mul_mat_case{64, 37, 3, 1, false, 0, "auto", "mul_mv"},   // mul_mv, M not a multiple of 4
+                      // nt_c8, M not a multiple of the 8-row block
+                      mul_mat_case{128, 37, 8, 1, false, 0, "auto", "mul_mat_nt_c8"},
+                      // nt_c16 one column past nt_c8, M past a workgroup
+                      mul_mat_case{64, 129, 9, 1, true, 0, "auto", "mul_mat_nt_c16"},
+                      // nt_c32 on lavapipe, N past a column block, batches
+                      mul_mat_case{96, 70, 33, 4, false, 0, "auto", "mul_mat_nt_c32"},
+                      mul_mat_case{96, 70, 33, 4, false, 16, "auto", "mul_mat_nt_c16"},  // by tile_cols, 3 blocks
+                      mul_mat_case{64, 50, 20, 1, false, 8, "auto", "mul_mat_nt_c8"},    // by tile_cols, N past 2
+                      // nt, f16 weights, two whole column blocks; one column past them; f16 weights, wide
+                      mul_mat_case{64, 40, 64, 1, true, 0, "auto", "mul_mat_nt_c32"},
+                      mul_mat_case{64, 40, 65, 2, false, 0, "auto", "mul_mat_nt_c*"},
+                      mul_mat_case{128, 96, 130, 2, true, 0, "auto", "mul_mat_nt_c*"},
+                      mul_mat_case{30, 20, 70, 1, false, 0, "auto", "mul_mat_f32"},  // general: K % 4 != 0
                       // mul_mat_shared, forced (GPUs pick it where M, N >= 64): 64 blocks with M and N
                       // past the edge and a K tail of 5 slices and one texel, batches; whole blocks,
                       // f16 weights; 128 blocks (chosen once there are 128 of them), K tail of 2 texels
-                      mul_mat_case{84, 70, 33, 4, false, 0, "gpu"}, mul_mat_case{64, 64, 128, 1, true, 0, "gpu"},
-                      mul_mat_case{40, 129, 65, 1, true, 0, "gpu"}, mul_mat_case{20, 200, 1000, 8, false, 0, "gpu"},
+                      mul_mat_case{84, 70, 33, 4, false, 0, "gpu", "mul_mat_shared_*"},
+                      mul_mat_case{64, 64, 128, 1, true, 0, "gpu", "mul_mat_shared_*"},
+                      mul_mat_case{40, 129, 65, 1, true, 0, "gpu", "mul_mat_shared_*"},
+                      mul_mat_case{20, 200, 1000, 8, false, 0, "gpu", "mul_mat_shared_*"},
                       // mul_mv_wg, forced: a workgroup per row, K over several strides with a remainder,
                       // batches, f16 weights, and more rows than one dispatch's 65535 workgroups
-                      mul_mat_case{1028, 37, 7, 4, false, 0, "gpu"}, mul_mat_case{256, 96, 3, 1, true, 0, "gpu"},
-                      mul_mat_case{8, 70000, 1, 1, false, 0, "gpu"}),
+                      mul_mat_case{1028, 37, 7, 4, false, 0, "gpu", "mul_mv_wg"},
+                      mul_mat_case{256, 96, 3, 1, true, 0, "gpu", "mul_mv_wg"},
+                      mul_mat_case{8, 70000, 1, 1, false, 0, "gpu", "mul_mv_wg"}),
     [](const ::testing::TestParamInfo<mul_mat_case> &i) {
       const mul_mat_case &c = i.param;
       return "K" + std::to_string(c.K) + "_M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_B" +
@@ -373,7 +474,7 @@ namespace {
 // same-shape tensor, the norm still readable by a later node, and the
 // product written over the norm's own memory (the allocator's in-place
 // reuse). On other devices the same graph runs unfused: same answers.
-TEST_F(VulkanPlugin, NormThenMulMatchDoubleReference) {
+TEST_F(VulkanPluginPaths, NormThenMulMatchDoubleReference) {
   const int n0 = 64, rows = 5;
   bp_tensor *x = bp_new_tensor_2d(ctx_, BP_TYPE_F32, n0, rows);
   bp_tensor *w = bp_new_tensor_1d(ctx_, BP_TYPE_F32, n0);
@@ -422,6 +523,19 @@ TEST_F(VulkanPlugin, NormThenMulMatchDoubleReference) {
       ASSERT_NEAR(g_in_place[at], frow[i] / std::sqrt(fss / n0 + 1e-5) * vw[i], 1e-5) << "row " << r << " col " << i;
     }
   }
+  // Fused on a CPU-type device: each norm and its MUL in one dispatch, no
+  // norm or MUL alone; elsewhere one dispatch per node.
+  const auto table = profile_rows();
+  const auto ops = by_op(table);
+  auto count = [&](const char *op) { return ops.count(op) ? ops.at(op) : 0; };
+  if (device_type() == BP_DEVICE_TYPE_CPU) {
+    EXPECT_EQ(count("RMS_NORM+MUL"), 2) << rows_str(table);
+    EXPECT_EQ(count("NORM+MUL"), 1) << rows_str(table);
+    EXPECT_EQ(count("RMS_NORM") + count("NORM") + count("MUL"), 0) << rows_str(table);
+    EXPECT_EQ(count("ADD"), 1) << rows_str(table);
+  } else {
+    EXPECT_EQ(count("RMS_NORM+MUL") + count("NORM+MUL"), 0) << rows_str(table);
+  }
 }
 
 // A MUL_MAT on mul_mat_nt followed by ADD or MUL of its product with a
@@ -430,7 +544,7 @@ TEST_F(VulkanPlugin, NormThenMulMatchDoubleReference) {
 // the product still readable by a later node, the result written over the
 // operand's memory and over the product's, and a row-broadcast ADD (not
 // fused) beside them.
-TEST_F(VulkanPlugin, MulMatThenElementwiseMatchDoubleReference) {
+TEST_F(VulkanPluginPaths, MulMatThenElementwiseMatchDoubleReference) {
   const int K = 72, M = 40, N = 12;
   bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, K, M);
   bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, K, N);
@@ -475,6 +589,23 @@ TEST_F(VulkanPlugin, MulMatThenElementwiseMatchDoubleReference) {
       ASSERT_NEAR(g_bias[at], p + vr[m], tol) << "n " << n << " m " << m;
       ASSERT_NEAR(g_over[at], p + vx2[at], tol) << "n " << n << " m " << m;
     }
+  // Fused on a CPU-type device: the two ADDs over a same-layout operand, the
+  // MUL and the SILU each in the product's dispatch; the broadcast ADD and
+  // its product alone, as is the SUB.
+  const auto table = profile_rows();
+  const auto ops = by_op(table);
+  auto count = [&](const char *op) { return ops.count(op) ? ops.at(op) : 0; };
+  if (device_type() == BP_DEVICE_TYPE_CPU) {
+    EXPECT_EQ(count("MUL_MAT+ADD"), 2) << rows_str(table);
+    EXPECT_EQ(count("MUL_MAT+MUL"), 1) << rows_str(table);
+    EXPECT_EQ(count("MUL_MAT+SILU"), 1) << rows_str(table);
+    EXPECT_EQ(count("MUL_MAT"), 1) << rows_str(table);
+    EXPECT_EQ(count("ADD"), 1) << rows_str(table);
+    EXPECT_EQ(count("SUB"), 1) << rows_str(table);
+    EXPECT_EQ(count("MUL") + count("SILU"), 0) << rows_str(table);
+  } else {
+    EXPECT_EQ(count("MUL_MAT+ADD") + count("MUL_MAT+MUL") + count("MUL_MAT+SILU"), 0) << rows_str(table);
+  }
 }
 
 // Rows of a multiple of 4 take rows_vec4.comp (one invocation per row), which
@@ -482,7 +613,7 @@ TEST_F(VulkanPlugin, MulMatThenElementwiseMatchDoubleReference) {
 // texels at a time, then a tail of three. SOFT_MAX's one-pass maximum and sum
 // meet a row whose first 40 elements are masked (-inf), a row masked
 // entirely (zeros), and a row whose values span +-30 (large rescales).
-TEST_F(VulkanPlugin, TexelRowOpsMatchDoubleReference) {
+TEST_F(VulkanPluginPaths, TexelRowOpsMatchDoubleReference) {
   const int n0 = 76, rows = 5;
   bp_tensor *x = bp_new_tensor_2d(ctx_, BP_TYPE_F32, n0, rows);
   bp_tensor *mask = bp_new_tensor_2d(ctx_, BP_TYPE_F32, n0, rows);
@@ -523,6 +654,11 @@ TEST_F(VulkanPlugin, TexelRowOpsMatchDoubleReference) {
       ASSERT_NEAR(gsm[r * n0 + i], sm_ref, 1e-6) << "row " << r << " element " << i;
     }
   }
+  // Each of the three ran on rows_vec4.comp.
+  const auto table = profile_rows();
+  for (const char *op : {"RMS_NORM", "NORM", "SOFT_MAX"})
+    EXPECT_EQ(table.count(std::string(op) + " rows_vec4") ? table.at(std::string(op) + " rows_vec4") : 0, 1)
+        << op << ":" << rows_str(table);
 }
 
 }  // namespace
