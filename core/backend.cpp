@@ -3,7 +3,7 @@
 // bp_backend_* (free, name, buffers, graph compute, queries, async transfers).
 //
 // bp_backend_graph_compute validates every node before the plugin sees the
-// graph (ARCHITECTURE.md: plugins stay simple and never need to abort): the
+// graph (docs/architecture.md: plugins stay simple and never need to abort): the
 // op table's rules again, memory present, memory this backend can use, op
 // supported. A backend holds one reference to its plugin until it is freed.
 #include <algorithm>

@@ -113,7 +113,7 @@ bool log_enabled(bp_log_level level);
   ((iface) != nullptr && (iface)->struct_size >= offsetof(type, field) + sizeof((iface)->field) && \
    (iface)->field != nullptr)
 
-// Handle tags catch NULL and wrong-type handles (FAILURES.md #24).
+// Handle tags catch NULL and wrong-type handles (docs/failures.md #24).
 enum handle_tag : uint32_t {
   TAG_PLUGIN = 0x504c5547u,
   TAG_DEVICE = 0x44455643u,
@@ -168,7 +168,7 @@ bool free_check(const T *h, handle_tag tag, const char *fn, const char *what) {
 
 // Destroys |h| and keeps its storage, marked TAG_DEAD, in a bounded
 // quarantine (every build), so a later call with the freed handle still
-// reads TAG_DEAD instead of reused memory (FAILURES.md #24).
+// reads TAG_DEAD instead of reused memory (docs/failures.md #24).
 void quarantine_storage(void *h);
 template <typename T>
 void retire_handle(T *h) {

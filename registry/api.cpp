@@ -2,7 +2,7 @@
 //
 // Every listing call runs discovery once first (thread-safe, call_once) and
 // reads the lists under the state mutex only, so it never waits for plugin
-// code. Handles are checked for NULL and for their tag (FAILURES.md #24).
+// code. Handles are checked for NULL and for their tag (docs/failures.md #24).
 #include <cstring>
 
 #include "core/tensor_util.hpp"

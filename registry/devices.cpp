@@ -135,7 +135,7 @@ bp_status list_devices(bp_plugin *p, std::vector<std::unique_ptr<bp_device>> &ou
                  [&] { n = p->iface->device_count(p->ctx); }))
     return BP_ERR_INTERNAL;
   if (n > k_max_devices_per_plugin) {
-    // A fixed capacity: clamp and say so (FAILURES.md #23).
+    // A fixed capacity: clamp and say so (docs/failures.md #23).
     bp::core::logf(BP_LOG_WARN, "registry", "plugin '%s' reports %u devices; only the first %u are used (limit)",
                    p->name.c_str(), n, k_max_devices_per_plugin);
     n = k_max_devices_per_plugin;

@@ -1,6 +1,6 @@
 // loader.cpp: dlopen one plugin file and check it before trusting it.
 //
-// Order matters (FAILURES.md #2-#9): resolve the path (the same file again,
+// Order matters (docs/failures.md #2-#9): resolve the path (the same file again,
 // by any path or hard link, is the loaded plugin), refuse a world-writable
 // file or one for another machine before dlopen runs anything of it, dlopen
 // with RTLD_NOW | RTLD_LOCAL (missing dependencies fail here, and plugins
@@ -89,7 +89,7 @@ bp_plugin *find_loaded_file(const std::string &real, const struct stat &st) {
 
 // A file for another machine is expected next to the right one in
 // multi-arch setups: info level when a plugin from a file of the same name
-// is already loaded, a warning otherwise (FAILURES.md #3).
+// is already loaded, a warning otherwise (docs/failures.md #3).
 bp_log_level arch_mismatch_level(const std::string &real) {
   const std::string name = base_name(real);
   std::lock_guard<std::mutex> lock(state().state_mutex);

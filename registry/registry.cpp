@@ -1,6 +1,6 @@
 // registry.cpp: the registry's state, plugin lifetime, unload and shutdown.
 //
-// Lifetime rules (FAILURES.md #17, #18): every backend, buffer and event
+// Lifetime rules (docs/failures.md #17, #18): every backend, buffer and event
 // holds one reference on its plugin (plugin_retain/release, called by core/);
 // bp_plugin_unload refuses while any is alive; shutdown() runs exactly once,
 // before dlclose; BP_DISABLE_UNLOAD=1 keeps the code mapped (for sanitizer

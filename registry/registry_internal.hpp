@@ -1,6 +1,6 @@
 // registry_internal.hpp: state and helpers shared by the registry's files.
 //
-// Locking (FAILURES.md #19): two mutexes.
+// Locking (docs/failures.md #19): two mutexes.
 //  - load_mutex serialises everything that runs plugin code at load or
 //    unload time: dlopen (static initialisers), bp_plugin_entry, init,
 //    device enumeration, shutdown, dlclose. Only one load/unload/discovery
@@ -53,7 +53,7 @@ struct registry_state {
 };
 
 // The process-wide registry. Leaked on purpose: no work in global
-// destructors (FAILURES.md #18).
+// destructors (docs/failures.md #18).
 registry_state &state();
 
 // FAILED_PRECONDITION with a message when bp_runtime_shutdown already ran.
