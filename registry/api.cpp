@@ -25,7 +25,7 @@ bool valid_device(const bp_device *d, const char *fn) {
 }
 
 // Runs discovery once; false (error set) after bp_runtime_shutdown.
-bool discovered() { return bp::core::registry_ensure_discovered() != BP_ERR_FAILED_PRECONDITION; }
+bool discovered() { return bp::registry::ensure_discovered() != BP_ERR_FAILED_PRECONDITION; }
 
 }  // namespace
 

@@ -236,7 +236,7 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
     return reject(real, BP_ERR_INTERNAL, message);
   if (!iface) {
     bp_status code = err.code > BP_OK && err.code < BP_STATUS_COUNT_ ? err.code : BP_ERR_INCOMPATIBLE;
-    std::string detail(err.message, strnlen(err.message, sizeof err.message));
+    std::string detail = bp::abi::error_text(err);
     return reject(real, code, "plugin '" + name + "': " + BP_PLUGIN_ENTRY_SYMBOL + " returned no table" +
                                   (detail.empty() ? std::string(" and no message (PLG-4)") : ": " + detail));
   }
@@ -249,7 +249,7 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
     return reject(real, BP_ERR_INTERNAL, message);
   if (status != BP_OK) {
     if (status <= BP_OK || status >= BP_STATUS_COUNT_) status = BP_ERR_INTERNAL;
-    std::string detail(err.message, strnlen(err.message, sizeof err.message));
+    std::string detail = bp::abi::error_text(err);
     if (detail.empty()) detail = std::string("init returned ") + bp_status_name(status) + " without a message";
     return reject(real, status,
                   status == BP_ERR_UNAVAILABLE ? "plugin '" + name + "' is unavailable on this machine: " + detail

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <set>
 
-#include "registry/plugin_tables.hpp"
+#include "abi/tables.hpp"
 #include "registry/registry_internal.hpp"
 
 namespace bp::registry {
@@ -184,7 +184,7 @@ bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &p
 
 bp_status check_plugin_table(bp_plugin *p, const bp_plugin_i *iface, std::string &message) {
   const std::string who = "plugin '" + p->name + "': ";
-  std::string why = plugin_tables::check(plugin_tables::plugin, iface);
+  std::string why = bp::abi::check_table(bp::abi::plugin_table, iface);
   if (!why.empty()) return incompatible(message, who + why);
   if (iface->n_params > k_max_params_per_plugin)
     return incompatible(message, who + "declares " + std::to_string(iface->n_params) + " parameters, the limit is " +

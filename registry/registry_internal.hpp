@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "abi/call.hpp"
+#include "abi/tables.hpp"
 #include "core/internal.hpp"
 #include "registry/spec_parser.hpp"
 
@@ -66,29 +68,8 @@ struct load_scope {  // marks this thread as inside a load
   ~load_scope();
 };
 
-// Runs plugin code |f| (one slot call). PLG-10 forbids exceptions across the
-// ABI, but one plugin breaking it must not take discovery down: the exception
-// is caught here, at the slot call, its text copied, and the exception object
-// is destroyed before this returns. Only then may the caller dlclose the
-// plugin (what() and the object's destructor may be code of that plugin).
-// Returns false then, with |message| = "<who>: <slot> threw ... (PLG-10)".
-template <typename F>
-bool call_slot(const std::string &who, const char *slot, std::string &message, F &&f) {
-  const char *what = nullptr;
-  std::string text;
-  try {
-    f();
-    return true;
-  } catch (const std::exception &e) {
-    what = e.what();
-    text = what ? std::string(what, strnlen(what, BP_ERROR_MESSAGE_MAX)) : std::string();
-    text = "an exception escaped " + std::string(slot) + ": " + text;
-  } catch (...) {
-    text = "an exception of unknown type escaped " + std::string(slot);
-  }
-  message = who + ": " + text + " (PLG-10)";
-  return false;
-}
+// Plugin slot calls go through bp::abi::call_slot (abi/call.hpp).
+using bp::abi::call_slot;
 
 // ---- loader.cpp --------------------------------------------------------
 // Loads |path| (load_mutex held by the caller). On success *out is the new
@@ -156,6 +137,9 @@ void ensure_devices_named(const std::string &name);
 void ensure_all_devices();
 
 // ---- registry.cpp ------------------------------------------------------
+// Makes sure discovery ran once (thread-safe); later runs again when
+// bp_registry_add_path changed the folders.
+bp_status ensure_discovered();
 void record_rejection(const std::string &path, bp_status status, const std::string &message);
 void forget_rejection(const std::string &path);
 // Loaded plugin whose file is |real_path|, or nullptr (state_mutex held).
