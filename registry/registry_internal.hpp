@@ -90,12 +90,19 @@ bp_status probe_plugin_file(const std::string &real, std::string &message);
 // ---- image.cpp ---------------------------------------------------------
 // The readable address ranges of one loaded object (its PT_LOAD segments),
 // used to check that a pointer read from the descriptor lies in the plugin's
-// own file before anything reads through it (PLG-2).
+// own file before anything reads through it (PLG-2), and that the entry
+// symbol names code before it is called (PLG-4).
 struct image_ranges {
-  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end)
+  struct range {
+    uintptr_t begin, end;  // [begin, end)
+    bool executable;       // PF_X
+  };
+  std::vector<range> ranges;
   // Bytes readable from |p| up to the end of its segment; 0 outside.
   size_t room(const void *p) const;
   bool contains(const void *p, size_t n) const { return n <= room(p); }
+  // True when |p| lies in an executable segment.
+  bool executable(const void *p) const;
 };
 // The ranges of the object behind dlopen handle |h| (empty when unknown).
 image_ranges image_of(void *h);
@@ -109,14 +116,16 @@ bp_status check_plugin_file(const std::string &real, const struct stat &st, std:
 
 // ---- plugin_checks.cpp -------------------------------------------------
 // Checks the descriptor of the plugin file |path| without running its code:
-// the struct and every string it points to must lie in |image| (the
-// plugin's own mapped file), read with a bound. Fills |out| with the copied
-// strings, or |message| on failure (PLG-2, PLG-3, PLG-6).
+// the struct must lie in |image| (the plugin's own mapped file), aligned for
+// its type, and is copied out before any field is read; every string it
+// points to must lie in |image| too, read with a bound. Fills |out| with the
+// copied strings and versions, or |message| on failure (PLG-2, PLG-3, PLG-6).
 struct descriptor_strings {
   std::string name, version, description;
+  uint32_t abi_major = 0, abi_minor = 0;
 };
-bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &path, const image_ranges &image,
-                           descriptor_strings &out, std::string &message);
+bp_status check_descriptor(const void *d, const std::string &path, const image_ranges &image, descriptor_strings &out,
+                           std::string &message);
 // Checks the table bp_plugin_entry returned and copies its param schema
 // into |p| (p->name set). Fills |message| on failure.
 bp_status check_plugin_table(bp_plugin *p, const bp_plugin_i *iface, std::string &message);
