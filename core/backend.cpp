@@ -3,7 +3,7 @@
 // bp_backend_* (free, name, buffers, graph compute, queries, async transfers).
 //
 // bp_backend_graph_compute validates every node before the plugin sees the
-// graph (ARCHITECTURE.md: plugins stay simple and never need to abort): the
+// graph (docs/architecture.md: plugins stay simple and never need to abort): the
 // op table's rules again, memory present, memory this backend can use, op
 // supported. A backend holds one reference to its plugin until it is freed.
 #include <algorithm>
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "abi/tables.hpp"
 #include "core/objects.hpp"
-#include "registry/plugin_tables.hpp"
 
 namespace bp::core {
 
@@ -33,7 +33,7 @@ bp_status backend_create(bp_device *dev, const bp_param_value *params, uint32_t 
   if (st != BP_OK) return plugin_failed(dev, st, err, "creating backend '" + name + "'");
   const bp_backend_i *i = ref.iface;
   // Checked once, here, where the host first gets the table (PLG-5).
-  std::string why = bp::plugin_tables::check(bp::plugin_tables::backend, i);
+  std::string why = bp::abi::check_table(bp::abi::backend_table, i);
   if (!why.empty()) {
     if (BP_HAS_SLOT(i, bp_backend_i, free)) i->free(ref.ctx);
     return set_errorf(BP_ERR_INCOMPATIBLE, "%s: %s: backend '%s': %s", fn, plugin_name(dev).c_str(), name.c_str(),

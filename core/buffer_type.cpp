@@ -10,8 +10,8 @@
 #include <cinttypes>
 #include <cstring>
 
+#include "abi/tables.hpp"
 #include "core/objects.hpp"
-#include "registry/plugin_tables.hpp"
 
 namespace bp::core {
 
@@ -29,7 +29,7 @@ bool same_ref(const bp_buffer_type_ref &a, const bp_buffer_type_ref &b) { return
 
 std::unique_ptr<bp_buffer_type> buffer_type_wrap(bp_device *dev, bp_buffer_type_ref ref) {
   const bp_buffer_type_i *i = ref.iface;
-  std::string why = bp::plugin_tables::check(bp::plugin_tables::buffer_type, i);
+  std::string why = bp::abi::check_table(bp::abi::buffer_type_table, i);
   if (!why.empty()) {
     bad_table(dev, why);
     return nullptr;
@@ -93,7 +93,7 @@ bool device_ok(const bp_device *dev, const char *fn) {
 bp_status wrap_buffer(bp_buffer_type *buft, bp_buffer_ref ref, size_t size, const char *fn, bp_buffer **out) {
   bp_device *dev = buft->device;
   const bp_buffer_i *i = ref.iface;
-  std::string why = bp::plugin_tables::check(bp::plugin_tables::buffer, i);
+  std::string why = bp::abi::check_table(bp::abi::buffer_table, i);
   if (!why.empty()) {
     if (BP_HAS_SLOT(i, bp_buffer_i, free)) i->free(ref.ctx);
     return set_errorf(BP_ERR_INCOMPATIBLE, "%s: %s: the buffer buffer type '%s' returned: %s", fn,

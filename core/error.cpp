@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "abi/call.hpp"
 #include "core/internal.hpp"
 
 namespace {
@@ -99,8 +100,8 @@ bp_status set_errorf(bp_status code, const char *fmt, ...) {
 
 bp_status set_plugin_error(bp_status code, const bp_error &err, const std::string &context) {
   if (code <= BP_OK || code >= BP_STATUS_COUNT_) code = BP_ERR_INTERNAL;
-  // The plugin may have left the buffer unterminated: never read past it.
-  std::string detail(err.message, strnlen(err.message, sizeof err.message));
+  // The plugin may have left the buffer unterminated: error_text never reads past it.
+  std::string detail = bp::abi::error_text(err);
   if (detail.empty()) detail = std::string("plugin returned ") + bp_status_name(code) + " without a message";
   return set_error(code, context.empty() ? detail : context + ": " + detail);
 }

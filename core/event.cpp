@@ -7,8 +7,8 @@
 // less overlapped). An event holds one reference to its plugin.
 #include <string>
 
+#include "abi/tables.hpp"
 #include "core/objects.hpp"
-#include "registry/plugin_tables.hpp"
 
 using namespace bp::core;
 
@@ -53,7 +53,7 @@ BP_API bp_status bp_event_new(bp_device *dev, bp_event **out_event) {
     bp_event_ref ref{};
     bp_status st = dev->ref.iface->event_new(dev->ref.ctx, &ref, &err);
     if (st != BP_OK) return plugin_failed(dev, st, err, "creating an event");
-    std::string why = bp::plugin_tables::check(bp::plugin_tables::event, ref.iface);
+    std::string why = bp::abi::check_table(bp::abi::event_table, ref.iface);
     if (!why.empty()) {
       if (BP_HAS_SLOT(ref.iface, bp_event_i, free)) ref.iface->free(ref.ctx);
       return set_errorf(BP_ERR_INCOMPATIBLE, "%s: %s: the event returned: %s", fn, plugin_name(dev).c_str(),

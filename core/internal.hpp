@@ -1,8 +1,10 @@
 // internal.hpp: the core's shared internal types (not installed).
 //
 // The structs behind the public opaque handles, and the helpers every core
-// and registry file uses: error recording, logging, slot checks. Everything
-// here is C++ and stays inside libbackplane.so.
+// and registry file uses: error recording, logging, handle checks (slot
+// checks come from abi/tables.hpp). Everything here is C++ and stays inside
+// libbackplane.so. core/ depends on abi/ only; registry/ depends on core/ and
+// abi/, never the other way (core/CMakeLists.txt enforces it).
 #pragma once
 
 #include <atomic>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "abi/tables.hpp"  // BP_HAS_SLOT
 #include "backplane/backplane.h"
 #include "backplane/plugin.h"
 #include "backplane/version.h"  // generated; BP_VERSION_STRING for messages
@@ -106,14 +109,7 @@ void log(bp_log_level level, const char *source, const std::string &message);
 void logf(bp_log_level level, const char *source, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool log_enabled(bp_log_level level);
 
-// ---- ABI slot checks -------------------------------------------------------
-// True when |iface| (a table starting with struct_size) is long enough to
-// hold |field| and the slot is non-NULL. Never call a slot without it.
-#define BP_HAS_SLOT(iface, type, field)                                                            \
-  ((iface) != nullptr && (iface)->struct_size >= offsetof(type, field) + sizeof((iface)->field) && \
-   (iface)->field != nullptr)
-
-// Handle tags catch NULL and wrong-type handles (FAILURES.md #24).
+// Handle tags catch NULL and wrong-type handles (docs/failures.md #24).
 enum handle_tag : uint32_t {
   TAG_PLUGIN = 0x504c5547u,
   TAG_DEVICE = 0x44455643u,
@@ -168,7 +164,7 @@ bool free_check(const T *h, handle_tag tag, const char *fn, const char *what) {
 
 // Destroys |h| and keeps its storage, marked TAG_DEAD, in a bounded
 // quarantine (every build), so a later call with the freed handle still
-// reads TAG_DEAD instead of reused memory (FAILURES.md #24).
+// reads TAG_DEAD instead of reused memory (docs/failures.md #24).
 void quarantine_storage(void *h);
 template <typename T>
 void retire_handle(T *h) {
@@ -284,8 +280,9 @@ struct bp_event {
 namespace bp::core {
 // Cross-module entry points. Owner of each file in brackets.
 
-// Plugin object lifetime: every backend/buffer/event holds one reference;
-// a plugin is never closed while live_objects > 0. [registry/]
+// Plugin object lifetime: every backend/buffer/event holds one reference
+// (bp_plugin::live_objects); the registry never closes a plugin while the
+// count is above 0. [core/plugin_lifetime.cpp]
 void plugin_retain(bp_plugin *p);
 void plugin_release(bp_plugin *p);
 
@@ -309,7 +306,4 @@ std::unique_ptr<bp_buffer_type> buffer_type_wrap(bp_device *dev, bp_buffer_type_
 // |name| is what bp_backend_name returns ("cpu:0"). [core/backend.cpp]
 bp_status backend_create(bp_device *dev, const bp_param_value *params, uint32_t n_params, const std::string &name,
                          bp_backend **out);
-
-// Makes sure discovery ran once (thread-safe). [registry/]
-bp_status registry_ensure_discovered();
 }  // namespace bp::core

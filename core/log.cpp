@@ -33,7 +33,7 @@ thread_local bool t_in_callback = false;
 
 log_state &state() {
   // Leaked on purpose: logging may happen during static destruction of the
-  // application (FAILURES.md #18), and a destroyed logger would crash.
+  // application (docs/failures.md #18), and a destroyed logger would crash.
   static log_state *s = [] {
     auto *st = new log_state;
     st->logger = std::make_shared<spdlog::logger>("backplane", std::make_shared<spdlog::sinks::stderr_sink_mt>());

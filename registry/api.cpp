@@ -2,7 +2,7 @@
 //
 // Every listing call runs discovery once first (thread-safe, call_once) and
 // reads the lists under the state mutex only, so it never waits for plugin
-// code. Handles are checked for NULL and for their tag (FAILURES.md #24).
+// code. Handles are checked for NULL and for their tag (docs/failures.md #24).
 #include <cstring>
 
 #include "core/tensor_util.hpp"
@@ -25,7 +25,7 @@ bool valid_device(const bp_device *d, const char *fn) {
 }
 
 // Runs discovery once; false (error set) after bp_runtime_shutdown.
-bool discovered() { return bp::core::registry_ensure_discovered() != BP_ERR_FAILED_PRECONDITION; }
+bool discovered() { return bp::registry::ensure_discovered() != BP_ERR_FAILED_PRECONDITION; }
 
 }  // namespace
 

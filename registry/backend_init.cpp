@@ -33,7 +33,7 @@ BP_API bp_status bp_backend_init(const char *spec, bp_backend **out_backend) {
     if (!spec)
       return bp::core::set_error(BP_ERR_INVALID_ARGUMENT,
                                  "bp_backend_init: spec is NULL; pass e.g. \"cpu\" or \"auto\"");
-    if (bp_status st = bp::core::registry_ensure_discovered()) return st;
+    if (bp_status st = bp::registry::ensure_discovered()) return st;
     spec_parse_result parsed = parse_spec(spec);
     if (parsed.status != BP_OK) return parse_failed(parsed);
     return create_from(parsed.specs.front(), "device spec " + quote_for_message(spec), out_backend);
@@ -52,7 +52,7 @@ BP_API bp_status bp_backends_init(const char *list, bp_backend **out, size_t cap
     if (!out_count)
       return bp::core::set_error(BP_ERR_INVALID_ARGUMENT,
                                  "bp_backends_init: out_count is NULL: pass a size_t to receive how many were made");
-    if (bp_status st = bp::core::registry_ensure_discovered()) return st;
+    if (bp_status st = bp::registry::ensure_discovered()) return st;
     spec_parse_result parsed = parse_spec_list(list);
     if (parsed.status != BP_OK) return parse_failed(parsed);
     if (parsed.specs.size() > capacity)

@@ -12,8 +12,8 @@
 #include <set>
 #include <vector>
 
+#include "abi/tables.hpp"
 #include "core/objects.hpp"
-#include "registry/plugin_tables.hpp"
 #include "registry/registry_internal.hpp"
 
 namespace bp::registry {
@@ -50,7 +50,7 @@ bp_status make_device(bp_plugin *p, uint32_t index, std::set<std::string> &ids, 
     return BP_ERR_INTERNAL;
   if (st != BP_OK) return plugin_failure(st, err, who + ": device_get failed", message);
   const bp_device_i *di = ref.iface;
-  std::string why = plugin_tables::check(plugin_tables::device, di);
+  std::string why = bp::abi::check_table(bp::abi::device_table, di);
   if (!why.empty()) {
     message = who + ": " + why;
     return BP_ERR_INCOMPATIBLE;
@@ -135,7 +135,7 @@ bp_status list_devices(bp_plugin *p, std::vector<std::unique_ptr<bp_device>> &ou
                  [&] { n = p->iface->device_count(p->ctx); }))
     return BP_ERR_INTERNAL;
   if (n > k_max_devices_per_plugin) {
-    // A fixed capacity: clamp and say so (FAILURES.md #23).
+    // A fixed capacity: clamp and say so (docs/failures.md #23).
     bp::core::logf(BP_LOG_WARN, "registry", "plugin '%s' reports %u devices; only the first %u are used (limit)",
                    p->name.c_str(), n, k_max_devices_per_plugin);
     n = k_max_devices_per_plugin;

@@ -1,10 +1,10 @@
 // discovery.cpp: which folders are searched and which files are candidates.
 //
-// Order (ARCHITECTURE.md): BP_PLUGIN_PATH (':'-separated, read with
+// Order (docs/architecture.md): BP_PLUGIN_PATH (':'-separated, read with
 // secure_getenv so it is ignored under setuid/setgid; relative entries are
 // ignored too, since they would depend on the CWD), folders added with
 // bp_registry_add_path, then <dir of libbackplane.so>/backplane/plugins.
-// Never the current directory (FAILURES.md #20). Only regular files named
+// Never the current directory (docs/failures.md #20). Only regular files named
 // libbp-*.so; folders and files are deduplicated by realpath.
 //
 // No build-tree folder is compiled in: the build tree already keeps its
@@ -55,7 +55,7 @@ bool is_candidate_name(const char *name) {
 
 std::vector<std::string> search_folders() {
   // Folders the user named (BP_PLUGIN_PATH) are configuration: one that does
-  // not exist is a warning, not a silent skip (FAILURES.md #14). The folder
+  // not exist is a warning, not a silent skip (docs/failures.md #14). The folder
   // next to the library is allowed to be absent.
   struct wanted_folder {
     std::string path;

@@ -1,11 +1,11 @@
 // file_checks.cpp: looks at a candidate file before dlopen runs any of it.
 //
 // Two checks, both on the resolved path and both before any plugin code runs:
-//  - Permissions (FAILURES.md #20, PLG-20): a file every user may write is
+//  - Permissions (docs/failures.md #20, PLG-20): a file every user may write is
 //    refused, since anyone could have swapped its code; so is a file in a
 //    folder every user may write, unless the folder is sticky (1777) and
 //    the file is ours or root's (then a warning).
-//  - Architecture (FAILURES.md #3): dlopen describes a foreign file badly.
+//  - Architecture (docs/failures.md #3): dlopen describes a foreign file badly.
 //    For another machine glibc says "cannot open shared object file: No such
 //    file or directory" (it skips the file as if it were absent), and for
 //    another ELF class it names only the class. The file's ELF class, byte

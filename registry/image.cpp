@@ -5,7 +5,8 @@
 // descriptor whose name points at 0x10 (or into another object) must be
 // refused, not followed: every pointer is checked against the readable
 // PT_LOAD segments of the object behind the dlopen handle, and strings are
-// read no further than the end of their segment.
+// read no further than the end of their segment. The entry symbol must lie
+// in an executable segment: calling one that names data would crash.
 #include <dlfcn.h>
 #include <link.h>
 
@@ -31,7 +32,7 @@ int on_object(dl_phdr_info *info, size_t, void *data) {
     const ElfW(Phdr) &ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_R)) continue;
     uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
-    s->out->ranges.emplace_back(begin, begin + ph.p_memsz);
+    s->out->ranges.push_back({begin, begin + ph.p_memsz, (ph.p_flags & PF_X) != 0});
   }
   return 1;
 }
@@ -40,9 +41,16 @@ int on_object(dl_phdr_info *info, size_t, void *data) {
 
 size_t image_ranges::room(const void *p) const {
   const auto a = reinterpret_cast<uintptr_t>(p);
-  for (const auto &[begin, end] : ranges)
-    if (a >= begin && a < end) return end - a;
+  for (const range &r : ranges)
+    if (a >= r.begin && a < r.end) return r.end - a;
   return 0;
+}
+
+bool image_ranges::executable(const void *p) const {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  for (const range &r : ranges)
+    if (a >= r.begin && a < r.end && r.executable) return true;
+  return false;
 }
 
 image_ranges image_of(void *h) {

@@ -1,12 +1,14 @@
 // loader.cpp: dlopen one plugin file and check it before trusting it.
 //
-// Order matters (FAILURES.md #2-#9): resolve the path (the same file again,
+// Order matters (docs/failures.md #2-#9): resolve the path (the same file again,
 // by any path or hard link, is the loaded plugin), refuse a world-writable
 // file or one for another machine before dlopen runs anything of it, dlopen
 // with RTLD_NOW | RTLD_LOCAL (missing dependencies fail here, and plugins
-// cannot see each other's symbols), read the const descriptor and refuse an
-// incompatible plugin before any of its functions run, refuse a duplicate
-// name, then call bp_plugin_entry, check the table, init, enumerate devices
+// cannot see each other's symbols), read the const descriptor (from a copy,
+// after checking it lies in the file, aligned) and refuse an incompatible
+// plugin before any of its functions run, refuse a duplicate name, refuse an
+// entry symbol outside the file's executable segments, then call
+// bp_plugin_entry, check the table, init, enumerate devices
 // (deferred to first use when the plugin has an enumerate slot).
 // Every failure closes the handle and is recorded with its reason.
 #include <dlfcn.h>
@@ -16,6 +18,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -89,7 +92,7 @@ bp_plugin *find_loaded_file(const std::string &real, const struct stat &st) {
 
 // A file for another machine is expected next to the right one in
 // multi-arch setups: info level when a plugin from a file of the same name
-// is already loaded, a warning otherwise (FAILURES.md #3).
+// is already loaded, a warning otherwise (docs/failures.md #3).
 bp_log_level arch_mismatch_level(const std::string &real) {
   const std::string name = base_name(real);
   std::lock_guard<std::mutex> lock(state().state_mutex);
@@ -173,12 +176,14 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
   if (!h) return reject(real, BP_ERR_INCOMPATIBLE, "cannot load " + real + ": " + dl_error_text());
   handle_guard close_on_error(h);
 
-  auto *desc = static_cast<const bp_plugin_descriptor_t *>(dlsym(h, BP_PLUGIN_DESCRIPTOR_SYMBOL));
+  // Kept as an address: check_descriptor reads the struct from a copy.
+  const void *desc = dlsym(h, BP_PLUGIN_DESCRIPTOR_SYMBOL);
   if (!desc || !defined_by(h, desc))
     return reject(real, BP_ERR_INCOMPATIBLE,
                   real + ": not a Backplane plugin (missing " BP_PLUGIN_DESCRIPTOR_SYMBOL ") (PLG-2)");
+  const image_ranges image = image_of(h);
   descriptor_strings strings;
-  status = check_descriptor(desc, real, image_of(h), strings, message);
+  status = check_descriptor(desc, real, image, strings, message);
   if (status != BP_OK) return reject(real, status, message);
   const std::string name = strings.name;
   // The file name is how users, specs and tools name a plugin before it is
@@ -206,10 +211,21 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
                   "plugin name '" + name + "' from " + real + " is already taken by " + taken_by +
                       "; remove or rename one of the two files (PLG-3)");
   }
-  auto entry = reinterpret_cast<bp_plugin_entry_fn>(dlsym(h, BP_PLUGIN_ENTRY_SYMBOL));
-  if (!entry || !defined_by(h, reinterpret_cast<const void *>(entry)))
+  void *entry_sym = dlsym(h, BP_PLUGIN_ENTRY_SYMBOL);
+  if (!entry_sym || !defined_by(h, entry_sym))
     return reject(real, BP_ERR_INCOMPATIBLE,
                   real + ": not a Backplane plugin (missing " BP_PLUGIN_ENTRY_SYMBOL ") (PLG-4)");
+  // Calling a symbol that names data would crash the process: the entry
+  // must lie in one of the file's executable segments.
+  if (!image.executable(entry_sym)) {
+    char where[32];
+    std::snprintf(where, sizeof where, "%p", entry_sym);
+    return reject(real, BP_ERR_INCOMPATIBLE,
+                  real + ": the " BP_PLUGIN_ENTRY_SYMBOL " symbol at " + where +
+                      " does not lie in an executable segment of the file (it names data, not a function); not "
+                      "called (PLG-4)");
+  }
+  auto entry = reinterpret_cast<bp_plugin_entry_fn>(entry_sym);
 
   auto p = std::make_unique<bp_plugin>();
   p->name = name;
@@ -222,9 +238,9 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
   p->host.host = p.get();
   p->host.log = host_log;
   p->host.log_enabled = host_log_enabled;
-  if (desc->abi_minor > BP_PLUGIN_ABI_MINOR)
+  if (strings.abi_minor > BP_PLUGIN_ABI_MINOR)
     bp::core::logf(BP_LOG_DEBUG, "registry", "plugin '%s' was built for ABI %u.%u (host %u.%u): newer slots unused",
-                   name.c_str(), desc->abi_major, desc->abi_minor, BP_PLUGIN_ABI_VERSION, BP_PLUGIN_ABI_MINOR);
+                   name.c_str(), strings.abi_major, strings.abi_minor, BP_PLUGIN_ABI_VERSION, BP_PLUGIN_ABI_MINOR);
 
   // Every call into the plugin below goes through call_slot: an exception
   // is caught and destroyed there, before handle_guard may close the file.
@@ -236,7 +252,7 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
     return reject(real, BP_ERR_INTERNAL, message);
   if (!iface) {
     bp_status code = err.code > BP_OK && err.code < BP_STATUS_COUNT_ ? err.code : BP_ERR_INCOMPATIBLE;
-    std::string detail(err.message, strnlen(err.message, sizeof err.message));
+    std::string detail = bp::abi::error_text(err);
     return reject(real, code, "plugin '" + name + "': " + BP_PLUGIN_ENTRY_SYMBOL + " returned no table" +
                                   (detail.empty() ? std::string(" and no message (PLG-4)") : ": " + detail));
   }
@@ -249,7 +265,7 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
     return reject(real, BP_ERR_INTERNAL, message);
   if (status != BP_OK) {
     if (status <= BP_OK || status >= BP_STATUS_COUNT_) status = BP_ERR_INTERNAL;
-    std::string detail(err.message, strnlen(err.message, sizeof err.message));
+    std::string detail = bp::abi::error_text(err);
     if (detail.empty()) detail = std::string("init returned ") + bp_status_name(status) + " without a message";
     return reject(real, status,
                   status == BP_ERR_UNAVAILABLE ? "plugin '" + name + "' is unavailable on this machine: " + detail

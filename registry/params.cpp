@@ -5,7 +5,7 @@
 // whether each key is one the plugin declared, and whether each value has
 // the declared type and range. Defaults fill every key not given, so a
 // plugin's backend_init always receives its whole schema (PLG-7). Errors
-// list what exists (FAILURES.md #13, #14).
+// list what exists (docs/failures.md #13, #14).
 #include <algorithm>
 #include <cstring>
 

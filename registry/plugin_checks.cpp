@@ -8,7 +8,7 @@
 #include <cstring>
 #include <set>
 
-#include "registry/plugin_tables.hpp"
+#include "abi/tables.hpp"
 #include "registry/registry_internal.hpp"
 
 namespace bp::registry {
@@ -112,13 +112,30 @@ bool image_string(const image_ranges &image, const char *s, size_t max, std::str
   return true;
 }
 
-bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &path, const image_ranges &image,
+bp_status check_descriptor(const void *d_in, const std::string &path, const image_ranges &image,
                            descriptor_strings &out, std::string &message) {
   const std::string file = base_name(path);
   // The symbol was found in the file itself; its whole struct must be too.
-  if (!image.contains(d, sizeof(bp_plugin_descriptor_t)))
+  if (!image.contains(d_in, sizeof(bp_plugin_descriptor_t)))
     return incompatible(message, file + ": the " BP_PLUGIN_DESCRIPTOR_SYMBOL " symbol does not lie within the "
                                         "file's loaded image (PLG-2)");
+  // A compiler always aligns the struct; a file whose symbol sits at an odd
+  // address was made by hand. Refused, and the fields are read from a copy
+  // below in any case (never through a misaligned pointer).
+  const auto addr = reinterpret_cast<uintptr_t>(d_in);
+  if (addr % alignof(bp_plugin_descriptor_t) != 0) {
+    char where[32];
+    std::snprintf(where, sizeof where, "%p", d_in);
+    return incompatible(message, file + ": the " BP_PLUGIN_DESCRIPTOR_SYMBOL " symbol at " + where +
+                                     " is not aligned for bp_plugin_descriptor_t (" +
+                                     std::to_string(alignof(bp_plugin_descriptor_t)) +
+                                     " bytes): not a descriptor a compiler made (PLG-2)");
+  }
+  bp_plugin_descriptor_t copy;
+  std::memcpy(&copy, d_in, sizeof copy);
+  const bp_plugin_descriptor_t *d = &copy;
+  out.abi_major = d->abi_major;
+  out.abi_minor = d->abi_minor;
   if (d->magic != BP_PLUGIN_MAGIC) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "%s: bad descriptor magic 0x%08X (expected 0x%08X): not a Backplane plugin (PLG-2)",
@@ -184,7 +201,7 @@ bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &p
 
 bp_status check_plugin_table(bp_plugin *p, const bp_plugin_i *iface, std::string &message) {
   const std::string who = "plugin '" + p->name + "': ";
-  std::string why = plugin_tables::check(plugin_tables::plugin, iface);
+  std::string why = bp::abi::check_table(bp::abi::plugin_table, iface);
   if (!why.empty()) return incompatible(message, who + why);
   if (iface->n_params > k_max_params_per_plugin)
     return incompatible(message, who + "declares " + std::to_string(iface->n_params) + " parameters, the limit is " +

@@ -42,9 +42,17 @@ int child_log_enabled(void *, bp_log_level) { return 0; }
   void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h) {
     // Only what the parent would run anyway, after the same basic checks.
-    const auto *d = static_cast<const bp_plugin_descriptor_t *>(dlsym(h, BP_PLUGIN_DESCRIPTOR_SYMBOL));
-    auto entry = reinterpret_cast<bp_plugin_entry_fn>(dlsym(h, BP_PLUGIN_ENTRY_SYMBOL));
-    if (d && entry && d->magic == BP_PLUGIN_MAGIC && d->abi_major == BP_PLUGIN_ABI_VERSION) {
+    // The descriptor is read from a copy (it may sit at any address), and
+    // an entry outside the executable segments is never called.
+    const void *dsym = dlsym(h, BP_PLUGIN_DESCRIPTOR_SYMBOL);
+    void *entry_sym = dlsym(h, BP_PLUGIN_ENTRY_SYMBOL);
+    const image_ranges image = image_of(h);
+    bp_plugin_descriptor_t d{};
+    const bool d_ok = dsym && image.contains(dsym, sizeof d);
+    if (d_ok) std::memcpy(&d, dsym, sizeof d);
+    auto entry = reinterpret_cast<bp_plugin_entry_fn>(entry_sym);
+    if (d_ok && entry_sym && image.executable(entry_sym) && d.magic == BP_PLUGIN_MAGIC &&
+        d.abi_major == BP_PLUGIN_ABI_VERSION) {
       bp_host_api host{};
       host.struct_size = sizeof host;
       host.abi_major = BP_PLUGIN_ABI_VERSION;

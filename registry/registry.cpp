@@ -1,10 +1,11 @@
 // registry.cpp: the registry's state, plugin lifetime, unload and shutdown.
 //
-// Lifetime rules (FAILURES.md #17, #18): every backend, buffer and event
-// holds one reference on its plugin (plugin_retain/release, called by core/);
-// bp_plugin_unload refuses while any is alive; shutdown() runs exactly once,
-// before dlclose; BP_DISABLE_UNLOAD=1 keeps the code mapped (for sanitizer
-// stack traces). Nothing happens in global destructors.
+// Lifetime rules (docs/failures.md #17, #18): every backend, buffer and event
+// holds one reference on its plugin (bp_plugin::live_objects, counted by
+// core/plugin_lifetime.cpp; the registry only reads it); bp_plugin_unload
+// refuses while any is alive; shutdown() runs exactly once, before dlclose;
+// BP_DISABLE_UNLOAD=1 keeps the code mapped (for sanitizer stack traces).
+// Nothing happens in global destructors.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -127,26 +128,7 @@ static bp_status unload_one(bp_plugin *p) {
   return BP_OK;
 }
 
-}  // namespace bp::registry
-
-namespace bp::core {
-
-void plugin_retain(bp_plugin *p) {
-  if (p) p->live_objects.fetch_add(1, std::memory_order_relaxed);
-}
-
-void plugin_release(bp_plugin *p) {
-  if (!p) return;
-  long before = p->live_objects.fetch_sub(1, std::memory_order_acq_rel);
-  if (before <= 0) {
-    // A release without a retain is our bug; keep the count sane.
-    p->live_objects.fetch_add(1, std::memory_order_relaxed);
-    log(BP_LOG_ERROR, "registry", "plugin_release without plugin_retain on '" + p->name + "'");
-  }
-}
-
-bp_status registry_ensure_discovered() {
-  using namespace bp::registry;
+bp_status ensure_discovered() {
   if (bp_status st = check_not_shut_down()) return st;
   // Inside a load (e.g. a log callback fired by a plugin's init): use what
   // is loaded now rather than deadlock on the load mutex.
@@ -160,7 +142,7 @@ bp_status registry_ensure_discovered() {
   return s.first_discovery_status;
 }
 
-}  // namespace bp::core
+}  // namespace bp::registry
 
 extern "C" {
 

@@ -1,6 +1,6 @@
 // registry_internal.hpp: state and helpers shared by the registry's files.
 //
-// Locking (FAILURES.md #19): two mutexes.
+// Locking (docs/failures.md #19): two mutexes.
 //  - load_mutex serialises everything that runs plugin code at load or
 //    unload time: dlopen (static initialisers), bp_plugin_entry, init,
 //    device enumeration, shutdown, dlclose. Only one load/unload/discovery
@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "abi/call.hpp"
+#include "abi/tables.hpp"
 #include "core/internal.hpp"
 #include "registry/spec_parser.hpp"
 
@@ -53,7 +55,7 @@ struct registry_state {
 };
 
 // The process-wide registry. Leaked on purpose: no work in global
-// destructors (FAILURES.md #18).
+// destructors (docs/failures.md #18).
 registry_state &state();
 
 // FAILED_PRECONDITION with a message when bp_runtime_shutdown already ran.
@@ -66,29 +68,8 @@ struct load_scope {  // marks this thread as inside a load
   ~load_scope();
 };
 
-// Runs plugin code |f| (one slot call). PLG-10 forbids exceptions across the
-// ABI, but one plugin breaking it must not take discovery down: the exception
-// is caught here, at the slot call, its text copied, and the exception object
-// is destroyed before this returns. Only then may the caller dlclose the
-// plugin (what() and the object's destructor may be code of that plugin).
-// Returns false then, with |message| = "<who>: <slot> threw ... (PLG-10)".
-template <typename F>
-bool call_slot(const std::string &who, const char *slot, std::string &message, F &&f) {
-  const char *what = nullptr;
-  std::string text;
-  try {
-    f();
-    return true;
-  } catch (const std::exception &e) {
-    what = e.what();
-    text = what ? std::string(what, strnlen(what, BP_ERROR_MESSAGE_MAX)) : std::string();
-    text = "an exception escaped " + std::string(slot) + ": " + text;
-  } catch (...) {
-    text = "an exception of unknown type escaped " + std::string(slot);
-  }
-  message = who + ": " + text + " (PLG-10)";
-  return false;
-}
+// Plugin slot calls go through bp::abi::call_slot (abi/call.hpp).
+using bp::abi::call_slot;
 
 // ---- loader.cpp --------------------------------------------------------
 // Loads |path| (load_mutex held by the caller). On success *out is the new
@@ -109,12 +90,19 @@ bp_status probe_plugin_file(const std::string &real, std::string &message);
 // ---- image.cpp ---------------------------------------------------------
 // The readable address ranges of one loaded object (its PT_LOAD segments),
 // used to check that a pointer read from the descriptor lies in the plugin's
-// own file before anything reads through it (PLG-2).
+// own file before anything reads through it (PLG-2), and that the entry
+// symbol names code before it is called (PLG-4).
 struct image_ranges {
-  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end)
+  struct range {
+    uintptr_t begin, end;  // [begin, end)
+    bool executable;       // PF_X
+  };
+  std::vector<range> ranges;
   // Bytes readable from |p| up to the end of its segment; 0 outside.
   size_t room(const void *p) const;
   bool contains(const void *p, size_t n) const { return n <= room(p); }
+  // True when |p| lies in an executable segment.
+  bool executable(const void *p) const;
 };
 // The ranges of the object behind dlopen handle |h| (empty when unknown).
 image_ranges image_of(void *h);
@@ -128,14 +116,16 @@ bp_status check_plugin_file(const std::string &real, const struct stat &st, std:
 
 // ---- plugin_checks.cpp -------------------------------------------------
 // Checks the descriptor of the plugin file |path| without running its code:
-// the struct and every string it points to must lie in |image| (the
-// plugin's own mapped file), read with a bound. Fills |out| with the copied
-// strings, or |message| on failure (PLG-2, PLG-3, PLG-6).
+// the struct must lie in |image| (the plugin's own mapped file), aligned for
+// its type, and is copied out before any field is read; every string it
+// points to must lie in |image| too, read with a bound. Fills |out| with the
+// copied strings and versions, or |message| on failure (PLG-2, PLG-3, PLG-6).
 struct descriptor_strings {
   std::string name, version, description;
+  uint32_t abi_major = 0, abi_minor = 0;
 };
-bp_status check_descriptor(const bp_plugin_descriptor_t *d, const std::string &path, const image_ranges &image,
-                           descriptor_strings &out, std::string &message);
+bp_status check_descriptor(const void *d, const std::string &path, const image_ranges &image, descriptor_strings &out,
+                           std::string &message);
 // Checks the table bp_plugin_entry returned and copies its param schema
 // into |p| (p->name set). Fills |message| on failure.
 bp_status check_plugin_table(bp_plugin *p, const bp_plugin_i *iface, std::string &message);
@@ -156,6 +146,9 @@ void ensure_devices_named(const std::string &name);
 void ensure_all_devices();
 
 // ---- registry.cpp ------------------------------------------------------
+// Makes sure discovery ran once (thread-safe); later runs again when
+// bp_registry_add_path changed the folders.
+bp_status ensure_discovered();
 void record_rejection(const std::string &path, bp_status status, const std::string &message);
 void forget_rejection(const std::string &path);
 // Loaded plugin whose file is |real_path|, or nullptr (state_mutex held).

@@ -1,10 +1,10 @@
-// plugin_tables.cpp: slot lists of the ABI tables (see plugin_tables.hpp).
-#include "registry/plugin_tables.hpp"
+// abi/tables.cpp: slot lists of the ABI tables (see tables.hpp).
+#include "abi/tables.hpp"
 
 #include <cstdint>
 #include <cstring>
 
-namespace bp::plugin_tables {
+namespace bp::abi {
 namespace {
 
 #define BP_SLOT(type, field, required) \
@@ -68,14 +68,15 @@ constexpr size_t count(const slot (&)[N]) {
 
 // ABI 1.0 ends after n_params for the plugin table (enumerate is 1.1); every
 // other table is still as 1.0 defined it.
-const table plugin = {"bp_plugin_i", BP_END(bp_plugin_i, n_params), k_plugin, count(k_plugin)};
-const table device = {"bp_device_i", BP_END(bp_device_i, event_new), k_device, count(k_device)};
-const table buffer_type = {"bp_buffer_type_i", BP_END(bp_buffer_type_i, is_host), k_buffer_type, count(k_buffer_type)};
-const table buffer = {"bp_buffer_i", BP_END(bp_buffer_i, set_usage), k_buffer, count(k_buffer)};
-const table backend = {"bp_backend_i", BP_END(bp_backend_i, event_wait), k_backend, count(k_backend)};
-const table event = {"bp_event_i", BP_END(bp_event_i, free), k_event, count(k_event)};
+const table plugin_table = {"bp_plugin_i", BP_END(bp_plugin_i, n_params), k_plugin, count(k_plugin)};
+const table device_table = {"bp_device_i", BP_END(bp_device_i, event_new), k_device, count(k_device)};
+const table buffer_type_table = {"bp_buffer_type_i", BP_END(bp_buffer_type_i, is_host), k_buffer_type,
+                                 count(k_buffer_type)};
+const table buffer_table = {"bp_buffer_i", BP_END(bp_buffer_i, set_usage), k_buffer, count(k_buffer)};
+const table backend_table = {"bp_backend_i", BP_END(bp_backend_i, event_wait), k_backend, count(k_backend)};
+const table event_table = {"bp_event_i", BP_END(bp_event_i, free), k_event, count(k_event)};
 
-std::string check(const table &t, const void *iface) {
+std::string check_table(const table &t, const void *iface) {
   const std::string rule = " (PLG-5)";
   if (iface == nullptr) return std::string("no ") + t.type_name + " table (NULL)" + rule;
   uint32_t size = 0;
@@ -95,4 +96,4 @@ std::string check(const table &t, const void *iface) {
   return {};
 }
 
-}  // namespace bp::plugin_tables
+}  // namespace bp::abi

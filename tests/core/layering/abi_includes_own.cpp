@@ -1,0 +1,3 @@
+// An abi/ file may include abi/ headers (check_layers.cmake).
+#include "abi/call.hpp"
+#include "abi/tables.hpp"
