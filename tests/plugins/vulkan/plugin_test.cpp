@@ -172,12 +172,12 @@ void expect_refused(const bp_device_ref &dev, const bp_param_value &bad, const c
 }
 
 TEST_F(VulkanPlugin, TileColsOutsideTheVariantsIsRefused) {
-  expect_refused(dev_, {"tile_cols", BP_PARAM_INT, 12, "12"}, "tile_cols=12: use 0 (auto), 8, 16 or 32",
+  expect_refused(dev_, {"tile_cols", BP_PARAM_INT, 12, "12"}, "tile_cols=12; use 0 (auto), 8, 16 or 32",
                  {"tile_cols", BP_PARAM_INT, 16, "16"});
 }
 
 TEST_F(VulkanPlugin, MulMatChoiceOutsideTheShadersIsRefused) {
-  expect_refused(dev_, {"mul_mat", BP_PARAM_STRING, 0, "tiled"}, "mul_mat=tiled: use auto, cpu or gpu",
+  expect_refused(dev_, {"mul_mat", BP_PARAM_STRING, 0, "tiled"}, "mul_mat=tiled; use auto, cpu or gpu",
                  {"mul_mat", BP_PARAM_STRING, 0, "cpu"});
 }
 
