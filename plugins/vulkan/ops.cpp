@@ -255,7 +255,7 @@ bool strides_in(const bp_tensor *t, size_t unit) {
 }
 
 // NORM, RMS_NORM, SOFT_MAX on dense f32 rows of a multiple of 4: one
-// invocation per row through texel buffers (rows_vec4.comp). |mul|, for a
+// invocation per row through texel buffers (rows.comp, VEC4). |mul|, for a
 // norm, is a MUL of the norm's result that runs in the same dispatch
 // (plan_fused checked its shapes); false (nothing appended) when a binding
 // does not fit.

@@ -477,7 +477,7 @@ TEST_F(VulkanPlugin, MulMatThenElementwiseMatchDoubleReference) {
     }
 }
 
-// Rows of a multiple of 4 take rows_vec4.comp (one invocation per row), which
+// Rows of a multiple of 4 take rows.comp's VEC4 variant (one invocation per row), which
 // the conformance runner's odd row lengths never reach. 76 = 19 texels: four
 // texels at a time, then a tail of three. SOFT_MAX's one-pass maximum and sum
 // meet a row whose first 40 elements are masked (-inf), a row masked
