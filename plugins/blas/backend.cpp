@@ -21,11 +21,11 @@ bp_buffer_type_ref be_buffer_type(void *) noexcept { return host_buffer_type(); 
 
 bp_status be_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!graph) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "graph is NULL");
+    if (bp_status s = plugins::check_graph(backend, graph, err); s != BP_OK) return s;
     backend_ctx &ctx = *as_ctx(backend);
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
-      if (!node || bp_op_is_view(node->op)) continue;
+      if (bp_op_is_view(node->op)) continue;
       if (node->op != BP_OP_MUL_MAT || !mul_mat_layout_ok(node)) {
         std::string msg = "node " + std::to_string(i) + " '" + node->name + "' (" + plugins::op_name(node->op) +
                           ") is not supported: this backend runs only MUL_MAT with f32/f16 a, f32 b and dense rows";

@@ -37,19 +37,13 @@ bp_status dev_get_props(void *, bp_device_props *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "props output is NULL");
     // The host set struct_size; fill only what fits (older hosts).
-    bp_device_props props{};
-    props.name = kDeviceName;
-    props.description = g_state ? g_state->description.c_str() : "OpenBLAS";
-    props.id = kDeviceId;
-    props.type = BP_DEVICE_TYPE_CPU;
-    props.caps = BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR;
-    // 0 = unknown: the device owns no memory of its own (it works in host
-    // RAM, which the cpu device reports). This also keeps "auto", which
+    // Memory 0 = unknown: the device owns no memory of its own (it works in
+    // host RAM, which the cpu device reports). This also keeps "auto", which
     // breaks ties between CPU devices by memory, on the full cpu backend
     // rather than on this MUL_MAT-only one.
-    props.memory_total = 0;
-    props.memory_free = 0;
-    plugins::copy_props(props, out);
+    plugins::fill_props({kDeviceName, g_state ? g_state->description.c_str() : "OpenBLAS", kDeviceId,
+                         BP_DEVICE_TYPE_CPU, BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR, 0, 0},
+                        out);
     return BP_OK;
   });
 }

@@ -48,6 +48,24 @@ constexpr op_family family_of(bp_op op) {
   }
 }
 
+// Sources the op reads (src[0] .. src[n - 1]); the rest are NULL or optional
+// (SOFT_MAX's mask).
+constexpr int n_sources(bp_op op) {
+  switch (op) {
+    case BP_OP_ADD:
+    case BP_OP_SUB:
+    case BP_OP_MUL:
+    case BP_OP_DIV:
+    case BP_OP_MUL_MAT:
+    case BP_OP_GET_ROWS:
+    case BP_OP_CONCAT:
+    case BP_OP_ROPE:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
 // The op's name for messages, as bp_op_name spells it (a plugin links
 // nothing of the core); "?" outside the enum.
 inline const char *op_name(bp_op op) {

@@ -31,6 +31,28 @@ void copy_props(const bp_device_props &props, bp_device_props *out) noexcept {
   out->struct_size = size;
 }
 
+void fill_props(const device_facts &f, bp_device_props *out) noexcept {
+  bp_device_props p{};
+  p.name = f.name;
+  p.description = f.description;
+  p.id = f.id;
+  p.type = f.type;
+  p.caps = f.caps;
+  p.memory_total = f.memory_total;
+  p.memory_free = f.memory_free;
+  copy_props(p, out);
+}
+
+bp_status check_graph(const void *backend, const bp_graph_desc *graph, bp_error *err) {
+  if (!backend || !graph)
+    return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "graph_compute needs a backend and a graph");
+  if (graph->n_nodes > 0 && !graph->nodes)
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph has %u nodes but no node array", graph->n_nodes);
+  for (uint32_t i = 0; i < graph->n_nodes; ++i)
+    if (!graph->nodes[i]) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph node %u is NULL", i);
+  return BP_OK;
+}
+
 const bp_param_value *find_param(const bp_param_value *params, uint32_t n, const char *name) {
   const bp_param_value *found = nullptr;
   for (uint32_t i = 0; params && i < n; ++i)

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "backplane/plugin.h"
+#include "backplane/plugin_guard.hpp"
 
 namespace bp::plugins {
 
@@ -31,6 +32,19 @@ const bp_plugin_i *plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_e
 // Copies |props| into |out|, no further than the host's struct_size (an
 // older host has a shorter struct); struct_size itself stays the host's.
 void copy_props(const bp_device_props &props, bp_device_props *out) noexcept;
+
+// What get_props reports (0 memory = unknown); fill_props copies it out.
+struct device_facts {
+  const char *name, *description, *id;
+  bp_device_type type;
+  uint32_t caps;
+  uint64_t memory_total, memory_free;
+};
+void fill_props(const device_facts &facts, bp_device_props *out) noexcept;
+
+// The checks every graph_compute makes before its loop: a backend and a
+// graph, a node array when there are nodes, no NULL node.
+bp_status check_graph(const void *backend, const bp_graph_desc *graph, bp_error *err);
 
 // ---- parameters ------------------------------------------------------------
 // The host checked each value against the schema (type and range); these
@@ -81,6 +95,42 @@ class discovery {
   bool ran_ = false;
   bp_status status_ = BP_OK;
   bp_error error_{};
+};
+
+// The plugin-table slots enumerate, device_count and device_get of a plugin
+// whose State has |found| (a discovery) and |devices| (unique_ptrs to its
+// device objects, whose table is |Iface|), found by |Find|.
+template <typename State, bp_status (*Find)(State *, bp_error *), const bp_device_i *Iface>
+struct device_list {
+  static bp_status find(State *s, bp_error *err) {
+    return s->found.once(err, [&](bp_error *e) { return Find(s, e); });
+  }
+  static bp_status enumerate(void *plugin, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      if (!plugin) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "enumerate needs the plugin");
+      return find(static_cast<State *>(plugin), err);
+    });
+  }
+  static uint32_t device_count(void *plugin) noexcept {
+    return plugin_guard_value(0u, [&] {
+      auto *s = static_cast<State *>(plugin);
+      if (!s) return 0u;
+      find(s, nullptr);  // a host of ABI 1.0 has no enumerate: the count comes first
+      return static_cast<uint32_t>(s->devices.size());
+    });
+  }
+  static bp_status device_get(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      auto *s = static_cast<State *>(plugin);
+      if (!s || !out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "device_get needs a plugin and an out ref");
+      *out = bp_device_ref{nullptr, nullptr};
+      find(s, nullptr);
+      if (index >= s->devices.size())
+        return bp_error_setf(err, BP_ERR_NOT_FOUND, "no device %u (%zu devices)", index, s->devices.size());
+      *out = bp_device_ref{Iface, s->devices[index].get()};
+      return BP_OK;
+    });
+  }
 };
 
 }  // namespace bp::plugins

@@ -7,6 +7,7 @@
 #include "cpu.hpp"
 #include "kernels.hpp"
 #include "plugins/common/op_family.hpp"
+#include "plugins/common/plugin_common.hpp"
 #include "plugins/common/threadpool.hpp"
 
 namespace bp::cpu {
@@ -65,12 +66,9 @@ bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bp_error *err) {
 bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *ctx = static_cast<backend_ctx *>(backend);
-    if (!ctx || !graph) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph_compute needs a backend and a graph");
-    if (graph->n_nodes > 0 && !graph->nodes)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph has %u nodes but no node array", graph->n_nodes);
+    if (bp_status s = plugins::check_graph(ctx, graph, err); s != BP_OK) return s;
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
-      if (!node) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph node %u is NULL", i);
       if (bp_op_is_view(node->op)) continue;
       bp_status s = compute_node(ctx, node, err);
       if (s != BP_OK) {

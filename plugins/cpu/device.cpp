@@ -61,16 +61,13 @@ bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexc
     auto *state = static_cast<plugin_state *>(dev);
     // Fill into a full local copy, then hand over only what the host's
     // struct_size has room for (it may be an older, smaller struct).
-    bp_device_props p{};
-    p.name = "CPU";
-    p.description = state->description.c_str();
-    p.id = "cpu-0";
-    p.type = BP_DEVICE_TYPE_CPU;
-    p.caps = BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR | BP_DEVICE_CAP_EVENTS;
-    p.memory_total = read_mem_total();
-    p.memory_free = read_mem_available();
-    if (p.memory_free == 0 || p.memory_free > p.memory_total) p.memory_free = p.memory_total;
-    plugins::copy_props(p, out);
+    const uint64_t total = read_mem_total();
+    uint64_t free = read_mem_available();
+    if (free == 0 || free > total) free = total;
+    plugins::fill_props(
+        {"CPU", state->description.c_str(), "cpu-0", BP_DEVICE_TYPE_CPU,
+         BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR | BP_DEVICE_CAP_EVENTS, total, free},
+        out);
     return BP_OK;
   });
 }

@@ -52,28 +52,11 @@ const op_kernel *find_kernel(bp_op op) {
 
 namespace bp::cpu {
 
-// Sources each op needs before its kernel may look at it.
-static int required_sources(bp_op op) {
-  switch (op) {
-    case BP_OP_ADD:
-    case BP_OP_SUB:
-    case BP_OP_MUL:
-    case BP_OP_DIV:
-    case BP_OP_MUL_MAT:
-    case BP_OP_GET_ROWS:
-    case BP_OP_CONCAT:
-    case BP_OP_ROPE:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 bool node_supported(const bp_tensor *t) {
   if (!t) return false;
   const op_kernel *k = find_kernel(t->op);
   if (!k) return false;
-  for (int i = 0; i < required_sources(t->op); ++i)
+  for (int i = 0; i < plugins::n_sources(t->op); ++i)
     if (!t->src[i]) return false;
   return k->supports(t);
 }

@@ -76,13 +76,10 @@ bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
 bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *be = static_cast<backend_ctx *>(backend);
-    if (!be || !graph) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph_compute needs a backend and a graph");
-    if (graph->n_nodes > 0 && !graph->nodes)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph has %u nodes but no node array", graph->n_nodes);
+    if (bp_status s = plugins::check_graph(be, graph, err); s != BP_OK) return s;
     if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
-      if (!node) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph node %u is NULL", i);
       if (bp_op_is_view(node->op)) continue;
       if (bp_status s = compute_node(be, node, err); s != BP_OK) return s;
     }

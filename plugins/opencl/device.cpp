@@ -221,15 +221,10 @@ bp_status device_get_props(void *ctx, bp_device_props *out, bp_error *err) noexc
   return plugin_guard(err, [&]() -> bp_status {
     if (!ctx || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
     auto *dev = static_cast<device_state *>(ctx);
-    bp_device_props p{};
-    p.name = dev->name.c_str();
-    p.description = dev->description.c_str();
-    p.id = dev->id.c_str();
-    p.type = dev->type;
-    p.caps = BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS;
-    p.memory_total = dev->global_mem;
-    p.memory_free = dev->global_mem;  // OpenCL has no portable "free memory" query
-    plugins::copy_props(p, out);
+    // OpenCL has no portable "free memory" query: free = total.
+    plugins::fill_props({dev->name.c_str(), dev->description.c_str(), dev->id.c_str(), dev->type,
+                         BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS, dev->global_mem, dev->global_mem},
+                        out);
     return BP_OK;
   });
 }

@@ -18,23 +18,6 @@ namespace {
 bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
 bool is_known(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16 || t == BP_TYPE_I32; }
 
-int n_sources(bp_op op) {
-  switch (op) {
-    case BP_OP_ADD:
-    case BP_OP_SUB:
-    case BP_OP_MUL:
-    case BP_OP_DIV:
-    case BP_OP_MUL_MAT:
-    case BP_OP_GET_ROWS:
-    case BP_OP_CONCAT:
-    case BP_OP_ROPE:
-    case BP_OP_CPY:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 // Work-group size along a dimension of |n| items: big groups for long rows
 // (the driver runs a group as one vectorized loop), few distinct sizes since
 // each new one makes the driver specialize the kernel again.
@@ -363,7 +346,7 @@ bool supports(const bp_tensor *t) {
 
 bool op_supported(const device_state *, const bp_tensor *t) {
   if (!t || bp_op_is_view(t->op)) return t != nullptr;
-  for (int i = 0; i < n_sources(t->op); ++i)
+  for (int i = 0; i < plugins::n_sources(t->op); ++i)
     if (!t->src[i] && !(t->op == BP_OP_CPY && i == 1)) return false;
   if (!t->src[0]) return false;
   for (int d = 0; d < BP_MAX_DIMS; ++d)

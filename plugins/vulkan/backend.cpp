@@ -199,7 +199,7 @@ bp_status backend_plan_compute(void *, void *plan, bp_error *err) noexcept {
 
 bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!backend || !graph) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph_compute needs a graph");
+    if (bp_status s = plugins::check_graph(backend, graph, err); s != BP_OK) return s;
     return graph_compute(ctx_of(backend), graph, err);
   });
 }

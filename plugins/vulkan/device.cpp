@@ -308,14 +308,11 @@ bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexc
   return plugin_guard(err, [&]() -> bp_status {
     if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
     auto *d = static_cast<device_state *>(dev);
-    bp_device_props p{};
-    p.name = d->name.c_str();
-    p.description = d->description.c_str();
-    p.id = d->id.c_str();
-    p.type = d->type;
-    p.caps = BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS | BP_DEVICE_CAP_HOST_BUFFER;
-    memory_budget(d, &p.memory_total, &p.memory_free);
-    plugins::copy_props(p, out);
+    uint64_t total = 0, free = 0;
+    memory_budget(d, &total, &free);
+    plugins::fill_props({d->name.c_str(), d->description.c_str(), d->id.c_str(), d->type,
+                         BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS | BP_DEVICE_CAP_HOST_BUFFER, total, free},
+                        out);
     return BP_OK;
   });
 }

@@ -118,11 +118,9 @@ bp_status profile_end(backend_ctx *be, VkQueryPool pool, const std::vector<dispa
 
 // Plans every node (skipping views) into |out|.
 bp_status plan_graph(backend_ctx *be, const bp_graph_desc *graph, std::vector<dispatch> &out, bp_error *err) {
-  if (graph->n_nodes > 0 && !graph->nodes)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph has %u nodes but no node array", graph->n_nodes);
+  // backend_graph_compute checked the graph (plugins::check_graph).
   for (uint32_t i = 0; i < graph->n_nodes;) {
     const bp_tensor *node = graph->nodes[i];
-    if (!node) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph node %u is NULL", i);
     if (bp_op_is_view(node->op) || bp_tensor_nelements(node) == 0) {
       ++i;
       continue;

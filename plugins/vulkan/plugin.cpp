@@ -44,7 +44,7 @@ bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
 void plugin_shutdown(void *plugin) noexcept { delete static_cast<plugin_state *>(plugin); }
 
 // Creates the instance and describes every physical device; run once, by
-// find_devices.
+// devices::find.
 bp_status enumerate_devices(plugin_state *state, bp_error *err) {
   uint32_t loader_version = VK_API_VERSION_1_0;
   vkEnumerateInstanceVersion(&loader_version);
@@ -77,53 +77,19 @@ bp_status enumerate_devices(plugin_state *state, bp_error *err) {
   return BP_OK;
 }
 
-// The devices, found once by whichever of enumerate, device_count and
-// device_get comes first (plugins/common/plugin_common.hpp).
-bp_status find_devices(plugin_state *state, bp_error *err) {
-  return state->found.once(err, [&](bp_error *e) { return enumerate_devices(state, e); });
-}
-
-bp_status plugin_enumerate(void *plugin, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *state = static_cast<plugin_state *>(plugin);
-    if (!state) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "enumerate needs the plugin");
-    return find_devices(state, err);
-  });
-}
-
-uint32_t plugin_device_count(void *plugin) noexcept {
-  return plugin_guard_value(0u, [&] {
-    auto *state = static_cast<plugin_state *>(plugin);
-    if (!state) return 0u;
-    find_devices(state, nullptr);  // a host of ABI 1.0 has no enumerate: the count comes first
-    return static_cast<uint32_t>(state->devices.size());
-  });
-}
-
-bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *state = static_cast<plugin_state *>(plugin);
-    if (!state || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "device_get needs a plugin and an out ref");
-    out->iface = nullptr;
-    out->ctx = nullptr;
-    find_devices(state, nullptr);
-    if (index >= state->devices.size())
-      return bp_error_setf(err, BP_ERR_NOT_FOUND, "no device %u (there are %zu)", index, state->devices.size());
-    out->iface = &device_iface;
-    out->ctx = state->devices[index].get();
-    return BP_OK;
-  });
-}
+// Devices found once, by the first of enumerate, device_count and
+// device_get (plugins/common/plugin_common.hpp).
+using devices = plugins::device_list<plugin_state, enumerate_devices, &device_iface>;
 
 const bp_plugin_i plugin_iface = {
     sizeof(bp_plugin_i),
     plugin_init,
     plugin_shutdown,
-    plugin_device_count,
-    plugin_device_get,
+    devices::device_count,
+    devices::device_get,
     params_schema,
     sizeof(params_schema) / sizeof(params_schema[0]),
-    plugin_enumerate,
+    devices::enumerate,
 };
 
 }  // namespace
