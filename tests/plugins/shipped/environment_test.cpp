@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -20,6 +21,12 @@ std::vector<std::string> environment() {
   std::sort(vars.begin(), vars.end());
   return vars;
 }
+
+// What a driver a plugin loads sets in the process by itself, which no
+// plugin can prevent short of changing the environment back behind the
+// driver's back: PoCL (the OpenCL CPU driver) sets HWLOC_PLUGINS_PATH=/dev/null
+// in clGetPlatformIDs so hwloc loads no plugins of its own (libpocl.so.2).
+bool set_by_a_driver(const std::string &var) { return var == "HWLOC_PLUGINS_PATH=/dev/null"; }
 
 // c = a x b^T on |be|, 4 x 8 by 2 x 8, checked against the host's sums.
 void run_small_graph(bp_backend *be, const std::string &label) {
@@ -77,7 +84,13 @@ TEST(ShippedPlugins, LeaveTheEnvironmentAsItWas) {
   std::vector<std::string> added, removed;
   std::set_difference(after.begin(), after.end(), before.begin(), before.end(), std::back_inserter(added));
   std::set_difference(before.begin(), before.end(), after.begin(), after.end(), std::back_inserter(removed));
-  for (const std::string &v : added) ADD_FAILURE() << "set by a plugin: " << v;
+  for (const std::string &v : added) {
+    if (set_by_a_driver(v)) {
+      std::printf("set by a driver, not by a plugin: %s\n", v.c_str());
+      continue;
+    }
+    ADD_FAILURE() << "set by a plugin: " << v;
+  }
   for (const std::string &v : removed) ADD_FAILURE() << "removed or changed by a plugin: " << v;
 }
 
