@@ -8,6 +8,7 @@
 #include <string>
 
 #include "blas.hpp"
+#include "plugins/common/op_family.hpp"
 
 namespace bp::blas {
 namespace {
@@ -20,14 +21,13 @@ bp_buffer_type_ref be_buffer_type(void *) noexcept { return host_buffer_type(); 
 
 bp_status be_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!graph) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: graph is NULL");
+    if (bp_status s = plugins::check_graph(backend, graph, err); s != BP_OK) return s;
     backend_ctx &ctx = *as_ctx(backend);
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
-      if (!node || bp_op_is_view(node->op)) continue;
+      if (bp_op_is_view(node->op)) continue;
       if (node->op != BP_OP_MUL_MAT || !mul_mat_layout_ok(node)) {
-        std::string msg = "blas: node " + std::to_string(i) + " '" + node->name + "' (op " +
-                          std::to_string(static_cast<int>(node->op)) +
+        std::string msg = "node " + std::to_string(i) + " '" + node->name + "' (" + plugins::op_name(node->op) +
                           ") is not supported: this backend runs only MUL_MAT with f32/f16 a, f32 b and dense rows";
         return bp_error_set(err, BP_ERR_UNIMPLEMENTED, msg.c_str());
       }
@@ -51,20 +51,14 @@ int be_supports_op(void *backend, const bp_tensor *op) noexcept {
 // Any host memory is fine: tensors are read and written through host
 // pointers, so "blas;cpu" shares buffers without copies.
 int be_supports_buft(void *, bp_buffer_type_ref buft) noexcept {
-  return plugin_guard_value<int>(0, [&] {
-    if (is_own_buffer_type(buft)) return 1;
-    const bp_buffer_type_i *i = buft.iface;
-    if (!i || i->struct_size < offsetof(bp_buffer_type_i, is_host) + sizeof i->is_host || !i->is_host) return 0;
-    return i->is_host(buft.ctx) ? 1 : 0;
-  });
+  return plugin_guard_value<int>(0, [&] { return plugins::is_host_buffer_type(buft) ? 1 : 0; });
 }
 
 // Work whose weights sit in another host backend's memory costs nothing to
 // pull here (no copy), so the hint is the same as supports_op.
 int be_offload_op(void *backend, const bp_tensor *op) noexcept {
-  return plugin_guard_value<int>(0, [&] {
-    return op && op->op == BP_OP_MUL_MAT && be_supports_op(backend, op) ? 1 : 0;
-  });
+  return plugin_guard_value<int>(0,
+                                 [&] { return op && op->op == BP_OP_MUL_MAT && be_supports_op(backend, op) ? 1 : 0; });
 }
 
 }  // namespace

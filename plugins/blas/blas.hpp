@@ -15,6 +15,8 @@
 
 #include "backplane/plugin.h"
 #include "backplane/plugin_guard.hpp"
+#include "plugins/common/host_buffer.hpp"
+#include "plugins/common/plugin_common.hpp"
 #include "plugins/common/threadpool.hpp"
 
 namespace bp::blas {
@@ -43,15 +45,18 @@ struct openblas_api {
 };
 
 struct plugin_state {
-  std::string description;  // device description (owns the text)
-  int default_threads = 1;  // threads=0: one per core this process may use
-  openblas_api blas;        // filled by enumerate
+  std::string description;   // device description (owns the text)
+  int default_threads = 1;   // threads=0: one per core this process may use
+  openblas_api blas;         // filled by enumerate
+  plugins::discovery found;  // runs load_openblas once (plugin.cpp)
 };
 
 // The one plugin instance of this process (set by init). Plugins may keep a
 // pointer to their own state; it is not thread-local.
 plugin_state *state();
 void set_state(plugin_state *s);
+// The plugin table (plugin.cpp).
+const bp_plugin_i *plugin_table();
 
 // Logs through the host (no-op before init).
 void log(bp_log_level level, const std::string &message);
@@ -64,10 +69,8 @@ struct backend_ctx {
   std::vector<float> scratch;  // f16 a widened to f32; one backend = one caller thread
 };
 
-// Host buffer type and buffers (buffer.cpp).
-bp_buffer_type_ref host_buffer_type();
-bool is_own_buffer_type(bp_buffer_type_ref ref);
-bp_status wrap_host_ptr(void *ptr, size_t size, bp_buffer_ref *out, bp_error *err);
+// The buffer type: host memory (plugins/common/host_buffer.hpp).
+inline bp_buffer_type_ref host_buffer_type() { return plugins::host_buffer_type("BLAS_Host"); }
 
 // Backend table (backend.cpp).
 extern const bp_backend_i kBackendIface;

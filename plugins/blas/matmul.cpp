@@ -105,8 +105,8 @@ struct product {
       ld = lda;
     }
     state()->blas.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(r1 - r0), static_cast<int>(c1 - c0),
-                static_cast<int>(K), 1.0f, B + r0 * ldb, static_cast<int>(ldb), a, static_cast<int>(ld), 0.0f,
-                D + r0 * ldd + c0, static_cast<int>(ldd));
+                        static_cast<int>(K), 1.0f, B + r0 * ldb, static_cast<int>(ldb), a, static_cast<int>(ld), 0.0f,
+                        D + r0 * ldd + c0, static_cast<int>(ldd));
   }
 
   // Part |ith| of |nth|. An f16 a is split by columns only: a row split
@@ -130,7 +130,7 @@ struct product {
 template <typename F>
 void run_on_pool(plugins::thread_pool &pool, int nth, F body) {
   std::string error = pool.run(nth, body);
-  if (!error.empty()) throw plugin_error(BP_ERR_INTERNAL, "blas: " + error);
+  if (!error.empty()) throw plugin_error(BP_ERR_INTERNAL, "" + error);
 }
 
 void run_split(plugins::thread_pool &pool, const product &p) {
@@ -147,7 +147,7 @@ void run_split(plugins::thread_pool &pool, const product &p) {
 void mul_mat_compute(const bp_tensor *node, backend_ctx &ctx) {
   const bp_tensor *a = node->src[0], *b = node->src[1];
   if (!a->data || !b->data || !node->data)
-    throw plugin_error(BP_ERR_INVALID_ARGUMENT, std::string("blas: MUL_MAT '") + node->name + "' has no memory");
+    throw plugin_error(BP_ERR_INVALID_ARGUMENT, std::string("MUL_MAT '") + node->name + "' has no memory");
   plugins::thread_pool &pool = ctx.pool;
 
   const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];

@@ -13,12 +13,12 @@
 #include <string>
 
 #include "blas.hpp"
+#include "plugins/common/plugin_common.hpp"
 
 namespace bp::blas {
 namespace {
 
-plugin_state *g_state = nullptr;        // set by init, cleared by shutdown
-const bp_host_api *g_host = nullptr;   // set by the entry; valid until shutdown
+plugin_state *g_state = nullptr;  // set by init, cleared by shutdown
 
 const char *const kDeviceName = "BLAS";
 const char *const kDeviceId = "blas-0";
@@ -28,31 +28,22 @@ const bp_param_info kParams[] = {
     {sizeof(bp_param_info), "threads", BP_PARAM_INT, "0",
      "threads this backend splits each product over (0 = one per core); each runs single-threaded sgemm", 0, 1024},
     {sizeof(bp_param_info), "min_mnk", BP_PARAM_INT, "32768",
-     "smallest per-batch M*N*K this backend accepts; smaller products go to the next backend", 0,
-     INT64_MAX},
+     "smallest per-batch M*N*K this backend accepts; smaller products go to the next backend", 0, INT64_MAX},
 };
 
 // ---- device ---------------------------------------------------------------
 
 bp_status dev_get_props(void *, bp_device_props *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: props output is NULL");
+    if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "props output is NULL");
     // The host set struct_size; fill only what fits (older hosts).
-    bp_device_props props{};
-    props.struct_size = out->struct_size;
-    props.name = kDeviceName;
-    props.description = g_state ? g_state->description.c_str() : "OpenBLAS";
-    props.id = kDeviceId;
-    props.type = BP_DEVICE_TYPE_CPU;
-    props.caps = BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR;
-    // 0 = unknown: the device owns no memory of its own (it works in host
-    // RAM, which the cpu device reports). This also keeps "auto", which
+    // Memory 0 = unknown: the device owns no memory of its own (it works in
+    // host RAM, which the cpu device reports). This also keeps "auto", which
     // breaks ties between CPU devices by memory, on the full cpu backend
     // rather than on this MUL_MAT-only one.
-    props.memory_total = 0;
-    props.memory_free = 0;
-    size_t n = out->struct_size < sizeof props ? out->struct_size : sizeof props;
-    std::memcpy(static_cast<void *>(out), &props, n);
+    plugins::fill_props({kDeviceName, g_state ? g_state->description.c_str() : "OpenBLAS", kDeviceId,
+                         BP_DEVICE_TYPE_CPU, BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR, 0, 0},
+                        out);
     return BP_OK;
   });
 }
@@ -60,17 +51,15 @@ bp_status dev_get_props(void *, bp_device_props *out, bp_error *err) noexcept {
 bp_status dev_backend_init(void *, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
                            bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: backend output is NULL");
+    if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "backend output is NULL");
     *out = bp_backend_ref{nullptr, nullptr};
-    int threads = 0;
+    int64_t threads = 0;  // one per core
     int64_t min_mnk = kDefaultMinMnk;
-    for (uint32_t i = 0; params && i < n_params; ++i) {
-      std::string name = params[i].name ? params[i].name : "";
-      if (name == "threads") threads = static_cast<int>(params[i].int_value);
-      if (name == "min_mnk") min_mnk = params[i].int_value;
-    }
-    if (threads <= 0) threads = g_state ? g_state->default_threads : 1;
-    *out = bp_backend_ref{&kBackendIface, new backend_ctx(threads, min_mnk)};
+    if (bp_status s = plugins::read_int_in(params, n_params, "threads", 0, 1024, &threads, err); s != BP_OK) return s;
+    if (bp_status s = plugins::read_int_in(params, n_params, "min_mnk", 0, INT64_MAX, &min_mnk, err); s != BP_OK)
+      return s;
+    if (threads == 0) threads = g_state ? g_state->default_threads : 1;
+    *out = bp_backend_ref{&kBackendIface, new backend_ctx(static_cast<int>(threads), min_mnk)};
     return BP_OK;
   });
 }
@@ -78,7 +67,7 @@ bp_status dev_backend_init(void *, const bp_param_value *params, uint32_t n_para
 bp_buffer_type_ref dev_buffer_type(void *) noexcept { return host_buffer_type(); }
 
 bp_status dev_buffer_from_host_ptr(void *, void *ptr, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status { return wrap_host_ptr(ptr, size, out, err); });
+  return plugin_guard(err, [&]() -> bp_status { return plugins::wrap_host_ptr(ptr, size, out, err); });
 }
 
 const bp_device_i kDeviceIface = {
@@ -95,9 +84,9 @@ const bp_device_i kDeviceIface = {
 
 bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!out_plugin) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: init output is NULL");
+    if (!out_plugin) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "init output is NULL");
     *out_plugin = nullptr;
-    if (g_state) return bp_error_set(err, BP_ERR_FAILED_PRECONDITION, "blas: already initialised");
+    if (g_state) return bp_error_set(err, BP_ERR_FAILED_PRECONDITION, "already initialised");
     auto *s = new plugin_state();
     s->default_threads = static_cast<int>(plugins::count_cores());
     g_state = s;
@@ -109,55 +98,69 @@ bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
 void plugin_shutdown(void *plugin) noexcept {
   auto *s = static_cast<plugin_state *>(plugin);
   if (s == g_state) g_state = nullptr;
-  g_host = nullptr;  // the host table is not ours after shutdown
+  plugins::g_host = nullptr;  // the host table is not ours after shutdown
   delete s;
 }
 
-// Loads OpenBLAS (first use of the plugin's device, never at load).
+// Loads OpenBLAS (first use of the plugin's device, never at load); run
+// once, by find_devices.
+bp_status load_openblas(plugin_state *s, bp_error *err) {
+  void *h = nullptr;
+  const char *names[] = {"libopenblas.so.0", "libopenblas.so"};
+  std::string tried;
+  for (const char *name : names) {
+    h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (h) break;
+    const char *why = dlerror();
+    tried += std::string(tried.empty() ? "" : "; ") + (why ? why : name);
+  }
+  if (!h)
+    return bp_error_set(err, BP_ERR_UNAVAILABLE,
+                        ("OpenBLAS is not installed (" + tried + "); apt-get install libopenblas0").c_str());
+  openblas_api api;
+  api.sgemm = reinterpret_cast<decltype(api.sgemm)>(dlsym(h, "cblas_sgemm"));
+  api.set_num_threads = reinterpret_cast<decltype(api.set_num_threads)>(dlsym(h, "openblas_set_num_threads"));
+  api.get_corename = reinterpret_cast<decltype(api.get_corename)>(dlsym(h, "openblas_get_corename"));
+  api.get_config = reinterpret_cast<decltype(api.get_config)>(dlsym(h, "openblas_get_config"));
+  if (!api.sgemm || !api.set_num_threads)
+    return bp_error_set(err, BP_ERR_UNAVAILABLE, "the libopenblas found lacks cblas_sgemm or openblas_set_num_threads");
+  // Every sgemm runs on one of the backends' own threads (see plugin_state).
+  api.set_num_threads(1);
+  const char *core = api.get_corename ? api.get_corename() : nullptr;
+  const char *config = api.get_config ? api.get_config() : nullptr;
+  s->description = std::string("OpenBLAS sgemm on host memory (") + (config ? config : "?") + ", core " +
+                   (core ? core : "?") + "), split over " + std::to_string(s->default_threads) + " threads by default";
+  s->blas = api;
+  return BP_OK;
+}
+
+// The device, found once by whichever of enumerate, device_count and
+// device_get comes first (plugins/common/plugin_common.hpp).
+bp_status find_devices(plugin_state *s, bp_error *err) {
+  return s->found.once(err, [&](bp_error *e) { return load_openblas(s, e); });
+}
+
 bp_status plugin_enumerate(void *plugin, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    auto *s = static_cast<plugin_state *>(plugin);
-    void *h = nullptr;
-    const char *names[] = {"libopenblas.so.0", "libopenblas.so"};
-    std::string tried;
-    for (const char *name : names) {
-      h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-      if (h) break;
-      const char *why = dlerror();
-      tried += std::string(tried.empty() ? "" : "; ") + (why ? why : name);
-    }
-    if (!h)
-      return bp_error_set(err, BP_ERR_UNAVAILABLE,
-                          ("blas: OpenBLAS is not installed (" + tried + "); apt-get install libopenblas0").c_str());
-    openblas_api api;
-    api.sgemm = reinterpret_cast<decltype(api.sgemm)>(dlsym(h, "cblas_sgemm"));
-    api.set_num_threads = reinterpret_cast<decltype(api.set_num_threads)>(dlsym(h, "openblas_set_num_threads"));
-    api.get_corename = reinterpret_cast<decltype(api.get_corename)>(dlsym(h, "openblas_get_corename"));
-    api.get_config = reinterpret_cast<decltype(api.get_config)>(dlsym(h, "openblas_get_config"));
-    if (!api.sgemm || !api.set_num_threads)
-      return bp_error_set(err, BP_ERR_UNAVAILABLE,
-                          "blas: the libopenblas found lacks cblas_sgemm or openblas_set_num_threads");
-    // Every sgemm runs on one of the backends' own threads (see plugin_state).
-    api.set_num_threads(1);
-    const char *core = api.get_corename ? api.get_corename() : nullptr;
-    const char *config = api.get_config ? api.get_config() : nullptr;
-    s->description = std::string("OpenBLAS sgemm on host memory (") + (config ? config : "?") + ", core " +
-                     (core ? core : "?") + "), split over " + std::to_string(s->default_threads) +
-                     " threads by default";
-    s->blas = api;
-    return BP_OK;
+    if (!plugin) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "enumerate needs the plugin");
+    return find_devices(static_cast<plugin_state *>(plugin), err);
   });
 }
 
 uint32_t plugin_device_count(void *plugin) noexcept {
-  return plugin && static_cast<plugin_state *>(plugin)->blas.sgemm ? 1 : 0;
+  return plugin_guard_value(0u, [&] {
+    auto *s = static_cast<plugin_state *>(plugin);
+    if (!s) return 0u;
+    find_devices(s, nullptr);  // a host of ABI 1.0 has no enumerate: the count comes first
+    return s->blas.sgemm ? 1u : 0u;
+  });
 }
 
-bp_status plugin_device_get(void *, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
-  if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "blas: device output is NULL");
-  if (index != 0) {
+bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
+  if (!out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "device output is NULL");
+  if (index != 0 || plugin_device_count(plugin) == 0) {
     *out = bp_device_ref{nullptr, nullptr};
-    return bp_error_set(err, BP_ERR_NOT_FOUND, "blas: only device 0 exists");
+    return bp_error_set(err, BP_ERR_NOT_FOUND, "only device 0 exists");
   }
   *out = bp_device_ref{&kDeviceIface, nullptr};
   return BP_OK;
@@ -176,27 +179,14 @@ const bp_plugin_i kPluginIface = {
 
 }  // namespace
 
+const bp_plugin_i *plugin_table() { return &kPluginIface; }
 plugin_state *state() { return g_state; }
 void set_state(plugin_state *s) { g_state = s; }
 
 void log(bp_log_level level, const std::string &message) {
-  const bp_host_api *h = g_host;
+  const bp_host_api *h = plugins::g_host;
   if (!h || h->struct_size < offsetof(bp_host_api, log) + sizeof h->log || !h->log) return;
   h->log(h->host, level, message.c_str());
-}
-
-const bp_plugin_i *entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
-  // |host_abi| is the host's major; the table repeats it.
-  uint32_t major = host && host->struct_size >= offsetof(bp_host_api, abi_minor) ? host->abi_major : host_abi;
-  if (host_abi != BP_PLUGIN_ABI_VERSION && major != BP_PLUGIN_ABI_VERSION) {
-    bp_error_set(err, BP_ERR_INCOMPATIBLE,
-                 ("blas: built for plugin ABI " + std::to_string(BP_PLUGIN_ABI_VERSION) + ", host offers " +
-                  std::to_string(host_abi))
-                     .c_str());
-    return nullptr;
-  }
-  g_host = host;
-  return &kPluginIface;
 }
 
 }  // namespace bp::blas
@@ -205,7 +195,6 @@ const bp_plugin_i *entry(uint32_t host_abi, const bp_host_api *host, bp_error *e
 extern "C" const bp_plugin_descriptor_t bp_plugin_descriptor =
     BP_PLUGIN_DESCRIPTOR("blas", "0.1.0", "MUL_MAT through OpenBLAS sgemm on host memory");
 
-extern "C" const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host,
-                                                               bp_error *err) {
-  return bp::plugin_guard_value<const bp_plugin_i *>(nullptr, [&] { return bp::blas::entry(host_abi, host, err); });
+extern "C" const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
+  return bp::plugins::plugin_entry(host_abi, host, err, bp::blas::plugin_table());
 }

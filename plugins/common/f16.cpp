@@ -4,18 +4,9 @@
 #include "backplane/backplane.h"  // bp_fp16_to_fp32
 #include "isa.hpp"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-// GCC 12's AVX-512 intrinsics fill "undefined" operands with a
-// self-initialised variable, which -Wuninitialized then reports inside the
-// header wherever an unmasked form is inlined; the warning is about the
-// header, not this code, so it is silenced for the header's lines only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)  // a GCC-only warning; clang would warn about the pragma
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "simd.hpp"
+
+#ifdef BP_X86_SIMD
 #define BP_F16_X86 1
 #endif
 

@@ -6,6 +6,8 @@
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
 #include "kernels.hpp"
+#include "plugins/common/op_family.hpp"
+#include "plugins/common/plugin_common.hpp"
 #include "plugins/common/threadpool.hpp"
 
 namespace bp::cpu {
@@ -38,16 +40,14 @@ bool has_memory(const bp_tensor *t) { return t->data != nullptr; }
 bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bp_error *err) {
   if (bp_tensor_nelements(node) == 0) return BP_OK;  // nothing to write
   if (!node_supported(node))
-    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED,
-                         "cpu: node '%s' (op %d, type %s) is not supported by the cpu backend", node->name,
-                         static_cast<int>(node->op), bp_type_name(node->type));
+    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "node '%s' (%s, %s) is not supported by the cpu backend",
+                         node->name, plugins::op_name(node->op), bp_type_name(node->type));
   if (!has_memory(node))
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: node '%s' has no memory; allocate the graph first",
-                         node->name);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "node '%s' has no memory; allocate the graph first", node->name);
   for (int i = 0; i < BP_MAX_SRC; ++i) {
     const bp_tensor *s = node->src[i];
     if (s && !has_memory(s))
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: source %d ('%s') of node '%s' has no memory", i, s->name,
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "source %d ('%s') of node '%s' has no memory", i, s->name,
                            node->name);
   }
   const op_kernel *k = find_kernel(node->op);
@@ -59,21 +59,16 @@ bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bp_error *err) {
   const int nth = work >= kParallelWork ? ctx->pool.size() : 1;
   node_task task{node, k};
   std::string error = ctx->pool.run(nth, task);
-  if (!error.empty())
-    return bp_error_setf(err, BP_ERR_INTERNAL, "cpu: node '%s' failed: %s", node->name, error.c_str());
+  if (!error.empty()) return bp_error_setf(err, BP_ERR_INTERNAL, "node '%s' failed: %s", node->name, error.c_str());
   return BP_OK;
 }
 
 bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *ctx = static_cast<backend_ctx *>(backend);
-    if (!ctx || !graph)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph_compute needs a backend and a graph");
-    if (graph->n_nodes > 0 && !graph->nodes)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph has %u nodes but no node array", graph->n_nodes);
+    if (bp_status s = plugins::check_graph(ctx, graph, err); s != BP_OK) return s;
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
-      if (!node) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: graph node %u is NULL", i);
       if (bp_op_is_view(node->op)) continue;
       bp_status s = compute_node(ctx, node, err);
       if (s != BP_OK) {
@@ -95,22 +90,16 @@ int backend_supports_op(void *, const bp_tensor *op) noexcept {
 }
 
 int backend_supports_buft(void *, bp_buffer_type_ref buft) noexcept {
-  return plugin_guard_value(0, [&] {
-    if (!buft.iface) return 0;
-    if (buft.iface == &buffer_type_iface) return 1;
-    const bp_buffer_type_i *i = buft.iface;
-    if (i->struct_size < offsetof(bp_buffer_type_i, is_host) + sizeof(i->is_host) || !i->is_host) return 0;
-    return i->is_host(buft.ctx) ? 1 : 0;
-  });
+  return plugin_guard_value(0, [&] { return plugins::is_host_buffer_type(buft) ? 1 : 0; });
 }
 
 bp_status backend_event_record(void *, void *event, bp_error *err) noexcept {
-  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_record needs an event");
+  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_record needs an event");
   return BP_OK;  // work is finished when graph_compute returns
 }
 
 bp_status backend_event_wait(void *, void *event, bp_error *err) noexcept {
-  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_wait needs an event");
+  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_wait needs an event");
   return BP_OK;
 }
 
@@ -140,7 +129,7 @@ struct cpu_event {
 };
 
 bp_status event_synchronize(void *event, bp_error *err) noexcept {
-  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_synchronize needs an event");
+  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_synchronize needs an event");
   return BP_OK;
 }
 
@@ -162,8 +151,8 @@ bp_status backend_create(plugin_state *plugin, int64_t threads, bp_backend_ref *
   try {
     ctx = std::make_unique<backend_ctx>(plugin, n);
   } catch (const std::system_error &e) {
-    return bp_error_setf(err, BP_ERR_RESOURCE_EXHAUSTED,
-                         "cpu: cannot start %d threads (%s); ask for fewer with threads=N", n, e.what());
+    return bp_error_setf(err, BP_ERR_RESOURCE_EXHAUSTED, "cannot start %d threads (%s); ask for fewer with threads=N",
+                         n, e.what());
   }
   bp_host_logf(plugin->host, BP_LOG_INFO, "%d threads", n);  // the host prefixes "cpu"
   out->iface = &backend_iface;
@@ -172,7 +161,7 @@ bp_status backend_create(plugin_state *plugin, int64_t threads, bp_backend_ref *
 }
 
 bp_status event_create(bp_event_ref *out, bp_error *err) {
-  if (!out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: event_new needs an out ref");
+  if (!out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_new needs an out ref");
   out->iface = &event_iface;
   out->ctx = new cpu_event();
   return BP_OK;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backplane/plugin.h"
+#include "plugins/common/host_buffer.hpp"
 
 namespace bp::cpu {
 
@@ -27,12 +28,8 @@ std::string read_cpu_model();
 // Device table and context (device.cpp). The device ctx is the plugin_state.
 extern const bp_device_i device_iface;
 
-// Buffer type and buffer tables (buffer.cpp).
-extern const bp_buffer_type_i buffer_type_iface;
-extern const bp_buffer_i buffer_iface;
-bp_buffer_type_ref buffer_type_ref();
-// Wraps |ptr| (not owned) of |size| bytes as a buffer.
-bp_status buffer_wrap_host_ptr(void *ptr, size_t size, bp_buffer_ref *out, bp_error *err);
+// The buffer type: host memory (plugins/common/host_buffer.hpp).
+inline bp_buffer_type_ref buffer_type_ref() { return plugins::host_buffer_type("CPU"); }
 
 // Backend (backend.cpp): |threads| 0 means one per core.
 bp_status backend_create(plugin_state *plugin, int64_t threads, bp_backend_ref *out, bp_error *err);

@@ -7,6 +7,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
+#include "plugins/common/plugin_common.hpp"
 
 namespace bp::cpu {
 
@@ -56,23 +57,17 @@ uint64_t read_mem_total() {
 
 bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: get_props needs a device and an out struct");
+    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
     auto *state = static_cast<plugin_state *>(dev);
     // Fill into a full local copy, then hand over only what the host's
     // struct_size has room for (it may be an older, smaller struct).
-    bp_device_props p{};
-    p.struct_size = out->struct_size;
-    p.name = "CPU";
-    p.description = state->description.c_str();
-    p.id = "cpu-0";
-    p.type = BP_DEVICE_TYPE_CPU;
-    p.caps = BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR | BP_DEVICE_CAP_EVENTS;
-    p.memory_total = read_mem_total();
-    p.memory_free = read_mem_available();
-    if (p.memory_free == 0 || p.memory_free > p.memory_total) p.memory_free = p.memory_total;
-    size_t n = out->struct_size < sizeof p ? out->struct_size : sizeof p;
-    std::memcpy(out, &p, n);
+    const uint64_t total = read_mem_total();
+    uint64_t free = read_mem_available();
+    if (free == 0 || free > total) free = total;
+    plugins::fill_props(
+        {"CPU", state->description.c_str(), "cpu-0", BP_DEVICE_TYPE_CPU,
+         BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR | BP_DEVICE_CAP_EVENTS, total, free},
+        out);
     return BP_OK;
   });
 }
@@ -80,18 +75,11 @@ bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexc
 bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
                               bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: backend_init needs a device and an out ref");
+    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "backend_init needs a device and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
-    int64_t threads = 0;
-    for (uint32_t i = 0; params && i < n_params; ++i) {
-      if (params[i].name && std::strcmp(params[i].name, "threads") == 0) threads = params[i].int_value;
-    }
-    if (threads < 0 || threads > 256)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
-                           "cpu: threads=%lld is out of range; use 0 (one per core) to 256",
-                           static_cast<long long>(threads));
+    int64_t threads = 0;  // one per core
+    if (bp_status s = plugins::read_int_in(params, n_params, "threads", 0, 256, &threads, err); s != BP_OK) return s;
     return backend_create(static_cast<plugin_state *>(dev), threads, out, err);
   });
 }
@@ -99,7 +87,7 @@ bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t 
 bp_buffer_type_ref device_buffer_type(void *) noexcept { return buffer_type_ref(); }
 
 bp_status device_buffer_from_host_ptr(void *, void *ptr, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status { return buffer_wrap_host_ptr(ptr, size, out, err); });
+  return plugin_guard(err, [&]() -> bp_status { return plugins::wrap_host_ptr(ptr, size, out, err); });
 }
 
 bp_status device_event_new(void *, bp_event_ref *out, bp_error *err) noexcept {

@@ -10,15 +10,12 @@
 // ops_matmul.cpp, which these replace for dense rows, walked 32 rows of a
 // in K blocks of 256 and widened F16 rows into scratch first: f32 weights
 // streamed at about half the AVX-512 tiles' rate, F16 ones at a quarter.
-#include <immintrin.h>
-
 #include <cstdint>
 
 #include "matmul_dot.hpp"
+#include "plugins/common/simd.hpp"
 
 namespace bp::cpu {
-
-#define BP_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace {
 

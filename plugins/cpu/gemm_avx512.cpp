@@ -35,17 +35,6 @@
 //    (N <= 16) the broadcasts equal the FMAs and it lost to the dot kernel
 //    (80 against 107 GFLOP/s at N = 16), hence kMinBcastN; on CPUs that
 //    run 512-bit FMAs in halves it wins (bcast_rows).
-// GCC 12's AVX-512 intrinsics fill "undefined" operands with a
-// self-initialised variable, which -Wuninitialized then reports inside the
-// header wherever an unmasked form is inlined; the warning is about the
-// header, not this code, so it is silenced for the header's lines only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)  // a GCC-only warning; clang would warn about the pragma
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
 
 #include <algorithm>
 #include <cstdlib>
@@ -56,10 +45,9 @@
 #include "kernels.hpp"
 #include "matmul_dot.hpp"
 #include "plugins/common/isa.hpp"
+#include "plugins/common/simd.hpp"
 
 namespace bp::cpu {
-
-#define BP_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
 
 namespace {
 

@@ -1,5 +1,6 @@
 // ops.cpp: which kernel computes which op (the cpu plugin's op table).
 #include "kernels.hpp"
+#include "plugins/common/op_family.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -17,31 +18,18 @@ const op_kernel kRope = {rope_supports, nullptr, rope_run, nullptr};
 }  // namespace
 
 const op_kernel *find_kernel(bp_op op) {
-  switch (op) {
-    case BP_OP_ADD:
-    case BP_OP_SUB:
-    case BP_OP_MUL:
-    case BP_OP_DIV:
-    case BP_OP_SCALE:
-    case BP_OP_CLAMP:
+  switch (plugins::family_of(op)) {
+    case plugins::op_family::binary:
+    case plugins::op_family::scalar:
       return &kBinary;
-    case BP_OP_NEG:
-    case BP_OP_ABS:
-    case BP_OP_SQR:
-    case BP_OP_SQRT:
-    case BP_OP_EXP:
-    case BP_OP_RELU:
-    case BP_OP_GELU:
-    case BP_OP_SILU:
-    case BP_OP_TANH:
-    case BP_OP_SIGMOID:
+    case plugins::op_family::unary:
       return &kUnary;
-    case BP_OP_SUM_ROWS:
-    case BP_OP_MEAN:
-    case BP_OP_ARGMAX:
-    case BP_OP_NORM:
-    case BP_OP_RMS_NORM:
+    case plugins::op_family::row_reduce:
       return &kReduce;
+    case plugins::op_family::other:
+      break;
+  }
+  switch (op) {
     case BP_OP_SOFT_MAX:
       return &kSoftMax;
     case BP_OP_MUL_MAT:
@@ -64,28 +52,11 @@ const op_kernel *find_kernel(bp_op op) {
 
 namespace bp::cpu {
 
-// Sources each op needs before its kernel may look at it.
-static int required_sources(bp_op op) {
-  switch (op) {
-    case BP_OP_ADD:
-    case BP_OP_SUB:
-    case BP_OP_MUL:
-    case BP_OP_DIV:
-    case BP_OP_MUL_MAT:
-    case BP_OP_GET_ROWS:
-    case BP_OP_CONCAT:
-    case BP_OP_ROPE:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 bool node_supported(const bp_tensor *t) {
   if (!t) return false;
   const op_kernel *k = find_kernel(t->op);
   if (!k) return false;
-  for (int i = 0; i < required_sources(t->op); ++i)
+  for (int i = 0; i < plugins::n_sources(t->op); ++i)
     if (!t->src[i]) return false;
   return k->supports(t);
 }

@@ -78,7 +78,7 @@ bp_status get_rows_prepare(const bp_tensor *t, bp_error *err) {
         int32_t id = row_id(t, n, i2, i3);
         if (id < 0 || id >= a->ne[1])
           return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
-                               "cpu: GET_ROWS node '%s': row id %" PRId32 " at [%" PRId64 ", %" PRId64 ", %" PRId64
+                               "GET_ROWS node '%s': row id %" PRId32 " at [%" PRId64 ", %" PRId64 ", %" PRId64
                                "] of ids '%s' is out of range; '%s' has rows 0..%" PRId64,
                                t->name, id, n, i2, i3, t->src[1]->name, a->name, a->ne[1] - 1);
       }

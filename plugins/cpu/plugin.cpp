@@ -24,14 +24,11 @@
 #include "cpu.hpp"
 #include "kernels.hpp"
 #include "plugins/common/isa.hpp"
+#include "plugins/common/plugin_common.hpp"
 #include "plugins/common/threadpool.hpp"
 
 namespace bp::cpu {
 namespace {
-
-// The host table handed to bp_plugin_entry, read by the next init (which has
-// no host argument). A plain pointer: constant-initialised, no constructor.
-const bp_host_api *g_host = nullptr;
 
 const bp_param_info params_schema[] = {
     {sizeof(bp_param_info), "threads", BP_PARAM_INT, "0", "worker threads for graph compute; 0 = one per CPU core", 0,
@@ -40,10 +37,10 @@ const bp_param_info params_schema[] = {
 
 bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!out_plugin) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: init needs an out pointer");
+    if (!out_plugin) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "init needs an out pointer");
     *out_plugin = nullptr;
     auto *state = new plugin_state();
-    state->host = g_host;
+    state->host = plugins::g_host;
     // The kernels' ISA in the description, so bp-devices shows which path
     // runs (BP_CPU_ISA caps it; plugins/common/isa.hpp).
     state->description = read_cpu_model() + ", kernels " + plugins::isa_name(plugins::cpu_isa());
@@ -63,11 +60,11 @@ uint32_t plugin_device_count(void *plugin) noexcept { return plugin ? 1u : 0u; }
 bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     if (!plugin || !out)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "cpu: device_get needs a plugin and an out pointer");
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "device_get needs a plugin and an out pointer");
     out->iface = nullptr;
     out->ctx = nullptr;
     if (index != 0)
-      return bp_error_setf(err, BP_ERR_NOT_FOUND, "cpu: no device %u (the cpu plugin has one device, 0)", index);
+      return bp_error_setf(err, BP_ERR_NOT_FOUND, "no device %u (the cpu plugin has one device, 0)", index);
     out->iface = &device_iface;
     out->ctx = plugin;
     return BP_OK;
@@ -96,18 +93,7 @@ BP_PLUGIN_EXPORT extern const bp_plugin_descriptor_t bp_plugin_descriptor =
     BP_PLUGIN_DESCRIPTOR("cpu", "0.1.0", "reference and multi-threaded CPU kernels on host memory");
 
 BP_PLUGIN_EXPORT const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
-  if (host_abi != BP_PLUGIN_ABI_VERSION) {
-    bp_error_setf(err, BP_ERR_INCOMPATIBLE, "cpu: built for plugin ABI %u, host speaks %u; rebuild the plugin",
-                  (unsigned)BP_PLUGIN_ABI_VERSION, (unsigned)host_abi);
-    return nullptr;
-  }
-  if (host && host->struct_size < offsetof(bp_host_api, log)) {
-    bp_error_setf(err, BP_ERR_INCOMPATIBLE, "cpu: host services table too small (%u bytes)",
-                  (unsigned)host->struct_size);
-    return nullptr;
-  }
-  g_host = host;
-  return &plugin_iface;
+  return plugins::plugin_entry(host_abi, host, err, &plugin_iface);
 }
 }  // extern "C"
 

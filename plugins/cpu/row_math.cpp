@@ -8,18 +8,9 @@
 
 #include "plugins/common/isa.hpp"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-// GCC 12's AVX-512 intrinsics fill "undefined" operands with a
-// self-initialised variable, which -Wuninitialized then reports inside the
-// header wherever an unmasked form is inlined; the warning is about the
-// header, not this code, so it is silenced for the header's lines only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)  // a GCC-only warning; clang would warn about the pragma
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "plugins/common/simd.hpp"
+
+#ifdef BP_X86_SIMD
 #define BP_ROW_MATH_AVX2 1
 // glibc's libmvec: expf on 8 floats, AVX2 vector ABI (argument in ymm0).
 extern "C" __attribute__((target("avx2"))) __m256 _ZGVdN8v_expf(__m256 x);
@@ -102,8 +93,6 @@ void unary_portable(float *y, const float *x, int64_t n) {
 }
 
 #ifdef BP_ROW_MATH_AVX2
-#define BP_AVX2 __attribute__((target("avx2,fma")))
-
 BP_AVX2 double hsum(__m256d a, __m256d b) {
   const __m256d s = _mm256_add_pd(a, b);
   const __m128d lo = _mm256_castpd256_pd128(s), hi = _mm256_extractf128_pd(s, 1);
@@ -206,8 +195,6 @@ BP_AVX2 void unary_avx2(float *y, const float *x, int64_t n) {
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, unary8<Op>(_mm256_loadu_ps(x + i)));
   unary_portable<Op>(y + i, x + i, n - i);
 }
-
-#define BP_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 
 // Lanes [0, n) of a 16-lane mask (n in [0, 16]).
 BP_AVX512 inline __mmask16 lanes16(int64_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1); }

@@ -11,7 +11,7 @@
 namespace bp::opencl {
 
 backend_ctx::~backend_ctx() {
-  if (queue) clFinish(queue);
+  if (queue && !dev->lost.load()) clFinish(queue);  // a lost device may never finish
   for (auto &[key, k] : kernels) clReleaseKernel(k);
   if (queue) clReleaseCommandQueue(queue);
 }
@@ -26,14 +26,14 @@ bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
 
 bp_status transfer_target(backend_ctx *be, const bp_tensor *t, size_t offset, size_t size, cl_buffer **out,
                           bp_error *err) {
+  if (bp_status s = device_check(be ? be->dev : nullptr, err); s != BP_OK) return s;
   cl_buffer *b = buffer_of(t);
-  if (!be || !b)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: async transfer of a tensor outside OpenCL memory");
+  if (!be || !b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "async transfer of a tensor outside OpenCL memory");
   if (b->dev->context != be->dev->context)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: tensor '%s' lives on another OpenCL device", t->name);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "tensor '%s' lives on another OpenCL device", t->name);
   const uint64_t at = offset_of(t, b);
   if (at > b->size || offset > b->size - at || size > b->size - at - offset)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: transfer of %zu bytes leaves the buffer of '%s'", size,
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "transfer of %zu bytes leaves the buffer of '%s'", size,
                          t->name);
   *out = b;
   return BP_OK;
@@ -47,9 +47,7 @@ bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_
     if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
     cl_int rc =
         clEnqueueWriteBuffer(be->queue, b->mem, CL_FALSE, offset_of(t, b) + offset, size, data, 0, nullptr, nullptr);
-    return rc == CL_SUCCESS
-               ? BP_OK
-               : bp_error_setf(err, status_of(rc), "opencl: set_tensor_async: %s", cl_error_name(rc).c_str());
+    return rc == CL_SUCCESS ? BP_OK : device_fail(be->dev, rc, cl_site::setup, "set_tensor_async", err);
   });
 }
 
@@ -61,33 +59,27 @@ bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_
     if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
     cl_int rc =
         clEnqueueReadBuffer(be->queue, b->mem, CL_FALSE, offset_of(t, b) + offset, size, data, 0, nullptr, nullptr);
-    return rc == CL_SUCCESS
-               ? BP_OK
-               : bp_error_setf(err, status_of(rc), "opencl: get_tensor_async: %s", cl_error_name(rc).c_str());
+    return rc == CL_SUCCESS ? BP_OK : device_fail(be->dev, rc, cl_site::setup, "get_tensor_async", err);
   });
 }
 
 bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *be = static_cast<backend_ctx *>(backend);
-    if (!be) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: synchronize needs a backend");
+    if (!be) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "synchronize needs a backend");
+    if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
     cl_int rc = clFinish(be->queue);
-    return rc == CL_SUCCESS ? BP_OK
-                            : bp_error_setf(err, status_of(rc), "opencl: clFinish: %s", cl_error_name(rc).c_str());
+    return rc == CL_SUCCESS ? BP_OK : device_fail(be->dev, rc, cl_site::wait, "clFinish", err);
   });
 }
 
 bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *be = static_cast<backend_ctx *>(backend);
-    if (!be || !graph)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: graph_compute needs a backend and a graph");
-    if (graph->n_nodes > 0 && !graph->nodes)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: graph has %u nodes but no node array",
-                           graph->n_nodes);
+    if (bp_status s = plugins::check_graph(be, graph, err); s != BP_OK) return s;
+    if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
-      if (!node) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: graph node %u is NULL", i);
       if (bp_op_is_view(node->op)) continue;
       if (bp_status s = compute_node(be, node, err); s != BP_OK) return s;
     }
@@ -133,12 +125,11 @@ bp_status backend_event_record(void *backend, void *event, bp_error *err) noexce
   return plugin_guard(err, [&]() -> bp_status {
     auto *be = static_cast<backend_ctx *>(backend);
     auto *e = static_cast<event_obj *>(event);
-    if (!be || !e)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: event_record needs a backend and an event");
+    if (!be || !e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_record needs a backend and an event");
+    if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
     cl_event ev = nullptr;
     cl_int rc = clEnqueueMarkerWithWaitList(be->queue, 0, nullptr, &ev);
-    if (rc != CL_SUCCESS)
-      return bp_error_setf(err, status_of(rc), "opencl: event_record: %s", cl_error_name(rc).c_str());
+    if (rc != CL_SUCCESS) return device_fail(be->dev, rc, cl_site::setup, "event_record", err);
     if (e->ev) clReleaseEvent(e->ev);
     e->ev = ev;
     clFlush(be->queue);
@@ -150,20 +141,19 @@ bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept
   return plugin_guard(err, [&]() -> bp_status {
     auto *be = static_cast<backend_ctx *>(backend);
     auto *e = static_cast<event_obj *>(event);
-    if (!be || !e)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: event_wait needs a backend and an event");
+    if (!be || !e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_wait needs a backend and an event");
+    if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
+    if (bp_status s = device_check(e->dev, err); s != BP_OK) return s;
     if (!e->ev) return BP_OK;
     cl_context ev_ctx = nullptr;
     clGetEventInfo(e->ev, CL_EVENT_CONTEXT, sizeof ev_ctx, &ev_ctx, nullptr);
-    cl_int rc;
     if (ev_ctx == be->dev->context) {
       // Same context: the queue waits on the device, the host does not.
-      rc = clEnqueueBarrierWithWaitList(be->queue, 1, &e->ev, nullptr);
-    } else {
-      rc = clWaitForEvents(1, &e->ev);  // events do not cross contexts
+      cl_int rc = clEnqueueBarrierWithWaitList(be->queue, 1, &e->ev, nullptr);
+      return rc == CL_SUCCESS ? BP_OK : device_fail(be->dev, rc, cl_site::setup, "event_wait", err);
     }
-    return rc == CL_SUCCESS ? BP_OK
-                            : bp_error_setf(err, status_of(rc), "opencl: event_wait: %s", cl_error_name(rc).c_str());
+    cl_int rc = clWaitForEvents(1, &e->ev);  // events do not cross contexts
+    return rc == CL_SUCCESS ? BP_OK : device_fail(e->dev, rc, cl_site::wait, "event_wait", err);
   });
 }
 
@@ -189,12 +179,11 @@ const bp_backend_i backend_iface = {
 bp_status event_synchronize(void *event, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *e = static_cast<event_obj *>(event);
-    if (!e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: event_synchronize needs an event");
+    if (!e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_synchronize needs an event");
+    if (bp_status s = device_check(e->dev, err); s != BP_OK) return s;
     if (!e->ev) return BP_OK;
     cl_int rc = clWaitForEvents(1, &e->ev);
-    return rc == CL_SUCCESS
-               ? BP_OK
-               : bp_error_setf(err, status_of(rc), "opencl: event_synchronize: %s", cl_error_name(rc).c_str());
+    return rc == CL_SUCCESS ? BP_OK : device_fail(e->dev, rc, cl_site::wait, "event_synchronize", err);
   });
 }
 
@@ -219,9 +208,7 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   be->matmul_cols = opt.matmul_cols ? opt.matmul_cols : be->matmul_vector_width == 8 ? 2 : 4;
   cl_int rc = CL_SUCCESS;
   be->queue = clCreateCommandQueue(dev->context, dev->device, 0, &rc);
-  if (!be->queue || rc != CL_SUCCESS)
-    return bp_error_setf(err, status_of(rc), "opencl: cannot create a queue on '%s': %s", dev->name.c_str(),
-                         cl_error_name(rc).c_str());
+  if (!be->queue || rc != CL_SUCCESS) return device_fail(dev, rc, cl_site::setup, "creating a queue", err);
   bp_host_logf(dev->plugin->host, BP_LOG_INFO, "backend on %s (cache %s)", dev->name.c_str(),
                be->cache.enabled ? be->cache.dir.c_str() : "off");
   out->iface = &backend_iface;
@@ -230,8 +217,8 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
 }
 
 bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err) {
-  if (!dev || !out)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: event_new needs a device and an out ref");
+  if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_new needs a device and an out ref");
+  if (bp_status s = device_check(dev, err); s != BP_OK) return s;
   auto *e = new event_obj();
   e->dev = dev;
   out->iface = &event_iface;

@@ -24,22 +24,22 @@ cl_buffer *as_buffer(void *buf) {
 // outside its buffer whatever it is handed.
 bp_status check_range(const cl_buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what,
                       bp_error *err) {
-  if (!b || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: %s needs a buffer and a tensor", what);
+  if (!b || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer and a tensor", what);
+  if (bp_status s = device_check(b->dev, err); s != BP_OK) return s;
   if (size == 0) return BP_OK;
-  if (!t->data)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: %s on tensor '%s' without memory", what, t->name);
+  if (!t->data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s on tensor '%s' without memory", what, t->name);
   const char *p = static_cast<const char *>(t->data);
   if (p < b->base || static_cast<size_t>(p - b->base) > b->size || offset > b->size || size > b->size - offset ||
       static_cast<size_t>(p - b->base) > b->size - offset - size)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
-                         "opencl: %s of %zu bytes at offset %zu of tensor '%s' leaves its buffer", what, size, offset,
-                         t->name);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s of %zu bytes at offset %zu of tensor '%s' leaves its buffer",
+                         what, size, offset, t->name);
   return BP_OK;
 }
 
-bp_status cl_fail(bp_error *err, cl_int rc, const char *what, const bp_tensor *t) {
-  return bp_error_setf(err, status_of(rc), "opencl: %s of tensor '%s' failed: %s", what, t ? t->name : "?",
-                       cl_error_name(rc).c_str());
+// Every buffer call waits for its transfer queue (blocking transfers, or a
+// clFinish): a failure there may mean the device is gone.
+bp_status cl_fail(cl_buffer *b, bp_error *err, cl_int rc, const char *what, const bp_tensor *t) {
+  return device_fail(b->dev, rc, cl_site::wait, std::string(what) + " of tensor '" + (t ? t->name : "?") + "'", err);
 }
 
 void buffer_free(void *buf) noexcept {
@@ -60,10 +60,10 @@ bp_status buffer_set_tensor(void *buf, bp_tensor *t, const void *data, size_t of
     cl_buffer *b = as_buffer(buf);
     bp_status s = check_range(b, t, offset, size, "set_tensor", err);
     if (s != BP_OK || size == 0) return s;
-    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: set_tensor with NULL data");
+    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "set_tensor with NULL data");
     cl_int rc = clEnqueueWriteBuffer(b->dev->transfer_queue, b->mem, CL_TRUE, offset_of(t, b) + offset, size, data, 0,
                                      nullptr, nullptr);
-    return rc == CL_SUCCESS ? BP_OK : cl_fail(err, rc, "set_tensor", t);
+    return rc == CL_SUCCESS ? BP_OK : cl_fail(b, err, rc, "set_tensor", t);
   });
 }
 
@@ -73,10 +73,10 @@ bp_status buffer_get_tensor(void *buf, const bp_tensor *t, void *data, size_t of
     cl_buffer *b = as_buffer(buf);
     bp_status s = check_range(b, t, offset, size, "get_tensor", err);
     if (s != BP_OK || size == 0) return s;
-    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: get_tensor with NULL data");
+    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_tensor with NULL data");
     cl_int rc = clEnqueueReadBuffer(b->dev->transfer_queue, b->mem, CL_TRUE, offset_of(t, b) + offset, size, data, 0,
                                     nullptr, nullptr);
-    return rc == CL_SUCCESS ? BP_OK : cl_fail(err, rc, "get_tensor", t);
+    return rc == CL_SUCCESS ? BP_OK : cl_fail(b, err, rc, "get_tensor", t);
   });
 }
 
@@ -94,38 +94,37 @@ bp_status buffer_memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t of
     bp_status s = check_range(b, t, offset, size, "memset_tensor", err);
     if (s != BP_OK || size == 0) return s;
     cl_int rc = fill(b, value, offset_of(t, b) + offset, size);
-    return rc == CL_SUCCESS ? BP_OK : cl_fail(err, rc, "memset_tensor", t);
+    return rc == CL_SUCCESS ? BP_OK : cl_fail(b, err, rc, "memset_tensor", t);
   });
 }
 
 bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     cl_buffer *db = as_buffer(buf);
-    if (!db || !src || !dst)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: copy_tensor needs src and dst");
+    if (!db || !src || !dst) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs src and dst");
     cl_buffer *sb = buffer_of(src);
     // Device-side copies only between buffers of one context; anything else
     // goes through the host's generic path.
     if (!sb || sb->dev->context != db->dev->context || src->type != dst->type || !bp_tensor_is_contiguous(src) ||
         !bp_tensor_is_contiguous(dst) || bp_tensor_nbytes(src) != bp_tensor_nbytes(dst))
-      return bp_error_setf(err, BP_ERR_UNIMPLEMENTED,
-                           "opencl: copy_tensor copies contiguous tensors within one device");
+      return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "copy_tensor copies contiguous tensors within one device");
     const size_t n = bp_tensor_nbytes(src);
     bp_status s = check_range(db, dst, 0, n, "copy_tensor", err);
     if (s != BP_OK || n == 0) return s;
     cl_int rc = clEnqueueCopyBuffer(db->dev->transfer_queue, sb->mem, db->mem, offset_of(src, sb), offset_of(dst, db),
                                     n, 0, nullptr, nullptr);
     if (rc == CL_SUCCESS) rc = clFinish(db->dev->transfer_queue);
-    return rc == CL_SUCCESS ? BP_OK : cl_fail(err, rc, "copy_tensor", dst);
+    return rc == CL_SUCCESS ? BP_OK : cl_fail(db, err, rc, "copy_tensor", dst);
   });
 }
 
 bp_status buffer_clear(void *buf, uint8_t value, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     cl_buffer *b = as_buffer(buf);
-    if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: clear needs a buffer");
+    if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "clear needs a buffer");
+    if (bp_status s = device_check(b->dev, err); s != BP_OK) return s;
     cl_int rc = fill(b, value, 0, b->size);
-    return rc == CL_SUCCESS ? BP_OK : cl_fail(err, rc, "clear", nullptr);
+    return rc == CL_SUCCESS ? BP_OK : cl_fail(b, err, rc, "clear", nullptr);
   });
 }
 
@@ -137,14 +136,13 @@ const char *buft_name(void *ctx) noexcept {
 bp_status buft_alloc(void *ctx, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *dev = static_cast<device_state *>(ctx);
-    if (!dev || !out)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: alloc needs a buffer type and an out ref");
+    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "alloc needs a buffer type and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
     if (dev->max_alloc && size > dev->max_alloc)
       return bp_error_setf(
           err, BP_ERR_OUT_OF_DEVICE_MEMORY,
-          "opencl: %zu bytes exceed the largest single allocation of '%s' (CL_DEVICE_MAX_MEM_ALLOC_SIZE = %" PRIu64
+          "%zu bytes exceed the largest single allocation of '%s' (CL_DEVICE_MAX_MEM_ALLOC_SIZE = %" PRIu64
           "); split the tensors over several buffers",
           size, dev->name.c_str(), dev->max_alloc);
     bp_status s = device_open(dev, err);
@@ -153,14 +151,17 @@ bp_status buft_alloc(void *ctx, size_t size, bp_buffer_ref *out, bp_error *err) 
     const size_t bytes = size ? size : dev->alignment;
     cl_int rc = CL_SUCCESS;
     cl_mem mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, nullptr, &rc);
-    if (!mem || rc != CL_SUCCESS)
-      return bp_error_setf(err, status_of(rc) == BP_ERR_INTERNAL ? BP_ERR_OUT_OF_DEVICE_MEMORY : status_of(rc),
-                           "opencl: cannot allocate %zu bytes on '%s': %s", size, dev->name.c_str(),
-                           cl_error_name(rc).c_str());
+    if (!mem || rc != CL_SUCCESS) {
+      const bp_status st = status_of(rc);
+      if (st != BP_ERR_INTERNAL)
+        return device_fail(dev, rc, cl_site::setup, "allocating " + std::to_string(size) + " bytes", err);
+      return bp_error_setf(err, BP_ERR_OUT_OF_DEVICE_MEMORY, "cannot allocate %zu bytes on '%s': %s", size,
+                           dev->name.c_str(), cl_error_name(rc).c_str());
+    }
     auto *b = new (std::nothrow) cl_buffer();
     if (!b) {
       clReleaseMemObject(mem);
-      return bp_error_setf(err, BP_ERR_OUT_OF_HOST_MEMORY, "opencl: out of host memory");
+      return bp_error_setf(err, BP_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     b->dev = dev;
     b->mem = mem;

@@ -2,19 +2,16 @@
 // properties, the context and transfer queue (created on first use) and
 // backend creation from the validated parameters.
 #include <CL/cl.h>
-#include <sched.h>
-#include <unistd.h>
-
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 #include <string>
 
 #include "backend.hpp"
 #include "backplane/plugin_guard.hpp"
 #include "opencl.hpp"
+#include "plugins/common/plugin_common.hpp"
 
 namespace bp::opencl {
 namespace {
@@ -111,27 +108,17 @@ std::unique_ptr<device_state> describe(plugin_state *plugin, cl_platform_id p, c
   return dev;
 }
 
-// PoCL's CPU driver leaves its worker threads unpinned unless POCL_AFFINITY
-// is set, and then Linux often wakes both workers of a 2-core machine on one
-// core: row ops ran at 55-65 GB/s instead of 85-93 in the same process,
-// switching between the two for whole seconds (docs/plugins/opencl.md,
-// "Memory and execution"). So the plugin asks for pinning before the ICD loader
-// starts PoCL, unless the user chose either way. PoCL pins worker i to CPU
-// i, and newer releases abort when that call fails; so only where this
-// process may run on every online CPU and they are numbered 0..n-1. Other
-// drivers ignore the variable.
-void pin_pocl_workers(const bp_host_api *host) {
-  if (std::getenv("POCL_AFFINITY")) return;
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  if (online < 1 || online > CPU_SETSIZE || CPU_COUNT(&allowed) != online) return;
-  for (long cpu = 0; cpu < online; ++cpu)
-    if (!CPU_ISSET(cpu, &allowed)) return;
-  if (setenv("POCL_AFFINITY", "1", 0) == 0)
-    bp_host_logf(host, BP_LOG_DEBUG,
-                 "POCL_AFFINITY=1 (pin PoCL's worker threads; set POCL_AFFINITY=0 to keep them free)");
+// PoCL's CPU driver leaves its worker threads unpinned unless POCL_AFFINITY=1
+// is in the environment when it starts, and then Linux often wakes both
+// workers of a 2-core machine on one core: row ops ran at 55-65 GB/s instead
+// of 85-93 (docs/plugins/opencl.md, "Memory and execution"). A plugin never changes
+// the host process, so the environment is the user's: the plugin only says,
+// once, at debug level, that the setting exists.
+void hint_pocl_affinity(const bp_host_api *host, const std::string &platform_name) {
+  if (platform_name.find("Portable Computing Language") == std::string::npos || std::getenv("POCL_AFFINITY")) return;
+  bp_host_logf(host, BP_LOG_DEBUG,
+               "PoCL's worker threads are unpinned; POCL_AFFINITY=1 in the environment before the process starts pins "
+               "them (docs/plugins/opencl.md)");
 }
 
 }  // namespace
@@ -143,22 +130,18 @@ device_state::~device_state() {
 }
 
 bp_status enumerate_devices(plugin_state *plugin, bp_error *err) {
-  std::lock_guard<std::mutex> lock(plugin->mu);
-  if (plugin->enumerated) return BP_OK;
-  plugin->enumerated = true;
-  pin_pocl_workers(plugin->host);
   cl_uint n_platforms = 0;
   cl_int rc = clGetPlatformIDs(0, nullptr, &n_platforms);
-  if (rc == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (rc == CL_SUCCESS && n_platforms == 0))
-    return bp_error_setf(
-        err, BP_ERR_UNAVAILABLE,
-        "opencl: no OpenCL platform is installed (the ICD loader found no driver in /etc/OpenCL/vendors; "
-        "install one, e.g. pocl-opencl-icd)");
+  if (rc == kPlatformNotFoundKhr || (rc == CL_SUCCESS && n_platforms == 0))
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE,
+                         "no OpenCL platform is installed (the ICD loader found no driver in /etc/OpenCL/vendors; "
+                         "install one, e.g. pocl-opencl-icd)");
   if (rc != CL_SUCCESS)
-    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "opencl: clGetPlatformIDs failed: %s", cl_error_name(rc).c_str());
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "clGetPlatformIDs failed: %s", cl_error_name(rc).c_str());
   std::vector<cl_platform_id> platforms(n_platforms);
   clGetPlatformIDs(n_platforms, platforms.data(), nullptr);
   for (cl_uint pi = 0; pi < n_platforms; ++pi) {
+    hint_pocl_affinity(plugin->host, platform_string(platforms[pi], CL_PLATFORM_NAME));
     cl_uint n_devices = 0;
     rc = clGetDeviceIDs(platforms[pi], CL_DEVICE_TYPE_ALL, 0, nullptr, &n_devices);
     if (rc != CL_SUCCESS || n_devices == 0) {
@@ -185,20 +168,45 @@ bp_status enumerate_devices(plugin_state *plugin, bp_error *err) {
   return BP_OK;
 }
 
+bp_status device_check(const device_state *dev, bp_error *err) {
+  if (!dev || !dev->lost.load(std::memory_order_acquire)) return BP_OK;
+  return bp_error_setf(err, BP_ERR_DEVICE_LOST,
+                       "device '%s' was lost; free its buffers, events and backends and create new ones",
+                       dev->name.c_str());
+}
+
+bp_status device_fail(device_state *dev, cl_int rc, cl_site site, const std::string &what, bp_error *err) {
+  const bp_status st = status_of(rc, site);
+  if (st == BP_ERR_DEVICE_LOST && dev) {
+    if (!dev->lost.exchange(true))
+      bp_host_logf(dev->plugin->host, BP_LOG_ERROR, "device '%s' lost: %s: %s", dev->name.c_str(), what.c_str(),
+                   cl_error_name(rc).c_str());
+    return bp_error_setf(err, st, "device '%s' was lost: %s: %s", dev->name.c_str(), what.c_str(),
+                         cl_error_name(rc).c_str());
+  }
+  return bp_error_setf(err, st, "%s: %s", what.c_str(), cl_error_name(rc).c_str());
+}
+
 bp_status device_open(device_state *dev, bp_error *err) {
+  if (bp_status s = device_check(dev, err); s != BP_OK) return s;
   std::lock_guard<std::mutex> lock(dev->mu);
   if (dev->context) return BP_OK;
   cl_int rc = CL_SUCCESS;
   const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(dev->platform),
                                          0};
   cl_context ctx = clCreateContext(props, 1, &dev->device, nullptr, nullptr, &rc);
-  if (!ctx || rc != CL_SUCCESS)
-    return bp_error_setf(err, rc == CL_OUT_OF_HOST_MEMORY ? BP_ERR_OUT_OF_HOST_MEMORY : BP_ERR_UNAVAILABLE,
-                         "opencl: cannot create a context on '%s': %s", dev->name.c_str(), cl_error_name(rc).c_str());
+  if (!ctx || rc != CL_SUCCESS) {
+    if (rc == CL_DEVICE_NOT_AVAILABLE || rc == CL_OUT_OF_HOST_MEMORY)
+      return device_fail(dev, rc, cl_site::setup, "creating a context", err);
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "cannot create a context on '%s': %s", dev->name.c_str(),
+                         cl_error_name(rc).c_str());
+  }
   cl_command_queue q = clCreateCommandQueue(ctx, dev->device, 0, &rc);
   if (!q || rc != CL_SUCCESS) {
     clReleaseContext(ctx);
-    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "opencl: cannot create a queue on '%s': %s", dev->name.c_str(),
+    if (rc == CL_DEVICE_NOT_AVAILABLE || rc == CL_OUT_OF_HOST_MEMORY)
+      return device_fail(dev, rc, cl_site::setup, "creating a queue", err);
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "cannot create a queue on '%s': %s", dev->name.c_str(),
                          cl_error_name(rc).c_str());
   }
   dev->context = ctx;
@@ -211,81 +219,46 @@ namespace {
 
 bp_status device_get_props(void *ctx, bp_device_props *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!ctx || !out)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: get_props needs a device and an out struct");
+    if (!ctx || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
     auto *dev = static_cast<device_state *>(ctx);
-    bp_device_props p{};
-    p.struct_size = out->struct_size;
-    p.name = dev->name.c_str();
-    p.description = dev->description.c_str();
-    p.id = dev->id.c_str();
-    p.type = dev->type;
-    p.caps = BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS;
-    p.memory_total = dev->global_mem;
-    p.memory_free = dev->global_mem;  // OpenCL has no portable "free memory" query
-    size_t n = out->struct_size < sizeof p ? out->struct_size : sizeof p;
-    std::memcpy(out, &p, n);
+    // OpenCL has no portable "free memory" query: free = total.
+    plugins::fill_props({dev->name.c_str(), dev->description.c_str(), dev->id.c_str(), dev->type,
+                         BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS, dev->global_mem, dev->global_mem},
+                        out);
     return BP_OK;
   });
-}
-
-const bp_param_value *find_param(const bp_param_value *params, uint32_t n, const char *name) {
-  for (uint32_t i = 0; params && i < n; ++i)
-    if (params[i].name && std::strcmp(params[i].name, name) == 0) return &params[i];
-  return nullptr;
-}
-
-// An INT parameter that must be 0 (auto) or one of |allowed|: stored in
-// |*out| when given, else INVALID_ARGUMENT naming the valid values
-// ("opencl: matmul_cols=3; use 0 (auto), 1, 2 or 4").
-bp_status read_choice(const bp_param_value *params, uint32_t n, const char *name, std::initializer_list<int> allowed,
-                      int *out, bp_error *err) {
-  const bp_param_value *p = find_param(params, n, name);
-  if (!p) return BP_OK;
-  bool valid = p->int_value == 0;
-  std::string values = "0 (auto)";
-  size_t i = 0;
-  for (int v : allowed) {
-    valid = valid || p->int_value == v;
-    values += (++i == allowed.size() ? " or " : ", ") + std::to_string(v);
-  }
-  if (!valid)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: %s=%lld; use %s", name,
-                         static_cast<long long>(p->int_value), values.c_str());
-  *out = static_cast<int>(p->int_value);
-  return BP_OK;
 }
 
 bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
                               bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!ctx || !out)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: backend_init needs a device and an out ref");
+    if (!ctx || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "backend_init needs a device and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
     auto *dev = static_cast<device_state *>(ctx);
     backend_options opt;
-    if (const bp_param_value *p = find_param(params, n_params, "platform"); p && p->int_value >= 0) {
+    if (const bp_param_value *p = plugins::find_param(params, n_params, "platform"); p && p->int_value >= 0) {
       // platform=P: the host's device index counts within platform P.
       const auto &all = dev->plugin->devices;
       std::vector<device_state *> on_platform;
       for (const auto &d : all)
         if (d->platform_index == static_cast<uint32_t>(p->int_value)) on_platform.push_back(d.get());
       if (on_platform.empty())
-        return bp_error_setf(err, BP_ERR_NOT_FOUND,
-                             "opencl: platform=%lld has no devices (platforms with devices: 0..%u)",
+        return bp_error_setf(err, BP_ERR_NOT_FOUND, "platform=%lld has no devices (platforms with devices: 0..%u)",
                              static_cast<long long>(p->int_value), all.empty() ? 0u : all.back()->platform_index);
       if (dev->index >= on_platform.size())
-        return bp_error_setf(err, BP_ERR_NOT_FOUND, "opencl: platform %lld has devices 0..%zu, not %u",
+        return bp_error_setf(err, BP_ERR_NOT_FOUND, "platform %lld has devices 0..%zu, not %u",
                              static_cast<long long>(p->int_value), on_platform.size() - 1, dev->index);
       dev = on_platform[dev->index];
     }
-    if (const bp_param_value *p = find_param(params, n_params, "cache")) opt.cache = p->int_value != 0;
-    if (const bp_param_value *p = find_param(params, n_params, "cache_dir"); p && p->string_value)
+    if (const bp_param_value *p = plugins::find_param(params, n_params, "cache")) opt.cache = p->int_value != 0;
+    if (const bp_param_value *p = plugins::find_param(params, n_params, "cache_dir"); p && p->string_value)
       opt.cache_dir = p->string_value;
-    if (bp_status s = read_choice(params, n_params, "matmul_cols", {1, 2, 4}, &opt.matmul_cols, err); s != BP_OK)
+    if (bp_status s = plugins::read_choice(params, n_params, "matmul_cols", {1, 2, 4}, &opt.matmul_cols, err);
+        s != BP_OK)
       return s;
-    if (bp_status s = read_choice(params, n_params, "matmul_width", {4, 8, 16}, &opt.matmul_width, err); s != BP_OK)
+    if (bp_status s = plugins::read_choice(params, n_params, "matmul_width", {4, 8, 16}, &opt.matmul_width, err);
+        s != BP_OK)
       return s;
     return backend_create(dev, opt, out, err);
   });

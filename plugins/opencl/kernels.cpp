@@ -21,8 +21,8 @@ bp_status get_kernel(backend_ctx *be, const char *family, const std::string &opt
   cl_int rc = CL_SUCCESS;
   cl_kernel k = clCreateKernel(prog, name, &rc);
   if (!k || rc != CL_SUCCESS)
-    return bp_error_setf(err, BP_ERR_INTERNAL, "opencl: no kernel '%s' in %s.cl (%s): %s", name, family,
-                         options.c_str(), cl_error_name(rc).c_str());
+    return bp_error_setf(err, BP_ERR_INTERNAL, "no kernel '%s' in %s.cl (%s): %s", name, family, options.c_str(),
+                         cl_error_name(rc).c_str());
   be->kernels.emplace(std::move(key), k);
   *out = k;
   return BP_OK;
@@ -45,7 +45,7 @@ launch &launch::tensor(const bp_tensor *t) {
 
 bp_status launch::run(cl_uint dims, const size_t *global, const size_t *local, const char *what, bp_error *err) {
   if (rc_ != CL_SUCCESS)
-    return bp_error_setf(err, BP_ERR_INTERNAL, "opencl: setting argument %u of %s failed: %s", n_ - 1, what,
+    return bp_error_setf(err, BP_ERR_INTERNAL, "setting argument %u of %s failed: %s", n_ - 1, what,
                          cl_error_name(rc_).c_str());
   size_t g[3], l[3];
   for (cl_uint i = 0; i < dims; ++i) {
@@ -54,8 +54,7 @@ bp_status launch::run(cl_uint dims, const size_t *global, const size_t *local, c
     if (g[i] == 0) return BP_OK;  // nothing to do
   }
   cl_int rc = clEnqueueNDRangeKernel(be_->queue, k_, dims, nullptr, g, local ? l : nullptr, 0, nullptr, nullptr);
-  if (rc != CL_SUCCESS)
-    return bp_error_setf(err, status_of(rc), "opencl: launching %s failed: %s", what, cl_error_name(rc).c_str());
+  if (rc != CL_SUCCESS) return device_fail(be_->dev, rc, cl_site::setup, std::string("launching ") + what, err);
   return BP_OK;
 }
 

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "backplane/plugin.h"
+#include "cl_status.hpp"
+#include "plugins/common/plugin_common.hpp"
 
 namespace bp::opencl {
 
@@ -54,33 +56,36 @@ struct device_state {
   cl_command_queue transfer_queue = nullptr;   // synchronous buffer set/get
   std::map<std::string, cl_program> programs;  // key: family|options
   bool cache_warned = false;
+  // Set by the first DEVICE_LOST (device_fail); never cleared.
+  std::atomic<bool> lost{false};
 
   ~device_state();
 };
 
 struct plugin_state {
   const bp_host_api *host = nullptr;
-  std::mutex mu;
-  bool enumerated = false;
+  plugins::discovery found;  // runs enumerate_devices once
   std::vector<std::unique_ptr<device_state>> devices;
   // Opaque, never dereferenced base addresses handed out by buffers: each
   // buffer gets its own range so tensors of two buffers never compare equal.
   std::atomic<uint64_t> next_base{uint64_t(1) << 44};
 };
 
-// "CL_OUT_OF_RESOURCES (-5)".
-std::string cl_error_name(cl_int code);
-// The status an OpenCL error maps to (allocation failures -> OUT_OF_DEVICE_MEMORY).
-bp_status status_of(cl_int code);
+// plugin.cpp: the plugin table.
+const bp_plugin_i *plugin_table();
 
-// plugin.cpp: the plugin table, remembering |host| for the next init.
-const bp_plugin_i *plugin_entry_table(const bp_host_api *host);
-
-// device.cpp
+// device.cpp: finds the devices of every platform (through plugin->found:
+// once, by the first of enumerate, device_count and device_get).
 bp_status enumerate_devices(plugin_state *plugin, bp_error *err);
 extern const bp_device_i device_iface;
 // Creates the device's context and transfer queue if needed.
 bp_status device_open(device_state *dev, bp_error *err);
+// DEVICE_LOST once |dev| was lost: sticky, every later call on the device
+// and its objects returns it at once (PLG-16); freeing still works.
+bp_status device_check(const device_state *dev, bp_error *err);
+// A failed OpenCL call on |dev|: the status |rc| means at |site|
+// (cl_status.hpp) with "<what>: <CL name>"; DEVICE_LOST marks the device.
+bp_status device_fail(device_state *dev, cl_int rc, cl_site site, const std::string &what, bp_error *err);
 
 // buffer.cpp
 struct cl_buffer {

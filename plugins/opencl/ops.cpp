@@ -10,29 +10,13 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "plugins/common/op_family.hpp"
 
 namespace bp::opencl {
 namespace {
 
 bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
 bool is_known(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16 || t == BP_TYPE_I32; }
-
-int n_sources(bp_op op) {
-  switch (op) {
-    case BP_OP_ADD:
-    case BP_OP_SUB:
-    case BP_OP_MUL:
-    case BP_OP_DIV:
-    case BP_OP_MUL_MAT:
-    case BP_OP_GET_ROWS:
-    case BP_OP_CONCAT:
-    case BP_OP_ROPE:
-    case BP_OP_CPY:
-      return 2;
-    default:
-      return 1;
-  }
-}
 
 // Work-group size along a dimension of |n| items: big groups for long rows
 // (the driver runs a group as one vectorized loop), few distinct sizes since
@@ -97,7 +81,7 @@ bp_status run_binary(backend_ctx *be, const bp_tensor *t, bp_error *err) {
     if (bp_status s = get_kernel(be, "elementwise", opts, (name + "_contig").c_str(), &k, err); s != BP_OK) return s;
     const cl_buffer *ba = buffer_of(a), *bb = buffer_of(b), *bd = buffer_of(t);
     if (!ba || !bb || !bd)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "'%s' has a source outside OpenCL memory", t->name);
     const cl_ulong n = static_cast<cl_ulong>(bp_tensor_nelements(t));
     size_t g = n, l = 256;
     return launch(be, k)
@@ -114,7 +98,7 @@ bp_status run_binary(backend_ctx *be, const bp_tensor *t, bp_error *err) {
     if (bp_status s = get_kernel(be, "elementwise", opts, (name + "_rows").c_str(), &k, err); s != BP_OK) return s;
     const cl_buffer *ba = buffer_of(a), *bb = buffer_of(b), *bd = buffer_of(t);
     if (!ba || !bb || !bd)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "'%s' has a source outside OpenCL memory", t->name);
     const cl_ulong n0 = static_cast<cl_ulong>(t->ne[0]);
     size_t g[2] = {static_cast<size_t>(n0), static_cast<size_t>(bp_tensor_nrows(t))}, l[2] = {local_for(t->ne[0]), 1};
     return launch(be, k)
@@ -146,7 +130,7 @@ bp_status run_unary(backend_ctx *be, const bp_tensor *t, bp_error *err) {
     if (bp_status s = get_kernel(be, "elementwise", opts, (name + "_contig").c_str(), &k, err); s != BP_OK) return s;
     const cl_buffer *ba = buffer_of(a), *bd = buffer_of(t);
     if (!ba || !bd)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "'%s' has a source outside OpenCL memory", t->name);
     const cl_ulong n = static_cast<cl_ulong>(bp_tensor_nelements(t));
     size_t g = n, l = 256;
     return launch(be, k)
@@ -211,14 +195,13 @@ bp_status run_copy(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   if (a->type == t->type && bp_tensor_is_contiguous(a) && bp_tensor_is_contiguous(t)) {
     const cl_buffer *ba = buffer_of(a), *bd = buffer_of(t);
     if (!ba || !bd)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: '%s' has a source outside OpenCL memory", t->name);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "'%s' has a source outside OpenCL memory", t->name);
     const size_t n = bp_tensor_nbytes(t);
     if (ba == bd && offset_of(a, ba) == offset_of(t, bd)) return BP_OK;
     cl_int rc =
         clEnqueueCopyBuffer(be->queue, ba->mem, bd->mem, offset_of(a, ba), offset_of(t, bd), n, 0, nullptr, nullptr);
-    return rc == CL_SUCCESS
-               ? BP_OK
-               : bp_error_setf(err, status_of(rc), "opencl: copy '%s': %s", t->name, cl_error_name(rc).c_str());
+    return rc == CL_SUCCESS ? BP_OK
+                            : device_fail(be->dev, rc, cl_site::setup, std::string("copy '") + t->name + "'", err);
   }
   const std::string opts = opts2("S_TYPE", a->type, "D_TYPE", t->type);
   cl_kernel k = nullptr;
@@ -238,12 +221,12 @@ bp_status run_copy(backend_ctx *be, const bp_tensor *t, bp_error *err) {
 bp_status check_row_ids(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   const bp_tensor *a = t->src[0], *ids = t->src[1];
   const cl_buffer *b = buffer_of(ids);
-  if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "opencl: ids of '%s' are outside OpenCL memory", t->name);
+  if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "ids of '%s' are outside OpenCL memory", t->name);
   const size_t n = bp_tensor_nbytes(ids);
   std::vector<char> host(n);
   cl_int rc = clEnqueueReadBuffer(be->queue, b->mem, CL_TRUE, offset_of(ids, b), n, host.data(), 0, nullptr, nullptr);
   if (rc != CL_SUCCESS)
-    return bp_error_setf(err, status_of(rc), "opencl: reading ids of '%s': %s", t->name, cl_error_name(rc).c_str());
+    return device_fail(be->dev, rc, cl_site::wait, std::string("reading ids of '") + t->name + "'", err);
   for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
     for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
       for (int64_t r = 0; r < t->ne[1]; ++r) {
@@ -252,7 +235,7 @@ bp_status check_row_ids(backend_ctx *be, const bp_tensor *t, bp_error *err) {
                     sizeof id);
         if (id < 0 || id >= a->ne[1])
           return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
-                               "opencl: GET_ROWS node '%s': row id %" PRId32 " at [%" PRId64 ", %" PRId64 ", %" PRId64
+                               "GET_ROWS node '%s': row id %" PRId32 " at [%" PRId64 ", %" PRId64 ", %" PRId64
                                "] of ids '%s' is out of range; '%s' has rows 0..%" PRId64,
                                t->name, id, r, i2, i3, ids->name, a->name, a->ne[1] - 1);
       }
@@ -304,28 +287,20 @@ bp_status run_rope(backend_ctx *be, const bp_tensor *t, bp_error *err) {
 
 bool supports(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
-  switch (t->op) {
-    case BP_OP_ADD:
-    case BP_OP_SUB:
-    case BP_OP_MUL:
-    case BP_OP_DIV:
+  switch (plugins::family_of(t->op)) {
+    case plugins::op_family::binary:
       if (!is_float(b->type)) return false;
       for (int d = 0; d < BP_MAX_DIMS; ++d)
         if (a->ne[d] % b->ne[d] != 0) return false;
       [[fallthrough]];
-    case BP_OP_SCALE:
-    case BP_OP_CLAMP:
-    case BP_OP_NEG:
-    case BP_OP_ABS:
-    case BP_OP_SQR:
-    case BP_OP_SQRT:
-    case BP_OP_EXP:
-    case BP_OP_RELU:
-    case BP_OP_GELU:
-    case BP_OP_SILU:
-    case BP_OP_TANH:
-    case BP_OP_SIGMOID:
+    case plugins::op_family::scalar:
+    case plugins::op_family::unary:
       return is_float(a->type) && t->type == a->type && bp_tensor_same_shape(t, a);
+    case plugins::op_family::row_reduce:
+    case plugins::op_family::other:
+      break;
+  }
+  switch (t->op) {
     case BP_OP_SUM_ROWS:
     case BP_OP_MEAN:
       return a->type == BP_TYPE_F32 && t->type == BP_TYPE_F32 && bp_tensor_is_contiguous(t) &&
@@ -371,7 +346,7 @@ bool supports(const bp_tensor *t) {
 
 bool op_supported(const device_state *, const bp_tensor *t) {
   if (!t || bp_op_is_view(t->op)) return t != nullptr;
-  for (int i = 0; i < n_sources(t->op); ++i)
+  for (int i = 0; i < plugins::n_sources(t->op); ++i)
     if (!t->src[i] && !(t->op == BP_OP_CPY && i == 1)) return false;
   if (!t->src[0]) return false;
   for (int d = 0; d < BP_MAX_DIMS; ++d)
@@ -381,11 +356,11 @@ bool op_supported(const device_state *, const bp_tensor *t) {
 
 bp_status compute_node(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   if (!op_supported(be->dev, t))
-    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "opencl: node '%s' (%d, %s) is not supported by the opencl backend",
+    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "node '%s' (%d, %s) is not supported by the opencl backend",
                          t->name, static_cast<int>(t->op), bp_type_name(t->type));
   if (!buffer_of(t))
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
-                         "opencl: node '%s' is not in OpenCL memory; allocate the graph first", t->name);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "node '%s' is not in OpenCL memory; allocate the graph first",
+                         t->name);
   switch (t->op) {
     case BP_OP_ADD:
     case BP_OP_SUB:

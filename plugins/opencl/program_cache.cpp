@@ -192,8 +192,7 @@ bp_status get_program(device_state *dev, const cache_settings &cache, const std:
   }
   const char *common = find_source("common");
   const char *body = find_source(family.c_str());
-  if (!common || !body)
-    return bp_error_setf(err, BP_ERR_INTERNAL, "opencl: no embedded source '%s.cl'", family.c_str());
+  if (!common || !body) return bp_error_setf(err, BP_ERR_INTERNAL, "no embedded source '%s.cl'", family.c_str());
   const std::string source = std::string(common) + "\n" + body;
   const std::string full_options = "-cl-std=CL1.2 " + options;
   const std::string key = "backplane-opencl-cache-v1\ndevice=" + dev->name + "\nvendor=" + dev->vendor +
@@ -233,15 +232,14 @@ bp_status get_program(device_state *dev, const cache_settings &cache, const std:
   cl_int rc = CL_SUCCESS;
   cl_program prog = clCreateProgramWithSource(dev->context, 1, &text, nullptr, &rc);
   if (!prog || rc != CL_SUCCESS)
-    return bp_error_setf(err, status_of(rc), "opencl: cannot create program %s: %s", family.c_str(),
-                         cl_error_name(rc).c_str());
+    return bp_error_setf(err, status_of(rc), "cannot create program %s: %s", family.c_str(), cl_error_name(rc).c_str());
   rc = clBuildProgram(prog, 1, &dev->device, full_options.c_str(), nullptr, nullptr);
   if (rc != CL_SUCCESS) {
     const std::string blog = build_log(prog, dev->device);
     clReleaseProgram(prog);
     bp_host_logf(host, BP_LOG_ERROR, "building %s.cl [%s] failed:\n%s", family.c_str(), full_options.c_str(),
                  blog.c_str());
-    return bp_error_setf(err, BP_ERR_INTERNAL, "opencl: building %s.cl [%s] for '%s' failed (%s): %s", family.c_str(),
+    return bp_error_setf(err, BP_ERR_INTERNAL, "building %s.cl [%s] for '%s' failed (%s): %s", family.c_str(),
                          full_options.c_str(), dev->name.c_str(), cl_error_name(rc).c_str(), blog.c_str());
   }
   bp_host_logf(host, BP_LOG_DEBUG, "program %s [%s] compiled from source in %.1f ms", family.c_str(), options.c_str(),
@@ -250,11 +248,10 @@ bp_status get_program(device_state *dev, const cache_settings &cache, const std:
     std::vector<unsigned char> bin = program_binary(prog);
     if (!bin.empty() && !store_entry(dir, path, key, bin) && !dev->cache_warned) {
       dev->cache_warned = true;  // once per device: every program would say the same
-      bp_host_logf(
-          host, BP_LOG_WARN,
-          "opencl: cannot write the program cache in %s (%s); programs will be compiled again by the next process "
-          "(set BP_CACHE_DIR or cache_dir= to a writable folder, or cache=false)",
-          dir.c_str(), std::strerror(errno));
+      bp_host_logf(host, BP_LOG_WARN,
+                   "cannot write the program cache in %s (%s); programs will be compiled again by the next process "
+                   "(set BP_CACHE_DIR or cache_dir= to a writable folder, or cache=false)",
+                   dir.c_str(), std::strerror(errno));
     }
   }
   dev->programs.emplace(mem_key, prog);

@@ -116,8 +116,8 @@ bp_status backend_sync(backend_ctx *be, bp_error *err) {
     const int32_t id = static_cast<int32_t>(words[1]);
     const uint32_t rows = words[2];
     std::memset(words, 0, 16);
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: GET_ROWS id %d is out of range: the source has %u rows",
-                         id, rows);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "GET_ROWS id %d is out of range: the source has %u rows", id,
+                         rows);
   }
   return BP_OK;
 }
@@ -140,8 +140,7 @@ bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_
   return plugin_guard(err, [&]() -> bp_status {
     backend_ctx *be = ctx_of(backend);
     auto *dst = static_cast<vk_buffer *>(t->buffer_ctx);
-    if (!dst || dst->dev != be->dev)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor is not on this device");
+    if (!dst || dst->dev != be->dev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "tensor is not on this device");
     vk_buffer *st = nullptr;
     if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
     be->staging.push_back(st);
@@ -160,8 +159,7 @@ bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_
   return plugin_guard(err, [&]() -> bp_status {
     backend_ctx *be = ctx_of(backend);
     auto *src = static_cast<vk_buffer *>(t->buffer_ctx);
-    if (!src || src->dev != be->dev)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor is not on this device");
+    if (!src || src->dev != be->dev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "tensor is not on this device");
     vk_buffer *st = nullptr;
     if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
     be->staging.push_back(st);
@@ -181,8 +179,7 @@ bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
 
 bp_status backend_plan_create(void *backend, const bp_graph_desc *graph, void **out_plan, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!out_plan || !graph)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_plan_create needs a graph");
+    if (!out_plan || !graph) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph_plan_create needs a graph");
     *out_plan = nullptr;
     graph_plan *plan = nullptr;
     bp_status st = graph_plan_create(ctx_of(backend), graph, &plan, err);
@@ -195,14 +192,14 @@ void backend_plan_free(void *, void *plan) noexcept { graph_plan_destroy(static_
 
 bp_status backend_plan_compute(void *, void *plan, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!plan) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_plan_compute needs a plan");
+    if (!plan) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph_plan_compute needs a plan");
     return graph_plan_run(static_cast<graph_plan *>(plan), err);
   });
 }
 
 bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!backend || !graph) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: graph_compute needs a graph");
+    if (bp_status s = plugins::check_graph(backend, graph, err); s != BP_OK) return s;
     return graph_compute(ctx_of(backend), graph, err);
   });
 }
@@ -227,7 +224,7 @@ bp_status backend_event_record(void *backend, void *event, bp_error *err) noexce
   return plugin_guard(err, [&]() -> bp_status {
     backend_ctx *be = ctx_of(backend);
     auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_record needs an event");
+    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_record needs an event");
     if (bp_status st = backend_flush(be, err); st != BP_OK) return st;
     ev->value = be->last;
     return BP_OK;
@@ -238,7 +235,7 @@ bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept
   return plugin_guard(err, [&]() -> bp_status {
     backend_ctx *be = ctx_of(backend);
     auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_wait needs an event");
+    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_wait needs an event");
     // Same device: the event's work was submitted to this queue earlier, and
     // every command buffer starts with a full barrier, so later work here is
     // already ordered after it. Another device's event: wait on the host.
@@ -269,7 +266,7 @@ const bp_backend_i backend_iface = {
 bp_status event_synchronize(void *event, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_synchronize needs an event");
+    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_synchronize needs an event");
     return device_wait(ev->dev, ev->value, err);
   });
 }
@@ -294,7 +291,7 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   if (!dev->has_16bit_storage) be->opt.f16 = false;
   if (be->opt.tile_cols == 0) be->opt.tile_cols = dev->tile_cols;
   if (be->opt.profile && !dev->props.limits.timestampComputeAndGraphics)
-    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "vulkan: profile=true needs timestamp queries, which %s lacks",
+    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "profile=true needs timestamp queries, which %s lacks",
                          dev->name.c_str());
   VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
                               VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, dev->queue_family};

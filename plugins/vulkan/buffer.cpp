@@ -18,7 +18,7 @@ namespace bp::vk {
 
 bp_status memory_allocator::alloc(const VkMemoryRequirements &req, allocation *out, bp_error *err) {
   if (!(req.memoryTypeBits & (1u << type_index)))
-    return bp_error_setf(err, BP_ERR_INTERNAL, "vulkan: buffer cannot live in memory type %u", type_index);
+    return bp_error_setf(err, BP_ERR_INTERNAL, "buffer cannot live in memory type %u", type_index);
   auto allocate_block = [&](VkDeviceSize size, bool dedicated, memory_block **made) -> bp_status {
     auto blk = std::make_unique<memory_block>();
     VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, nullptr, size, type_index};
@@ -26,7 +26,7 @@ bp_status memory_allocator::alloc(const VkMemoryRequirements &req, allocation *o
     if (r != VK_SUCCESS) {
       if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
         return bp_error_setf(err, BP_ERR_OUT_OF_DEVICE_MEMORY,
-                             "vulkan: out of device memory allocating %llu bytes on '%s' (%s)",
+                             "out of device memory allocating %llu bytes on '%s' (%s)",
                              static_cast<unsigned long long>(size), dev->name.c_str(), vk_result_name(r));
       return device_fail(dev, r, "vkAllocateMemory", err);
     }
@@ -75,7 +75,7 @@ bp_status memory_allocator::alloc(const VkMemoryRequirements &req, allocation *o
       if (bp_status st = allocate_block(block_size, false, &blk); st != BP_OK) return st;
     }
   }
-  return bp_error_setf(err, BP_ERR_INTERNAL, "vulkan: sub-allocation of %llu bytes failed",
+  return bp_error_setf(err, BP_ERR_INTERNAL, "sub-allocation of %llu bytes failed",
                        static_cast<unsigned long long>(req.size));
 }
 
@@ -135,10 +135,9 @@ bp_status buffer_create(device_state *dev, size_t size, bool host, vk_buffer **o
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &m3, {}};
   vkGetPhysicalDeviceProperties2(dev->phys, &p2);
   if (size > m3.maxMemoryAllocationSize)
-    return bp_error_setf(
-        err, BP_ERR_OUT_OF_DEVICE_MEMORY,
-        "vulkan: %zu bytes is more than one allocation may hold on '%s' (maxMemoryAllocationSize %llu)", size,
-        dev->name.c_str(), static_cast<unsigned long long>(m3.maxMemoryAllocationSize));
+    return bp_error_setf(err, BP_ERR_OUT_OF_DEVICE_MEMORY,
+                         "%zu bytes is more than one allocation may hold on '%s' (maxMemoryAllocationSize %llu)", size,
+                         dev->name.c_str(), static_cast<unsigned long long>(m3.maxMemoryAllocationSize));
   auto b = std::make_unique<vk_buffer>();
   b->dev = dev;
   b->size = size;
@@ -174,8 +173,7 @@ bp_status buffer_create(device_state *dev, size_t size, bool host, vk_buffer **o
     if (p == MAP_FAILED) {
       ma.release(b->mem);
       vkDestroyBuffer(dev->dev, b->buffer, nullptr);
-      return bp_error_setf(err, BP_ERR_OUT_OF_HOST_MEMORY, "vulkan: cannot reserve %zu bytes of address space",
-                           b->vk_size);
+      return bp_error_setf(err, BP_ERR_OUT_OF_HOST_MEMORY, "cannot reserve %zu bytes of address space", b->vk_size);
     }
     b->base = p;
     b->reserved_base = true;
@@ -206,16 +204,14 @@ bool is_our_buffer(const bp_tensor *t) {
 namespace {
 
 bp_status check_range(vk_buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what, bp_error *err) {
-  if (!b || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: %s needs a buffer and a tensor", what);
+  if (!b || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer and a tensor", what);
   if (size == 0) return BP_OK;
-  if (!t->data)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: %s on tensor '%s' without memory", what, t->name);
+  if (!t->data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s on tensor '%s' without memory", what, t->name);
   const char *base = static_cast<const char *>(b->base), *p = static_cast<const char *>(t->data);
   if (p < base || offset > b->size || size > b->size - offset ||
       static_cast<size_t>(p - base) > b->size - offset - size)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
-                         "vulkan: %s of %zu bytes at offset %zu of tensor '%s' leaves its buffer", what, size, offset,
-                         t->name);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s of %zu bytes at offset %zu of tensor '%s' leaves its buffer",
+                         what, size, offset, t->name);
   return device_check(b->dev, err);
 }
 
@@ -246,7 +242,7 @@ bp_status buffer_set_tensor(void *buf, bp_tensor *t, const void *data, size_t of
   return plugin_guard(err, [&]() -> bp_status {
     auto *b = static_cast<vk_buffer *>(buf);
     if (bp_status s = check_range(b, t, offset, size, "set_tensor", err); s != BP_OK || size == 0) return s;
-    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: set_tensor with NULL data");
+    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "set_tensor with NULL data");
     if (bp_status s = device_wait_all(b->dev, err); s != BP_OK) return s;
     const size_t at = tensor_offset(t) + offset;
     if (b->mapped) {
@@ -262,7 +258,7 @@ bp_status buffer_get_tensor(void *buf, const bp_tensor *t, void *data, size_t of
   return plugin_guard(err, [&]() -> bp_status {
     auto *b = static_cast<vk_buffer *>(buf);
     if (bp_status s = check_range(b, t, offset, size, "get_tensor", err); s != BP_OK || size == 0) return s;
-    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: get_tensor with NULL data");
+    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_tensor with NULL data");
     if (bp_status s = device_wait_all(b->dev, err); s != BP_OK) return s;
     const size_t at = tensor_offset(t) + offset;
     if (b->mapped) {
@@ -292,14 +288,13 @@ bp_status buffer_memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t of
 bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *db = static_cast<vk_buffer *>(buf);
-    if (!db || !src || !dst)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: copy_tensor needs src and dst");
+    if (!db || !src || !dst) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs src and dst");
     auto *sb = static_cast<vk_buffer *>(src->buffer_ctx);
     const size_t n = bp_tensor_nbytes(src);
     if (!sb || sb->dev != db->dev || src->type != dst->type || !bp_tensor_is_contiguous(src) ||
         !bp_tensor_is_contiguous(dst) || n != bp_tensor_nbytes(dst))
       return bp_error_setf(err, BP_ERR_UNIMPLEMENTED,
-                           "vulkan: copy_tensor only copies contiguous same-size tensors of one device");
+                           "copy_tensor only copies contiguous same-size tensors of one device");
     if (bp_status s = check_range(db, dst, 0, n, "copy_tensor", err); s != BP_OK || n == 0) return s;
     if (bp_status s = device_wait_all(db->dev, err); s != BP_OK) return s;
     VkBufferCopy region{tensor_offset(src), tensor_offset(dst), n};
@@ -311,7 +306,7 @@ bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp
 bp_status buffer_clear(void *buf, uint8_t value, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *b = static_cast<vk_buffer *>(buf);
-    if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: clear needs a buffer");
+    if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "clear needs a buffer");
     if (bp_status s = device_wait_all(b->dev, err); s != BP_OK) return s;
     if (b->mapped) {
       std::memset(b->mapped, value, b->size);
@@ -331,8 +326,7 @@ const char *buft_name(void *buft) noexcept {
 bp_status buft_alloc(void *buft, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *t = static_cast<buffer_type_ctx *>(buft);
-    if (!t || !out)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: alloc needs a buffer type and an out ref");
+    if (!t || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "alloc needs a buffer type and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
     if (bp_status s = device_open(t->dev, err); s != BP_OK) return s;

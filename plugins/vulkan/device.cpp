@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backplane/plugin_guard.hpp"
+#include "plugins/common/plugin_common.hpp"
 #include "vulkan.hpp"
 
 namespace bp::vk {
@@ -190,8 +191,7 @@ bp_status device_open(device_state *d, bp_error *err) {
   VkResult r = vkCreateDevice(d->phys, &dci, nullptr, &d->dev);
   if (r != VK_SUCCESS) {
     d->dev = VK_NULL_HANDLE;
-    return bp_error_setf(err, status_of(r), "vulkan: vkCreateDevice on '%s' failed (%s)", d->name.c_str(),
-                         vk_result_name(r));
+    return bp_error_setf(err, status_of(r), "vkCreateDevice on '%s' failed (%s)", d->name.c_str(), vk_result_name(r));
   }
   vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
   d->push_descriptor =
@@ -202,8 +202,7 @@ bp_status device_open(device_state *d, bp_error *err) {
   if (r != VK_SUCCESS || !d->push_descriptor) {
     vkDestroyDevice(d->dev, nullptr);
     d->dev = VK_NULL_HANDLE;
-    return bp_error_setf(err, BP_ERR_INTERNAL, "vulkan: setting up '%s' failed (%s)", d->name.c_str(),
-                         vk_result_name(r));
+    return bp_error_setf(err, BP_ERR_INTERNAL, "setting up '%s' failed (%s)", d->name.c_str(), vk_result_name(r));
   }
   VkPhysicalDeviceMemoryProperties mp;
   vkGetPhysicalDeviceMemoryProperties(d->phys, &mp);
@@ -215,7 +214,7 @@ bp_status device_open(device_state *d, bp_error *err) {
     vkDestroySemaphore(d->dev, d->timeline, nullptr);
     vkDestroyDevice(d->dev, nullptr);
     d->dev = VK_NULL_HANDLE;
-    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "vulkan: '%s' has no host-visible coherent memory", d->name.c_str());
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "'%s' has no host-visible coherent memory", d->name.c_str());
   }
   // Device-local memory that is also host-visible (lavapipe, integrated
   // GPUs, resizable BAR) is mapped: set/get become memcpy.
@@ -263,7 +262,7 @@ device_state::~device_state() {
 
 bp_status device_check(device_state *d, bp_error *err) {
   if (d->lost.load())
-    return bp_error_setf(err, BP_ERR_DEVICE_LOST, "vulkan: device '%s' was lost; recreate the process's Vulkan objects",
+    return bp_error_setf(err, BP_ERR_DEVICE_LOST, "device '%s' was lost; recreate the process's Vulkan objects",
                          d->name.c_str());
   return BP_OK;
 }
@@ -271,7 +270,7 @@ bp_status device_check(device_state *d, bp_error *err) {
 bp_status device_fail(device_state *d, VkResult r, const char *what, bp_error *err) {
   if (r == VK_ERROR_DEVICE_LOST) d->lost.store(true);
   if (r == VK_ERROR_DEVICE_LOST) return device_check(d, err);
-  return bp_error_setf(err, status_of(r), "vulkan: %s failed on '%s' (%s)", what, d->name.c_str(), vk_result_name(r));
+  return bp_error_setf(err, status_of(r), "%s failed on '%s' (%s)", what, d->name.c_str(), vk_result_name(r));
 }
 
 bp_status device_submit(device_state *d, VkCommandBuffer cb, uint64_t *value, bp_error *err) {
@@ -294,7 +293,7 @@ bp_status device_wait(device_state *d, uint64_t value, bp_error *err) {
   VkResult r = vkWaitSemaphores(d->dev, &wi, kWaitTimeoutNs);
   if (r == VK_TIMEOUT) {
     d->lost.store(true);
-    return bp_error_setf(err, BP_ERR_DEVICE_LOST, "vulkan: '%s' did not finish within 600 s; treating it as lost",
+    return bp_error_setf(err, BP_ERR_DEVICE_LOST, "'%s' did not finish within 600 s; treating it as lost",
                          d->name.c_str());
   }
   if (r != VK_SUCCESS) return device_fail(d, r, "vkWaitSemaphores", err);
@@ -307,19 +306,13 @@ namespace {
 
 bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: get_props needs a device and an out struct");
+    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
     auto *d = static_cast<device_state *>(dev);
-    bp_device_props p{};
-    p.struct_size = out->struct_size;
-    p.name = d->name.c_str();
-    p.description = d->description.c_str();
-    p.id = d->id.c_str();
-    p.type = d->type;
-    p.caps = BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS | BP_DEVICE_CAP_HOST_BUFFER;
-    memory_budget(d, &p.memory_total, &p.memory_free);
-    size_t n = out->struct_size < sizeof p ? out->struct_size : sizeof p;
-    std::memcpy(out, &p, n);
+    uint64_t total = 0, free = 0;
+    memory_budget(d, &total, &free);
+    plugins::fill_props({d->name.c_str(), d->description.c_str(), d->id.c_str(), d->type,
+                         BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS | BP_DEVICE_CAP_HOST_BUFFER, total, free},
+                        out);
     return BP_OK;
   });
 }
@@ -327,40 +320,32 @@ bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexc
 bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
                               bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: backend_init needs a device and an out ref");
+    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "backend_init needs a device and an out ref");
     out->iface = nullptr;
     out->ctx = nullptr;
     backend_options opt;
-    for (uint32_t i = 0; params && i < n_params; ++i) {
-      if (!params[i].name) continue;
-      if (std::strcmp(params[i].name, "f16") == 0) opt.f16 = params[i].int_value != 0;
-      if (std::strcmp(params[i].name, "fast_paths") == 0) opt.fast_paths = params[i].int_value != 0;
-      if (std::strcmp(params[i].name, "profile") == 0) opt.profile = params[i].int_value != 0;
-      if (std::strcmp(params[i].name, "fuse") == 0) opt.fuse = params[i].int_value != 0;
-      if (std::strcmp(params[i].name, "tile_cols") == 0) {
-        const int64_t v = params[i].int_value;
-        if (v != 0 && v != 8 && v != 16 && v != 32)
-          return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: tile_cols=%lld: use 0 (auto), 8, 16 or 32",
-                               static_cast<long long>(v));
-        opt.tile_cols = static_cast<uint32_t>(v);
-      }
-      if (std::strcmp(params[i].name, "mul_mat") == 0) {
-        const char *v = params[i].string_value ? params[i].string_value : "";
-        if (std::strcmp(v, "auto") == 0)
-          opt.mul_mat = mul_mat_mode::automatic;
-        else if (std::strcmp(v, "cpu") == 0)
-          opt.mul_mat = mul_mat_mode::cpu;
-        else if (std::strcmp(v, "gpu") == 0)
-          opt.mul_mat = mul_mat_mode::gpu;
-        else
-          return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: mul_mat=%s: use auto, cpu or gpu", v);
-      }
-    }
+    plugins::read_bool(params, n_params, "f16", &opt.f16);
+    plugins::read_bool(params, n_params, "fast_paths", &opt.fast_paths);
+    plugins::read_bool(params, n_params, "profile", &opt.profile);
+    plugins::read_bool(params, n_params, "fuse", &opt.fuse);
+    int tile_cols = 0;
+    if (bp_status s = plugins::read_choice(params, n_params, "tile_cols", {8, 16, 32}, &tile_cols, err); s != BP_OK)
+      return s;
+    opt.tile_cols = static_cast<uint32_t>(tile_cols);
+    const char *mode = "auto";
+    plugins::read_string(params, n_params, "mul_mat", &mode);
+    if (std::strcmp(mode, "auto") == 0)
+      opt.mul_mat = mul_mat_mode::automatic;
+    else if (std::strcmp(mode, "cpu") == 0)
+      opt.mul_mat = mul_mat_mode::cpu;
+    else if (std::strcmp(mode, "gpu") == 0)
+      opt.mul_mat = mul_mat_mode::gpu;
+    else
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "mul_mat=%s; use auto, cpu or gpu", mode);
     auto *d = static_cast<device_state *>(dev);
     if (opt.mul_mat == mul_mat_mode::gpu && !d->gpu_mul_mat)
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
-                           "vulkan: mul_mat=gpu: '%s' allows %u invocations and %u bytes of shared memory per "
+                           "mul_mat=gpu: '%s' allows %u invocations and %u bytes of shared memory per "
                            "workgroup (the shaders need 256 and 8192) and has %s subgroup arithmetic; use mul_mat=auto",
                            d->name.c_str(), d->props.limits.maxComputeWorkGroupInvocations,
                            d->props.limits.maxComputeSharedMemorySize, d->subgroup_arith ? "" : "no");
@@ -381,8 +366,7 @@ bp_buffer_type_ref device_host_buffer_type(void *dev) noexcept {
 
 bp_status device_event_new(void *dev, bp_event_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: event_new needs a device and an out ref");
+    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_new needs a device and an out ref");
     return event_create(static_cast<device_state *>(dev), out, err);
   });
 }

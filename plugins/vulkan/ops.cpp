@@ -6,20 +6,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "plugins/common/op_family.hpp"
 #include "vulkan.hpp"
 
 namespace bp::vk {
 namespace {
-
-// The op's name for messages (the plugin links nothing of the core).
-const char *op_label(bp_op op) {
-  static const char *const names[] = {"NONE",     "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE", "ADD",      "SUB",
-                                      "MUL",      "DIV",  "SCALE",   "CLAMP",   "NEG",       "ABS",      "SQR",
-                                      "SQRT",     "EXP",  "RELU",    "GELU",    "SILU",      "TANH",     "SIGMOID",
-                                      "SUM_ROWS", "MEAN", "ARGMAX",  "NORM",    "RMS_NORM",  "SOFT_MAX", "MUL_MAT",
-                                      "GET_ROWS", "CPY",  "CONT",    "CONCAT",  "ROPE"};
-  return op >= 0 && op < static_cast<int>(sizeof names / sizeof names[0]) ? names[op] : "?";
-}
 
 bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
 
@@ -50,31 +41,18 @@ bool op_supported(const device_state *dev, const backend_options &opt, const bp_
   if (uses_f16(node) && !opt.f16) return false;
   for (const bp_tensor *t : {node, a, b})
     if (!fits(dev, t)) return false;
-  switch (node->op) {
-    case BP_OP_ADD:
-    case BP_OP_SUB:
-    case BP_OP_MUL:
-    case BP_OP_DIV:
+  switch (plugins::family_of(node->op)) {
+    case plugins::op_family::binary:
       return b && is_float(a->type) && is_float(b->type) && node->type == a->type;
-    case BP_OP_SCALE:
-    case BP_OP_CLAMP:
-    case BP_OP_NEG:
-    case BP_OP_ABS:
-    case BP_OP_SQR:
-    case BP_OP_SQRT:
-    case BP_OP_EXP:
-    case BP_OP_RELU:
-    case BP_OP_GELU:
-    case BP_OP_SILU:
-    case BP_OP_TANH:
-    case BP_OP_SIGMOID:
+    case plugins::op_family::scalar:
+    case plugins::op_family::unary:
       return is_float(a->type) && node->type == a->type;
-    case BP_OP_SUM_ROWS:
-    case BP_OP_MEAN:
-    case BP_OP_ARGMAX:
-    case BP_OP_NORM:
-    case BP_OP_RMS_NORM:
+    case plugins::op_family::row_reduce:
       return dev->subgroup_arith && a->type == BP_TYPE_F32;
+    case plugins::op_family::other:
+      break;
+  }
+  switch (node->op) {
     case BP_OP_SOFT_MAX:
       return dev->subgroup_arith && a->type == BP_TYPE_F32 && (!b || is_float(b->type));
     case BP_OP_MUL_MAT:
@@ -125,15 +103,14 @@ bool ssbo_window(const planner &p, vk_buffer *b, size_t begin, size_t end, bindi
 // offset below the tensor; the element offset inside it goes to the shader.
 bp_status bind_ssbo(const planner &p, const bp_tensor *t, binding *out, uint32_t *elem_off) {
   auto *b = static_cast<vk_buffer *>(t->buffer_ctx);
-  if (!b || !t->data)
-    return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' has no memory", t->name);
+  if (!b || !t->data) return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT, "tensor '%s' has no memory", t->name);
   if (b->dev != p.dev())
-    return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT, "vulkan: tensor '%s' lives on another device", t->name);
+    return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT, "tensor '%s' lives on another device", t->name);
   const size_t start = tensor_offset(t), len = bp_tensor_nbytes(t);
   if (!ssbo_window(p, b, start, start + len, out))
     return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT,
-                         "vulkan: tensor '%s' spans %zu bytes, more than one binding may (maxStorageBufferRange %u)",
-                         t->name, len, p.dev()->props.limits.maxStorageBufferRange);
+                         "tensor '%s' spans %zu bytes, more than one binding may (maxStorageBufferRange %u)", t->name,
+                         len, p.dev()->props.limits.maxStorageBufferRange);
   *elem_off = static_cast<uint32_t>((start - out->offset) / bp_type_size(t->type));
   return BP_OK;
 }
@@ -278,7 +255,7 @@ bool strides_in(const bp_tensor *t, size_t unit) {
 }
 
 // NORM, RMS_NORM, SOFT_MAX on dense f32 rows of a multiple of 4: one
-// invocation per row through texel buffers (rows_vec4.comp). |mul|, for a
+// invocation per row through texel buffers (rows.comp, VEC4). |mul|, for a
 // norm, is a MUL of the norm's result that runs in the same dispatch
 // (plan_fused checked its shapes); false (nothing appended) when a binding
 // does not fit.
@@ -636,14 +613,13 @@ const char *fused_label(bp_op first, bp_op second) {
 // Checks a node before planning: supported, allocated, sources allocated.
 bp_status check_node(backend_ctx *be, const bp_tensor *node, bp_error *err) {
   if (!op_supported(be->dev, be->opt, node))
-    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "vulkan: node '%s' (%s, %s) is not supported by this backend",
-                         node->name, op_label(node->op), bp_type_name(node->type));
+    return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "node '%s' (%s, %s) is not supported by this backend", node->name,
+                         plugins::op_name(node->op), bp_type_name(node->type));
   if (!node->data)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: node '%s' has no memory; allocate the graph first",
-                         node->name);
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "node '%s' has no memory; allocate the graph first", node->name);
   for (const bp_tensor *s : node->src)
     if (s && (!s->data || !s->buffer_ctx))
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: a source of node '%s' has no memory", node->name);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "a source of node '%s' has no memory", node->name);
   return BP_OK;
 }
 
@@ -709,7 +685,7 @@ bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next,
     return BP_OK;
   }
   bp_status st = plan_node(p, out);
-  for (size_t i = first; i < out.size(); ++i) out[i].op = op_label(node->op);
+  for (size_t i = first; i < out.size(); ++i) out[i].op = plugins::op_name(node->op);
   return st;
 }
 

@@ -81,10 +81,10 @@ bp_status pipeline_get(device_state *dev, const char *variant, layout_kind layou
     module = it->second;
   } else {
     const spirv_blob *blob = find_blob(variant);
-    if (!blob) return bp_error_setf(err, BP_ERR_INTERNAL, "vulkan: no embedded shader '%s'", variant);
+    if (!blob) return bp_error_setf(err, BP_ERR_INTERNAL, "no embedded shader '%s'", variant);
     // Never hand unchecked bytes to the driver (docs/failures.md #22).
     if (blob->n_words < 5 || blob->words[0] != kSpirvMagic)
-      return bp_error_setf(err, BP_ERR_INTERNAL, "vulkan: embedded shader '%s' is not SPIR-V", variant);
+      return bp_error_setf(err, BP_ERR_INTERNAL, "embedded shader '%s' is not SPIR-V", variant);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, nullptr, 0,
                                 blob->n_words * sizeof(uint32_t), blob->words};
     VkResult r = vkCreateShaderModule(dev->dev, &mi, nullptr, &module);

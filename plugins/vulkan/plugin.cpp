@@ -1,20 +1,18 @@
 // plugin.cpp: the vulkan plugin's exported descriptor and entry, the plugin
 // table and its parameter schema. init only stores the host table: the
-// VkInstance is created by enumerate, which the host calls when a vulkan
-// device is first listed or asked for, so a process that only uses the cpu
-// plugin never loads a Vulkan driver.
+// VkInstance is created once, by the first of enumerate, device_count and
+// device_get (the host calls enumerate when a vulkan device is first listed
+// or asked for), so a process that only uses the cpu plugin never loads a
+// Vulkan driver.
 #include <cstdio>
 #include <cstring>
 
 #include "backplane/plugin_guard.hpp"
+#include "plugins/common/plugin_common.hpp"
 #include "vulkan.hpp"
 
 namespace bp::vk {
 namespace {
-
-// The host table from bp_plugin_entry, read by init (which has no host
-// argument). A plain pointer: constant-initialised, no constructor.
-const bp_host_api *g_host = nullptr;
 
 const bp_param_info params_schema[] = {
     {sizeof(bp_param_info), "f16", BP_PARAM_BOOL, "true",
@@ -35,9 +33,9 @@ const bp_param_info params_schema[] = {
 
 bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
-    if (!out_plugin) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: init needs an out pointer");
+    if (!out_plugin) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "init needs an out pointer");
     auto *state = new plugin_state();
-    state->host = g_host;
+    state->host = plugins::g_host;
     *out_plugin = state;
     return BP_OK;
   });
@@ -45,74 +43,53 @@ bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
 
 void plugin_shutdown(void *plugin) noexcept { delete static_cast<plugin_state *>(plugin); }
 
-bp_status plugin_enumerate(void *plugin, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *state = static_cast<plugin_state *>(plugin);
-    if (!state) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: enumerate needs the plugin");
-    if (state->instance) return BP_OK;  // once
-    uint32_t loader_version = VK_API_VERSION_1_0;
-    vkEnumerateInstanceVersion(&loader_version);
-    if (loader_version < VK_API_VERSION_1_2)
-      return bp_error_setf(err, BP_ERR_UNAVAILABLE, "vulkan: the Vulkan loader supports only %u.%u; 1.2 is needed",
-                           VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
-    VkApplicationInfo app{
-        VK_STRUCTURE_TYPE_APPLICATION_INFO, nullptr, "backplane", 1, "backplane", 1, VK_API_VERSION_1_2};
-    VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, nullptr, 0, &app, 0, nullptr, 0, nullptr};
-    VkResult r = vkCreateInstance(&ici, nullptr, &state->instance);
-    if (r != VK_SUCCESS) {
-      state->instance = VK_NULL_HANDLE;
-      return bp_error_setf(err, BP_ERR_UNAVAILABLE,
-                           "vulkan: vkCreateInstance failed (%s): no Vulkan driver is installed?", vk_result_name(r));
-    }
-    uint32_t n = 0;
-    r = vkEnumeratePhysicalDevices(state->instance, &n, nullptr);
-    std::vector<VkPhysicalDevice> phys(n);
-    if (r == VK_SUCCESS && n) r = vkEnumeratePhysicalDevices(state->instance, &n, phys.data());
-    if (r != VK_SUCCESS && r != VK_INCOMPLETE)
-      return bp_error_setf(err, BP_ERR_UNAVAILABLE, "vulkan: vkEnumeratePhysicalDevices failed (%s)",
-                           vk_result_name(r));
-    for (uint32_t i = 0; i < n; ++i) {
-      auto dev = std::make_unique<device_state>();
-      if (device_describe(state, phys[i], static_cast<uint32_t>(state->devices.size()), dev.get()))
-        state->devices.push_back(std::move(dev));
-    }
-    if (state->devices.empty())
-      return bp_error_setf(err, BP_ERR_UNAVAILABLE, "vulkan: %u physical device(s), none usable (see the log for why)",
-                           n);
-    bp_host_logf(state->host, BP_LOG_DEBUG, "%zu device(s)", state->devices.size());
-    return BP_OK;
-  });
+// Creates the instance and describes every physical device; run once, by
+// devices::find.
+bp_status enumerate_devices(plugin_state *state, bp_error *err) {
+  uint32_t loader_version = VK_API_VERSION_1_0;
+  vkEnumerateInstanceVersion(&loader_version);
+  if (loader_version < VK_API_VERSION_1_2)
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "the Vulkan loader supports only %u.%u; 1.2 is needed",
+                         VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
+  VkApplicationInfo app{
+      VK_STRUCTURE_TYPE_APPLICATION_INFO, nullptr, "backplane", 1, "backplane", 1, VK_API_VERSION_1_2};
+  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, nullptr, 0, &app, 0, nullptr, 0, nullptr};
+  VkResult r = vkCreateInstance(&ici, nullptr, &state->instance);
+  if (r != VK_SUCCESS) {
+    state->instance = VK_NULL_HANDLE;
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "vkCreateInstance failed (%s): no Vulkan driver is installed?",
+                         vk_result_name(r));
+  }
+  uint32_t n = 0;
+  r = vkEnumeratePhysicalDevices(state->instance, &n, nullptr);
+  std::vector<VkPhysicalDevice> phys(n);
+  if (r == VK_SUCCESS && n) r = vkEnumeratePhysicalDevices(state->instance, &n, phys.data());
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "vkEnumeratePhysicalDevices failed (%s)", vk_result_name(r));
+  for (uint32_t i = 0; i < n; ++i) {
+    auto dev = std::make_unique<device_state>();
+    if (device_describe(state, phys[i], static_cast<uint32_t>(state->devices.size()), dev.get()))
+      state->devices.push_back(std::move(dev));
+  }
+  if (state->devices.empty())
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "%u physical device(s), none usable (see the log for why)", n);
+  bp_host_logf(state->host, BP_LOG_DEBUG, "%zu device(s)", state->devices.size());
+  return BP_OK;
 }
 
-uint32_t plugin_device_count(void *plugin) noexcept {
-  auto *state = static_cast<plugin_state *>(plugin);
-  return state ? static_cast<uint32_t>(state->devices.size()) : 0u;
-}
-
-bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *state = static_cast<plugin_state *>(plugin);
-    if (!state || !out)
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "vulkan: device_get needs a plugin and an out ref");
-    out->iface = nullptr;
-    out->ctx = nullptr;
-    if (index >= state->devices.size())
-      return bp_error_setf(err, BP_ERR_NOT_FOUND, "vulkan: no device %u (there are %zu)", index, state->devices.size());
-    out->iface = &device_iface;
-    out->ctx = state->devices[index].get();
-    return BP_OK;
-  });
-}
+// Devices found once, by the first of enumerate, device_count and
+// device_get (plugins/common/plugin_common.hpp).
+using devices = plugins::device_list<plugin_state, enumerate_devices, &device_iface>;
 
 const bp_plugin_i plugin_iface = {
     sizeof(bp_plugin_i),
     plugin_init,
     plugin_shutdown,
-    plugin_device_count,
-    plugin_device_get,
+    devices::device_count,
+    devices::device_get,
     params_schema,
     sizeof(params_schema) / sizeof(params_schema[0]),
-    plugin_enumerate,
+    devices::enumerate,
 };
 
 }  // namespace
@@ -174,7 +151,6 @@ bp_status status_of(VkResult r) {
   }
 }
 
-void set_host(const bp_host_api *host) { g_host = host; }
 const bp_plugin_i *plugin_table() { return &plugin_iface; }
 
 }  // namespace bp::vk
@@ -185,16 +161,5 @@ extern "C" const bp_plugin_descriptor_t bp_plugin_descriptor = BP_PLUGIN_DESCRIP
     "vulkan", "0.1.0", "Vulkan compute: SPIR-V shaders on every Vulkan device (lavapipe included)");
 
 extern "C" const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
-  if (host_abi != BP_PLUGIN_ABI_VERSION) {
-    bp_error_setf(err, BP_ERR_INCOMPATIBLE, "vulkan: built for plugin ABI %u, host speaks %u; rebuild the plugin",
-                  (unsigned)BP_PLUGIN_ABI_VERSION, (unsigned)host_abi);
-    return nullptr;
-  }
-  if (host && host->struct_size < offsetof(bp_host_api, log)) {
-    bp_error_setf(err, BP_ERR_INCOMPATIBLE, "vulkan: host services table too small (%u bytes)",
-                  (unsigned)host->struct_size);
-    return nullptr;
-  }
-  bp::vk::set_host(host);
-  return bp::vk::plugin_table();
+  return bp::plugins::plugin_entry(host_abi, host, err, bp::vk::plugin_table());
 }

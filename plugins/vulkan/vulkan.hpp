@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backplane/plugin.h"
+#include "plugins/common/plugin_common.hpp"
 
 namespace bp::vk {
 
@@ -44,12 +45,12 @@ T vk_struct(VkStructureType type) {
 struct plugin_state {
   const bp_host_api *host = nullptr;
   VkInstance instance = VK_NULL_HANDLE;
+  plugins::discovery found;  // runs enumerate_devices once (plugin.cpp)
   std::vector<std::unique_ptr<device_state>> devices;
   ~plugin_state();
 };
 
-// The host table for the next init, and the plugin table (plugin.cpp).
-void set_host(const bp_host_api *host);
+// The plugin table (plugin.cpp).
 const bp_plugin_i *plugin_table();
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc.
 const char *vk_result_name(VkResult r);

@@ -1,0 +1,138 @@
+// plugin_common.hpp: what every shipped plugin (cpu, blas, vulkan, opencl)
+// does alike at its ABI edge: the entry checks and the host table, the
+// device properties copied out, the parameters read, and device discovery
+// run once. Linked statically into each plugin (bp_plugin_common): every .so
+// has its own copy and still links nothing of Backplane.
+//
+// Messages never start with the plugin's name: the host adds it to every
+// error and log line (PLG-13, docs/errors.md).
+#ifndef BP_PLUGINS_COMMON_PLUGIN_COMMON_HPP_
+#define BP_PLUGINS_COMMON_PLUGIN_COMMON_HPP_
+
+#include <cstdint>
+#include <initializer_list>
+#include <mutex>
+
+#include "backplane/plugin.h"
+#include "backplane/plugin_guard.hpp"
+
+namespace bp::plugins {
+
+// The host table handed to bp_plugin_entry, valid until the plugin's
+// shutdown; read by init, which has no host argument. One per plugin .so.
+// A plain pointer: constant-initialised, no constructor.
+extern const bp_host_api *g_host;
+
+// The checks every bp_plugin_entry makes: the host speaks this plugin's ABI
+// major and its table reaches the log slot. Then remembers |host| in g_host
+// and returns |table|; else NULL with |err| filled.
+const bp_plugin_i *plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err,
+                                const bp_plugin_i *table) noexcept;
+
+// Copies |props| into |out|, no further than the host's struct_size (an
+// older host has a shorter struct); struct_size itself stays the host's.
+void copy_props(const bp_device_props &props, bp_device_props *out) noexcept;
+
+// What get_props reports (0 memory = unknown); fill_props copies it out.
+struct device_facts {
+  const char *name, *description, *id;
+  bp_device_type type;
+  uint32_t caps;
+  uint64_t memory_total, memory_free;
+};
+void fill_props(const device_facts &facts, bp_device_props *out) noexcept;
+
+// The checks every graph_compute makes before its loop: a backend and a
+// graph, a node array when there are nodes, no NULL node.
+bp_status check_graph(const void *backend, const bp_graph_desc *graph, bp_error *err);
+
+// ---- parameters ------------------------------------------------------------
+// The host checked each value against the schema (type and range); these
+// read what a plugin needs, the last of repeated names winning.
+
+const bp_param_value *find_param(const bp_param_value *params, uint32_t n, const char *name);
+// BOOL: |*out| = value when given.
+void read_bool(const bp_param_value *params, uint32_t n, const char *name, bool *out);
+// INT: |*out| = value when given.
+void read_int(const bp_param_value *params, uint32_t n, const char *name, int64_t *out);
+// STRING: |*out| = value when given (borrowed: valid during the call).
+void read_string(const bp_param_value *params, uint32_t n, const char *name, const char **out);
+// INT that must be 0 (auto) or one of |allowed|: INVALID_ARGUMENT naming the
+// valid values otherwise ("matmul_cols=3; use 0 (auto), 1, 2 or 4").
+bp_status read_choice(const bp_param_value *params, uint32_t n, const char *name, std::initializer_list<int> allowed,
+                      int *out, bp_error *err);
+// INT within [lo, hi]: INVALID_ARGUMENT naming the range otherwise.
+bp_status read_int_in(const bp_param_value *params, uint32_t n, const char *name, int64_t lo, int64_t hi, int64_t *out,
+                      bp_error *err);
+
+// ---- device discovery ------------------------------------------------------
+// The one rule every plugin follows: devices are found once, by the first of
+// enumerate, device_count or device_get the host calls (a host of ABI 1.1
+// calls enumerate first, PLG-21; a 1.0 host, which has no enumerate, calls
+// device_count). The outcome is kept: later calls find nothing new and
+// repeat a failure with its message. Loading the plugin finds nothing.
+class discovery {
+ public:
+  // Runs |find| (bp_status(bp_error *)) the first time, under a lock; a
+  // |find| that throws counts as INTERNAL and is not run again.
+  template <typename Find>
+  bp_status once(bp_error *err, Find &&find) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!ran_) {
+      ran_ = true;
+      bp_error_set(&error_, BP_ERR_INTERNAL, "device discovery threw an exception");
+      status_ = BP_ERR_INTERNAL;
+      bp_error found{};
+      status_ = find(&found);
+      error_ = found;
+    }
+    if (status_ != BP_OK && err) *err = error_;
+    return status_;
+  }
+
+ private:
+  std::mutex mu_;
+  bool ran_ = false;
+  bp_status status_ = BP_OK;
+  bp_error error_{};
+};
+
+// The plugin-table slots enumerate, device_count and device_get of a plugin
+// whose State has |found| (a discovery) and |devices| (unique_ptrs to its
+// device objects, whose table is |Iface|), found by |Find|.
+template <typename State, bp_status (*Find)(State *, bp_error *), const bp_device_i *Iface>
+struct device_list {
+  static bp_status find(State *s, bp_error *err) {
+    return s->found.once(err, [&](bp_error *e) { return Find(s, e); });
+  }
+  static bp_status enumerate(void *plugin, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      if (!plugin) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "enumerate needs the plugin");
+      return find(static_cast<State *>(plugin), err);
+    });
+  }
+  static uint32_t device_count(void *plugin) noexcept {
+    return plugin_guard_value(0u, [&] {
+      auto *s = static_cast<State *>(plugin);
+      if (!s) return 0u;
+      find(s, nullptr);  // a host of ABI 1.0 has no enumerate: the count comes first
+      return static_cast<uint32_t>(s->devices.size());
+    });
+  }
+  static bp_status device_get(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      auto *s = static_cast<State *>(plugin);
+      if (!s || !out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "device_get needs a plugin and an out ref");
+      *out = bp_device_ref{nullptr, nullptr};
+      find(s, nullptr);
+      if (index >= s->devices.size())
+        return bp_error_setf(err, BP_ERR_NOT_FOUND, "no device %u (%zu devices)", index, s->devices.size());
+      *out = bp_device_ref{Iface, s->devices[index].get()};
+      return BP_OK;
+    });
+  }
+};
+
+}  // namespace bp::plugins
+
+#endif  // BP_PLUGINS_COMMON_PLUGIN_COMMON_HPP_
