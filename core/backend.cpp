@@ -18,7 +18,7 @@ namespace bp::core {
 
 bp_status backend_create(bp_device *dev, const bp_param_value *params, uint32_t n_params, const std::string &name,
                          bp_backend **out) {
-  const char *fn = "bp_backend_init";
+  const char *fn = "bp_backend_new";
   if (out == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out_backend is NULL", fn);
   *out = nullptr;
   if (!handle_ok(dev, TAG_DEVICE)) return bad_handle(fn, "device", dev, TAG_DEVICE);
@@ -91,7 +91,7 @@ bp_status check_tensor_memory(bp_backend *be, bp_tensor *t, const bp_tensor *nod
   if (t->buffer == nullptr) {
     // The same code as bp_tensor_get/set for the same condition (docs/errors.md).
     return set_errorf(BP_ERR_FAILED_PRECONDITION,
-                      "%s: tensor %s (%s node %s) has no memory: allocate the graph with bp_alloc_ctx_tensors, a "
+                      "%s: tensor %s (%s node %s) has no memory: allocate the graph with bp_context_alloc_tensors, a "
                       "graph allocator or the scheduler",
                       fn, describe(t).c_str(), t == node ? "the" : "a source of", describe(node).c_str());
   }
@@ -355,8 +355,8 @@ bp_status plan_create(bp_backend *be, const bp_graph *graph, bp_graph_plan **out
 
 extern "C" {
 
-BP_API bp_status bp_backend_graph_plan_create(bp_backend *backend, const bp_graph *graph, bp_graph_plan **out_plan) {
-  return api_guard([&] { return plan_create(backend, graph, out_plan, "bp_backend_graph_plan_create"); });
+BP_API bp_status bp_graph_plan_new(bp_backend *backend, const bp_graph *graph, bp_graph_plan **out_plan) {
+  return api_guard([&] { return plan_create(backend, graph, out_plan, "bp_graph_plan_new"); });
 }
 
 BP_API bp_status bp_graph_plan_compute_async(bp_graph_plan *plan) {

@@ -1,5 +1,5 @@
-// context.cpp: tensor contexts and leaf tensors (bp_context_*, bp_new_tensor*,
-// bp_set_name, bp_set_flags) plus the tensor helpers of tensor_util.hpp.
+// context.cpp: tensor contexts and leaf tensors (bp_context_*, bp_tensor_new*,
+// bp_tensor_set_name, bp_tensor_set_flags) plus the tensor helpers of tensor_util.hpp.
 //
 // A context only holds tensor metadata; memory comes from buffers. Tensors
 // live in a deque so their addresses never move while the context grows.
@@ -161,10 +161,10 @@ BP_API void bp_context_free(bp_context *ctx) {
   bp::core::retire_handle(ctx);
 }
 
-BP_API size_t bp_context_n_tensors(const bp_context *ctx) {
+BP_API size_t bp_context_tensor_count(const bp_context *ctx) {
   BP_API_SCOPE();
   if (!handle_ok(ctx, TAG_CONTEXT))
-    return (void)bp::core::bad_handle("bp_context_n_tensors", "ctx", ctx, TAG_CONTEXT), 0;
+    return (void)bp::core::bad_handle("bp_context_tensor_count", "ctx", ctx, TAG_CONTEXT), 0;
   return ctx->tensors.size();
 }
 
@@ -200,65 +200,65 @@ namespace {
 // |type| by reference: it is only read as an int until validated.
 bp_tensor *new_tensor_impl(bp_context *ctx, const bp_type &type, int n_dims, const int64_t *ne) {
   return bp::core::build_guard(ctx, [&]() -> bp_tensor * {
-    if (!bp::core::context_usable(ctx, "bp_new_tensor")) return nullptr;
+    if (!bp::core::context_usable(ctx, "bp_tensor_new")) return nullptr;
     if (n_dims < 1 || n_dims > BP_MAX_DIMS) {
-      bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_new_tensor: n_dims = %d: it must be 1..%d", n_dims,
+      bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_tensor_new: n_dims = %d: it must be 1..%d", n_dims,
                            BP_MAX_DIMS);
       return nullptr;
     }
     if (ne == nullptr) {
-      bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_new_tensor: ne is NULL: pass n_dims sizes");
+      bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_new: ne is NULL: pass n_dims sizes");
       return nullptr;
     }
     int64_t full[BP_MAX_DIMS] = {1, 1, 1, 1};
     for (int i = 0; i < n_dims; ++i) full[i] = ne[i];
-    return bp::core::tensor_create(ctx, type, full, "bp_new_tensor");
+    return bp::core::tensor_create(ctx, type, full, "bp_tensor_new");
   });
 }
 }  // namespace
 
 extern "C" {
 
-BP_API bp_tensor *bp_new_tensor(bp_context *ctx, bp_type type, int n_dims, const int64_t *ne) {
+BP_API bp_tensor *bp_tensor_new(bp_context *ctx, bp_type type, int n_dims, const int64_t *ne) {
   BP_API_SCOPE();
   return new_tensor_impl(ctx, type, n_dims, ne);
 }
 
-BP_API bp_tensor *bp_new_tensor_1d(bp_context *ctx, bp_type type, int64_t ne0) {
+BP_API bp_tensor *bp_tensor_new_1d(bp_context *ctx, bp_type type, int64_t ne0) {
   BP_API_SCOPE();
   const int64_t ne[1] = {ne0};
   return new_tensor_impl(ctx, type, 1, ne);
 }
 
-BP_API bp_tensor *bp_new_tensor_2d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1) {
+BP_API bp_tensor *bp_tensor_new_2d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1) {
   BP_API_SCOPE();
   const int64_t ne[2] = {ne0, ne1};
   return new_tensor_impl(ctx, type, 2, ne);
 }
 
-BP_API bp_tensor *bp_new_tensor_3d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2) {
+BP_API bp_tensor *bp_tensor_new_3d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2) {
   BP_API_SCOPE();
   const int64_t ne[3] = {ne0, ne1, ne2};
   return new_tensor_impl(ctx, type, 3, ne);
 }
 
-BP_API bp_tensor *bp_new_tensor_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
+BP_API bp_tensor *bp_tensor_new_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
   BP_API_SCOPE();
   const int64_t ne[4] = {ne0, ne1, ne2, ne3};
   return new_tensor_impl(ctx, type, 4, ne);
 }
 
-BP_API bp_tensor *bp_set_name(bp_tensor *t, const char *name) {
+BP_API bp_tensor *bp_tensor_set_name(bp_tensor *t, const char *name) {
   BP_API_SCOPE();
-  if (t == nullptr) return bp::core::null_input("bp_set_name", "t");
+  if (t == nullptr) return bp::core::null_input("bp_tensor_set_name", "t");
   if (name == nullptr) name = "";  // documented: clears the name
   std::snprintf(t->name, BP_MAX_NAME, "%s", name);
   return t;
 }
 
-BP_API bp_tensor *bp_set_flags(bp_tensor *t, uint32_t flags) {
+BP_API bp_tensor *bp_tensor_set_flags(bp_tensor *t, uint32_t flags) {
   BP_API_SCOPE();
-  if (t == nullptr) return bp::core::null_input("bp_set_flags", "t");
+  if (t == nullptr) return bp::core::null_input("bp_tensor_set_flags", "t");
   t->flags |= flags;
   return t;
 }

@@ -104,9 +104,9 @@ BP_API bp_status bp_event_record(bp_event *event, bp_backend *backend) {
   });
 }
 
-BP_API bp_status bp_event_wait(bp_backend *backend, bp_event *event) {
+BP_API bp_status bp_backend_wait_event(bp_backend *backend, bp_event *event) {
   return api_guard([&]() -> bp_status {
-    const char *fn = "bp_event_wait";
+    const char *fn = "bp_backend_wait_event";
     if (!backend_ok(backend, fn) || !event_ok(event, fn)) return BP_ERR_INVALID_ARGUMENT;
     if (bp_status st = check_not_lost(backend->device, fn); st != BP_OK) return st;
     if (bp_status st = check_not_lost(event->device, fn); st != BP_OK) return st;

@@ -157,9 +157,9 @@ BP_API void bp_graph_clear(bp_graph *graph) {
   graph->leafs.clear();
 }
 
-BP_API size_t bp_graph_n_nodes(const bp_graph *graph) {
+BP_API size_t bp_graph_node_count(const bp_graph *graph) {
   BP_API_SCOPE();
-  if (!handle_ok(graph, TAG_GRAPH)) return (void)bad_handle("bp_graph_n_nodes", "graph", graph, TAG_GRAPH), 0;
+  if (!handle_ok(graph, TAG_GRAPH)) return (void)bad_handle("bp_graph_node_count", "graph", graph, TAG_GRAPH), 0;
   return graph->nodes.size();
 }
 
@@ -169,9 +169,9 @@ BP_API bp_tensor *bp_graph_node(const bp_graph *graph, size_t i) {
   return i < graph->nodes.size() ? graph->nodes[i] : nullptr;  // past the end: the end of an iteration
 }
 
-BP_API size_t bp_graph_n_leafs(const bp_graph *graph) {
+BP_API size_t bp_graph_leaf_count(const bp_graph *graph) {
   BP_API_SCOPE();
-  if (!handle_ok(graph, TAG_GRAPH)) return (void)bad_handle("bp_graph_n_leafs", "graph", graph, TAG_GRAPH), 0;
+  if (!handle_ok(graph, TAG_GRAPH)) return (void)bad_handle("bp_graph_leaf_count", "graph", graph, TAG_GRAPH), 0;
   return graph->leafs.size();
 }
 

@@ -173,11 +173,11 @@ bp_buffer *tensor_buffer(const bp_tensor *t, const char *fn, const char *what) {
     if (t->view_src != nullptr && t->view_src->buffer == nullptr) {
       set_errorf(BP_ERR_FAILED_PRECONDITION,
                  "%s: tensor %s has no memory: it is a view of %s, which has none; allocate that with "
-                 "bp_alloc_ctx_tensors or a graph allocator",
+                 "bp_context_alloc_tensors or a graph allocator",
                  fn, describe(t).c_str(), describe(t->view_src).c_str());
     } else {
       set_errorf(BP_ERR_FAILED_PRECONDITION,
-                 "%s: tensor %s has no memory: allocate it with bp_alloc_ctx_tensors or a graph allocator", fn,
+                 "%s: tensor %s has no memory: allocate it with bp_context_alloc_tensors or a graph allocator", fn,
                  describe(t).c_str());
     }
     return nullptr;

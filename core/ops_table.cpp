@@ -12,7 +12,7 @@ namespace {
 
 // Indexed by bp_op; the static_assert below keeps it in step with the enum.
 const op_info k_ops[] = {
-    {"NONE", "bp_new_tensor", 0, 0, rule_leaf, false},
+    {"NONE", "bp_tensor_new", 0, 0, rule_leaf, false},
     {"VIEW", "bp_view", 1, 1, rule_view, false},
     {"RESHAPE", "bp_reshape", 1, 1, rule_view, false},
     {"PERMUTE", "bp_permute", 1, 1, rule_view, false},

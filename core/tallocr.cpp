@@ -1,5 +1,5 @@
 // tallocr.cpp: the linear allocator (bp_tallocr_*) and the helpers that put
-// every tensor of a context into one new buffer (bp_alloc_ctx_tensors*),
+// every tensor of a context into one new buffer (bp_context_alloc_tensors*),
 // the usual way to allocate weights.
 //
 // Tensors are placed one after another, each at the buffer type's alignment,
@@ -65,9 +65,9 @@ BP_API bp_status bp_tallocr_alloc(bp_tallocr *talloc, bp_tensor *t) {
   });
 }
 
-BP_API bp_status bp_alloc_ctx_tensors_from_buft(bp_context *ctx, bp_buffer_type *buft, bp_buffer **out_buffer) {
+BP_API bp_status bp_context_alloc_tensors_from_buft(bp_context *ctx, bp_buffer_type *buft, bp_buffer **out_buffer) {
   return api_guard([&]() -> bp_status {
-    const char *fn = "bp_alloc_ctx_tensors";
+    const char *fn = "bp_context_alloc_tensors";
     if (out_buffer == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out_buffer is NULL", fn);
     *out_buffer = nullptr;
     if (!handle_ok(ctx, TAG_CONTEXT)) return bad_handle(fn, "ctx", ctx, TAG_CONTEXT);
@@ -137,11 +137,11 @@ BP_API bp_status bp_alloc_ctx_tensors_from_buft(bp_context *ctx, bp_buffer_type 
   });
 }
 
-BP_API bp_status bp_alloc_ctx_tensors(bp_context *ctx, bp_backend *backend, bp_buffer **out_buffer) {
+BP_API bp_status bp_context_alloc_tensors(bp_context *ctx, bp_backend *backend, bp_buffer **out_buffer) {
   BP_API_SCOPE();
   if (out_buffer != nullptr) *out_buffer = nullptr;
-  if (!handle_ok(backend, TAG_BACKEND)) return bad_handle("bp_alloc_ctx_tensors", "backend", backend, TAG_BACKEND);
-  return bp_alloc_ctx_tensors_from_buft(ctx, backend->buft, out_buffer);
+  if (!handle_ok(backend, TAG_BACKEND)) return bad_handle("bp_context_alloc_tensors", "backend", backend, TAG_BACKEND);
+  return bp_context_alloc_tensors_from_buft(ctx, backend->buft, out_buffer);
 }
 
 }  // extern "C"

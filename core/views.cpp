@@ -71,7 +71,7 @@ bp_tensor *make_view(bp_context *ctx, bp_tensor *a, bp_op op, const int64_t ne[B
     // A name helps reading graphs; truncation is fine.
     char name[BP_MAX_NAME + 16];
     std::snprintf(name, sizeof name, "%.*s (%s)", BP_MAX_NAME - 1, a->name, suffix);
-    bp_set_name(t, name);
+    bp_tensor_set_name(t, name);
   }
   return t;
 }

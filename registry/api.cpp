@@ -79,9 +79,9 @@ BP_API const char *bp_plugin_description(const bp_plugin *p) {
   BP_API_SCOPE();
   return valid_plugin(p, "bp_plugin_description") ? p->description.c_str() : nullptr;
 }
-BP_API size_t bp_plugin_n_params(const bp_plugin *p) {
+BP_API size_t bp_plugin_param_count(const bp_plugin *p) {
   BP_API_SCOPE();
-  return valid_plugin(p, "bp_plugin_n_params") ? p->params.size() : 0;
+  return valid_plugin(p, "bp_plugin_param_count") ? p->params.size() : 0;
 }
 BP_API const bp_param_info *bp_plugin_param(const bp_plugin *p, size_t i) {
   BP_API_SCOPE();

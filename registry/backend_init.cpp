@@ -1,7 +1,7 @@
 // backend_init.cpp: the spec-string entry points that create backends.
 //
-// bp_backend_init("cpu:threads=2"), bp_backends_init("vulkan;cpu") and
-// bp_device_init_backend(dev, "threads=2"): parse (pure), resolve against
+// bp_backend_new("cpu:threads=2"), bp_backend_new_list("vulkan;cpu") and
+// bp_backend_new_on_device(dev, "threads=2"): parse (pure), resolve against
 // the registry (params.cpp), then hand validated, default-filled parameters
 // to core's backend_create. No lock is held while the plugin runs.
 #include "registry/registry_internal.hpp"
@@ -25,14 +25,14 @@ bp_status parse_failed(const spec_parse_result &parsed) { return bp::core::set_e
 
 extern "C" {
 
-BP_API bp_status bp_backend_init(const char *spec, bp_backend **out_backend) {
+BP_API bp_status bp_backend_new(const char *spec, bp_backend **out_backend) {
   using namespace bp::registry;
   if (out_backend) *out_backend = nullptr;
   return bp::core::api_guard([&]() -> bp_status {
-    if (!out_backend) return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backend_init: out_backend is NULL");
+    if (!out_backend) return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backend_new: out_backend is NULL");
     if (!spec)
       return bp::core::set_error(BP_ERR_INVALID_ARGUMENT,
-                                 "bp_backend_init: spec is NULL; pass e.g. \"cpu\" or \"auto\"");
+                                 "bp_backend_new: spec is NULL; pass e.g. \"cpu\" or \"auto\"");
     if (bp_status st = bp::registry::ensure_discovered()) return st;
     spec_parse_result parsed = parse_spec(spec);
     if (parsed.status != BP_OK) return parse_failed(parsed);
@@ -40,24 +40,24 @@ BP_API bp_status bp_backend_init(const char *spec, bp_backend **out_backend) {
   });
 }
 
-BP_API bp_status bp_backends_init(const char *list, bp_backend **out, size_t capacity, size_t *out_count) {
+BP_API bp_status bp_backend_new_list(const char *list, bp_backend **out, size_t capacity, size_t *out_count) {
   using namespace bp::registry;
   if (out_count) *out_count = 0;
   return bp::core::api_guard([&]() -> bp_status {
     if (!list)
-      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backends_init: list is NULL; pass e.g. \"vulkan;cpu\"");
+      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backend_new_list: list is NULL; pass e.g. \"vulkan;cpu\"");
     if (!out && capacity > 0)
-      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backends_init: out is NULL but capacity > 0");
+      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backend_new_list: out is NULL but capacity > 0");
     // Without the count the caller cannot know which entries to free.
     if (!out_count)
       return bp::core::set_error(BP_ERR_INVALID_ARGUMENT,
-                                 "bp_backends_init: out_count is NULL: pass a size_t to receive how many were made");
+                                 "bp_backend_new_list: out_count is NULL: pass a size_t to receive how many were made");
     if (bp_status st = bp::registry::ensure_discovered()) return st;
     spec_parse_result parsed = parse_spec_list(list);
     if (parsed.status != BP_OK) return parse_failed(parsed);
     if (parsed.specs.size() > capacity)
       return bp::core::set_errorf(BP_ERR_RESOURCE_EXHAUSTED,
-                                  "bp_backends_init: the list names %zu backends but capacity is %zu; pass a larger "
+                                  "bp_backend_new_list: the list names %zu backends but capacity is %zu; pass a larger "
                                   "array",
                                   parsed.specs.size(), capacity);
     const std::string context = "device list " + quote_for_message(list);
@@ -79,14 +79,14 @@ BP_API bp_status bp_backends_init(const char *list, bp_backend **out, size_t cap
   });
 }
 
-BP_API bp_status bp_device_init_backend(bp_device *dev, const char *params, bp_backend **out_backend) {
+BP_API bp_status bp_backend_new_on_device(bp_device *dev, const char *params, bp_backend **out_backend) {
   using namespace bp::registry;
   if (out_backend) *out_backend = nullptr;
   return bp::core::api_guard([&]() -> bp_status {
     if (!out_backend)
-      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_init_backend: out_backend is NULL");
+      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backend_new_on_device: out_backend is NULL");
     if (!dev || dev->tag != bp::core::TAG_DEVICE)
-      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_init_backend: invalid device handle");
+      return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backend_new_on_device: invalid device handle");
     if (bp_status st = check_not_shut_down()) return st;
     spec_parse_result parsed = parse_spec_params(params ? params : "");
     if (parsed.status != BP_OK) return parse_failed(parsed);
@@ -100,7 +100,7 @@ BP_API bp_status bp_device_init_backend(bp_device *dev, const char *params, bp_b
     {
       std::lock_guard<std::mutex> lock(state().state_mutex);
       if (!is_loaded_locked(dev->plugin))
-        return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_init_backend: the device's plugin is unloaded");
+        return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backend_new_on_device: the device's plugin is unloaded");
       bp::core::plugin_retain(dev->plugin);
     }
     resolved_spec r;

@@ -7,7 +7,7 @@
 //    runs at a time.
 //  - state_mutex guards the lists below and is held only for short
 //    bookkeeping: never while plugin code runs. Readers (bp_plugin_count,
-//    bp_device_get, bp_backend_init's lookup) take only this one, so they are
+//    bp_device_get, bp_backend_new's lookup) take only this one, so they are
 //    not blocked by a slow plugin init on another thread.
 // Lock order: load_mutex before state_mutex. A thread already inside a load
 // (e.g. an application log callback fired by a plugin's init) that calls a

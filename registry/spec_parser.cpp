@@ -185,7 +185,7 @@ spec_parse_result run(std::string_view input, parse_mode mode) {
   while (true) {
     size_t semi = input.find(';', pos);
     if (semi != std::string_view::npos && mode == parse_mode::single) {
-      p.fail(semi, "a ';' list names several devices; use bp_backends_init for lists");
+      p.fail(semi, "a ';' list names several devices; use bp_backend_new_list for lists");
       return std::move(p.result);
     }
     size_t end = semi == std::string_view::npos ? input.size() : semi;

@@ -58,7 +58,7 @@ spec_parse_result parse_spec_list(std::string_view input);
 spec_parse_result parse_spec(std::string_view input);
 
 // Parses only the params part ("threads=2,flavor=1"), as given to
-// bp_device_init_backend. An empty string gives no params.
+// bp_backend_new_on_device. An empty string gives no params.
 spec_parse_result parse_spec_params(std::string_view input);
 
 // True for [a-z0-9_]+ of at most k_spec_max_name bytes (plugin names, keys).

@@ -82,19 +82,20 @@ bp_status compute_async(bp_sched *s, bp_graph *g, const char *fn) {
   return sched_compute_splits(s);
 }
 
-bp_sched *sched_new(bp_backend **backends, bp_buffer_type **bufts, int n_backends, size_t graph_size, bool parallel) {
+bp_sched *sched_new(bp_backend **backends, bp_buffer_type **bufts, size_t n_backends, size_t graph_size,
+                    bool parallel) {
   const char *fn = "bp_sched_new";
   if (n_backends < 1) {
-    set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: n_backends = %d: needs at least one backend", fn, n_backends);
+    set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: n_backends = 0: needs at least one backend", fn);
     return nullptr;
   }
   if (!backends) {
-    set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: backends is NULL but n_backends = %d: pass an array of that many", fn,
+    set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: backends is NULL but n_backends = %zu: pass an array of that many", fn,
                n_backends);
     return nullptr;
   }
   auto s = std::make_unique<bp_sched>();
-  for (int i = 0; i < n_backends; ++i) {
+  for (size_t i = 0; i < n_backends; ++i) {
     bp_backend *be = backends[i];
     if (!handle_ok(be, TAG_BACKEND)) {
       bad_handle(fn, ("backends[" + std::to_string(i) + "]").c_str(), be, TAG_BACKEND);
@@ -168,7 +169,7 @@ using namespace bp::core;
 
 extern "C" {
 
-bp_sched *bp_sched_new(bp_backend **backends, bp_buffer_type **bufts, int n_backends, size_t graph_size,
+bp_sched *bp_sched_new(bp_backend **backends, bp_buffer_type **bufts, size_t n_backends, size_t graph_size,
                        bool parallel) {
   return api_guard_ptr<bp_sched>([&] { return sched_new(backends, bufts, n_backends, graph_size, parallel); });
 }
@@ -210,33 +211,32 @@ bp_status bp_sched_reserve(bp_sched *sched, bp_graph *measure_graph) {
   });
 }
 
-int bp_sched_get_n_backends(const bp_sched *sched) {
+size_t bp_sched_backend_count(const bp_sched *sched) {
   BP_API_SCOPE();
-  if (check_sched(sched, "bp_sched_get_n_backends") != BP_OK) return 0;
-  return (int)sched->backends.size();
+  if (check_sched(sched, "bp_sched_backend_count") != BP_OK) return 0;
+  return sched->backends.size();
 }
 
-bp_backend *bp_sched_get_backend(const bp_sched *sched, int i) {
+bp_backend *bp_sched_backend(const bp_sched *sched, size_t i) {
   BP_API_SCOPE();
-  if (check_sched(sched, "bp_sched_get_backend") != BP_OK) return nullptr;
-  if (i < 0 || i >= (int)sched->backends.size()) {
-    set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_sched_get_backend: i = %d is outside 0..%zu", i,
-               sched->backends.size() - 1);
+  if (check_sched(sched, "bp_sched_backend") != BP_OK) return nullptr;
+  if (i >= sched->backends.size()) {
+    set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_sched_backend: i = %zu is outside 0..%zu", i, sched->backends.size() - 1);
     return nullptr;
   }
-  return sched->backends[(size_t)i];
+  return sched->backends[i];
 }
 
-int bp_sched_get_n_splits(const bp_sched *sched) {
+size_t bp_sched_split_count(const bp_sched *sched) {
   BP_API_SCOPE();
-  if (check_sched(sched, "bp_sched_get_n_splits") != BP_OK) return 0;
-  return (int)sched->splits.size();
+  if (check_sched(sched, "bp_sched_split_count") != BP_OK) return 0;
+  return sched->splits.size();
 }
 
-int bp_sched_get_n_copies(const bp_sched *sched) {
+size_t bp_sched_copy_count(const bp_sched *sched) {
   BP_API_SCOPE();
-  if (check_sched(sched, "bp_sched_get_n_copies") != BP_OK) return 0;
-  return (int)sched->copies.size();
+  if (check_sched(sched, "bp_sched_copy_count") != BP_OK) return 0;
+  return sched->copies.size();
 }
 
 size_t bp_sched_get_buffer_size(const bp_sched *sched, bp_backend *backend) {
@@ -287,11 +287,6 @@ bp_backend *bp_sched_get_tensor_backend(const bp_sched *sched, const bp_tensor *
   return b < 0 ? nullptr : sched->backends[(size_t)b];
 }
 
-bp_backend *bp_sched_get_node_backend(const bp_sched *sched, const bp_tensor *node) {
-  BP_API_SCOPE();
-  return bp_sched_get_tensor_backend(sched, node);
-}
-
 bp_status bp_sched_alloc_graph(bp_sched *sched, bp_graph *graph) {
   return api_guard([&]() -> bp_status {
     const char *fn = "bp_sched_alloc_graph";
@@ -336,23 +331,23 @@ void bp_sched_set_eval_callback(bp_sched *sched, bp_sched_eval_callback callback
   sched->callback_data = user_data;
 }
 
-bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split_info *out) {
+bp_status bp_sched_split(const bp_sched *sched, size_t i, bp_sched_split_info *out) {
   BP_API_SCOPE();
-  const char *fn = "bp_sched_get_split";
+  const char *fn = "bp_sched_split";
   if (!handle_ok(sched, TAG_SCHED)) return bad_handle(fn, "sched", sched, TAG_SCHED);
   if (!out) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
-  if (i < 0 || i >= (int)sched->splits.size())
-    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: split %d out of range (the last graph has %zu splits)", fn, i,
+  if (i >= sched->splits.size())
+    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: split %zu out of range (the last graph has %zu splits)", fn, i,
                       sched->splits.size());
   if (out->struct_size < sizeof(uint32_t))
     return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: set out->struct_size = sizeof(bp_sched_split_info)", fn);
-  const sched_split &sp = sched->splits[(size_t)i];
+  const sched_split &sp = sched->splits[i];
   bp_sched_split_info info{};
   info.struct_size = out->struct_size;
   info.backend = sched->backends[(size_t)sp.backend];
-  info.first_node = sp.first;
-  info.n_nodes = sp.end - sp.first;
-  info.n_inputs = (int)sp.inputs.size();
+  info.first_node = (size_t)sp.first;
+  info.n_nodes = (size_t)(sp.end - sp.first);
+  info.n_inputs = sp.inputs.size();
   info.bytes_copied = sp.bytes;
   for (const auto &plan : sp.plans) info.n_plans += plan ? 1 : 0;
   // Only the fields the caller's struct holds (it may be an older, shorter one).

@@ -43,7 +43,7 @@ bp_status copy_input(bp_sched *s, const sched_copy &c) {
     st = ev ? bp_event_synchronize(ev) : bp_backend_synchronize(dst_be);
     return st != BP_OK ? st : bp_tensor_copy(c.src, dst);
   }
-  st = ev ? bp_event_wait(dst_be, ev) : bp_backend_synchronize(dst_be);
+  st = ev ? bp_backend_wait_event(dst_be, ev) : bp_backend_synchronize(dst_be);
   if (st != BP_OK) return st;
   if (c.src_backend >= 0) {
     st = bp_backend_synchronize(s->backends[(size_t)c.src_backend]);
@@ -87,7 +87,7 @@ bp_status run_planned(bp_sched *s, sched_split &sp, bp_backend *be) {
   graph_plan_ptr &plan = sp.plans[(size_t)s->cur_slot];
   if (!plan) {
     bp_graph_plan *made = nullptr;
-    bp_status st = bp_backend_graph_plan_create(be, &exec, &made);
+    bp_status st = bp_graph_plan_new(be, &exec, &made);
     if (st == BP_ERR_UNIMPLEMENTED) {
       sp.plans_unsupported = true;
       bp_clear_error();

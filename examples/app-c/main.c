@@ -49,10 +49,10 @@ int main(int argc, char **argv) {
   }
 
   /* A bad spec is a status and a message, never an abort. */
-  CHECK(bp_backend_init("nosuchplugin", &be[0]) != BP_OK);
+  CHECK(bp_backend_new("nosuchplugin", &be[0]) != BP_OK);
   printf("app-c: a bad spec says: %s\n", bp_last_error());
 
-  CHECK(bp_backends_init(devices, be, MAX_BACKENDS, &n_be) == BP_OK);
+  CHECK(bp_backend_new_list(devices, be, MAX_BACKENDS, &n_be) == BP_OK);
 
   for (r = 0; r < N; ++r) {
     for (c = 0; c < N; ++c) wv[r * N + c] = (float)(r + 1) * 0.25f - (float)c * 0.125f;
@@ -65,10 +65,10 @@ int main(int argc, char **argv) {
    * that backend supports it, and on the next one in the list otherwise. */
   wctx = bp_context_new(0);
   CHECK(wctx != NULL);
-  w = bp_new_tensor_2d(wctx, BP_TYPE_F32, N, N);
-  bias = bp_new_tensor_1d(wctx, BP_TYPE_F32, N);
+  w = bp_tensor_new_2d(wctx, BP_TYPE_F32, N, N);
+  bias = bp_tensor_new_1d(wctx, BP_TYPE_F32, N);
   CHECK(w && bias);
-  CHECK(bp_alloc_ctx_tensors(wctx, be[0], &wbuf) == BP_OK);
+  CHECK(bp_context_alloc_tensors(wctx, be[0], &wbuf) == BP_OK);
   bp_buffer_set_usage(wbuf, BP_BUFFER_USAGE_WEIGHTS);
   CHECK(bp_tensor_set(w, wv, 0, sizeof wv) == BP_OK);
   CHECK(bp_tensor_set(bias, bv, 0, sizeof bv) == BP_OK);
@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
   /* The graph: the scheduler places each node and allocates the rest. */
   gctx = bp_context_new(0);
   CHECK(gctx != NULL);
-  x = bp_set_flags(bp_new_tensor_1d(gctx, BP_TYPE_F32, N), BP_TENSOR_FLAG_INPUT);
+  x = bp_tensor_set_flags(bp_tensor_new_1d(gctx, BP_TYPE_F32, N), BP_TENSOR_FLAG_INPUT);
   y = bp_mul(gctx, bp_scale(gctx, bp_add(gctx, bp_mul_mat(gctx, w, x), bias), 0.5f), x);
   CHECK(y != NULL);
   graph = bp_graph_new(gctx, 0);
@@ -90,10 +90,10 @@ int main(int argc, char **argv) {
   CHECK(bp_sched_synchronize(sched) == BP_OK);
   CHECK(bp_tensor_get(y, out, 0, sizeof out) == BP_OK);
 
-  for (i = 0; i < bp_graph_n_nodes(graph); ++i) {
+  for (i = 0; i < bp_graph_node_count(graph); ++i) {
     bp_tensor *node = bp_graph_node(graph, i);
     printf("app-c: node %zu %-8s on %s\n", i, bp_op_name(node->op),
-           bp_backend_name(bp_sched_get_node_backend(sched, node)));
+           bp_backend_name(bp_sched_get_tensor_backend(sched, node)));
   }
   for (r = 0; r < N; ++r) {
     double want = bv[r];

@@ -14,15 +14,15 @@
  *
  * Usage:
  *   bp_context *ctx = bp_context_new(0);
- *   bp_tensor *a = bp_new_tensor_2d(ctx, BP_TYPE_F32, 4, 3);
- *   bp_tensor *b = bp_new_tensor_2d(ctx, BP_TYPE_F32, 4, 2);
+ *   bp_tensor *a = bp_tensor_new_2d(ctx, BP_TYPE_F32, 4, 3);
+ *   bp_tensor *b = bp_tensor_new_2d(ctx, BP_TYPE_F32, 4, 2);
  *   bp_tensor *c = bp_mul_mat(ctx, a, b);            // [3, 2]
  *   bp_graph *g = bp_graph_new(ctx, 0);
  *   bp_backend *be = NULL;
- *   if (!c || bp_graph_build(g, c) || bp_backend_init("cpu:threads=2", &be))
+ *   if (!c || bp_graph_build(g, c) || bp_backend_new("cpu:threads=2", &be))
  *     fprintf(stderr, "%s\n", bp_last_error());
  *   bp_buffer *buf = NULL;
- *   bp_alloc_ctx_tensors(ctx, be, &buf);
+ *   bp_context_alloc_tensors(ctx, be, &buf);
  *   bp_tensor_set(a, a_data, 0, sizeof a_data); ...
  *   bp_backend_graph_compute(be, g);
  *   bp_tensor_get(c, out, 0, bp_tensor_nbytes(c));
@@ -70,8 +70,8 @@ enum {
  * public function below replaces it on entry, so after a call that
  * succeeded bp_last_status() is BP_OK and bp_last_error() is "", and after
  * one that failed they hold that call's status and message. Exceptions:
- * - graph-building calls (bp_new_tensor*, views, ops, bp_set_name,
- *   bp_set_flags, bp_graph_build) given a NULL tensor or context return
+ * - graph-building calls (bp_tensor_new*, views, ops, bp_tensor_set_name,
+ *   bp_tensor_set_flags, bp_graph_build) given a NULL tensor or context return
  *   NULL / fail with the status and message of the previous call when it
  *   failed (the NULL is its result), else of the first graph-building call
  *   that failed on the same context since bp_clear_error(), so a whole graph
@@ -309,7 +309,7 @@ typedef struct bp_context bp_context;
 BP_API bp_context *bp_context_new(size_t max_tensors);
 /* Frees the context and its tensors (not the buffers they live in). NULL ok. */
 BP_API void bp_context_free(bp_context *ctx);
-BP_API size_t bp_context_n_tensors(const bp_context *ctx);
+BP_API size_t bp_context_tensor_count(const bp_context *ctx);
 /* i-th tensor in creation order, NULL past the end. Borrowed; lives with ctx. */
 BP_API bp_tensor *bp_context_tensor(const bp_context *ctx, size_t i);
 /* First tensor named |name|, or NULL. */
@@ -317,17 +317,17 @@ BP_API bp_tensor *bp_context_find(const bp_context *ctx, const char *name);
 
 /* New tensor of |n_dims| (1..4) dims, contiguous strides, no memory yet.
  * Borrowed; lives with ctx. NULL with a message on bad input. */
-BP_API bp_tensor *bp_new_tensor(bp_context *ctx, bp_type type, int n_dims, const int64_t *ne);
-BP_API bp_tensor *bp_new_tensor_1d(bp_context *ctx, bp_type type, int64_t ne0);
-BP_API bp_tensor *bp_new_tensor_2d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1);
-BP_API bp_tensor *bp_new_tensor_3d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2);
-BP_API bp_tensor *bp_new_tensor_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
+BP_API bp_tensor *bp_tensor_new(bp_context *ctx, bp_type type, int n_dims, const int64_t *ne);
+BP_API bp_tensor *bp_tensor_new_1d(bp_context *ctx, bp_type type, int64_t ne0);
+BP_API bp_tensor *bp_tensor_new_2d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1);
+BP_API bp_tensor *bp_tensor_new_3d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2);
+BP_API bp_tensor *bp_tensor_new_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
 /* Copies |name| (truncated to BP_MAX_NAME-1 bytes). Returns |t|. */
-BP_API bp_tensor *bp_set_name(bp_tensor *t, const char *name);
+BP_API bp_tensor *bp_tensor_set_name(bp_tensor *t, const char *name);
 /* ORs BP_TENSOR_FLAG_* into t->flags. Returns |t|. */
-BP_API bp_tensor *bp_set_flags(bp_tensor *t, uint32_t flags);
+BP_API bp_tensor *bp_tensor_set_flags(bp_tensor *t, uint32_t flags);
 
-/* Views alias their source's memory. |nb| are byte strides, |offset| bytes
+/* Views alias their source's memory and live with |ctx| (borrowed). |nb| are byte strides, |offset| bytes
  * from the start of |a|; the view must lie inside |a|. */
 BP_API bp_tensor *bp_view_1d(bp_context *ctx, bp_tensor *a, int64_t ne0, size_t offset);
 BP_API bp_tensor *bp_view_2d(bp_context *ctx, bp_tensor *a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset);
@@ -347,7 +347,8 @@ BP_API bp_tensor *bp_transpose(bp_context *ctx, bp_tensor *a);
 
 /* ------------------------------------------------------------------------ */
 /* Ops. Each returns a new tensor (an op node) or NULL with a message.
- * Shape rules live in the core's op table; docs/ops.md states them.         */
+ * Borrowed, like every tensor: it lives with |ctx|. Shape rules live in the
+ * core's op table; docs/ops.md states them.                                  */
 
 BP_API bp_tensor *bp_add(bp_context *ctx, bp_tensor *a, bp_tensor *b);
 BP_API bp_tensor *bp_sub(bp_context *ctx, bp_tensor *a, bp_tensor *b);
@@ -409,9 +410,9 @@ BP_API void bp_graph_free(bp_graph *graph);
 BP_API bp_status bp_graph_build(bp_graph *graph, bp_tensor *t);
 /* Removes every node and leaf. */
 BP_API void bp_graph_clear(bp_graph *graph);
-BP_API size_t bp_graph_n_nodes(const bp_graph *graph);
+BP_API size_t bp_graph_node_count(const bp_graph *graph);
 BP_API bp_tensor *bp_graph_node(const bp_graph *graph, size_t i); /* negative-free; NULL past end */
-BP_API size_t bp_graph_n_leafs(const bp_graph *graph);
+BP_API size_t bp_graph_leaf_count(const bp_graph *graph);
 BP_API bp_tensor *bp_graph_leaf(const bp_graph *graph, size_t i);
 /* Checks every node's shapes and types against the op table again (a caller
  * may have edited tensors). INVALID_ARGUMENT naming the node otherwise. */
@@ -456,7 +457,8 @@ typedef struct bp_param_info {
 /* Adds a folder to search (before the install folder). Copied. Discovery
  * re-runs on next use; already-loaded plugins stay. Thread-safe. */
 BP_API bp_status bp_registry_add_path(const char *folder);
-/* Loads one plugin file explicitly (any file name). |out_plugin| may be NULL.
+/* Loads one plugin file explicitly (any file name). |out_plugin| may be NULL;
+ * the plugin is borrowed (the registry owns it until bp_plugin_unload).
  * Loading the same file again returns the same plugin. ALREADY_EXISTS when
  * another file already gave a plugin that name. Thread-safe. */
 BP_API bp_status bp_registry_load(const char *path, bp_plugin **out_plugin);
@@ -471,7 +473,7 @@ BP_API const char *bp_plugin_name(const bp_plugin *p);
 BP_API const char *bp_plugin_version(const bp_plugin *p);
 BP_API const char *bp_plugin_path(const bp_plugin *p);
 BP_API const char *bp_plugin_description(const bp_plugin *p);
-BP_API size_t bp_plugin_n_params(const bp_plugin *p);
+BP_API size_t bp_plugin_param_count(const bp_plugin *p);
 /* Borrowed; valid while the plugin is loaded. */
 BP_API const bp_param_info *bp_plugin_param(const bp_plugin *p, size_t i);
 /* Devices of |p|. The first call (or any listing or spec naming the plugin)
@@ -576,20 +578,23 @@ typedef struct bp_event bp_event;
 
 /* Creates a backend from one spec (see docs/device-spec.md): "cpu",
  * "cpu:threads=2", "vulkan:1", "auto", "x:id=...". For lists ("a;b") use
- * bp_backends_init. Caller owns; release with bp_backend_free. */
-BP_API bp_status bp_backend_init(const char *spec, bp_backend **out_backend);
+ * bp_backend_new_list. Caller owns; release with bp_backend_free. */
+BP_API bp_status bp_backend_new(const char *spec, bp_backend **out_backend);
 /* Creates one backend per spec of a ';' list, in order. Fails whole (nothing
  * left allocated) if any spec fails. |out| gets up to |capacity| backends;
- * RESOURCE_EXHAUSTED if the list is longer. */
-BP_API bp_status bp_backends_init(const char *list, bp_backend **out, size_t capacity, size_t *out_count);
-/* Backend on |dev| with |params| "key=value,..." (may be NULL or ""). */
-BP_API bp_status bp_device_init_backend(bp_device *dev, const char *params, bp_backend **out_backend);
+ * RESOURCE_EXHAUSTED if the list is longer. Caller owns each; release each
+ * with bp_backend_free. */
+BP_API bp_status bp_backend_new_list(const char *list, bp_backend **out, size_t capacity, size_t *out_count);
+/* Backend on |dev| with |params| "key=value,..." (may be NULL or ""). Caller
+ * owns; release with bp_backend_free. */
+BP_API bp_status bp_backend_new_on_device(bp_device *dev, const char *params, bp_backend **out_backend);
 BP_API void bp_backend_free(bp_backend *backend); /* NULL ok */
 /* "cpu:0" style; borrowed, lives with the backend. */
 BP_API const char *bp_backend_name(const bp_backend *backend);
 BP_API bp_device *bp_backend_get_device(const bp_backend *backend);
 BP_API bp_buffer_type *bp_backend_buffer_type(bp_backend *backend);
-/* Allocates a buffer of the backend's default type. */
+/* Allocates a buffer of the backend's default type. Caller owns; release with
+ * bp_buffer_free. */
 BP_API bp_status bp_backend_alloc_buffer(bp_backend *backend, size_t size, bp_buffer **out_buffer);
 BP_API size_t bp_backend_alignment(bp_backend *backend);
 /* Runs |graph| to completion. Validates it first; UNIMPLEMENTED names the
@@ -606,7 +611,7 @@ BP_API bp_status bp_backend_synchronize(bp_backend *backend);
  * graph with bp_backend_graph_compute instead. Validated like a compute.
  * Caller owns; release with bp_graph_plan_free before freeing the backend. */
 typedef struct bp_graph_plan bp_graph_plan;
-BP_API bp_status bp_backend_graph_plan_create(bp_backend *backend, const bp_graph *graph, bp_graph_plan **out_plan);
+BP_API bp_status bp_graph_plan_new(bp_backend *backend, const bp_graph *graph, bp_graph_plan **out_plan);
 /* Starts one run of |plan| on its backend; bp_backend_synchronize waits. */
 BP_API bp_status bp_graph_plan_compute_async(bp_graph_plan *plan);
 /* Waits for the plan's backend, then releases the plan. NULL is a no-op. */
@@ -626,7 +631,7 @@ BP_API bp_status bp_event_new(bp_device *dev, bp_event **out_event);
 BP_API void bp_event_free(bp_event *event);
 BP_API bp_status bp_event_record(bp_event *event, bp_backend *backend);
 /* Makes |backend|'s later work wait for |event|. */
-BP_API bp_status bp_event_wait(bp_backend *backend, bp_event *event);
+BP_API bp_status bp_backend_wait_event(bp_backend *backend, bp_event *event);
 BP_API bp_status bp_event_synchronize(bp_event *event);
 
 /* ------------------------------------------------------------------------ */
@@ -646,14 +651,16 @@ BP_API bp_status bp_tallocr_alloc(bp_tallocr *talloc, bp_tensor *t);
 /* Allocates every tensor of |ctx| that has no memory (views excepted) into one
  * new buffer of |buft| / of the backend's type. Caller owns *out_buffer. A
  * context with nothing to allocate gives BP_OK and *out_buffer == NULL. */
-BP_API bp_status bp_alloc_ctx_tensors_from_buft(bp_context *ctx, bp_buffer_type *buft, bp_buffer **out_buffer);
-BP_API bp_status bp_alloc_ctx_tensors(bp_context *ctx, bp_backend *backend, bp_buffer **out_buffer);
+BP_API bp_status bp_context_alloc_tensors_from_buft(bp_context *ctx, bp_buffer_type *buft, bp_buffer **out_buffer);
+BP_API bp_status bp_context_alloc_tensors(bp_context *ctx, bp_backend *backend, bp_buffer **out_buffer);
 
 /* Graph allocator: places intermediate tensors by liveness, reusing memory
  * in place where the op table allows. Leafs without memory are allocated
  * too; tensors that already have memory are left alone. */
 typedef struct bp_gallocr bp_gallocr;
-BP_API bp_gallocr *bp_gallocr_new(bp_buffer_type *buft); /* caller owns */
+/* Caller owns; release with bp_gallocr_free. |buft| is borrowed: its plugin
+ * must stay loaded while the allocator lives. */
+BP_API bp_gallocr *bp_gallocr_new(bp_buffer_type *buft);
 BP_API void bp_gallocr_free(bp_gallocr *galloc);
 /* Plans |graph| (a worst case) and allocates a buffer large enough. */
 BP_API bp_status bp_gallocr_reserve(bp_gallocr *galloc, const bp_graph *graph);
@@ -675,15 +682,17 @@ typedef bool (*bp_sched_eval_callback)(bp_tensor *t, bool ask, void *user_data);
  * every copied input gets BP_SCHED_MAX_COPIES versions (triple buffering) so
  * consecutive runs overlap. Borrows
  * the backends (they must outlive the scheduler). Caller owns; bp_sched_free. */
-BP_API bp_sched *bp_sched_new(bp_backend **backends, bp_buffer_type **bufts, int n_backends, size_t graph_size,
+BP_API bp_sched *bp_sched_new(bp_backend **backends, bp_buffer_type **bufts, size_t n_backends, size_t graph_size,
                               bool parallel);
 BP_API void bp_sched_free(bp_sched *sched);
 /* Sizes compute buffers from a worst-case graph. */
 BP_API bp_status bp_sched_reserve(bp_sched *sched, bp_graph *measure_graph);
-BP_API int bp_sched_get_n_backends(const bp_sched *sched);
-BP_API bp_backend *bp_sched_get_backend(const bp_sched *sched, int i);
-BP_API int bp_sched_get_n_splits(const bp_sched *sched);
-BP_API int bp_sched_get_n_copies(const bp_sched *sched);
+BP_API size_t bp_sched_backend_count(const bp_sched *sched);
+/* i-th backend in priority order; borrowed (the caller owns the backends). */
+BP_API bp_backend *bp_sched_backend(const bp_sched *sched, size_t i);
+/* Splits of the last allocated graph; copies of inputs across backends. */
+BP_API size_t bp_sched_split_count(const bp_sched *sched);
+BP_API size_t bp_sched_copy_count(const bp_sched *sched);
 BP_API size_t bp_sched_get_buffer_size(const bp_sched *sched, bp_backend *backend);
 /* Pins |node| to |backend| for the next alloc/compute. */
 BP_API bp_status bp_sched_set_tensor_backend(bp_sched *sched, bp_tensor *node, bp_backend *backend);
@@ -706,18 +715,65 @@ BP_API bp_status bp_sched_set_graph_plans(bp_sched *sched, bool enable);
 typedef struct bp_sched_split_info {
   uint32_t struct_size; /* caller sets */
   bp_backend *backend;
-  int first_node, n_nodes; /* range in the scheduled graph */
-  int n_inputs;            /* tensors copied in from other backends */
-  uint64_t bytes_copied;   /* per run */
-  int n_plans;             /* graph plans held (one per pipeline slot run so far) */
+  size_t first_node, n_nodes; /* range in the scheduled graph */
+  size_t n_inputs;            /* tensors copied in from other backends */
+  uint64_t bytes_copied;      /* per run */
+  size_t n_plans;             /* graph plans held (one per pipeline slot run so far) */
 } bp_sched_split_info;
-BP_API bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split_info *out);
-/* Backend assigned to node |i| of the last allocated graph (same order as |graph|). */
-BP_API bp_backend *bp_sched_get_node_backend(const bp_sched *sched, const bp_tensor *node);
+/* Fills |out| with split |i| (0 <= i < bp_sched_split_count). */
+BP_API bp_status bp_sched_split(const bp_sched *sched, size_t i, bp_sched_split_info *out);
 
 /* Pipeline slots per copied input with parallel=true: run k+1 fills its
  * copies while run k computes and run k-1's results are still read. */
 #define BP_SCHED_MAX_COPIES 3
+
+/* ------------------------------------------------------------------------ */
+/* Names of 0.1, kept as deprecated aliases through 0.2 and removed in 0.3
+ * (docs/api-guide.md lists them). Each forwards to the function named in its
+ * message. Define BP_NO_DEPRECATED to hide them.                             */
+
+#ifndef BP_NO_DEPRECATED
+#ifndef BP_DEPRECATED
+#if defined(__GNUC__) || defined(__clang__)
+#define BP_DEPRECATED(use) __attribute__((deprecated("use " use)))
+#else
+#define BP_DEPRECATED(use)
+#endif
+#endif
+BP_DEPRECATED("bp_tensor_new")
+BP_API bp_tensor *bp_new_tensor(bp_context *ctx, bp_type type, int n_dims, const int64_t *ne);
+BP_DEPRECATED("bp_tensor_new_1d") BP_API bp_tensor *bp_new_tensor_1d(bp_context *ctx, bp_type type, int64_t ne0);
+BP_DEPRECATED("bp_tensor_new_2d")
+BP_API bp_tensor *bp_new_tensor_2d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1);
+BP_DEPRECATED("bp_tensor_new_3d")
+BP_API bp_tensor *bp_new_tensor_3d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2);
+BP_DEPRECATED("bp_tensor_new_4d")
+BP_API bp_tensor *bp_new_tensor_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
+BP_DEPRECATED("bp_tensor_set_name") BP_API bp_tensor *bp_set_name(bp_tensor *t, const char *name);
+BP_DEPRECATED("bp_tensor_set_flags") BP_API bp_tensor *bp_set_flags(bp_tensor *t, uint32_t flags);
+BP_DEPRECATED("bp_backend_new") BP_API bp_status bp_backend_init(const char *spec, bp_backend **out_backend);
+BP_DEPRECATED("bp_backend_new_list")
+BP_API bp_status bp_backends_init(const char *list, bp_backend **out, size_t capacity, size_t *out_count);
+BP_DEPRECATED("bp_backend_new_on_device")
+BP_API bp_status bp_device_init_backend(bp_device *dev, const char *params, bp_backend **out_backend);
+BP_DEPRECATED("bp_graph_plan_new")
+BP_API bp_status bp_backend_graph_plan_create(bp_backend *backend, const bp_graph *graph, bp_graph_plan **out_plan);
+BP_DEPRECATED("bp_context_alloc_tensors_from_buft")
+BP_API bp_status bp_alloc_ctx_tensors_from_buft(bp_context *ctx, bp_buffer_type *buft, bp_buffer **out_buffer);
+BP_DEPRECATED("bp_context_alloc_tensors")
+BP_API bp_status bp_alloc_ctx_tensors(bp_context *ctx, bp_backend *backend, bp_buffer **out_buffer);
+BP_DEPRECATED("bp_backend_wait_event") BP_API bp_status bp_event_wait(bp_backend *backend, bp_event *event);
+BP_DEPRECATED("bp_context_tensor_count") BP_API size_t bp_context_n_tensors(const bp_context *ctx);
+BP_DEPRECATED("bp_graph_node_count") BP_API size_t bp_graph_n_nodes(const bp_graph *graph);
+BP_DEPRECATED("bp_graph_leaf_count") BP_API size_t bp_graph_n_leafs(const bp_graph *graph);
+BP_DEPRECATED("bp_plugin_param_count") BP_API size_t bp_plugin_n_params(const bp_plugin *p);
+BP_DEPRECATED("bp_sched_backend_count") BP_API int bp_sched_get_n_backends(const bp_sched *sched);
+BP_DEPRECATED("bp_sched_backend") BP_API bp_backend *bp_sched_get_backend(const bp_sched *sched, int i);
+BP_DEPRECATED("bp_sched_split_count") BP_API int bp_sched_get_n_splits(const bp_sched *sched);
+BP_DEPRECATED("bp_sched_copy_count") BP_API int bp_sched_get_n_copies(const bp_sched *sched);
+BP_DEPRECATED("bp_sched_split")
+BP_API bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split_info *out);
+#endif /* BP_NO_DEPRECATED */
 
 #ifdef __cplusplus
 }

@@ -88,13 +88,13 @@ class handle {
 class context : public handle<bp_context, bp_context_free> {
  public:
   explicit context(size_t max_tensors = 0) : handle(check(bp_context_new(max_tensors))) {}
-  bp_tensor *tensor_1d(bp_type t, int64_t n0) { return check(bp_new_tensor_1d(p_, t, n0)); }
-  bp_tensor *tensor_2d(bp_type t, int64_t n0, int64_t n1) { return check(bp_new_tensor_2d(p_, t, n0, n1)); }
+  bp_tensor *tensor_1d(bp_type t, int64_t n0) { return check(bp_tensor_new_1d(p_, t, n0)); }
+  bp_tensor *tensor_2d(bp_type t, int64_t n0, int64_t n1) { return check(bp_tensor_new_2d(p_, t, n0, n1)); }
   bp_tensor *tensor_3d(bp_type t, int64_t n0, int64_t n1, int64_t n2) {
-    return check(bp_new_tensor_3d(p_, t, n0, n1, n2));
+    return check(bp_tensor_new_3d(p_, t, n0, n1, n2));
   }
   bp_tensor *tensor_4d(bp_type t, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
-    return check(bp_new_tensor_4d(p_, t, n0, n1, n2, n3));
+    return check(bp_tensor_new_4d(p_, t, n0, n1, n2, n3));
   }
 };
 
@@ -103,7 +103,7 @@ class graph : public handle<bp_graph, bp_graph_free> {
   explicit graph(context &ctx, size_t max_nodes = 0) : handle(check(bp_graph_new(ctx.get(), max_nodes))) {}
   graph(context &ctx, bp_tensor *output, size_t max_nodes = 0) : graph(ctx, max_nodes) { build(output); }
   void build(bp_tensor *output) { check(bp_graph_build(p_, check(output, "output tensor passed to bp::graph"))); }
-  size_t n_nodes() const { return bp_graph_n_nodes(p_); }
+  size_t n_nodes() const { return bp_graph_node_count(p_); }
   bp_tensor *node(size_t i) const { return bp_graph_node(p_, i); }
 };
 
@@ -117,7 +117,7 @@ class buffer : public handle<bp_buffer, bp_buffer_free> {
 
 class backend : public handle<bp_backend, bp_backend_free> {
  public:
-  explicit backend(const std::string &spec) { check(bp_backend_init(spec.c_str(), &p_)); }
+  explicit backend(const std::string &spec) { check(bp_backend_new(spec.c_str(), &p_)); }
   explicit backend(bp_backend *owned) : handle(owned) {}
   const char *name() const { return bp_backend_name(p_); }
   void compute(const graph &g) { check(bp_backend_graph_compute(p_, g.get())); }
@@ -133,7 +133,7 @@ class backend : public handle<bp_backend, bp_backend_free> {
 inline std::vector<backend> backends(const std::string &list, size_t capacity = 16) {
   std::vector<bp_backend *> raw(capacity);
   size_t n = 0;
-  check(bp_backends_init(list.c_str(), raw.data(), raw.size(), &n));
+  check(bp_backend_new_list(list.c_str(), raw.data(), raw.size(), &n));
   std::vector<backend> out;
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) out.emplace_back(raw[i]);
@@ -163,8 +163,7 @@ class sched : public handle<bp_sched, bp_sched_free> {
   sched(std::vector<backend> &backends, size_t graph_size = 4096, bool parallel = false)
       : sched(raw(backends), graph_size, parallel) {}
   sched(std::vector<bp_backend *> backends, size_t graph_size = 4096, bool parallel = false)
-      : handle(check(bp_sched_new(backends.data(), nullptr, static_cast<int>(backends.size()), graph_size, parallel))) {
-  }
+      : handle(check(bp_sched_new(backends.data(), nullptr, backends.size(), graph_size, parallel))) {}
   void reserve(graph &g) { check(bp_sched_reserve(p_, g.get())); }
   // Assigns, splits and allocates |g|: after it, inputs may be set.
   void alloc_graph(graph &g) { check(bp_sched_alloc_graph(p_, g.get())); }
@@ -177,14 +176,14 @@ class sched : public handle<bp_sched, bp_sched_free> {
   bp_backend *tensor_backend(const bp_tensor *node) const { return bp_sched_get_tensor_backend(p_, node); }
   void set_eval_callback(bp_sched_eval_callback cb, void *user_data) { bp_sched_set_eval_callback(p_, cb, user_data); }
   void set_graph_plans(bool enable) { check(bp_sched_set_graph_plans(p_, enable)); }
-  int n_backends() const { return bp_sched_get_n_backends(p_); }
-  int n_splits() const { return bp_sched_get_n_splits(p_); }
-  int n_copies() const { return bp_sched_get_n_copies(p_); }
+  size_t n_backends() const { return bp_sched_backend_count(p_); }
+  size_t n_splits() const { return bp_sched_split_count(p_); }
+  size_t n_copies() const { return bp_sched_copy_count(p_); }
   size_t buffer_size(backend &be) const { return bp_sched_get_buffer_size(p_, be.get()); }
-  bp_sched_split_info split(int i) const {
+  bp_sched_split_info split(size_t i) const {
     bp_sched_split_info info{};
     info.struct_size = sizeof info;
-    check(bp_sched_get_split(p_, i, &info));
+    check(bp_sched_split(p_, i, &info));
     return info;
   }
 
@@ -199,7 +198,7 @@ class sched : public handle<bp_sched, bp_sched_free> {
 
 inline buffer alloc_ctx_tensors(context &ctx, backend &be) {
   bp_buffer *b = nullptr;
-  check(bp_alloc_ctx_tensors(ctx.get(), be.get(), &b));
+  check(bp_context_alloc_tensors(ctx.get(), be.get(), &b));
   return buffer(b);
 }
 

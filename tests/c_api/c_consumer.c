@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
   if (argc > 1) CHECK(bp_registry_add_path(argv[1]) == BP_OK);
 
   /* Bad input: a status and a message naming the cause, no abort. */
-  CHECK(bp_backend_init("cpu:nosuchkey=1", &bad) != BP_OK);
+  CHECK(bp_backend_new("cpu:nosuchkey=1", &bad) != BP_OK);
   CHECK(bad == NULL);
   CHECK(strstr(bp_last_error(), "nosuchkey") != NULL);
 
@@ -44,15 +44,15 @@ int main(int argc, char **argv) {
 
   ctx = bp_context_new(0);
   CHECK(ctx != NULL);
-  a = bp_new_tensor_2d(ctx, BP_TYPE_F32, K, M);
-  b = bp_new_tensor_2d(ctx, BP_TYPE_F32, K, N);
+  a = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, M);
+  b = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, N);
   c = bp_relu(ctx, bp_mul_mat(ctx, a, b)); /* NULL propagates: one check */
   CHECK(c != NULL);
   g = bp_graph_new(ctx, 0);
   CHECK(g != NULL);
   CHECK(bp_graph_build(g, c) == BP_OK);
-  CHECK(bp_backend_init("cpu:threads=2", &be) == BP_OK);
-  CHECK(bp_alloc_ctx_tensors(ctx, be, &buf) == BP_OK);
+  CHECK(bp_backend_new("cpu:threads=2", &be) == BP_OK);
+  CHECK(bp_context_alloc_tensors(ctx, be, &buf) == BP_OK);
   CHECK(bp_tensor_set(a, a_data, 0, sizeof a_data) == BP_OK);
   CHECK(bp_tensor_set(b, b_data, 0, sizeof b_data) == BP_OK);
   CHECK(bp_backend_graph_compute(be, g) == BP_OK);

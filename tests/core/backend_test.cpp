@@ -33,7 +33,7 @@ TEST_F(BackendTest, DescribesItself) {
   EXPECT_EQ(bp_backend_get_device(backend), dev);
   EXPECT_EQ(bp_backend_buffer_type(backend), bp_device_buffer_type(dev));
   EXPECT_TRUE(bp_backend_supports_buft(backend, bp_device_buffer_type(dev)));
-  bp_tensor *a = bp_new_tensor_1d(ctx, BP_TYPE_F32, 4);
+  bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 4);
   EXPECT_TRUE(bp_backend_supports_op(backend, bp_transpose(ctx, bp_reshape_2d(ctx, a, 2, 2))));
   EXPECT_TRUE(bp_backend_supports_op(backend, bp_add(ctx, a, a)));
   EXPECT_FALSE(bp_backend_offload_op(backend, bp_add(ctx, a, a)));  // a host backend pulls nothing
@@ -42,9 +42,9 @@ TEST_F(BackendTest, DescribesItself) {
 
 TEST_F(BackendTest, ComputesBroadcastAddAndMatMulLikeTheReference) {
   const int64_t K = 33, M = 7, N = 5;
-  bp_tensor *a = named(bp_new_tensor_2d(ctx, BP_TYPE_F32, K, M), "a");
-  bp_tensor *bias = named(bp_new_tensor_1d(ctx, BP_TYPE_F32, K), "bias");
-  bp_tensor *x = named(bp_new_tensor_2d(ctx, BP_TYPE_F32, K, N), "x");
+  bp_tensor *a = named(bp_tensor_new_2d(ctx, BP_TYPE_F32, K, M), "a");
+  bp_tensor *bias = named(bp_tensor_new_1d(ctx, BP_TYPE_F32, K), "bias");
+  bp_tensor *x = named(bp_tensor_new_2d(ctx, BP_TYPE_F32, K, N), "x");
   bp_tensor *sum = bp_add(ctx, a, bias);      // [K, M], bias broadcast over rows
   bp_tensor *prod = bp_mul_mat(ctx, sum, x);  // [M, N]
   ASSERT_NE(prod, nullptr) << bp_last_error();
@@ -77,9 +77,9 @@ TEST_F(BackendTest, ComputesBroadcastAddAndMatMulLikeTheReference) {
 }
 
 TEST_F(BackendTest, ComputeRefusesTensorsWithoutMemory) {
-  bp_tensor *a = named(bp_new_tensor_1d(ctx, BP_TYPE_F32, 7), "a");
+  bp_tensor *a = named(bp_tensor_new_1d(ctx, BP_TYPE_F32, 7), "a");
   ASSERT_NE(alloc_all(), nullptr);
-  bp_tensor *b = named(bp_new_tensor_1d(ctx, BP_TYPE_F32, 7), "b_unallocated");
+  bp_tensor *b = named(bp_tensor_new_1d(ctx, BP_TYPE_F32, 7), "b_unallocated");
   bp_tensor *c = named(bp_add(ctx, a, b), "c");
   bp_graph *g = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g, c), BP_OK);
@@ -92,7 +92,7 @@ TEST_F(BackendTest, ComputeRefusesTensorsWithoutMemory) {
 }
 
 TEST_F(BackendTest, ComputeInitialisesViewsMadeAfterAllocation) {
-  bp_tensor *a = bp_new_tensor_2d(ctx, BP_TYPE_F32, 4, 3);
+  bp_tensor *a = bp_tensor_new_2d(ctx, BP_TYPE_F32, 4, 3);
   ASSERT_NE(alloc_all(), nullptr);
   bp_tensor *row = bp_view_1d(ctx, a, 4, 4 * sizeof(float));  // row 1
   row->buffer = nullptr;                                      // as if made before its source had memory
@@ -101,9 +101,9 @@ TEST_F(BackendTest, ComputeInitialisesViewsMadeAfterAllocation) {
   bp_buffer *buf = nullptr;
   bp_graph *g = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g, twice), BP_OK);
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, backend, &buf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, backend, &buf), BP_OK) << bp_last_error();
   if (buf) buffers.push_back(buf);
-  row->buffer = nullptr;  // undo what bp_alloc_ctx_tensors did for the view
+  row->buffer = nullptr;  // undo what bp_context_alloc_tensors did for the view
   row->data = nullptr;
   const float va[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
   ASSERT_EQ(bp_tensor_set(a, va, 0, sizeof va), BP_OK);
@@ -116,7 +116,7 @@ TEST_F(BackendTest, ComputeInitialisesViewsMadeAfterAllocation) {
 }
 
 TEST_F(BackendTest, AsyncTransfersFallBackAndRoundTrip) {
-  bp_tensor *t = bp_new_tensor_1d(ctx, BP_TYPE_F32, 257);
+  bp_tensor *t = bp_tensor_new_1d(ctx, BP_TYPE_F32, 257);
   ASSERT_NE(alloc_all(), nullptr);
   const auto in = random_floats(257, 4);
   std::vector<float> out(257);
@@ -134,7 +134,7 @@ TEST_F(BackendTest, EventsRecordWaitAndSynchronize) {
   bp_status st = bp_event_new(dev, &ev);
   if (st == BP_ERR_UNIMPLEMENTED) GTEST_SKIP() << bp_last_error();
   ASSERT_EQ(st, BP_OK) << bp_last_error();
-  bp_tensor *a = bp_new_tensor_1d(ctx, BP_TYPE_F32, 33);
+  bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 33);
   bp_tensor *b = bp_sqr(ctx, a);
   bp_graph *g = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g, b), BP_OK);
@@ -143,13 +143,13 @@ TEST_F(BackendTest, EventsRecordWaitAndSynchronize) {
   ASSERT_EQ(bp_tensor_set(a, in.data(), 0, 33 * 4), BP_OK);
   ASSERT_EQ(bp_backend_graph_compute_async(backend, g), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_event_record(ev, backend), BP_OK) << bp_last_error();
-  ASSERT_EQ(bp_event_wait(backend, ev), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_wait_event(backend, ev), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_event_synchronize(ev), BP_OK) << bp_last_error();
   std::vector<float> out(33);
   ASSERT_EQ(bp_tensor_get(b, out.data(), 0, 33 * 4), BP_OK);
   for (int i = 0; i < 33; ++i) EXPECT_NEAR(out[i], (double)in[i] * in[i], 1e-6);
   EXPECT_STATUS(bp_event_record(nullptr, backend), BP_ERR_INVALID_ARGUMENT, "event is NULL");
-  EXPECT_STATUS(bp_event_wait(backend, reinterpret_cast<bp_event *>(backend)), BP_ERR_INVALID_ARGUMENT,
+  EXPECT_STATUS(bp_backend_wait_event(backend, reinterpret_cast<bp_event *>(backend)), BP_ERR_INVALID_ARGUMENT,
                 "is not an event");
   bp_event_free(ev);
   bp_event_free(nullptr);
@@ -175,7 +175,7 @@ TEST_F(BackendTest, BadHandlesAreRefusedWithAMessage) {
 
 TEST_F(BackendTest, FreedBackendIsDetectedInEveryBuild) {
   bp_backend *other = nullptr;
-  ASSERT_EQ(bp_device_init_backend(dev, nullptr, &other), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new_on_device(dev, nullptr, &other), BP_OK) << bp_last_error();
   bp_backend_free(other);
   EXPECT_STATUS(bp_backend_synchronize(other), BP_ERR_INVALID_ARGUMENT, "already freed");
   bp_backend_free(other);  // reported, not fatal
@@ -186,7 +186,7 @@ TEST_F(BackendTest, FreedBackendIsDetectedInEveryBuild) {
 // device's objects must fail fast without reaching the plugin, and freeing
 // must still work. The flag is cleared again so later tests keep the device.
 TEST_F(BackendTest, LostDeviceFailsFastButFreesWork) {
-  bp_tensor *t = bp_new_tensor_1d(ctx, BP_TYPE_F32, 4);
+  bp_tensor *t = bp_tensor_new_1d(ctx, BP_TYPE_F32, 4);
   bp_graph *g = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g, bp_neg(ctx, t)), BP_OK);
   bp_buffer *buf = alloc_all();
@@ -208,7 +208,7 @@ TEST_F(BackendTest, LostDeviceFailsFastButFreesWork) {
   bp_buffer *more = nullptr;
   EXPECT_STATUS(bp_backend_alloc_buffer(backend, 16, &more), BP_ERR_DEVICE_LOST);
   bp_backend *again = nullptr;
-  EXPECT_EQ(bp_device_init_backend(dev, nullptr, &again), BP_ERR_DEVICE_LOST) << bp_last_error();
+  EXPECT_EQ(bp_backend_new_on_device(dev, nullptr, &again), BP_ERR_DEVICE_LOST) << bp_last_error();
   EXPECT_FALSE(bp_backend_supports_op(backend, bp_neg(ctx, t)));
   if (has_events) {
     EXPECT_STATUS(bp_event_record(ev, backend), BP_ERR_DEVICE_LOST);
@@ -229,7 +229,7 @@ class PartialBackendTest : public CpuObjectsTest {
     if (!file_exists(partial_plugin_path())) GTEST_SKIP() << "fixture not built: " << partial_plugin_path();
     pdev = load_first_device(partial_plugin_path());
     ASSERT_NE(pdev, nullptr);
-    ASSERT_EQ(bp_device_init_backend(pdev, nullptr, &pbackend), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_new_on_device(pdev, nullptr, &pbackend), BP_OK) << bp_last_error();
   }
   void TearDown() override {
     CpuObjectsTest::TearDown();
@@ -240,12 +240,12 @@ class PartialBackendTest : public CpuObjectsTest {
 };
 
 TEST_F(PartialBackendTest, ComputeRefusesMemoryTheBackendCannotUse) {
-  bp_tensor *a = named(bp_new_tensor_1d(ctx, BP_TYPE_F32, 7), "in_device_memory");
+  bp_tensor *a = named(bp_tensor_new_1d(ctx, BP_TYPE_F32, 7), "in_device_memory");
   bp_tensor *b = named(bp_add(ctx, a, a), "b");
   bp_graph *g = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g, b), BP_OK);
   bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, pbackend, &buf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, pbackend, &buf), BP_OK) << bp_last_error();
   buffers.push_back(buf);
   EXPECT_FALSE(bp_backend_supports_buft(backend, bp_backend_buffer_type(pbackend)));
   // The cpu backend must not be handed device memory it cannot read.
@@ -262,12 +262,12 @@ TEST_F(PartialBackendTest, ComputeRefusesMemoryTheBackendCannotUse) {
 }
 
 TEST_F(PartialBackendTest, ComputeNamesTheFirstUnsupportedOp) {
-  bp_tensor *a = bp_new_tensor_1d(ctx, BP_TYPE_F32, 7);
+  bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 7);
   bp_tensor *e = named(bp_exp(ctx, bp_add(ctx, a, a)), "e");
   bp_graph *g = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g, e), BP_OK);
   bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, pbackend, &buf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, pbackend, &buf), BP_OK) << bp_last_error();
   buffers.push_back(buf);
   EXPECT_FALSE(bp_backend_supports_op(pbackend, e));
   EXPECT_STATUS(bp_backend_graph_compute(pbackend, g), BP_ERR_UNIMPLEMENTED, "EXP", "'e'", bp_backend_name(pbackend));
@@ -283,7 +283,7 @@ TEST_F(PartialBackendTest, EventsAreRefusedOnDevicesWithout) {
   if (bp_event_new(dev, &cpu_ev) != BP_OK) GTEST_SKIP() << bp_last_error();
   EXPECT_STATUS(bp_event_record(cpu_ev, pbackend), BP_ERR_INVALID_ARGUMENT, "belongs to device");
   // Waiting across plugins falls back to a host wait.
-  EXPECT_STATUS(bp_event_wait(pbackend, cpu_ev), BP_OK);
+  EXPECT_STATUS(bp_backend_wait_event(pbackend, cpu_ev), BP_OK);
   bp_event_free(cpu_ev);
 }
 
@@ -311,7 +311,7 @@ TEST(BackendFaultTest, FailedAllocationIsAnnotatedAndTheDeviceStaysUsable) {
   bp_device *dev = load_first_device(path);
   ASSERT_NE(dev, nullptr);
   bp_backend *be = nullptr;
-  ASSERT_EQ(bp_device_init_backend(dev, nullptr, &be), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new_on_device(dev, nullptr, &be), BP_OK) << bp_last_error();
   // The fixture refuses allocations once its budget is used up.
   std::vector<bp_buffer *> kept;
   bp_status st = BP_OK;
@@ -334,7 +334,7 @@ TEST(BackendFaultTest, FailedAllocationIsAnnotatedAndTheDeviceStaysUsable) {
   EXPECT_STATUS(bp_backend_alloc_buffer(be, 1024, &more), BP_ERR_OUT_OF_DEVICE_MEMORY, "fake:");
   if (!kept.empty()) {
     bp_context *ctx = bp_context_new(0);
-    bp_tensor *t = bp_new_tensor_1d(ctx, BP_TYPE_F32, 7);
+    bp_tensor *t = bp_tensor_new_1d(ctx, BP_TYPE_F32, 7);
     ASSERT_EQ(bp_buffer_place_tensor(kept[0], t, 0), BP_OK) << bp_last_error();
     ASSERT_EQ(bp_tensor_memset(t, 0x3c, 4, 20), BP_OK) << bp_last_error();
     uint8_t bytes[28];
@@ -355,12 +355,12 @@ TEST(BackendFaultTest, DeviceLostIsStickyAndFreeStillWorks) {
   bp_backend *be = nullptr;
   bp_buffer *buf = nullptr;
   bp_context *ctx = bp_context_new(0);
-  bp_tensor *t = bp_new_tensor_1d(ctx, BP_TYPE_F32, 16);
+  bp_tensor *t = bp_tensor_new_1d(ctx, BP_TYPE_F32, 16);
   bp_graph *g = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g, bp_add(ctx, t, t)), BP_OK) << bp_last_error();
   float x[16] = {};
-  bp_status st = bp_device_init_backend(dev, nullptr, &be);
-  if (st == BP_OK) st = bp_alloc_ctx_tensors(ctx, be, &buf);
+  bp_status st = bp_backend_new_on_device(dev, nullptr, &be);
+  if (st == BP_OK) st = bp_context_alloc_tensors(ctx, be, &buf);
   for (int i = 0; i < 64 && st == BP_OK; ++i) {
     st = bp_tensor_set(t, x, 0, sizeof x);
     if (st == BP_OK) st = bp_backend_graph_compute(be, g);
@@ -375,7 +375,7 @@ TEST(BackendFaultTest, DeviceLostIsStickyAndFreeStillWorks) {
   bp_buffer *more = nullptr;
   EXPECT_STATUS(bp_backend_alloc_buffer(be, 64, &more), BP_ERR_DEVICE_LOST, "was lost");
   bp_backend *again = nullptr;
-  EXPECT_STATUS(bp_device_init_backend(dev, nullptr, &again), BP_ERR_DEVICE_LOST);
+  EXPECT_STATUS(bp_backend_new_on_device(dev, nullptr, &again), BP_ERR_DEVICE_LOST);
   EXPECT_STATUS(bp_backend_graph_compute(be, g), BP_ERR_DEVICE_LOST, "was lost");
   // Freeing still works (and releases the plugin's references).
   bp_buffer_free(buf);

@@ -1,5 +1,5 @@
 // buffer_test.cpp: buffer types, buffers, tensor data access, the linear
-// allocator and bp_alloc_ctx_tensors, against the real cpu plugin (and the
+// allocator and bp_context_alloc_tensors, against the real cpu plugin (and the
 // non-host "partial" fixture where host memory would hide a bug).
 #include <gtest/gtest.h>
 
@@ -37,7 +37,7 @@ TEST_F(BufferTest, DeviceBufferTypeDescribesHostMemory) {
   // The backend's type is the device's wrapped one, not a second wrapper.
   EXPECT_EQ(bp_backend_buffer_type(backend), buft);
   EXPECT_EQ(bp_backend_alignment(backend), align);
-  bp_tensor *t = bp_new_tensor_2d(ctx, BP_TYPE_F16, 7, 3);
+  bp_tensor *t = bp_tensor_new_2d(ctx, BP_TYPE_F16, 7, 3);
   EXPECT_EQ(bp_buffer_type_alloc_size(buft, t), 7u * 3u * 2u);
 }
 
@@ -64,11 +64,11 @@ TEST_F(BufferTest, AllocatedBufferReportsItsProperties) {
 
 TEST_F(BufferTest, SetGetRoundTripOverOddSizes) {
   for (int64_t n : {1, 7, 33, 257}) {
-    bp_tensor *t = named(bp_new_tensor_2d(ctx, BP_TYPE_F32, n, 3), "x");
+    bp_tensor *t = named(bp_tensor_new_2d(ctx, BP_TYPE_F32, n, 3), "x");
     ASSERT_NE(t, nullptr);
   }
   ASSERT_NE(alloc_all(), nullptr);
-  for (size_t i = 0; i < bp_context_n_tensors(ctx); ++i) {
+  for (size_t i = 0; i < bp_context_tensor_count(ctx); ++i) {
     bp_tensor *t = bp_context_tensor(ctx, i);
     const size_t n = (size_t)bp_tensor_nelements(t);
     const std::vector<float> in = random_floats(n, 17u + (uint32_t)i);
@@ -94,7 +94,7 @@ TEST_F(BufferTest, SetGetRoundTripOverOddSizes) {
 }
 
 TEST_F(BufferTest, RangeErrorsNameTheTensorAndTheSizes) {
-  bp_tensor *t = named(bp_new_tensor_1d(ctx, BP_TYPE_F32, 7), "weights");
+  bp_tensor *t = named(bp_tensor_new_1d(ctx, BP_TYPE_F32, 7), "weights");
   ASSERT_NE(alloc_all(), nullptr);
   std::vector<float> data(16, 1.0f);
   EXPECT_STATUS(bp_tensor_set(t, data.data(), 0, 29), BP_ERR_INVALID_ARGUMENT, "bp_tensor_set", "'weights'", "28 bytes",
@@ -112,16 +112,16 @@ TEST_F(BufferTest, RangeErrorsNameTheTensorAndTheSizes) {
 }
 
 TEST_F(BufferTest, TensorWithoutMemorySaysHowToAllocate) {
-  bp_tensor *t = named(bp_new_tensor_1d(ctx, BP_TYPE_F32, 4), "lonely");
+  bp_tensor *t = named(bp_tensor_new_1d(ctx, BP_TYPE_F32, 4), "lonely");
   float x[4] = {};
   EXPECT_STATUS(bp_tensor_set(t, x, 0, sizeof x), BP_ERR_FAILED_PRECONDITION, "tensor 'lonely'", "has no memory",
-                "bp_alloc_ctx_tensors");
+                "bp_context_alloc_tensors");
   EXPECT_STATUS(bp_tensor_get(t, x, 0, sizeof x), BP_ERR_FAILED_PRECONDITION, "has no memory");
   EXPECT_STATUS(bp_tensor_memset(t, 0, 0, 4), BP_ERR_FAILED_PRECONDITION, "has no memory");
 }
 
 TEST_F(BufferTest, MemsetFillsOnlyTheRange) {
-  bp_tensor *t = bp_new_tensor_1d(ctx, BP_TYPE_I32, 33);
+  bp_tensor *t = bp_tensor_new_1d(ctx, BP_TYPE_I32, 33);
   ASSERT_NE(alloc_all(), nullptr);
   std::vector<uint8_t> bytes(33 * 4, 0);
   ASSERT_EQ(bp_tensor_set(t, bytes.data(), 0, bytes.size()), BP_OK);
@@ -134,8 +134,8 @@ TEST_F(BufferTest, MemsetFillsOnlyTheRange) {
 
 TEST_F(BufferTest, CopyAcrossBuffersAndIntoWrappedHostMemory) {
   bp_context *other = bp_context_new(0);
-  bp_tensor *src = named(bp_new_tensor_2d(ctx, BP_TYPE_F32, 33, 7), "src");
-  bp_tensor *dst = named(bp_new_tensor_2d(other, BP_TYPE_F32, 33, 7), "dst");
+  bp_tensor *src = named(bp_tensor_new_2d(ctx, BP_TYPE_F32, 33, 7), "src");
+  bp_tensor *dst = named(bp_tensor_new_2d(other, BP_TYPE_F32, 33, 7), "dst");
   ASSERT_NE(alloc_all(), nullptr);
   ASSERT_NE(alloc_all(other), nullptr);
   ASSERT_NE(src->buffer, dst->buffer);
@@ -152,27 +152,27 @@ TEST_F(BufferTest, CopyAcrossBuffersAndIntoWrappedHostMemory) {
   ASSERT_EQ(bp_device_buffer_from_host_ptr(dev, host.data(), host.size() * 4, &wrapped), BP_OK) << bp_last_error();
   buffers.push_back(wrapped);
   EXPECT_TRUE(bp_buffer_is_host(wrapped));
-  bp_tensor *view_dst = bp_new_tensor_2d(other, BP_TYPE_F32, 33, 7);
+  bp_tensor *view_dst = bp_tensor_new_2d(other, BP_TYPE_F32, 33, 7);
   ASSERT_EQ(bp_buffer_place_tensor(wrapped, view_dst, 0), BP_OK) << bp_last_error();
   EXPECT_EQ(view_dst->data, host.data());
   ASSERT_EQ(bp_tensor_copy(src, view_dst), BP_OK) << bp_last_error();
   EXPECT_TRUE(std::equal(in.begin(), in.end(), host.begin()));
 
   // Contiguous tensors of one type and byte size copy even with other shapes.
-  bp_tensor *flat = bp_new_tensor_1d(other, BP_TYPE_F32, 33 * 7);
+  bp_tensor *flat = bp_tensor_new_1d(other, BP_TYPE_F32, 33 * 7);
   ASSERT_NE(alloc_all(other), nullptr);
   ASSERT_EQ(bp_tensor_copy(src, flat), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_tensor_get(flat, out.data(), 0, out.size() * 4), BP_OK);
   EXPECT_EQ(out, in);
 
   // Type or size mismatches, and layouts that a byte copy would scramble.
-  bp_tensor *half = named(bp_new_tensor_2d(other, BP_TYPE_F16, 66, 7), "half");
-  bp_tensor *small = named(bp_new_tensor_2d(other, BP_TYPE_F32, 32, 7), "small");
-  bp_tensor *square = bp_new_tensor_2d(other, BP_TYPE_F32, 7, 7);
+  bp_tensor *half = named(bp_tensor_new_2d(other, BP_TYPE_F16, 66, 7), "half");
+  bp_tensor *small = named(bp_tensor_new_2d(other, BP_TYPE_F32, 32, 7), "small");
+  bp_tensor *square = bp_tensor_new_2d(other, BP_TYPE_F32, 7, 7);
   ASSERT_NE(alloc_all(other), nullptr);
   EXPECT_STATUS(bp_tensor_copy(src, half), BP_ERR_INVALID_ARGUMENT, "'src'", "'half'", "type or size");
   EXPECT_STATUS(bp_tensor_copy(src, small), BP_ERR_INVALID_ARGUMENT, "'small'", "924 bytes", "896 bytes");
-  bp_tensor *sq2 = bp_new_tensor_2d(other, BP_TYPE_F32, 7, 7);
+  bp_tensor *sq2 = bp_tensor_new_2d(other, BP_TYPE_F32, 7, 7);
   ASSERT_NE(alloc_all(other), nullptr);
   EXPECT_STATUS(bp_tensor_copy(bp_transpose(other, square), sq2), BP_ERR_INVALID_ARGUMENT, "different layouts");
   bp_context_free(other);
@@ -184,11 +184,11 @@ TEST_F(BufferTest, PlaceTensorChecksAlignmentAndFit) {
   buffers.push_back(buf);
   const size_t align = bp_backend_alignment(backend);
   ASSERT_GE(align, 2u);
-  bp_tensor *t = named(bp_new_tensor_1d(ctx, BP_TYPE_F32, 8), "t");
+  bp_tensor *t = named(bp_tensor_new_1d(ctx, BP_TYPE_F32, 8), "t");
   EXPECT_STATUS(bp_buffer_place_tensor(buf, t, 3), BP_ERR_INVALID_ARGUMENT, "offset 3", "'t'", "alignment",
                 std::to_string(align).c_str());
   EXPECT_EQ(t->buffer, nullptr);
-  bp_tensor *big = named(bp_new_tensor_1d(ctx, BP_TYPE_F32, 65), "big");
+  bp_tensor *big = named(bp_tensor_new_1d(ctx, BP_TYPE_F32, 65), "big");
   EXPECT_STATUS(bp_buffer_place_tensor(buf, big, 0), BP_ERR_INVALID_ARGUMENT, "'big'", "260 bytes", "256-byte");
   EXPECT_STATUS(bp_buffer_place_tensor(buf, t, 256), BP_ERR_INVALID_ARGUMENT, "32 bytes at offset 256");
   ASSERT_EQ(bp_buffer_place_tensor(buf, t, align), BP_OK) << bp_last_error();
@@ -203,7 +203,7 @@ TEST_F(BufferTest, PlaceTensorChecksAlignmentAndFit) {
   EXPECT_EQ(v->data, static_cast<char *>(t->data) + 16);
   EXPECT_EQ(v->buffer, buf);
   // A view of a tensor without memory cannot be placed.
-  bp_tensor *u = named(bp_new_tensor_1d(ctx, BP_TYPE_F32, 8), "unplaced");
+  bp_tensor *u = named(bp_tensor_new_1d(ctx, BP_TYPE_F32, 8), "unplaced");
   EXPECT_STATUS(bp_buffer_place_tensor(buf, bp_view_1d(ctx, u, 2, 0), 0), BP_ERR_FAILED_PRECONDITION, "'unplaced'",
                 "allocate the source first");
 }
@@ -217,13 +217,13 @@ TEST_F(BufferTest, LinearAllocatorPadsAndReportsOverflow) {
   EXPECT_EQ(talloc.offset, 0u);
   const size_t align = bp_backend_alignment(backend);
   EXPECT_EQ(talloc.alignment, align);
-  bp_tensor *a = bp_new_tensor_1d(ctx, BP_TYPE_F32, 7);  // 28 bytes, padded
-  bp_tensor *b = bp_new_tensor_1d(ctx, BP_TYPE_F32, 16);
+  bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 7);  // 28 bytes, padded
+  bp_tensor *b = bp_tensor_new_1d(ctx, BP_TYPE_F32, 16);
   ASSERT_EQ(bp_tallocr_alloc(&talloc, a), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_tallocr_alloc(&talloc, b), BP_OK) << bp_last_error();
   EXPECT_EQ(a->data, bp_buffer_base(buf));
   EXPECT_EQ(static_cast<char *>(b->data) - static_cast<char *>(a->data), (ptrdiff_t)align);
-  bp_tensor *c = named(bp_new_tensor_1d(ctx, BP_TYPE_F32, 40), "too_big");  // 160 bytes
+  bp_tensor *c = named(bp_tensor_new_1d(ctx, BP_TYPE_F32, 40), "too_big");  // 160 bytes
   const size_t left = 192 - talloc.offset;
   EXPECT_STATUS(bp_tallocr_alloc(&talloc, c), BP_ERR_OUT_OF_DEVICE_MEMORY, "'too_big'", "160 bytes", "192-byte",
                 (std::to_string(left) + " left").c_str());
@@ -233,8 +233,8 @@ TEST_F(BufferTest, LinearAllocatorPadsAndReportsOverflow) {
 }
 
 TEST_F(BufferTest, AllocCtxTensorsPlacesEveryTensorAndItsViews) {
-  bp_tensor *w = named(bp_new_tensor_2d(ctx, BP_TYPE_F32, 8, 4), "w");
-  bp_tensor *h = bp_new_tensor_1d(ctx, BP_TYPE_F16, 33);
+  bp_tensor *w = named(bp_tensor_new_2d(ctx, BP_TYPE_F32, 8, 4), "w");
+  bp_tensor *h = bp_tensor_new_1d(ctx, BP_TYPE_F16, 33);
   bp_tensor *row = bp_view_1d(ctx, w, 8, 2 * 8 * sizeof(float));  // row 2
   bp_tensor *wt = bp_transpose(ctx, w);
   bp_tensor *flat = bp_reshape_2d(ctx, w, 32, 1);
@@ -266,23 +266,23 @@ TEST_F(BufferTest, AllocCtxTensorsPlacesEveryTensorAndItsViews) {
   late->buffer = nullptr;
   late->data = nullptr;
   bp_buffer *none = reinterpret_cast<bp_buffer *>(&none);
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, backend, &none), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, backend, &none), BP_OK) << bp_last_error();
   EXPECT_EQ(none, nullptr);
   EXPECT_EQ(late->data, w->data);
 }
 
 TEST_F(BufferTest, AllocCtxTensorsRefusesWhatCannotFitOneBuffer) {
   // Eight tensors of 2^61 bytes: the total does not even fit in size_t.
-  for (int i = 0; i < 8; ++i) ASSERT_NE(bp_new_tensor_2d(ctx, BP_TYPE_F32, 1ll << 30, 1ll << 29), nullptr);
+  for (int i = 0; i < 8; ++i) ASSERT_NE(bp_tensor_new_2d(ctx, BP_TYPE_F32, 1ll << 30, 1ll << 29), nullptr);
   bp_buffer *buf = nullptr;
-  EXPECT_STATUS(bp_alloc_ctx_tensors(ctx, backend, &buf), BP_ERR_RESOURCE_EXHAUSTED, "8 tensors", "overflows",
+  EXPECT_STATUS(bp_context_alloc_tensors(ctx, backend, &buf), BP_ERR_RESOURCE_EXHAUSTED, "8 tensors", "overflows",
                 "several contexts");
   EXPECT_EQ(buf, nullptr);
 #if !BP_TEST_ASAN  // ASan aborts on such a request by default
   // One such tensor: the plugin itself says it is out of memory, annotated.
   bp_context *one = bp_context_new(0);
-  bp_tensor *huge = named(bp_new_tensor_2d(one, BP_TYPE_F32, 1ll << 30, 1ll << 29), "huge");
-  EXPECT_STATUS(bp_alloc_ctx_tensors(one, backend, &buf), BP_ERR_OUT_OF_HOST_MEMORY, "cpu: allocating");
+  bp_tensor *huge = named(bp_tensor_new_2d(one, BP_TYPE_F32, 1ll << 30, 1ll << 29), "huge");
+  EXPECT_STATUS(bp_context_alloc_tensors(one, backend, &buf), BP_ERR_OUT_OF_HOST_MEMORY, "cpu: allocating");
   EXPECT_EQ(buf, nullptr);
   EXPECT_EQ(huge->buffer, nullptr);
   EXPECT_EQ(huge->data, nullptr);
@@ -299,20 +299,20 @@ TEST_F(BufferTest, BadHandlesAreRefusedWithAMessage) {
   EXPECT_STATUS(bp_buffer_type_alloc(nullptr, 16, &out), BP_ERR_INVALID_ARGUMENT, "buffer type is NULL");
   EXPECT_EQ(out, nullptr);
   EXPECT_STATUS(bp_buffer_type_alloc(bp_device_buffer_type(dev), 16, nullptr), BP_ERR_INVALID_ARGUMENT, "out_buffer");
-  bp_tensor *t = bp_new_tensor_1d(ctx, BP_TYPE_F32, 4);
+  bp_tensor *t = bp_tensor_new_1d(ctx, BP_TYPE_F32, 4);
   EXPECT_STATUS(bp_buffer_place_tensor(nullptr, t, 0), BP_ERR_INVALID_ARGUMENT, "NULL");
   // A handle of another type.
   auto *not_a_buffer = reinterpret_cast<bp_buffer *>(backend);
   EXPECT_STATUS(bp_buffer_clear(not_a_buffer, 0), BP_ERR_INVALID_ARGUMENT, "is not a buffer", "a backend");
-  EXPECT_STATUS(bp_alloc_ctx_tensors(ctx, reinterpret_cast<bp_backend *>(bp_device_buffer_type(dev)), &out),
+  EXPECT_STATUS(bp_context_alloc_tensors(ctx, reinterpret_cast<bp_backend *>(bp_device_buffer_type(dev)), &out),
                 BP_ERR_INVALID_ARGUMENT, "is not a backend", "a buffer type");
   bp_buffer_free(nullptr);  // fine
 }
 
 TEST_F(BufferTest, FreedBufferIsDetectedInEveryBuild) {
-  bp_tensor *t = bp_new_tensor_1d(ctx, BP_TYPE_F32, 4);
+  bp_tensor *t = bp_tensor_new_1d(ctx, BP_TYPE_F32, 4);
   bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, backend, &buf), BP_OK);
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, backend, &buf), BP_OK);
   bp_buffer_free(buf);
   EXPECT_STATUS(bp_buffer_clear(buf, 0), BP_ERR_INVALID_ARGUMENT, "already freed");
   float x[4] = {};
@@ -349,13 +349,13 @@ class PartialBufferTest : public CpuObjectsTest {
 TEST_F(PartialBufferTest, DeviceMemoryRoundTripsAndCopiesBothWays) {
   EXPECT_FALSE(bp_buffer_type_is_host(pbuft));
   bp_context *dctx = bp_context_new(0);
-  bp_tensor *d = bp_new_tensor_2d(dctx, BP_TYPE_F32, 33, 7);
-  bp_tensor *d2 = bp_new_tensor_2d(dctx, BP_TYPE_F32, 33, 7);
+  bp_tensor *d = bp_tensor_new_2d(dctx, BP_TYPE_F32, 33, 7);
+  bp_tensor *d2 = bp_tensor_new_2d(dctx, BP_TYPE_F32, 33, 7);
   bp_buffer *dbuf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors_from_buft(dctx, pbuft, &dbuf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors_from_buft(dctx, pbuft, &dbuf), BP_OK) << bp_last_error();
   buffers.push_back(dbuf);
   EXPECT_FALSE(bp_buffer_is_host(dbuf));
-  bp_tensor *h = bp_new_tensor_2d(ctx, BP_TYPE_F32, 33, 7);
+  bp_tensor *h = bp_tensor_new_2d(ctx, BP_TYPE_F32, 33, 7);
   ASSERT_NE(alloc_all(), nullptr);
 
   const std::vector<float> in = random_floats(33 * 7, 11);
@@ -385,10 +385,10 @@ TEST_F(PartialBufferTest, MaxSizeIsEnforcedWithTheNumbers) {
   EXPECT_STATUS(bp_buffer_type_alloc(pbuft, max + 1, &buf), BP_ERR_RESOURCE_EXHAUSTED, std::to_string(max + 1).c_str(),
                 std::to_string(max).c_str());
   bp_context *dctx = bp_context_new(0);
-  bp_set_name(bp_new_tensor_1d(dctx, BP_TYPE_F32, (int64_t)(max / 8)), "half_a");
-  bp_set_name(bp_new_tensor_1d(dctx, BP_TYPE_F32, (int64_t)(max / 8)), "half_b");
-  bp_set_name(bp_new_tensor_1d(dctx, BP_TYPE_F32, 64), "one_more");
-  EXPECT_STATUS(bp_alloc_ctx_tensors_from_buft(dctx, pbuft, &buf), BP_ERR_RESOURCE_EXHAUSTED, "3 tensors",
+  bp_tensor_set_name(bp_tensor_new_1d(dctx, BP_TYPE_F32, (int64_t)(max / 8)), "half_a");
+  bp_tensor_set_name(bp_tensor_new_1d(dctx, BP_TYPE_F32, (int64_t)(max / 8)), "half_b");
+  bp_tensor_set_name(bp_tensor_new_1d(dctx, BP_TYPE_F32, 64), "one_more");
+  EXPECT_STATUS(bp_context_alloc_tensors_from_buft(dctx, pbuft, &buf), BP_ERR_RESOURCE_EXHAUSTED, "3 tensors",
                 std::to_string(max).c_str(), "'half_a'");
   EXPECT_EQ(buf, nullptr);
   bp_context_free(dctx);

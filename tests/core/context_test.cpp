@@ -13,7 +13,7 @@ using bp_test::CoreTest;
 using bp_test::expect_shape;
 
 TEST_F(CoreTest, NewTensorHasContiguousStridesAndNoMemory) {
-  bp_tensor *t = bp_new_tensor_3d(ctx, BP_TYPE_F16, 7, 33, 2);
+  bp_tensor *t = bp_tensor_new_3d(ctx, BP_TYPE_F16, 7, 33, 2);
   expect_shape(t, 7, 33, 2, 1);
   EXPECT_EQ(t->struct_size, sizeof(bp_tensor));
   EXPECT_EQ(t->type, BP_TYPE_F16);
@@ -34,54 +34,54 @@ TEST_F(CoreTest, NewTensorHasContiguousStridesAndNoMemory) {
 }
 
 TEST_F(CoreTest, EveryRankAndType) {
-  expect_shape(bp_new_tensor_1d(ctx, BP_TYPE_I32, 257), 257, 1, 1, 1);
-  expect_shape(bp_new_tensor_2d(ctx, BP_TYPE_F32, 1, 7), 1, 7, 1, 1);
-  expect_shape(bp_new_tensor_4d(ctx, BP_TYPE_F16, 2, 3, 4, 5), 2, 3, 4, 5);
+  expect_shape(bp_tensor_new_1d(ctx, BP_TYPE_I32, 257), 257, 1, 1, 1);
+  expect_shape(bp_tensor_new_2d(ctx, BP_TYPE_F32, 1, 7), 1, 7, 1, 1);
+  expect_shape(bp_tensor_new_4d(ctx, BP_TYPE_F16, 2, 3, 4, 5), 2, 3, 4, 5);
   const int64_t ne[4] = {3, 5, 7, 9};
   for (int n = 1; n <= 4; ++n) {
-    bp_tensor *t = bp_new_tensor(ctx, BP_TYPE_F32, n, ne);
+    bp_tensor *t = bp_tensor_new(ctx, BP_TYPE_F32, n, ne);
     ASSERT_NE(t, nullptr);
     for (int i = 0; i < 4; ++i) EXPECT_EQ(t->ne[i], i < n ? ne[i] : 1);
   }
-  EXPECT_EQ(bp_context_n_tensors(ctx), 7u);
+  EXPECT_EQ(bp_context_tensor_count(ctx), 7u);
 }
 
 TEST_F(CoreTest, BadTensorArgumentsGiveMessages) {
   const int64_t ne[4] = {3, 5, 7, 9};
-  EXPECT_FAILS_WITH(bp_new_tensor(ctx, BP_TYPE_F32, 0, ne), "n_dims = 0");
-  EXPECT_FAILS_WITH(bp_new_tensor(ctx, BP_TYPE_F32, 5, ne), "n_dims = 5");
-  EXPECT_FAILS_WITH(bp_new_tensor(ctx, BP_TYPE_F32, 2, nullptr), "ne is NULL");
-  EXPECT_FAILS_WITH(bp_new_tensor_1d(ctx, (bp_type)7, 4), "unknown type 7");
-  EXPECT_FAILS_WITH(bp_new_tensor_2d(ctx, BP_TYPE_F32, 4, 0), "ne[1] = 0", ">= 1");
-  EXPECT_FAILS_WITH(bp_new_tensor_2d(ctx, BP_TYPE_F32, -3, 2), "ne[0] = -3");
+  EXPECT_FAILS_WITH(bp_tensor_new(ctx, BP_TYPE_F32, 0, ne), "n_dims = 0");
+  EXPECT_FAILS_WITH(bp_tensor_new(ctx, BP_TYPE_F32, 5, ne), "n_dims = 5");
+  EXPECT_FAILS_WITH(bp_tensor_new(ctx, BP_TYPE_F32, 2, nullptr), "ne is NULL");
+  EXPECT_FAILS_WITH(bp_tensor_new_1d(ctx, (bp_type)7, 4), "unknown type 7");
+  EXPECT_FAILS_WITH(bp_tensor_new_2d(ctx, BP_TYPE_F32, 4, 0), "ne[1] = 0", ">= 1");
+  EXPECT_FAILS_WITH(bp_tensor_new_2d(ctx, BP_TYPE_F32, -3, 2), "ne[0] = -3");
   const int64_t big = int64_t(1) << 40;
-  EXPECT_FAILS_WITH(bp_new_tensor_3d(ctx, BP_TYPE_F32, big, big, 2), "overflow");
-  EXPECT_FAILS_WITH(bp_new_tensor_1d(ctx, BP_TYPE_F32, std::numeric_limits<int64_t>::max()), "overflow");
-  EXPECT_EQ(bp_context_n_tensors(ctx), 0u);
+  EXPECT_FAILS_WITH(bp_tensor_new_3d(ctx, BP_TYPE_F32, big, big, 2), "overflow");
+  EXPECT_FAILS_WITH(bp_tensor_new_1d(ctx, BP_TYPE_F32, std::numeric_limits<int64_t>::max()), "overflow");
+  EXPECT_EQ(bp_context_tensor_count(ctx), 0u);
   // A NULL context records a message when nothing failed before.
-  EXPECT_FAILS_WITH(bp_new_tensor_1d(nullptr, BP_TYPE_F32, 4), "ctx is NULL");
+  EXPECT_FAILS_WITH(bp_tensor_new_1d(nullptr, BP_TYPE_F32, 4), "ctx is NULL");
 }
 
 TEST(ContextTest, MaxTensorsCapNamesTheLimit) {
   bp_context *ctx = bp_context_new(3);
   ASSERT_NE(ctx, nullptr);
-  bp_tensor *a = bp_new_tensor_1d(ctx, BP_TYPE_F32, 4);
-  ASSERT_NE(bp_new_tensor_1d(ctx, BP_TYPE_F32, 4), nullptr);
+  bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 4);
+  ASSERT_NE(bp_tensor_new_1d(ctx, BP_TYPE_F32, 4), nullptr);
   ASSERT_NE(bp_neg(ctx, a), nullptr);
   bp_clear_error();
-  EXPECT_EQ(bp_new_tensor_1d(ctx, BP_TYPE_F32, 4), nullptr);
+  EXPECT_EQ(bp_tensor_new_1d(ctx, BP_TYPE_F32, 4), nullptr);
   EXPECT_NE(std::string(bp_last_error()).find("max_tensors = 3"), std::string::npos) << bp_last_error();
   // Ops and views hit the same cap.
   EXPECT_EQ(bp_neg(ctx, a), nullptr);
   EXPECT_EQ(bp_transpose(ctx, a), nullptr);
-  EXPECT_EQ(bp_context_n_tensors(ctx), 3u);
+  EXPECT_EQ(bp_context_tensor_count(ctx), 3u);
   bp_context_free(ctx);
 }
 
 TEST_F(CoreTest, EnumerateAndFindByName) {
-  bp_tensor *a = bp_set_name(f32(4), "weights");
-  bp_tensor *b = bp_set_name(f32(4), "bias");
-  bp_set_name(f32(4), "weights");  // duplicate name: find returns the first
+  bp_tensor *a = bp_tensor_set_name(f32(4), "weights");
+  bp_tensor *b = bp_tensor_set_name(f32(4), "bias");
+  bp_tensor_set_name(f32(4), "weights");  // duplicate name: find returns the first
   EXPECT_EQ(bp_context_tensor(ctx, 0), a);
   EXPECT_EQ(bp_context_tensor(ctx, 1), b);
   EXPECT_EQ(bp_context_tensor(ctx, 3), nullptr);
@@ -90,7 +90,7 @@ TEST_F(CoreTest, EnumerateAndFindByName) {
   EXPECT_EQ(bp_context_find(ctx, "nope"), nullptr);
   EXPECT_EQ(bp_context_find(ctx, nullptr), nullptr);
   EXPECT_EQ(bp_context_find(nullptr, "bias"), nullptr);
-  EXPECT_EQ(bp_context_n_tensors(nullptr), 0u);
+  EXPECT_EQ(bp_context_tensor_count(nullptr), 0u);
   EXPECT_EQ(bp_context_tensor(nullptr, 0), nullptr);
 }
 
@@ -103,19 +103,19 @@ TEST_F(CoreTest, TensorAddressesStayValidAsTheContextGrows) {
 
 TEST_F(CoreTest, LongNamesAreTruncated) {
   std::string name(200, 'x');
-  bp_tensor *t = bp_set_name(f32(1), name.c_str());
+  bp_tensor *t = bp_tensor_set_name(f32(1), name.c_str());
   EXPECT_EQ(std::strlen(t->name), size_t(BP_MAX_NAME - 1));
-  EXPECT_EQ(bp_set_name(t, nullptr), t);
+  EXPECT_EQ(bp_tensor_set_name(t, nullptr), t);
   EXPECT_STREQ(t->name, "");
-  EXPECT_EQ(bp_set_name(nullptr, "x"), nullptr);
+  EXPECT_EQ(bp_tensor_set_name(nullptr, "x"), nullptr);
 }
 
 TEST_F(CoreTest, FlagsAccumulate) {
   bp_tensor *t = f32(1);
-  EXPECT_EQ(bp_set_flags(t, BP_TENSOR_FLAG_INPUT), t);
-  bp_set_flags(t, BP_TENSOR_FLAG_PARAM);
+  EXPECT_EQ(bp_tensor_set_flags(t, BP_TENSOR_FLAG_INPUT), t);
+  bp_tensor_set_flags(t, BP_TENSOR_FLAG_PARAM);
   EXPECT_EQ(t->flags, unsigned(BP_TENSOR_FLAG_INPUT | BP_TENSOR_FLAG_PARAM));
-  EXPECT_EQ(bp_set_flags(nullptr, 1), nullptr);
+  EXPECT_EQ(bp_tensor_set_flags(nullptr, 1), nullptr);
 }
 
 TEST(ContextTest, FreeNullIsFine) { bp_context_free(nullptr); }

@@ -20,13 +20,13 @@ class CoreTest : public ::testing::Test {
   void TearDown() override { bp_context_free(ctx); }
 
   bp_tensor *f32(int64_t a, int64_t b = 1, int64_t c = 1, int64_t d = 1) {
-    return bp_new_tensor_4d(ctx, BP_TYPE_F32, a, b, c, d);
+    return bp_tensor_new_4d(ctx, BP_TYPE_F32, a, b, c, d);
   }
   bp_tensor *f16(int64_t a, int64_t b = 1, int64_t c = 1, int64_t d = 1) {
-    return bp_new_tensor_4d(ctx, BP_TYPE_F16, a, b, c, d);
+    return bp_tensor_new_4d(ctx, BP_TYPE_F16, a, b, c, d);
   }
   bp_tensor *i32(int64_t a, int64_t b = 1, int64_t c = 1, int64_t d = 1) {
-    return bp_new_tensor_4d(ctx, BP_TYPE_I32, a, b, c, d);
+    return bp_tensor_new_4d(ctx, BP_TYPE_I32, a, b, c, d);
   }
 
   bp_context *ctx = nullptr;

@@ -1,4 +1,4 @@
-// error_model_test.cpp: issue 10, the application side of the error model
+// error_model_test.cpp: the application side of the error model
 // (docs/errors.md): clear-on-success, bp_last_status and the C++ codes, one
 // condition one status (a table), double frees of every handle type, the
 // C++ scheduler. NULL arguments of every function: null_args_test.cpp.
@@ -17,7 +17,7 @@ class ErrorModel : public ::testing::Test {
  protected:
   void SetUp() override {
     bp_registry_add_path(BP_TEST_PLUGIN_DIR);
-    ASSERT_EQ(bp_backend_init("cpu", &cpu_), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_new("cpu", &cpu_), BP_OK) << bp_last_error();
     ctx_ = bp_context_new(0);
   }
   void TearDown() override {
@@ -31,12 +31,12 @@ class ErrorModel : public ::testing::Test {
 // Point 1, the issue's own sequence.
 TEST_F(ErrorModel, ASuccessfulCallLeavesNoStaleMessage) {
   bp_backend *be = nullptr;
-  EXPECT_EQ(bp_backend_init("nosuch", &be), BP_ERR_NOT_FOUND);
+  EXPECT_EQ(bp_backend_new("nosuch", &be), BP_ERR_NOT_FOUND);
   EXPECT_NE(std::string(bp_last_error()).find("nosuch"), std::string::npos);
-  ASSERT_EQ(bp_backend_init("cpu", &be), BP_OK);
+  ASSERT_EQ(bp_backend_new("cpu", &be), BP_OK);
   EXPECT_EQ(bp_last_status(), BP_OK);
   EXPECT_STREQ(bp_last_error(), "");
-  bp_tensor *a = bp_new_tensor_1d(ctx_, BP_TYPE_F32, 4);
+  bp_tensor *a = bp_tensor_new_1d(ctx_, BP_TYPE_F32, 4);
   EXPECT_EQ(bp_add(ctx_, a, nullptr), nullptr);
   EXPECT_EQ(bp_last_status(), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(std::string(bp_last_error()), "bp_add: b is NULL");
@@ -57,8 +57,8 @@ TEST_F(ErrorModel, ASuccessfulCallLeavesNoStaleMessage) {
 // Point 1: a chain of builders is checked once at its end, even with
 // successful calls in between (the context keeps its first failure).
 TEST_F(ErrorModel, AWholeGraphIsCheckedOnceAtTheEnd) {
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 4, 3);
-  bp_tensor *bad = bp_mul_mat(ctx_, a, bp_new_tensor_2d(ctx_, BP_TYPE_F32, 5, 2));
+  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 4, 3);
+  bp_tensor *bad = bp_mul_mat(ctx_, a, bp_tensor_new_2d(ctx_, BP_TYPE_F32, 5, 2));
   const std::string first = bp_last_error();
   bp_tensor *ok = bp_relu(ctx_, a);  // succeeds: the thread state is clear again
   EXPECT_STREQ(bp_last_error(), "");
@@ -80,8 +80,8 @@ TEST_F(ErrorModel, AWholeGraphIsCheckedOnceAtTheEnd) {
 // Point 2: the status of calls that return pointers, and the C++ codes.
 TEST_F(ErrorModel, PointerCallsHaveAStatusAndCppThrowsTheRealCode) {
   bp_context *small = bp_context_new(1);
-  ASSERT_NE(bp_new_tensor_1d(small, BP_TYPE_F32, 4), nullptr);
-  EXPECT_EQ(bp_new_tensor_1d(small, BP_TYPE_F32, 4), nullptr);
+  ASSERT_NE(bp_tensor_new_1d(small, BP_TYPE_F32, 4), nullptr);
+  EXPECT_EQ(bp_tensor_new_1d(small, BP_TYPE_F32, 4), nullptr);
   EXPECT_EQ(bp_last_status(), BP_ERR_RESOURCE_EXHAUSTED);
   bp_context_free(small);
 
@@ -105,7 +105,7 @@ TEST_F(ErrorModel, PointerCallsHaveAStatusAndCppThrowsTheRealCode) {
 // Point 3: one condition, one status, wherever it is met. Each row is a
 // row of docs/errors.md's "Conditions" table.
 TEST_F(ErrorModel, OneConditionOneStatus) {
-  bp_tensor *a = bp_new_tensor_1d(ctx_, BP_TYPE_F32, 4);  // never allocated
+  bp_tensor *a = bp_tensor_new_1d(ctx_, BP_TYPE_F32, 4);  // never allocated
   bp_tensor *n = bp_neg(ctx_, a);
   bp_graph *g = bp_graph_new(ctx_, 0);
   ASSERT_EQ(bp_graph_build(g, n), BP_OK);
@@ -117,11 +117,11 @@ TEST_F(ErrorModel, OneConditionOneStatus) {
     const char *fragment;
   };
   bp_context *full = bp_context_new(1);
-  bp_new_tensor_1d(full, BP_TYPE_F32, 1);
+  bp_tensor_new_1d(full, BP_TYPE_F32, 1);
   bp_graph *tiny = bp_graph_new(ctx_, 1);
   bp_context *dead_ctx = bp_context_new(0);
   bp_context_free(dead_ctx);
-  bp_tensor *orphan = bp_new_tensor_1d(ctx_, BP_TYPE_F32, 4);  // its buffer is freed below
+  bp_tensor *orphan = bp_tensor_new_1d(ctx_, BP_TYPE_F32, 4);  // its buffer is freed below
   bp_buffer *orphan_buf = nullptr;
   ASSERT_EQ(bp_backend_alloc_buffer(cpu_, 64, &orphan_buf), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_buffer_place_tensor(orphan_buf, orphan, 0), BP_OK) << bp_last_error();
@@ -129,7 +129,7 @@ TEST_F(ErrorModel, OneConditionOneStatus) {
   bp_plugin *fake_gpu = nullptr;
   ASSERT_EQ(bp_registry_load(BP_TEST_FIXTURE_DIR "/libbp-fake_gpu.so", &fake_gpu), BP_OK) << bp_last_error();
   bp_backend *gpu = nullptr;
-  ASSERT_EQ(bp_backend_init("fake_gpu", &gpu), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new("fake_gpu", &gpu), BP_OK) << bp_last_error();
   const std::vector<row> rows = {
       {"tensor without memory: bp_tensor_get", [&] { return bp_tensor_get(a, buf, 0, sizeof buf); },
        BP_ERR_FAILED_PRECONDITION, "has no memory"},
@@ -150,23 +150,23 @@ TEST_F(ErrorModel, OneConditionOneStatus) {
        BP_ERR_INVALID_ARGUMENT, "the last backend must be a CPU backend"},
       {"NULL handle", [&] { return bp_graph_validate(nullptr); }, BP_ERR_INVALID_ARGUMENT, "graph is NULL"},
       {"NULL argument", [&] { return bp_tensor_get(nullptr, buf, 0, 4); }, BP_ERR_INVALID_ARGUMENT, "is NULL"},
-      {"freed handle", [&] { return bp_new_tensor_1d(dead_ctx, BP_TYPE_F32, 1) ? BP_OK : bp_last_status(); },
+      {"freed handle", [&] { return bp_tensor_new_1d(dead_ctx, BP_TYPE_F32, 1) ? BP_OK : bp_last_status(); },
        BP_ERR_INVALID_ARGUMENT, "already freed"},
-      {"bad shape", [&] { return bp_new_tensor_1d(ctx_, BP_TYPE_F32, 0) ? BP_OK : bp_last_status(); },
+      {"bad shape", [&] { return bp_tensor_new_1d(ctx_, BP_TYPE_F32, 0) ? BP_OK : bp_last_status(); },
        BP_ERR_INVALID_ARGUMENT, "must be >= 1"},
       {"bad spec",
        [&] {
          bp_backend *b = nullptr;
-         return bp_backend_init("cpu:", &b);
+         return bp_backend_new("cpu:", &b);
        },
        BP_ERR_INVALID_ARGUMENT, "cpu:"},
       {"no such plugin",
        [&] {
          bp_backend *b = nullptr;
-         return bp_backend_init("nosuch", &b);
+         return bp_backend_new("nosuch", &b);
        },
        BP_ERR_NOT_FOUND, "nosuch"},
-      {"full context", [&] { return bp_new_tensor_1d(full, BP_TYPE_F32, 1) ? BP_OK : bp_last_status(); },
+      {"full context", [&] { return bp_tensor_new_1d(full, BP_TYPE_F32, 1) ? BP_OK : bp_last_status(); },
        BP_ERR_RESOURCE_EXHAUSTED, "the context is full"},
       {"graph past max_nodes", [&] { return bp_graph_build(tiny, bp_relu(ctx_, n)); }, BP_ERR_RESOURCE_EXHAUSTED,
        "max_nodes"},
@@ -174,13 +174,13 @@ TEST_F(ErrorModel, OneConditionOneStatus) {
        [&] {
          bp_backend *b[1] = {};
          size_t count = 0;
-         return bp_backends_init("cpu;cpu", b, 1, &count);
+         return bp_backend_new_list("cpu;cpu", b, 1, &count);
        },
        BP_ERR_RESOURCE_EXHAUSTED, "capacity"},
       {"out_count NULL",
        [&] {
          bp_backend *b[1] = {};
-         return bp_backends_init("cpu", b, 1, nullptr);
+         return bp_backend_new_list("cpu", b, 1, nullptr);
        },
        BP_ERR_INVALID_ARGUMENT, "out_count is NULL"},
   };
@@ -213,7 +213,7 @@ TEST_F(ErrorModel, DoubleFreeOfEveryHandleTypeIsRecognised) {
   expect_refused("bp_buffer_free");
 
   bp_backend *be = nullptr;
-  ASSERT_EQ(bp_backend_init("cpu", &be), BP_OK);
+  ASSERT_EQ(bp_backend_new("cpu", &be), BP_OK);
   bp_backend_free(be);
   bp_backend_free(be);
   expect_refused("bp_backend_free");
@@ -255,7 +255,7 @@ TEST_F(ErrorModel, CppSchedulerTakesBackendsAndAllocatesGraphs) {
   EXPECT_EQ(sched.n_backends(), 1);
   bp::context ctx;
   bp_tensor *a = ctx.tensor_1d(BP_TYPE_F32, 4);
-  bp_set_flags(a, BP_TENSOR_FLAG_INPUT);
+  bp_tensor_set_flags(a, BP_TENSOR_FLAG_INPUT);
   bp_tensor *out = bp::check(bp_neg(ctx.get(), a));
   bp::graph g(ctx, out);
   sched.alloc_graph(g);  // inputs have memory now
@@ -278,13 +278,13 @@ TEST_F(ErrorModel, CppSchedulerTakesBackendsAndAllocatesGraphs) {
 TEST_F(ErrorModel, NullArgumentsTheIssueQuoted) {
   bp_backend *list[1] = {};
   size_t count = 0;
-  EXPECT_EQ(bp_backends_init("cpu", list, 1, nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new_list("cpu", list, 1, nullptr), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(list[0], nullptr);
   EXPECT_EQ(bp_graph_new(nullptr, 0), nullptr);
   EXPECT_NE(std::string(bp_last_error()).find("bp_graph_new: ctx is NULL"), std::string::npos) << bp_last_error();
-  bp_clear_error();  // else bp_set_name(NULL) is the NULL bp_graph_new returned: its failure is kept
-  EXPECT_EQ(bp_set_name(nullptr, "x"), nullptr);
-  EXPECT_EQ(std::string(bp_last_error()), "bp_set_name: t is NULL");
+  bp_clear_error();  // else bp_tensor_set_name(NULL) is the NULL bp_graph_new returned: its failure is kept
+  EXPECT_EQ(bp_tensor_set_name(nullptr, "x"), nullptr);
+  EXPECT_EQ(std::string(bp_last_error()), "bp_tensor_set_name: t is NULL");
   EXPECT_EQ(bp_sched_new(nullptr, nullptr, 1, 0, false), nullptr);
   EXPECT_NE(std::string(bp_last_error()).find("backends is NULL"), std::string::npos) << bp_last_error();
   (void)count;

@@ -56,14 +56,14 @@ liveness model(const bp_graph *g, const bp_buffer_type *buft) {
   liveness m;
   const size_t align = bp_buffer_type_alignment(buft);
   auto bytes = [&](const bp_tensor *t) { return (bp_buffer_type_alloc_size(buft, t) + align - 1) / align * align; };
-  const int n = (int)bp_graph_n_nodes(g);
+  const int n = (int)bp_graph_node_count(g);
   const int forever = 1 << 30;
   auto add_leaf = [&](const bp_tensor *t) {
     const bp_tensor *r = root_of(t);
     if (r->data || m.roots.count(r)) return;
     m.roots[r] = {-1, forever, bytes(r)};
   };
-  for (size_t i = 0; i < bp_graph_n_leafs(g); ++i) add_leaf(bp_graph_leaf(g, i));
+  for (size_t i = 0; i < bp_graph_leaf_count(g); ++i) add_leaf(bp_graph_leaf(g, i));
   for (int i = 0; i < n; ++i) {
     const bp_tensor *t = bp_graph_node(g, (size_t)i);
     if (!t->view_src && !t->data) m.roots[t] = {i, -1, bytes(t)};
@@ -125,7 +125,7 @@ class GallocrTest : public ::testing::Test {
     bp_plugin *p = nullptr;
     ASSERT_EQ(bp_registry_load(cpu_plugin().c_str(), &p), BP_OK) << bp_last_error();
     ASSERT_GE(bp_plugin_device_count(p), 1u);
-    ASSERT_EQ(bp_device_init_backend(bp_plugin_device(p, 0), "threads=2", &backend), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_new_on_device(bp_plugin_device(p, 0), "threads=2", &backend), BP_OK) << bp_last_error();
     buft = bp_backend_buffer_type(backend);
     ASSERT_NE(buft, nullptr);
     ctx = bp_context_new(0);
@@ -139,7 +139,7 @@ class GallocrTest : public ::testing::Test {
     bp_backend_free(backend);
   }
 
-  bp_tensor *f32(int64_t a, int64_t b = 1) { return bp_new_tensor_2d(ctx, BP_TYPE_F32, a, b); }
+  bp_tensor *f32(int64_t a, int64_t b = 1) { return bp_tensor_new_2d(ctx, BP_TYPE_F32, a, b); }
   size_t bytes(const bp_tensor *t) {
     size_t align = bp_buffer_type_alignment(buft);
     return (bp_buffer_type_alloc_size(buft, t) + align - 1) / align * align;
@@ -189,7 +189,7 @@ class GallocrTest : public ::testing::Test {
                                     << "' [" << lb.first << "," << lb.last << "] share bytes while both alive";
       }
     // Views point into their roots.
-    for (size_t i = 0; i < bp_graph_n_nodes(graph); ++i) {
+    for (size_t i = 0; i < bp_graph_node_count(graph); ++i) {
       const bp_tensor *t = bp_graph_node(graph, i);
       if (t->view_src) {
         EXPECT_EQ(t->data, static_cast<const char *>(t->view_src->data) + t->view_offs) << t->name;
@@ -207,14 +207,14 @@ class GallocrTest : public ::testing::Test {
 };
 
 TEST_F(GallocrTest, InPlaceChainPeaksAtTwoTensors) {
-  bp_tensor *x = bp_set_name(f32(256, 4), "x");  // a leaf: kept for the whole graph
+  bp_tensor *x = bp_tensor_set_name(f32(256, 4), "x");  // a leaf: kept for the whole graph
   bp_tensor *t = x;
   for (int i = 0; i < 8; ++i) t = (i % 2) ? bp_relu(ctx, t) : bp_scale(ctx, t, 0.5f);
   ASSERT_EQ(bp_graph_build(graph, t), BP_OK) << bp_last_error();
   alloc_and_check();
   EXPECT_EQ(bp_gallocr_get_buffer_size(galloc), 2 * bytes(x));
   // Every node after the first one reuses the first one's memory.
-  for (size_t i = 1; i < bp_graph_n_nodes(graph); ++i)
+  for (size_t i = 1; i < bp_graph_node_count(graph); ++i)
     EXPECT_EQ(bp_graph_node(graph, i)->data, bp_graph_node(graph, 0)->data);
   EXPECT_NE(bp_graph_node(graph, 0)->data, x->data) << "a leaf is never overwritten";
 }
@@ -233,7 +233,7 @@ TEST_F(GallocrTest, DiamondKeepsBothBranchesAlive) {
 
 TEST_F(GallocrTest, MlpBlockPeakMatchesLiveSet) {
   const int64_t d = 64, h = 257, n = 7;
-  bp_tensor *x = bp_set_flags(f32(d, n), BP_TENSOR_FLAG_INPUT);
+  bp_tensor *x = bp_tensor_set_flags(f32(d, n), BP_TENSOR_FLAG_INPUT);
   bp_tensor *w1 = f32(d, h), *b1 = f32(h), *w2 = f32(h, d), *b2 = f32(d);
   bp_tensor *t = bp_add(ctx, bp_mul_mat(ctx, w1, x), b1);
   t = bp_gelu(ctx, t);
@@ -250,13 +250,13 @@ TEST_F(GallocrTest, MlpBlockPeakMatchesLiveSet) {
 
 TEST_F(GallocrTest, OutputsAreNeverReused) {
   bp_tensor *x = f32(128);
-  bp_tensor *mid = bp_set_flags(bp_relu(ctx, x), BP_TENSOR_FLAG_OUTPUT);
+  bp_tensor *mid = bp_tensor_set_flags(bp_relu(ctx, x), BP_TENSOR_FLAG_OUTPUT);
   bp_tensor *t = bp_scale(ctx, mid, 3.0f);  // would be in place over mid, but mid is an output
   t = bp_exp(ctx, t);
   t = bp_neg(ctx, t);
   ASSERT_EQ(bp_graph_build(graph, t), BP_OK);
   alloc_and_check();
-  for (size_t i = 0; i < bp_graph_n_nodes(graph); ++i)
+  for (size_t i = 0; i < bp_graph_node_count(graph); ++i)
     if (bp_graph_node(graph, i) != mid) {
       EXPECT_NE(bp_graph_node(graph, i)->data, mid->data);
     }
@@ -264,9 +264,9 @@ TEST_F(GallocrTest, OutputsAreNeverReused) {
 
 TEST_F(GallocrTest, ExternallyAllocatedTensorsAreLeftAlone) {
   bp_context *wctx = bp_context_new(0);
-  bp_tensor *w = bp_new_tensor_2d(wctx, BP_TYPE_F32, 16, 16);
+  bp_tensor *w = bp_tensor_new_2d(wctx, BP_TYPE_F32, 16, 16);
   bp_buffer *wbuf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(wctx, backend, &wbuf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(wctx, backend, &wbuf), BP_OK) << bp_last_error();
   buffers.push_back(wbuf);
   void *w_data = w->data;
   bp_tensor *x = f32(16, 3);
@@ -306,7 +306,7 @@ TEST_F(GallocrTest, RandomGraphsKeepInvariants) {
     auto pick = [&](int n) { return (int)(rng() % (unsigned)n); };
     const int64_t N = 1 + pick(40), M = 1 + pick(9);
     std::vector<bp_tensor *> pool = {f32(N, M), f32(N, M)};
-    if (pick(2)) bp_set_flags(pool[0], BP_TENSOR_FLAG_INPUT);
+    if (pick(2)) bp_tensor_set_flags(pool[0], BP_TENSOR_FLAG_INPUT);
     const int n_ops = 5 + pick(30);
     for (int k = 0; k < n_ops; ++k) {
       bp_tensor *a = pool[(size_t)pick((int)pool.size())];
@@ -322,7 +322,7 @@ TEST_F(GallocrTest, RandomGraphsKeepInvariants) {
         default: t = bp_scale(ctx, a, 0.5f); break;
       }
       ASSERT_NE(t, nullptr) << bp_last_error();
-      if (pick(8) == 0) bp_set_flags(t, BP_TENSOR_FLAG_OUTPUT);
+      if (pick(8) == 0) bp_tensor_set_flags(t, BP_TENSOR_FLAG_OUTPUT);
       pool.push_back(t);
     }
     ASSERT_EQ(bp_graph_build(graph, pool.back()), BP_OK) << bp_last_error();
@@ -337,11 +337,11 @@ TEST_F(GallocrTest, RandomGraphsKeepInvariants) {
 }
 
 // Results through the graph allocator equal results with every tensor in its
-// own memory (bp_alloc_ctx_tensors), for a graph that reuses memory a lot.
+// own memory (bp_context_alloc_tensors), for a graph that reuses memory a lot.
 TEST_F(GallocrTest, ResultsMatchPlainAllocation) {
   const int64_t d = 33, h = 65, n = 7;
   auto build = [&](bp_context *c, std::vector<bp_tensor *> &leafs) {
-    auto t2 = [&](int64_t a, int64_t b) { return bp_new_tensor_2d(c, BP_TYPE_F32, a, b); };
+    auto t2 = [&](int64_t a, int64_t b) { return bp_tensor_new_2d(c, BP_TYPE_F32, a, b); };
     bp_tensor *x = t2(d, n), *w1 = t2(d, h), *b1 = t2(h, 1), *w2 = t2(h, d);
     leafs = {x, w1, b1, w2};
     bp_tensor *t = bp_silu(c, bp_add(c, bp_mul_mat(c, w1, x), b1));
@@ -372,7 +372,7 @@ TEST_F(GallocrTest, ResultsMatchPlainAllocation) {
   bp_graph *rg = bp_graph_new(rctx, 0);
   ASSERT_EQ(bp_graph_build(rg, rout), BP_OK);
   bp_buffer *rbuf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(rctx, backend, &rbuf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(rctx, backend, &rbuf), BP_OK) << bp_last_error();
   buffers.push_back(rbuf);
   fill(rleafs);
   ASSERT_EQ(bp_backend_graph_compute(backend, rg), BP_OK) << bp_last_error();
@@ -391,7 +391,7 @@ TEST_F(GallocrTest, ResultsMatchPlainAllocation) {
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "element " << i << " run " << run;
   }
   size_t own_memory = 0;
-  for (size_t i = 0; i < bp_context_n_tensors(ctx); ++i) {
+  for (size_t i = 0; i < bp_context_tensor_count(ctx); ++i) {
     const bp_tensor *t = bp_context_tensor(ctx, i);
     if (!t->view_src) own_memory += bytes(t);
   }
@@ -453,7 +453,7 @@ TEST_F(GallocrTest, BadInputIsAStatus) {
 
 TEST_F(GallocrTest, FailedAllocationLeavesTheAllocatorUsable) {
   // 2^45 floats = 128 TiB: no machine gives that.
-  bp_tensor *huge = bp_new_tensor_1d(ctx, BP_TYPE_F32, (int64_t)1 << 45);
+  bp_tensor *huge = bp_tensor_new_1d(ctx, BP_TYPE_F32, (int64_t)1 << 45);
   ASSERT_NE(huge, nullptr) << bp_last_error();
   ASSERT_EQ(bp_graph_build(graph, bp_relu(ctx, huge)), BP_OK);
   galloc = bp_gallocr_new(buft);

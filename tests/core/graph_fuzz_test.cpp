@@ -25,7 +25,7 @@ class GraphFuzz : public ::testing::Test {
  protected:
   void SetUp() override {
     bp_registry_add_path(BP_TEST_PLUGIN_DIR);
-    ASSERT_EQ(bp_backend_init("cpu:threads=2", &cpu_), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_new("cpu:threads=2", &cpu_), BP_OK) << bp_last_error();
   }
   void TearDown() override { bp_backend_free(cpu_); }
 
@@ -141,7 +141,7 @@ bp_tensor *random_op(round_state &s) {
     }
     default: {
       int64_t ne[4] = {s.dim(), s.dim(), s.dim(), s.dim()};
-      return bp_new_tensor(ctx, s.type(), s.pick(0, 5), ne);
+      return bp_tensor_new(ctx, s.type(), s.pick(0, 5), ne);
     }
   }
 }
@@ -149,7 +149,7 @@ bp_tensor *random_op(round_state &s) {
 // Random contents for every leaf with memory: values in [-2, 2], ids in
 // [-1, 8] (some out of range for GET_ROWS).
 void fill_leaves(round_state &s, const bp_graph *g) {
-  for (size_t i = 0; i < bp_graph_n_leafs(g); ++i) {
+  for (size_t i = 0; i < bp_graph_leaf_count(g); ++i) {
     bp_tensor *t = bp_graph_leaf(g, i);
     if (!t->data || t->view_src) continue;
     std::vector<unsigned char> bytes(bp_tensor_nbytes(t));
@@ -181,7 +181,7 @@ TEST_F(GraphFuzz, RandomGraphsAreRefusedWithAMessageOrComputeWithoutCrashing) {
     for (int i = 0; i < 6; ++i) {
       int64_t ne[4] = {s.dim(), s.dim(), s.dim(), s.dim()};
       bp_clear_error();
-      if (bp_tensor *t = bp_new_tensor(s.ctx, s.type(), s.pick(1, 4), ne)) s.pool.push_back(t);
+      if (bp_tensor *t = bp_tensor_new(s.ctx, s.type(), s.pick(1, 4), ne)) s.pool.push_back(t);
     }
     std::vector<bp_tensor *> nodes;
     for (int i = 0; i < 30; ++i) {
@@ -207,7 +207,7 @@ TEST_F(GraphFuzz, RandomGraphsAreRefusedWithAMessageOrComputeWithoutCrashing) {
     for (bp_tensor *t : nodes) ASSERT_EQ(bp_graph_build(g, t), BP_OK) << bp_last_error();
     ASSERT_EQ(bp_graph_validate(g), BP_OK) << bp_last_error();
     bp_buffer *buf = nullptr;
-    ASSERT_EQ(bp_alloc_ctx_tensors(s.ctx, cpu_, &buf), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_context_alloc_tensors(s.ctx, cpu_, &buf), BP_OK) << bp_last_error();
     fill_leaves(s, g);
     bp_clear_error();
     if (bp_backend_graph_compute(cpu_, g) == BP_OK) {

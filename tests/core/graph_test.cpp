@@ -14,13 +14,13 @@ using bp_test::CoreTest;
 
 std::vector<bp_tensor *> nodes_of(const bp_graph *g) {
   std::vector<bp_tensor *> out;
-  for (size_t i = 0; i < bp_graph_n_nodes(g); ++i) out.push_back(bp_graph_node(g, i));
+  for (size_t i = 0; i < bp_graph_node_count(g); ++i) out.push_back(bp_graph_node(g, i));
   return out;
 }
 
 std::vector<bp_tensor *> leafs_of(const bp_graph *g) {
   std::vector<bp_tensor *> out;
-  for (size_t i = 0; i < bp_graph_n_leafs(g); ++i) out.push_back(bp_graph_leaf(g, i));
+  for (size_t i = 0; i < bp_graph_leaf_count(g); ++i) out.push_back(bp_graph_leaf(g, i));
   return out;
 }
 
@@ -106,12 +106,12 @@ TEST_F(GraphTest, BuildingSeveralOutputsAccumulates) {
   ASSERT_EQ(bp_graph_build(g, z), BP_OK);
   ASSERT_EQ(bp_graph_build(g, x), BP_OK);  // already there: nothing added
   EXPECT_EQ(nodes_of(g), (std::vector<bp_tensor *>{x, y, z}));
-  EXPECT_EQ(bp_graph_n_leafs(g), 1u);
+  EXPECT_EQ(bp_graph_leaf_count(g), 1u);
   EXPECT_TRUE(x->flags & BP_TENSOR_FLAG_OUTPUT);
   EXPECT_TRUE(z->flags & BP_TENSOR_FLAG_OUTPUT);
   bp_graph_clear(g);
-  EXPECT_EQ(bp_graph_n_nodes(g), 0u);
-  EXPECT_EQ(bp_graph_n_leafs(g), 0u);
+  EXPECT_EQ(bp_graph_node_count(g), 0u);
+  EXPECT_EQ(bp_graph_leaf_count(g), 0u);
   ASSERT_EQ(bp_graph_build(g, y), BP_OK);
   EXPECT_EQ(nodes_of(g), (std::vector<bp_tensor *>{y}));
 }
@@ -119,7 +119,7 @@ TEST_F(GraphTest, BuildingSeveralOutputsAccumulates) {
 TEST_F(GraphTest, ALeafAloneIsAGraphWithoutNodes) {
   bp_tensor *a = f32(3);
   ASSERT_EQ(bp_graph_build(g, a), BP_OK);
-  EXPECT_EQ(bp_graph_n_nodes(g), 0u);
+  EXPECT_EQ(bp_graph_node_count(g), 0u);
   EXPECT_EQ(leafs_of(g), (std::vector<bp_tensor *>{a}));
 }
 
@@ -128,13 +128,13 @@ TEST_F(CoreTest, MaxNodesIsEnforcedAndLeavesTheGraphAsItWas) {
   bp_tensor *x = f32(2);
   for (int i = 0; i < 5; ++i) x = bp_neg(ctx, x);
   ASSERT_EQ(bp_graph_build(g, x), BP_OK) << bp_last_error();
-  EXPECT_EQ(bp_graph_n_nodes(g), 5u);
+  EXPECT_EQ(bp_graph_node_count(g), 5u);
   bp_tensor *y = bp_abs(ctx, x);
   bp_clear_error();
   EXPECT_EQ(bp_graph_build(g, y), BP_ERR_RESOURCE_EXHAUSTED);
   EXPECT_NE(std::string(bp_last_error()).find("more than 5 nodes (max_nodes)"), std::string::npos)
       << bp_last_error();
-  EXPECT_EQ(bp_graph_n_nodes(g), 5u);
+  EXPECT_EQ(bp_graph_node_count(g), 5u);
   EXPECT_FALSE(y->flags & BP_TENSOR_FLAG_OUTPUT);
   bp_graph_free(g);
 
@@ -143,18 +143,18 @@ TEST_F(CoreTest, MaxNodesIsEnforcedAndLeavesTheGraphAsItWas) {
   bp_tensor *s = bp_add(ctx, bp_add(ctx, f32(2), f32(2)), f32(2));
   EXPECT_EQ(bp_graph_build(g, s), BP_ERR_RESOURCE_EXHAUSTED);
   EXPECT_NE(std::string(bp_last_error()).find("leafs"), std::string::npos) << bp_last_error();
-  EXPECT_EQ(bp_graph_n_leafs(g), 0u);
+  EXPECT_EQ(bp_graph_leaf_count(g), 0u);
   bp_graph_free(g);
 }
 
 TEST(GraphLimitsTest, DeepChainsDoNotUseTheCallStack) {
   bp_context *ctx = bp_context_new(0);
-  bp_tensor *x = bp_new_tensor_1d(ctx, BP_TYPE_F32, 1);
+  bp_tensor *x = bp_tensor_new_1d(ctx, BP_TYPE_F32, 1);
   const int depth = 100000;
   for (int i = 0; i < depth; ++i) x = bp_neg(ctx, x);
   bp_graph *g = bp_graph_new(ctx, depth);
   ASSERT_EQ(bp_graph_build(g, x), BP_OK) << bp_last_error();
-  EXPECT_EQ(bp_graph_n_nodes(g), size_t(depth));
+  EXPECT_EQ(bp_graph_node_count(g), size_t(depth));
   EXPECT_EQ(bp_graph_node(g, depth - 1), x);
   EXPECT_EQ(bp_graph_validate(g), BP_OK);
   bp_graph_free(g);
@@ -167,7 +167,7 @@ TEST_F(GraphTest, BadArguments) {
   EXPECT_EQ(bp_graph_build(g, nullptr), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("NULL"), std::string::npos);
   EXPECT_EQ(bp_graph_validate(nullptr), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_graph_n_nodes(nullptr), 0u);
+  EXPECT_EQ(bp_graph_node_count(nullptr), 0u);
   EXPECT_EQ(bp_graph_node(nullptr, 0), nullptr);
   bp_graph_clear(nullptr);
   bp_graph_free(nullptr);
@@ -175,18 +175,18 @@ TEST_F(GraphTest, BadArguments) {
 
 TEST_F(GraphTest, CyclesAreRejected) {
   bp_tensor *a = f32(4);
-  bp_tensor *x = bp_set_name(bp_neg(ctx, a), "x");
+  bp_tensor *x = bp_tensor_set_name(bp_neg(ctx, a), "x");
   bp_tensor *y = bp_exp(ctx, x);
   x->src[0] = y;  // an edit that makes a cycle
   EXPECT_EQ(bp_graph_build(g, y), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("cycle"), std::string::npos) << bp_last_error();
-  EXPECT_EQ(bp_graph_n_nodes(g), 0u);
+  EXPECT_EQ(bp_graph_node_count(g), 0u);
 }
 
 // validate re-runs the op table on nodes edited after building.
 TEST_F(GraphTest, ValidateCatchesEditedNodes) {
   bp_tensor *a = f32(8, 4), *b = f32(8, 3);
-  bp_tensor *mm = bp_set_name(bp_mul_mat(ctx, a, b), "scores");
+  bp_tensor *mm = bp_tensor_set_name(bp_mul_mat(ctx, a, b), "scores");
   bp_tensor *sm = bp_soft_max(ctx, mm, nullptr, 1.0f);
   ASSERT_EQ(bp_graph_build(g, sm), BP_OK);
   ASSERT_EQ(bp_graph_validate(g), BP_OK);

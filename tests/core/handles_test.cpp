@@ -21,10 +21,10 @@ class CoreHandles : public ::testing::Test {
  protected:
   void SetUp() override {
     bp_registry_add_path(BP_TEST_PLUGIN_DIR);
-    ASSERT_EQ(bp_backend_init("cpu", &cpu_), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_new("cpu", &cpu_), BP_OK) << bp_last_error();
     ctx_ = bp_context_new(0);
     graph_ = bp_graph_new(ctx_, 0);
-    a_ = bp_new_tensor_1d(ctx_, BP_TYPE_F32, 4);
+    a_ = bp_tensor_new_1d(ctx_, BP_TYPE_F32, 4);
     ASSERT_NE(a_, nullptr);
     ASSERT_EQ(bp_graph_build(graph_, bp_neg(ctx_, a_)), BP_OK) << bp_last_error();
     bp_backend *list[] = {cpu_};
@@ -67,22 +67,22 @@ TEST_F(CoreHandles, GraphOfTheWrongType) {
   expect_error_mentions("bp_sched_graph_compute", "not a graph");
   EXPECT_EQ(bp_gallocr_alloc_graph(galloc_, not_graph), BP_ERR_INVALID_ARGUMENT);
   expect_error_mentions("bp_gallocr_alloc_graph", "not a graph");
-  EXPECT_EQ(bp_graph_n_nodes(not_graph), 0u);
+  EXPECT_EQ(bp_graph_node_count(not_graph), 0u);
   EXPECT_EQ(bp_graph_node(not_graph, 0), nullptr);
-  EXPECT_EQ(bp_graph_n_leafs(not_graph), 0u);
+  EXPECT_EQ(bp_graph_leaf_count(not_graph), 0u);
   bp_graph_clear(not_graph);  // ignored
   bp_graph_free(not_graph);   // ignored: the context stays alive
   // A tensor (which starts with its struct_size) is not a graph either.
   EXPECT_EQ(bp_backend_graph_compute(cpu_, as<bp_graph>(a_)), BP_ERR_INVALID_ARGUMENT);
   expect_error_mentions("bp_backend_graph_compute", "unknown object");
-  EXPECT_EQ(bp_context_n_tensors(ctx_), 2u);  // a and its NEG: the context was not freed
+  EXPECT_EQ(bp_context_tensor_count(ctx_), 2u);  // a and its NEG: the context was not freed
 }
 
 TEST_F(CoreHandles, ContextOfTheWrongType) {
   bp_context *not_ctx = as<bp_context>(graph_);
   bp_clear_error();
-  EXPECT_EQ(bp_new_tensor_1d(not_ctx, BP_TYPE_F32, 4), nullptr);
-  expect_error_mentions("bp_new_tensor", "is not a context (a graph)");
+  EXPECT_EQ(bp_tensor_new_1d(not_ctx, BP_TYPE_F32, 4), nullptr);
+  expect_error_mentions("bp_tensor_new", "is not a context (a graph)");
   bp_clear_error();
   EXPECT_EQ(bp_add(not_ctx, a_, a_), nullptr);
   expect_error_mentions("bp_add", "not a context");
@@ -96,13 +96,13 @@ TEST_F(CoreHandles, ContextOfTheWrongType) {
   EXPECT_EQ(bp_transpose(not_ctx, a_), nullptr);
   expect_error_mentions("bp_transpose", "not a context");
   bp_buffer *buf = nullptr;
-  EXPECT_EQ(bp_alloc_ctx_tensors(not_ctx, cpu_, &buf), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_context_alloc_tensors(not_ctx, cpu_, &buf), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(buf, nullptr);
-  EXPECT_EQ(bp_context_n_tensors(not_ctx), 0u);
+  EXPECT_EQ(bp_context_tensor_count(not_ctx), 0u);
   EXPECT_EQ(bp_context_tensor(not_ctx, 0), nullptr);
   EXPECT_EQ(bp_context_find(not_ctx, "x"), nullptr);
   bp_context_free(not_ctx);  // ignored: the graph stays alive
-  EXPECT_EQ(bp_graph_n_nodes(graph_), 1u);
+  EXPECT_EQ(bp_graph_node_count(graph_), 1u);
 }
 
 TEST_F(CoreHandles, SchedulerAndAllocatorOfTheWrongType) {
@@ -112,13 +112,13 @@ TEST_F(CoreHandles, SchedulerAndAllocatorOfTheWrongType) {
   expect_error_mentions("bp_sched_alloc_graph", "is not a scheduler (a graph allocator)");
   EXPECT_EQ(bp_sched_graph_compute(not_sched, graph_), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_sched_synchronize(not_sched), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_sched_get_n_splits(not_sched), 0);
-  EXPECT_EQ(bp_sched_get_n_copies(not_sched), 0);
+  EXPECT_EQ(bp_sched_split_count(not_sched), 0);
+  EXPECT_EQ(bp_sched_copy_count(not_sched), 0);
   EXPECT_EQ(bp_sched_get_buffer_size(not_sched, cpu_), 0u);
-  EXPECT_EQ(bp_sched_get_backend(not_sched, 0), nullptr);
+  EXPECT_EQ(bp_sched_backend(not_sched, 0), nullptr);
   bp_sched_split_info info{};
   info.struct_size = sizeof info;
-  EXPECT_EQ(bp_sched_get_split(not_sched, 0, &info), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_sched_split(not_sched, 0, &info), BP_ERR_INVALID_ARGUMENT);
   bp_sched_reset(not_sched);  // ignored
   bp_sched_free(not_sched);   // ignored: the allocator stays alive
 

@@ -1,4 +1,4 @@
-// null_args_test.cpp: issue 10 points 1 and 4, for every public function.
+// null_args_test.cpp: for every public function.
 //
 // The list of functions comes from include/backplane/backplane.h itself: a
 // function added to the header without a row in the table below fails
@@ -94,16 +94,16 @@ const std::map<std::string, row> &table() {
       // contexts and tensors
       {"bp_context_new", {kind::ok, BP_OK, [] { bp_context_free(bp_context_new(0)); }}},
       OK(bp_context_free),
-      OWN(bp_context_n_tensors),
+      OWN(bp_context_tensor_count),
       OWN(bp_context_tensor),
       OWN(bp_context_find),
-      BUILDER(bp_new_tensor),
-      BUILDER(bp_new_tensor_1d),
-      BUILDER(bp_new_tensor_2d),
-      BUILDER(bp_new_tensor_3d),
-      BUILDER(bp_new_tensor_4d),
-      BUILDER(bp_set_name),
-      BUILDER(bp_set_flags),
+      BUILDER(bp_tensor_new),
+      BUILDER(bp_tensor_new_1d),
+      BUILDER(bp_tensor_new_2d),
+      BUILDER(bp_tensor_new_3d),
+      BUILDER(bp_tensor_new_4d),
+      BUILDER(bp_tensor_set_name),
+      BUILDER(bp_tensor_set_flags),
       BUILDER(bp_view_1d),
       BUILDER(bp_view_2d),
       BUILDER(bp_view_3d),
@@ -152,9 +152,9 @@ const std::map<std::string, row> &table() {
       OK(bp_graph_free),
       OWN(bp_graph_build),  // NULL graph; NULL tensor: ErrorModel tests
       OWN(bp_graph_clear),
-      OWN(bp_graph_n_nodes),
+      OWN(bp_graph_node_count),
       OWN(bp_graph_node),
-      OWN(bp_graph_n_leafs),
+      OWN(bp_graph_leaf_count),
       OWN(bp_graph_leaf),
       OWN(bp_graph_validate),
       // registry
@@ -168,7 +168,7 @@ const std::map<std::string, row> &table() {
       OWN(bp_plugin_version),
       OWN(bp_plugin_path),
       OWN(bp_plugin_description),
-      OWN(bp_plugin_n_params),
+      OWN(bp_plugin_param_count),
       OWN(bp_plugin_param),
       OWN(bp_plugin_device_count),
       OWN(bp_plugin_status),
@@ -205,9 +205,9 @@ const std::map<std::string, row> &table() {
       OWN(bp_tensor_memset),
       OWN(bp_tensor_copy),
       // backends and events
-      OWN(bp_backend_init),
-      OWN(bp_backends_init),
-      OWN(bp_device_init_backend),
+      OWN(bp_backend_new),
+      OWN(bp_backend_new_list),
+      OWN(bp_backend_new_on_device),
       OK(bp_backend_free),
       OWN(bp_backend_name),
       OWN(bp_backend_get_device),
@@ -217,7 +217,7 @@ const std::map<std::string, row> &table() {
       OWN(bp_backend_graph_compute),
       OWN(bp_backend_graph_compute_async),
       OWN(bp_backend_synchronize),
-      OWN(bp_backend_graph_plan_create),
+      OWN(bp_graph_plan_new),
       OWN(bp_graph_plan_compute_async),
       OK(bp_graph_plan_free),
       OWN(bp_backend_supports_op),
@@ -228,13 +228,13 @@ const std::map<std::string, row> &table() {
       OWN(bp_event_new),
       OK(bp_event_free),
       OWN(bp_event_record),
-      OWN(bp_event_wait),
+      OWN(bp_backend_wait_event),
       OWN(bp_event_synchronize),
       // allocation
       OWN(bp_tallocr_new),
       OWN(bp_tallocr_alloc),
-      OWN(bp_alloc_ctx_tensors_from_buft),
-      OWN(bp_alloc_ctx_tensors),
+      OWN(bp_context_alloc_tensors_from_buft),
+      OWN(bp_context_alloc_tensors),
       OWN(bp_gallocr_new),
       OK(bp_gallocr_free),
       OWN(bp_gallocr_reserve),
@@ -244,10 +244,10 @@ const std::map<std::string, row> &table() {
       OWN(bp_sched_new),
       OK(bp_sched_free),
       OWN(bp_sched_reserve),
-      OWN(bp_sched_get_n_backends),
-      OWN(bp_sched_get_backend),
-      OWN(bp_sched_get_n_splits),
-      OWN(bp_sched_get_n_copies),
+      OWN(bp_sched_backend_count),
+      OWN(bp_sched_backend),
+      OWN(bp_sched_split_count),
+      OWN(bp_sched_copy_count),
       OWN(bp_sched_get_buffer_size),
       OWN(bp_sched_set_tensor_backend),
       OWN(bp_sched_get_tensor_backend),
@@ -258,8 +258,8 @@ const std::map<std::string, row> &table() {
       OWN(bp_sched_reset),
       OWN(bp_sched_set_eval_callback),
       OWN(bp_sched_set_graph_plans),
-      OWN(bp_sched_get_split),
-      OWN(bp_sched_get_node_backend),
+      OWN(bp_sched_split),
+      OWN(bp_sched_get_tensor_backend),
   };
   return t;
 }
@@ -273,8 +273,11 @@ std::string read_file(const std::filesystem::path &p) {
 
 const std::filesystem::path k_root = std::filesystem::path(BP_TEST_SOURCE_DIR).parent_path();
 
+// The current API: the deprecated 0.1 names at the end of the header only
+// forward (deprecated_names_test covers them).
 std::set<std::string> header_functions() {
-  const std::string h = read_file(k_root / "include/backplane/backplane.h");
+  std::string h = read_file(k_root / "include/backplane/backplane.h");
+  h = h.substr(0, h.find("#ifndef BP_NO_DEPRECATED"));
   std::set<std::string> names;
   const std::regex decl(R"(\nBP_API[^;(]*?\b(bp_\w+)\s*\()");
   for (auto it = std::sregex_iterator(h.begin(), h.end(), decl); it != std::sregex_iterator(); ++it)
@@ -285,15 +288,14 @@ std::set<std::string> header_functions() {
 // Thin variants report under the name of the function they forward to.
 std::string message_name(const std::string &fn) {
   static const std::map<std::string, std::string> alias = {
-      {"bp_new_tensor_1d", "bp_new_tensor"},
-      {"bp_new_tensor_2d", "bp_new_tensor"},
-      {"bp_new_tensor_3d", "bp_new_tensor"},
-      {"bp_new_tensor_4d", "bp_new_tensor"},
+      {"bp_tensor_new_1d", "bp_tensor_new"},
+      {"bp_tensor_new_2d", "bp_tensor_new"},
+      {"bp_tensor_new_3d", "bp_tensor_new"},
+      {"bp_tensor_new_4d", "bp_tensor_new"},
       {"bp_reshape_2d", "bp_reshape"},
       {"bp_reshape_3d", "bp_reshape"},
       {"bp_reshape_4d", "bp_reshape"},
-      {"bp_alloc_ctx_tensors_from_buft", "bp_alloc_ctx_tensors"},
-      {"bp_sched_get_node_backend", "bp_sched_get_tensor_backend"},
+      {"bp_context_alloc_tensors_from_buft", "bp_context_alloc_tensors"},
   };
   const auto it = alias.find(fn);
   return it == alias.end() ? fn : it->second;
@@ -303,7 +305,7 @@ std::string message_name(const std::string &fn) {
 const char *k_sentinel = "sentinel-plugin-that-does-not-exist";
 void fail_previous_call() {
   bp_backend *be = nullptr;
-  ASSERT_NE(bp_backend_init(k_sentinel, &be), BP_OK);
+  ASSERT_NE(bp_backend_new(k_sentinel, &be), BP_OK);
   ASSERT_NE(std::string(bp_last_error()).find(k_sentinel), std::string::npos) << bp_last_error();
 }
 

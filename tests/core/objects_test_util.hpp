@@ -55,7 +55,7 @@ class CpuObjectsTest : public ::testing::Test {
     bp_clear_error();
     dev = load_first_device(cpu_plugin_path());
     ASSERT_NE(dev, nullptr);
-    ASSERT_EQ(bp_device_init_backend(dev, nullptr, &backend), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_new_on_device(dev, nullptr, &backend), BP_OK) << bp_last_error();
     ctx = bp_context_new(0);
     ASSERT_NE(ctx, nullptr);
   }
@@ -69,11 +69,11 @@ class CpuObjectsTest : public ::testing::Test {
   // buffer is freed at teardown.
   bp_buffer *alloc_all(bp_context *c = nullptr) {
     bp_buffer *buf = nullptr;
-    EXPECT_EQ(bp_alloc_ctx_tensors(c ? c : ctx, backend, &buf), BP_OK) << bp_last_error();
+    EXPECT_EQ(bp_context_alloc_tensors(c ? c : ctx, backend, &buf), BP_OK) << bp_last_error();
     if (buf) buffers.push_back(buf);
     return buf;
   }
-  bp_tensor *named(bp_tensor *t, const char *name) { return bp_set_name(t, name); }
+  bp_tensor *named(bp_tensor *t, const char *name) { return bp_tensor_set_name(t, name); }
 
   bp_device *dev = nullptr;
   bp_backend *backend = nullptr;

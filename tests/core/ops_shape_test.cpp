@@ -223,8 +223,8 @@ TEST_F(CoreTest, ConcatAlongEachDim) {
   for (int dim = 0; dim < 4; ++dim) {
     int64_t na[4] = {2, 3, 4, 5}, nb[4] = {2, 3, 4, 5};
     nb[dim] = 7;
-    bp_tensor *a = bp_new_tensor(ctx, BP_TYPE_F16, 4, na);
-    bp_tensor *b = bp_new_tensor(ctx, BP_TYPE_F16, 4, nb);
+    bp_tensor *a = bp_tensor_new(ctx, BP_TYPE_F16, 4, na);
+    bp_tensor *b = bp_tensor_new(ctx, BP_TYPE_F16, 4, nb);
     bp_tensor *c = bp_concat(ctx, a, b, dim);
     ASSERT_NE(c, nullptr) << bp_last_error();
     for (int i = 0; i < 4; ++i) EXPECT_EQ(c->ne[i], i == dim ? na[i] + 7 : na[i]);
@@ -271,7 +271,7 @@ TEST_F(CoreTest, NullInputsPropagateAndKeepTheFirstError) {
   ASSERT_EQ(bad, nullptr);
   const std::string first = bp_last_error();
   ASSERT_NE(first.find("bp_mul_mat"), std::string::npos);
-  const size_t before = bp_context_n_tensors(ctx);
+  const size_t before = bp_context_tensor_count(ctx);
   bp_tensor *m = f32(4, 3);
   bp_tensor *x = bp_add(ctx, bad, m);
   x = bp_soft_max(ctx, bp_scale(ctx, bp_gelu(ctx, x), 2.0f), m, 1.0f);
@@ -281,7 +281,7 @@ TEST_F(CoreTest, NullInputsPropagateAndKeepTheFirstError) {
   x = bp_view_1d(ctx, bp_transpose(ctx, bp_permute(ctx, x, 0, 1, 2, 3)), 1, 0);
   EXPECT_EQ(x, nullptr);
   EXPECT_EQ(first, bp_last_error());
-  EXPECT_EQ(bp_context_n_tensors(ctx), before + 1);  // only m was created
+  EXPECT_EQ(bp_context_tensor_count(ctx), before + 1);  // only m was created
   bp_graph *g = bp_graph_new(ctx, 0);
   EXPECT_EQ(bp_graph_build(g, x), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find(first), std::string::npos) << bp_last_error();

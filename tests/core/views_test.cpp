@@ -10,7 +10,7 @@ using bp_test::CoreTest;
 using bp_test::expect_shape;
 
 TEST_F(CoreTest, View1dAtOffset) {
-  bp_tensor *a = bp_set_name(f32(8, 3), "a");
+  bp_tensor *a = bp_tensor_set_name(f32(8, 3), "a");
   bp_tensor *v = bp_view_1d(ctx, a, 5, 4 * 10);
   expect_shape(v, 5, 1, 1, 1);
   EXPECT_EQ(v->op, BP_OP_VIEW);
@@ -64,7 +64,7 @@ TEST_F(CoreTest, ViewOfViewAccumulatesOffsetAndKeepsTheOwner) {
 }
 
 TEST_F(CoreTest, ViewsOutsideTheSourceAreRejected) {
-  bp_tensor *a = bp_set_name(f32(8, 3), "a");
+  bp_tensor *a = bp_tensor_set_name(f32(8, 3), "a");
   EXPECT_FAILS_WITH(bp_view_1d(ctx, a, 25, 0), "bp_view_1d", "past the end", "'a' [8,3,1,1] f32", "96 bytes");
   EXPECT_FAILS_WITH(bp_view_1d(ctx, a, 1, 96), "past the end");
   EXPECT_FAILS_WITH(bp_view_1d(ctx, a, 4, 2), "offset 2", "multiple");
@@ -82,7 +82,7 @@ TEST_F(CoreTest, ViewsOutsideTheSourceAreRejected) {
 }
 
 TEST_F(CoreTest, ReshapeKeepsElementsAndNeedsContiguous) {
-  bp_tensor *a = bp_set_name(f32(6, 4), "a");
+  bp_tensor *a = bp_tensor_set_name(f32(6, 4), "a");
   bp_tensor *r = bp_reshape_3d(ctx, a, 3, 2, 4);
   expect_shape(r, 3, 2, 4, 1);
   EXPECT_EQ(r->op, BP_OP_RESHAPE);

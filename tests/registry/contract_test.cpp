@@ -1,5 +1,5 @@
 // contract_test.cpp: the plugin contract enforced the same way at the same
-// time (issue 10, plugin side): exceptions out of discovery slots, descriptor
+// time: exceptions out of discovery slots, descriptor
 // pointers and declared sizes, enum values, table checks with the exact slot,
 // file name vs plugin name, intended overrides, world-writable folders.
 #include <gtest/gtest.h>
@@ -29,7 +29,7 @@ size_t count_of(const std::string &text, const std::string &part) {
 }
 
 TEST(RegistryContract, ExceptionFromAnyDiscoverySlotLeavesTheOtherPluginsUsable) {
-  // Issue 10 #17: the exception class and its what() live in the plugin, so
+  // The exception class and its what() live in the plugin, so
   // closing the file before the host is done with the exception crashed.
   // Every slot throws in a folder that discovery walks; the good plugin
   // beside them still loads and runs.
@@ -55,17 +55,17 @@ TEST(RegistryContract, ExceptionFromAnyDiscoverySlotLeavesTheOtherPluginsUsable)
   // The shipped cpu plugin (found next to the library) is unaffected.
   bp_backend *be = nullptr;
   if (bp_plugin_find("cpu")) {
-    EXPECT_EQ(bp_backend_init("cpu", &be), BP_OK) << bp_last_error();
+    EXPECT_EQ(bp_backend_new("cpu", &be), BP_OK) << bp_last_error();
     bp_backend_free(be);
   }
 }
 
 TEST(RegistryContract, BackendTableIsCheckedAtCreationNamingTheSlot) {
-  // Issue 10 #9: the refusal names the one missing slot and the rule, not a
+  // The refusal names the one missing slot and the rule, not a
   // list of five candidates.
   ASSERT_NE(load_fixture("no_supports_buft"), nullptr);
   bp_backend *be = nullptr;
-  EXPECT_EQ(bp_backend_init("no_supports_buft", &be), BP_ERR_INCOMPATIBLE);
+  EXPECT_EQ(bp_backend_new("no_supports_buft", &be), BP_ERR_INCOMPATIBLE);
   EXPECT_EQ(be, nullptr);
   const std::string message = bp_last_error();
   EXPECT_NE(message.find("required slot bp_backend_i.supports_buft is NULL (PLG-5)"), std::string::npos) << message;
@@ -90,7 +90,7 @@ TEST(RegistryContract, EveryRefusalOfABrokenTableNamesTheSlotAndTheRule) {
 }
 
 TEST(RegistryContract, BufferTypeMessageSaysEachPrefixOnceAndNoRebuildAdvice) {
-  // Issue 10 #12: an alignment of 48 is the plugin's bug, not a header
+  // An alignment of 48 is the plugin's bug, not a header
   // mismatch; and "plugin 'x': device 0: default buffer type: x: device
   // 'x:0': ..." named the plugin and device twice.
   EXPECT_EQ(bp_registry_load(fixture("alignment_48").c_str(), nullptr), BP_ERR_INCOMPATIBLE);
@@ -102,7 +102,7 @@ TEST(RegistryContract, BufferTypeMessageSaysEachPrefixOnceAndNoRebuildAdvice) {
 }
 
 TEST(RegistryContract, LogLevelOutOfRangeIsLoggedAsError) {
-  // Issue 10 #16: 99 is read as an integer and mapped, never stored as a
+  // 99 is read as an integer and mapped, never stored as a
   // bp_log_level first.
   bp_test::log_capture logs;
   ASSERT_NE(load_fixture("log_level_99"), nullptr);
@@ -110,7 +110,7 @@ TEST(RegistryContract, LogLevelOutOfRangeIsLoggedAsError) {
 }
 
 TEST(RegistryContract, PluginPathShadowsAnInstalledPluginOnPurpose) {
-  // Issue 10 #10: the first folder on the search path wins; the other file
+  // The first folder on the search path wins; the other file
   // is listed as shadowed by the winner, at info level.
   temp_dir first, second;
   fs::copy_file(fixture("zero_devices"), first.path() / "libbp-zero_devices.so");
@@ -135,7 +135,7 @@ TEST(RegistryContract, PluginPathShadowsAnInstalledPluginOnPurpose) {
 }
 
 TEST(RegistryContract, WorldWritableFolderRefusesItsPlugins) {
-  // Issue 10 #19: anyone may replace a file in a folder every user may
+  // Anyone may replace a file in a folder every user may
   // write (0777); the file's own mode is not enough.
   temp_dir dir;
   fs::create_directory(dir.path() / "open");
@@ -166,7 +166,7 @@ std::string read_doc(const std::string &name) {
 }
 
 TEST(RegistryContract, DeviceSpecDocSaysWhatTheCApiDoesWithANul) {
-  // Issue 10 #20: no public entry point takes a length, so the docs must not
+  // No public entry point takes a length, so the docs must not
   // promise that an embedded NUL is refused; the C string ends there.
   const std::string doc = read_doc("device-spec.md");
   ASSERT_FALSE(doc.empty());
@@ -176,7 +176,7 @@ TEST(RegistryContract, DeviceSpecDocSaysWhatTheCApiDoesWithANul) {
   const std::string with_nul("good\0:flavor=999", 16);
   bp_backend *be = nullptr;
   // flavor=999 is out of range (0..100): it is never seen.
-  EXPECT_EQ(bp_backend_init(with_nul.c_str(), &be), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_backend_new(with_nul.c_str(), &be), BP_OK) << bp_last_error();
   bp_backend_free(be);
 }
 
@@ -189,7 +189,7 @@ std::string probe_fixture(const std::string &variant) {
 }
 
 TEST(RegistryContract, ProbeRefusesAFileWhoseChildExitsCrashesOrHangs) {
-  // Issue 10 #18: ELF constructors run at dlopen; exit(3) in one ended the
+  // ELF constructors run at dlopen; exit(3) in one ended the
   // process. With BP_PLUGIN_PROBE=1 a child loads the file first.
   setenv("BP_PLUGIN_PROBE", "1", 1);
   setenv("BP_PLUGIN_PROBE_TIMEOUT", "2", 1);

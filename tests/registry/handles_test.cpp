@@ -41,8 +41,8 @@ TEST_F(RegistryHandles, NullPluginHandle) {
   expect_error_names("bp_plugin_path", "NULL plugin handle");
   EXPECT_EQ(bp_plugin_description(nullptr), nullptr);
   expect_error_names("bp_plugin_description", "NULL plugin handle");
-  EXPECT_EQ(bp_plugin_n_params(nullptr), 0u);
-  expect_error_names("bp_plugin_n_params", "NULL plugin handle");
+  EXPECT_EQ(bp_plugin_param_count(nullptr), 0u);
+  expect_error_names("bp_plugin_param_count", "NULL plugin handle");
   EXPECT_EQ(bp_plugin_param(nullptr, 0), nullptr);
   expect_error_names("bp_plugin_param", "NULL plugin handle");
   EXPECT_EQ(bp_plugin_device_count(nullptr), 0u);
@@ -63,13 +63,13 @@ TEST_F(RegistryHandles, NullDeviceHandleAndOutputs) {
   EXPECT_EQ(bp_device_get_info(device_, nullptr), BP_ERR_INVALID_ARGUMENT);
   expect_error_names("bp_device_get_info", "out is NULL");
   bp_backend *be = reinterpret_cast<bp_backend *>(0x1);
-  EXPECT_EQ(bp_device_init_backend(nullptr, "", &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new_on_device(nullptr, "", &be), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(be, nullptr);
-  expect_error_names("bp_device_init_backend", "invalid device handle");
-  EXPECT_EQ(bp_device_init_backend(device_, "", nullptr), BP_ERR_INVALID_ARGUMENT);
-  expect_error_names("bp_device_init_backend", "out_backend is NULL");
-  EXPECT_EQ(bp_backends_init("fake_gpu", nullptr, 1, nullptr), BP_ERR_INVALID_ARGUMENT);
-  expect_error_names("bp_backends_init", "out is NULL");
+  expect_error_names("bp_backend_new_on_device", "invalid device handle");
+  EXPECT_EQ(bp_backend_new_on_device(device_, "", nullptr), BP_ERR_INVALID_ARGUMENT);
+  expect_error_names("bp_backend_new_on_device", "out_backend is NULL");
+  EXPECT_EQ(bp_backend_new_list("fake_gpu", nullptr, 1, nullptr), BP_ERR_INVALID_ARGUMENT);
+  expect_error_names("bp_backend_new_list", "out is NULL");
   // Every output pointer of bp_rejected_get may be NULL.
   bp_registry_load(bp_test::fixture("not_elf").c_str(), nullptr);
   EXPECT_EQ(bp_rejected_get(0, nullptr, nullptr, nullptr), BP_OK);
@@ -91,7 +91,7 @@ TEST_F(RegistryHandles, WrongTypeHandlesAreCaughtByTheirTag) {
   EXPECT_EQ(bp_device_get_info(plugin_as_device, &info), BP_ERR_INVALID_ARGUMENT);
   expect_error_names("bp_device_get_info", "invalid");
   bp_backend *be = nullptr;
-  EXPECT_EQ(bp_device_init_backend(plugin_as_device, "", &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new_on_device(plugin_as_device, "", &be), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(be, nullptr);
   // Not a handle at all: a plain word with no known tag.
   alignas(16) uint32_t junk[16] = {0x12345678u};

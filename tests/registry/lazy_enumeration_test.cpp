@@ -38,10 +38,10 @@ TEST(RegistryLazy, BackendInitEnumeratesOnlyTheNamedPlugin) {
   ASSERT_NE(lazy, nullptr);
   ASSERT_NE(good, nullptr);
   bp_backend *be = nullptr;
-  ASSERT_EQ(bp_backend_init("good", &be), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new("good", &be), BP_OK) << bp_last_error();
   bp_backend_free(be);
   EXPECT_EQ(logs.count("lazy", "fake: enumerate"), 0u) << "asking for 'good' enumerated 'lazy'";
-  ASSERT_EQ(bp_backend_init("lazy:1", &be), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new("lazy:1", &be), BP_OK) << bp_last_error();
   bp_backend_free(be);
   EXPECT_EQ(logs.count("lazy", "fake: enumerate"), 1u);
   ASSERT_EQ(bp_plugin_unload(lazy), BP_OK) << bp_last_error();
@@ -57,7 +57,7 @@ TEST(RegistryLazy, UnavailableAtEnumerationKeepsThePluginWithItsReason) {
   ASSERT_NE(why, nullptr);
   EXPECT_NE(std::string(why).find("no fake driver answered"), std::string::npos) << why;
   bp_backend *be = reinterpret_cast<bp_backend *>(0x1);
-  EXPECT_EQ(bp_backend_init("lazy_unavailable", &be), BP_ERR_UNAVAILABLE);
+  EXPECT_EQ(bp_backend_new("lazy_unavailable", &be), BP_ERR_UNAVAILABLE);
   EXPECT_EQ(be, nullptr);
   const std::string message = bp_last_error();
   EXPECT_NE(message.find("has no devices"), std::string::npos) << message;
@@ -101,7 +101,7 @@ namespace {
 TEST(RegistryLazy, AskingForCpuDoesNotEnumerateTheGpuPlugins) {
   bp_test::log_capture logs;
   bp_backend *be = nullptr;
-  ASSERT_EQ(bp_backend_init("cpu", &be), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new("cpu", &be), BP_OK) << bp_last_error();
   bp_backend_free(be);
   std::vector<std::string> deferred;
   for (const char *name : {"vulkan", "opencl"})
@@ -133,12 +133,12 @@ TEST(RegistryLazy, NoShippedPluginRepeatsItsNameInALogLine) {
   for (size_t i = 0; i < bp_plugin_count(); ++i) names.push_back(bp_plugin_name(bp_plugin_get(i)));
   for (const std::string &name : names) {
     bp_backend *be = nullptr;
-    if (bp_backend_init(name.c_str(), &be) != BP_OK) continue;  // no device here
+    if (bp_backend_new(name.c_str(), &be) != BP_OK) continue;  // no device here
     bp_context *ctx = bp_context_new(0);
-    bp_tensor *a = bp_new_tensor_1d(ctx, BP_TYPE_F32, 8);
+    bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 8);
     bp_graph *g = bp_graph_new(ctx, 0);
     bp_buffer *buf = nullptr;
-    if (bp_graph_build(g, bp_add(ctx, a, a)) == BP_OK && bp_alloc_ctx_tensors(ctx, be, &buf) == BP_OK)
+    if (bp_graph_build(g, bp_add(ctx, a, a)) == BP_OK && bp_context_alloc_tensors(ctx, be, &buf) == BP_OK)
       bp_backend_graph_compute(be, g);
     bp_buffer_free(buf);
     bp_graph_free(g);

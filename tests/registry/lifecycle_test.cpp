@@ -37,7 +37,7 @@ TEST(RegistryLifecycle, UnloadWithALiveBackendIsRefused) {
   bp_plugin *p = load_fixture("good");
   ASSERT_NE(p, nullptr);
   bp_backend *be = nullptr;
-  ASSERT_EQ(bp_backend_init("good", &be), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new("good", &be), BP_OK) << bp_last_error();
   EXPECT_EQ(bp_plugin_unload(p), BP_ERR_FAILED_PRECONDITION);
   bp_backend_free(be);
   EXPECT_EQ(bp_plugin_unload(p), BP_OK) << bp_last_error();
@@ -56,7 +56,7 @@ TEST(RegistryLifecycle, LoadUnloadTenTimesShutsDownOncePerLoad) {
     ASSERT_NE(p, nullptr);
     EXPECT_TRUE(is_mapped(fixture("good")));
     bp_backend *be = nullptr;
-    ASSERT_EQ(bp_backend_init("good:flavor=3", &be), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_new("good:flavor=3", &be), BP_OK) << bp_last_error();
     bp_buffer *buf = nullptr;
     ASSERT_EQ(bp_backend_alloc_buffer(be, 1000, &buf), BP_OK) << bp_last_error();
     bp_buffer_free(buf);
@@ -96,7 +96,7 @@ TEST(RegistryLifecycle, UnloadWithEveryKindOfLiveObjectIsRefused) {
   bp_plugin *p = load_fixture("fake_gpu");
   ASSERT_NE(p, nullptr);
   bp_backend *be = nullptr;
-  ASSERT_EQ(bp_backend_init("fake_gpu:1", &be), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new("fake_gpu:1", &be), BP_OK) << bp_last_error();
   bp_buffer *a = nullptr, *b = nullptr;
   ASSERT_EQ(bp_backend_alloc_buffer(be, 64, &a), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_buffer_type_alloc(bp_device_buffer_type(bp_plugin_device(p, 0)), 64, &b), BP_OK) << bp_last_error();
@@ -116,7 +116,7 @@ TEST(RegistryLifecycle, FailTheNthAllocationThenRecover) {
   for (int n = 0; n <= 3; ++n) {
     SCOPED_TRACE(n);
     bp_backend *be = nullptr;
-    ASSERT_EQ(bp_backend_init(("fail_alloc:fail_after=" + std::to_string(n)).c_str(), &be), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_new(("fail_alloc:fail_after=" + std::to_string(n)).c_str(), &be), BP_OK) << bp_last_error();
     std::vector<bp_buffer *> bufs;
     bp_status st = BP_OK;
     for (int i = 0; i < 10 && st == BP_OK; ++i) {
@@ -137,16 +137,16 @@ TEST(RegistryLifecycle, FailTheNthAllocationThenRecover) {
 TEST(RegistryLifecycle, DeviceLostIsStickyAndReleaseStillWorks) {
   ASSERT_NE(load_fixture("lost_after"), nullptr);
   bp_backend *be = nullptr;
-  ASSERT_EQ(bp_backend_init("lost_after", &be), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new("lost_after", &be), BP_OK) << bp_last_error();
   bp_context *ctx = bp_context_new(0);
-  bp_tensor *a = bp_new_tensor_1d(ctx, BP_TYPE_F32, 7);
-  bp_tensor *b = bp_new_tensor_1d(ctx, BP_TYPE_F32, 7);
+  bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 7);
+  bp_tensor *b = bp_tensor_new_1d(ctx, BP_TYPE_F32, 7);
   bp_tensor *c = bp_add(ctx, a, b);
   ASSERT_NE(c, nullptr) << bp_last_error();
   bp_graph *g = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g, c), BP_OK) << bp_last_error();
   bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
   std::vector<float> x(7), y(7), out(7);
   for (int i = 0; i < 7; ++i) {
     x[i] = 0.5f * i;
@@ -170,15 +170,15 @@ TEST(RegistryLifecycle, DeviceLostIsStickyAndReleaseStillWorks) {
 TEST(RegistryLifecycle, ThrowingSlotBecomesInternalAndTheProcessLives) {
   ASSERT_NE(load_fixture("good"), nullptr);
   bp_backend *be = nullptr;
-  EXPECT_EQ(bp_backend_init("good:throw=true", &be), BP_ERR_INTERNAL);
+  EXPECT_EQ(bp_backend_new("good:throw=true", &be), BP_ERR_INTERNAL);
   EXPECT_EQ(be, nullptr);
   EXPECT_NE(std::string(bp_last_error()).find("backend_init threw as asked"), std::string::npos) << bp_last_error();
-  ASSERT_EQ(bp_backend_init("good:throw=false", &be), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new("good:throw=false", &be), BP_OK) << bp_last_error();
   bp_backend_free(be);
 }
 
 TEST(RegistryLifecycle, RuntimeShutdownWithLiveObjectsChangesNothing) {
-  // Issue 10 point 6: all or nothing. Refused while objects live, and then
+  // All or nothing. Refused while objects live, and then
   // the runtime is as it was, so "free them, then call again" can be done.
   EXPECT_EXIT(
       {
@@ -198,7 +198,7 @@ TEST(RegistryLifecycle, RuntimeShutdownWithLiveObjectsChangesNothing) {
         if (bp_runtime_shutdown() != BP_OK) std::exit(18);
         if (bp_plugin_count() != 0) std::exit(19);
         bp_backend *be = nullptr;
-        if (bp_backend_init("good", &be) != BP_ERR_FAILED_PRECONDITION) std::exit(20);
+        if (bp_backend_new("good", &be) != BP_ERR_FAILED_PRECONDITION) std::exit(20);
         if (bp_registry_load(fixture("good").c_str(), nullptr) != BP_ERR_FAILED_PRECONDITION) std::exit(21);
         if (bp_runtime_shutdown() != BP_ERR_FAILED_PRECONDITION) std::exit(22);
         std::exit(0);
@@ -217,8 +217,8 @@ TEST(RegistryLifecycle, EveryRegistryCallAfterShutdownIsFailedPrecondition) {
         if (bp_registry_load(fixture("fake_gpu").c_str(), nullptr) != BP_ERR_FAILED_PRECONDITION) std::exit(15);
         bp_backend *more[2] = {};
         size_t n = 0;
-        if (bp_backends_init("good;good", more, 2, &n) != BP_ERR_FAILED_PRECONDITION) std::exit(16);
-        if (bp_backend_init("good", &more[0]) != BP_ERR_FAILED_PRECONDITION) std::exit(17);
+        if (bp_backend_new_list("good;good", more, 2, &n) != BP_ERR_FAILED_PRECONDITION) std::exit(16);
+        if (bp_backend_new("good", &more[0]) != BP_ERR_FAILED_PRECONDITION) std::exit(17);
         if (more[0] || more[1]) std::exit(18);
         if (bp_rejected_get(0, nullptr, nullptr, nullptr) != BP_ERR_FAILED_PRECONDITION) std::exit(19);
         if (bp_plugin_count() != 0 || bp_device_count() != 0 || bp_rejected_count() != 0) std::exit(20);
@@ -242,7 +242,7 @@ TEST(RegistryLifecycle, ExitWithoutFreeingOrShutdownIsClean) {
         static bp_buffer *buf = nullptr;
         if (bp_registry_load(fixture("good").c_str(), nullptr) != BP_OK) std::exit(10);
         if (bp_registry_load(fixture("fake_gpu").c_str(), nullptr) != BP_OK) std::exit(11);
-        if (bp_backend_init("fake_gpu:1", &be) != BP_OK) std::exit(12);
+        if (bp_backend_new("fake_gpu:1", &be) != BP_OK) std::exit(12);
         if (bp_backend_alloc_buffer(be, 128, &buf) != BP_OK) std::exit(13);
         bp_device_count();
         std::exit(0);

@@ -67,7 +67,6 @@ const std::vector<refused_case> k_refused = {
     {"init_fails", BP_ERR_INTERNAL, {"plugin 'init_fails' failed to initialise", "permission denied"}},
     {"init_unavailable", BP_ERR_UNAVAILABLE, {"unavailable on this machine", "no fake hardware"}},
     {"throws", BP_ERR_INTERNAL, {"plugin 'throws': device 0: get_props failed", "threw a std::runtime_error"}},
-    // Issue 10.
     {"name_mismatch",
      BP_ERR_INCOMPATIBLE,
      {"declares the plugin name 'mismatch_other'", "its file name says \"name_mismatch\"", "PLG-3"}},
@@ -88,7 +87,7 @@ const std::vector<refused_case> k_refused = {
     {"long_name_35_characters_abcdefghijk",
      BP_ERR_INCOMPATIBLE,
      {"\"long_name_35_characters_abcdefghijk\" (35 characters) is invalid", "PLG-3"}},
-    // Issue 26: symbols no compiler makes (see HandMadeSymbolsAreRefusedBeforeAnyReadOrCall).
+    // Symbols no compiler makes (see HandMadeSymbolsAreRefusedBeforeAnyReadOrCall).
     {"misaligned_descriptor",
      BP_ERR_INCOMPATIBLE,
      {"libbp-misaligned_descriptor.so", "bp_plugin_descriptor symbol at", "is not aligned for bp_plugin_descriptor_t",
@@ -122,7 +121,7 @@ TEST(RegistryLoad, EachBrokenFixtureIsRefusedWithItsReason) {
 }
 
 TEST(RegistryLoad, HandMadeSymbolsAreRefusedBeforeAnyReadOrCall) {
-  // Issue 26 point 6, from outside testing. A descriptor symbol at an odd
+  // From outside testing: A descriptor symbol at an odd
   // address was read through a misaligned pointer (UBSan: alignment, fatal
   // under scripts/test.sh's halt_on_error); an entry symbol naming data was
   // called and every tool died of SIGSEGV. Each is refused with its cause,
@@ -237,7 +236,7 @@ TEST(RegistryLoad, PluginAndDeviceInfoAreCopied) {
   char real[4096];
   ASSERT_NE(realpath(fixture("fake_gpu").c_str(), real), nullptr);
   EXPECT_STREQ(bp_plugin_path(p), real);
-  ASSERT_EQ(bp_plugin_n_params(p), 5u);
+  ASSERT_EQ(bp_plugin_param_count(p), 5u);
   const bp_param_info *flavor = bp_plugin_param(p, 0);
   ASSERT_NE(flavor, nullptr);
   EXPECT_STREQ(flavor->name, "flavor");

@@ -160,7 +160,7 @@ TEST(SpecParser, SingleSpecRefusesALists) {
   spec_parse_result r = parse_spec("vulkan;cpu");
   EXPECT_EQ(r.status, BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(r.column, 7u);
-  EXPECT_NE(r.message.find("bp_backends_init"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("bp_backend_new_list"), std::string::npos) << r.message;
   EXPECT_EQ(parse_spec("cpu:threads=2").status, BP_OK);
 }
 

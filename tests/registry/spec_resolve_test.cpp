@@ -20,7 +20,7 @@ class SpecResolve : public ::testing::Test {
   // Creates a backend from |spec| and returns its name ("" on failure).
   std::string backend_name(const char *spec) {
     bp_backend *be = nullptr;
-    bp_status st = bp_backend_init(spec, &be);
+    bp_status st = bp_backend_new(spec, &be);
     EXPECT_EQ(st, BP_OK) << spec << ": " << bp_last_error();
     if (st != BP_OK) return "";
     std::string name = bp_backend_name(be);
@@ -30,7 +30,7 @@ class SpecResolve : public ::testing::Test {
   // Expects |spec| to fail with |status| and a message containing each part.
   void expect_error(const char *spec, bp_status status, std::initializer_list<const char *> parts) {
     bp_backend *be = reinterpret_cast<bp_backend *>(0x1);
-    EXPECT_EQ(bp_backend_init(spec, &be), status) << spec << ": " << bp_last_error();
+    EXPECT_EQ(bp_backend_new(spec, &be), status) << spec << ": " << bp_last_error();
     EXPECT_EQ(be, nullptr);
     std::string message = bp_last_error();
     for (const char *part : parts) EXPECT_NE(message.find(part), std::string::npos) << spec << ": " << message;
@@ -56,11 +56,11 @@ TEST_F(SpecResolve, EveryDeviceSpecSelectsItsDevice) {
     std::string plugin = bp_plugin_name(info.plugin);
     if (plugin != "good" && plugin != "fake_gpu") continue;  // others may need hardware
     bp_backend *be = nullptr;
-    ASSERT_EQ(bp_backend_init(info.spec, &be), BP_OK) << info.spec << ": " << bp_last_error();
+    ASSERT_EQ(bp_backend_new(info.spec, &be), BP_OK) << info.spec << ": " << bp_last_error();
     EXPECT_EQ(bp_backend_get_device(be), dev);
     bp_backend_free(be);
     std::string by_id = plugin + ":id=" + info.id;
-    ASSERT_EQ(bp_backend_init(by_id.c_str(), &be), BP_OK) << by_id << ": " << bp_last_error();
+    ASSERT_EQ(bp_backend_new(by_id.c_str(), &be), BP_OK) << by_id << ": " << bp_last_error();
     EXPECT_EQ(bp_backend_get_device(be), dev);
     bp_backend_free(be);
   }
@@ -103,13 +103,13 @@ TEST_F(SpecResolve, SyntaxErrorsComeBackThroughTheApi) {
   for (const char *bad : {"", ":", "cpu:", "cpu:,", "cpu:threads=", "cpu:=2", "cpu:threads=2,threads=3",
                           "cpu:99999999999999999999", "a;;b", "cpü"}) {
     bp_backend *be = nullptr;
-    EXPECT_EQ(bp_backend_init(bad, &be), BP_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_EQ(bp_backend_new(bad, &be), BP_ERR_INVALID_ARGUMENT) << bad;
     EXPECT_NE(std::string(bp_last_error()).find("at column"), std::string::npos) << bp_last_error();
   }
-  expect_error("good;fake_gpu", BP_ERR_INVALID_ARGUMENT, {"use bp_backends_init"});
+  expect_error("good;fake_gpu", BP_ERR_INVALID_ARGUMENT, {"use bp_backend_new_list"});
   bp_backend *be = nullptr;
-  EXPECT_EQ(bp_backend_init(nullptr, &be), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_backend_init("good", nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new(nullptr, &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new("good", nullptr), BP_ERR_INVALID_ARGUMENT);
 }
 
 TEST_F(SpecResolve, AutoPicksTheBestDevice) {
@@ -132,7 +132,7 @@ TEST_F(SpecResolve, AutoPicksTheBestDevice) {
   ASSERT_NE(best, nullptr);
   EXPECT_EQ(best_info.type, BP_DEVICE_TYPE_GPU);  // fake_gpu is loaded
   bp_backend *be = nullptr;
-  ASSERT_EQ(bp_backend_init("auto", &be), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new("auto", &be), BP_OK) << bp_last_error();
   EXPECT_EQ(bp_backend_get_device(be), best);
   bp_backend_free(be);
   expect_error("auto:0", BP_ERR_INVALID_ARGUMENT, {"'auto' picks the device itself"});
@@ -142,20 +142,20 @@ TEST_F(SpecResolve, AutoPicksTheBestDevice) {
 TEST_F(SpecResolve, ListsAreWholeOrNothing) {
   bp_backend *out[4] = {};
   size_t n = 99;
-  ASSERT_EQ(bp_backends_init("fake_gpu:1;good:flavor=1", out, 4, &n), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new_list("fake_gpu:1;good:flavor=1", out, 4, &n), BP_OK) << bp_last_error();
   ASSERT_EQ(n, 2u);
   EXPECT_STREQ(bp_backend_name(out[0]), "fake_gpu:1");
   EXPECT_STREQ(bp_backend_name(out[1]), "good:0");
   bp_backend_free(out[0]);
   bp_backend_free(out[1]);
 
-  EXPECT_EQ(bp_backends_init("good;fake_gpu;nosuch", out, 4, &n), BP_ERR_NOT_FOUND);
+  EXPECT_EQ(bp_backend_new_list("good;fake_gpu;nosuch", out, 4, &n), BP_ERR_NOT_FOUND);
   EXPECT_EQ(n, 0u);
   EXPECT_NE(std::string(bp_last_error()).find("no plugin named 'nosuch'"), std::string::npos) << bp_last_error();
-  EXPECT_EQ(bp_backends_init("good;good;good", out, 2, &n), BP_ERR_RESOURCE_EXHAUSTED);
+  EXPECT_EQ(bp_backend_new_list("good;good;good", out, 2, &n), BP_ERR_RESOURCE_EXHAUSTED);
   EXPECT_NE(std::string(bp_last_error()).find("names 3 backends but capacity is 2"), std::string::npos);
-  EXPECT_EQ(bp_backends_init("good;;good", out, 4, &n), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_backends_init(nullptr, out, 4, &n), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new_list("good;;good", out, 4, &n), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new_list(nullptr, out, 4, &n), BP_ERR_INVALID_ARGUMENT);
   // Nothing was left alive by the failed calls.
   EXPECT_EQ(bp_plugin_unload(bp_plugin_find("good")), BP_OK) << bp_last_error();
 }
@@ -164,18 +164,18 @@ TEST_F(SpecResolve, DeviceInitBackendTakesParamsOnly) {
   bp_device *dev = bp_plugin_device(bp_plugin_find("fake_gpu"), 1);
   ASSERT_NE(dev, nullptr);
   bp_backend *be = nullptr;
-  ASSERT_EQ(bp_device_init_backend(dev, nullptr, &be), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new_on_device(dev, nullptr, &be), BP_OK) << bp_last_error();
   EXPECT_STREQ(bp_backend_name(be), "fake_gpu:1");
   bp_backend_free(be);
-  ASSERT_EQ(bp_device_init_backend(dev, "flavor=5,label=x", &be), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_new_on_device(dev, "flavor=5,label=x", &be), BP_OK) << bp_last_error();
   bp_backend_free(be);
-  EXPECT_EQ(bp_device_init_backend(dev, "device=0", &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new_on_device(dev, "device=0", &be), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("the device is given by the handle"), std::string::npos);
-  EXPECT_EQ(bp_device_init_backend(dev, "flavor=", &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new_on_device(dev, "flavor=", &be), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("bad backend params \"flavor=\" at column 8"), std::string::npos)
       << bp_last_error();
-  EXPECT_EQ(bp_device_init_backend(dev, "nope=1", &be), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_device_init_backend(nullptr, "", &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new_on_device(dev, "nope=1", &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new_on_device(nullptr, "", &be), BP_ERR_INVALID_ARGUMENT);
 }
 
 TEST_F(SpecResolve, CpuPluginAcceptsThreads) {

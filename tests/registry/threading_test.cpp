@@ -59,12 +59,12 @@ TEST(RegistryThreading, LoadsUnloadsAndLookupsRace) {
     users.emplace_back([&] {
       while (!stop.load()) {
         bp_backend *be = nullptr;
-        if (bp_backend_init("good:flavor=1", &be) != BP_OK) ++failures;
+        if (bp_backend_new("good:flavor=1", &be) != BP_OK) ++failures;
         bp_backend_free(be);
         if (bp_device_count() == 0) ++failures;
         if (!bp_plugin_find("good")) ++failures;
         bp_backend *maybe = nullptr;  // the racing plugin may or may not be there
-        if (bp_backend_init("abi_minor_new", &maybe) == BP_OK) bp_backend_free(maybe);
+        if (bp_backend_new("abi_minor_new", &maybe) == BP_OK) bp_backend_free(maybe);
       }
     });
   loader.join();

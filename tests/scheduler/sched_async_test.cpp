@@ -63,12 +63,12 @@ struct fan_out {
   std::vector<float> w1v, w2v;
 
   void build(bp_context *wctx, bp_context *ctx) {
-    x = bp_set_name(bp_set_flags(bp_new_tensor_2d(ctx, BP_TYPE_F32, d, n), BP_TENSOR_FLAG_INPUT), "x");
-    w1 = bp_set_name(bp_new_tensor_2d(wctx, BP_TYPE_F32, d, h), "w1");
-    w2 = bp_set_name(bp_new_tensor_2d(wctx, BP_TYPE_F32, d, h2), "w2");
-    a = bp_set_name(bp_mul_mat(ctx, w1, x), "a");
-    c = bp_set_name(bp_sqr(ctx, x), "c");
-    b = bp_set_name(bp_mul_mat(ctx, w2, x), "b");
+    x = bp_tensor_set_name(bp_tensor_set_flags(bp_tensor_new_2d(ctx, BP_TYPE_F32, d, n), BP_TENSOR_FLAG_INPUT), "x");
+    w1 = bp_tensor_set_name(bp_tensor_new_2d(wctx, BP_TYPE_F32, d, h), "w1");
+    w2 = bp_tensor_set_name(bp_tensor_new_2d(wctx, BP_TYPE_F32, d, h2), "w2");
+    a = bp_tensor_set_name(bp_mul_mat(ctx, w1, x), "a");
+    c = bp_tensor_set_name(bp_sqr(ctx, x), "c");
+    b = bp_tensor_set_name(bp_mul_mat(ctx, w2, x), "b");
     ASSERT_NE(b, nullptr) << bp_last_error();
     graph = bp_graph_new(ctx, 0);
     for (bp_tensor *t : {a, c, b}) ASSERT_EQ(bp_graph_build(graph, t), BP_OK) << bp_last_error();
@@ -113,8 +113,8 @@ TEST_P(SchedAsyncTest, SplitGraphWithCopiesMatchesCpu) {
   build_mlp(backends[0], /*gelu_mid=*/true);
   reference ref(cpu_ref, true);
   for (unsigned seed = 1; seed <= 3; ++seed) EXPECT_LT(nmse(run(seed), ref.run(seed)), 1e-6) << "seed " << seed;
-  EXPECT_EQ(bp_sched_get_n_splits(sched), 4);
-  EXPECT_EQ(bp_sched_get_n_copies(sched), 4) << "x in, add1 out, gelu in, scale out";
+  EXPECT_EQ(bp_sched_split_count(sched), 4);
+  EXPECT_EQ(bp_sched_copy_count(sched), 4) << "x in, add1 out, gelu in, scale out";
 }
 
 TEST_P(SchedAsyncTest, ComputeAsyncThenSynchronize) {
@@ -178,15 +178,15 @@ TEST_P(SchedAsyncTest, RunsAheadOfTheDeviceKeepTheirInputs) {
   fan_out f;
   f.build(wctx, ctx);
   bp_buffer *wbuf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(wctx, backends[0], &wbuf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(wctx, backends[0], &wbuf), BP_OK) << bp_last_error();
   buffers.push_back(wbuf);
   bp_buffer_set_usage(wbuf, BP_BUFFER_USAGE_WEIGHTS);
   f.fill_weights();
   m.graph = f.graph;  // freed by the fixture
   ASSERT_EQ(bp_sched_alloc_graph(sched, f.graph), BP_OK) << bp_last_error();
   // The premise: partial | cpu | partial, and only the first split copies.
-  ASSERT_EQ(bp_sched_get_n_splits(sched), 3);
-  ASSERT_EQ(bp_sched_get_n_copies(sched), 1);
+  ASSERT_EQ(bp_sched_split_count(sched), 3);
+  ASSERT_EQ(bp_sched_copy_count(sched), 1);
   EXPECT_EQ(backend_of(f.a), backends[0]);
   EXPECT_EQ(backend_of(f.c), backends[1]);
   EXPECT_EQ(backend_of(f.b), backends[0]);
@@ -286,9 +286,9 @@ TEST_F(SchedTest, PartialAsyncDeviceAdvertisesAsyncAndEvents) {
 TEST_F(SchedTest, PartialAsyncEventsOrderTwoQueues) {
   NEED_PARTIAL();
   make_backends("partial:1,delay_us=2000;partial:1");
-  bp_tensor *t = bp_new_tensor_1d(ctx, BP_TYPE_F32, 64);
+  bp_tensor *t = bp_tensor_new_1d(ctx, BP_TYPE_F32, 64);
   bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, backends[0], &buf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, backends[0], &buf), BP_OK) << bp_last_error();
   buffers.push_back(buf);
   write_f32(t, std::vector<float>(64, 1.0f));
   bp_event *ev = nullptr;
@@ -297,7 +297,7 @@ TEST_F(SchedTest, PartialAsyncEventsOrderTwoQueues) {
     std::vector<float> want = random_values(64, 500 + (unsigned)round), got(64, 0.0f);
     ASSERT_EQ(bp_backend_tensor_set_async(backends[0], t, want.data(), 0, 64 * sizeof(float)), BP_OK);
     ASSERT_EQ(bp_event_record(ev, backends[0]), BP_OK) << bp_last_error();
-    ASSERT_EQ(bp_event_wait(backends[1], ev), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_wait_event(backends[1], ev), BP_OK) << bp_last_error();
     ASSERT_EQ(bp_backend_tensor_get_async(backends[1], t, got.data(), 0, 64 * sizeof(float)), BP_OK);
     ASSERT_EQ(bp_backend_synchronize(backends[1]), BP_OK) << bp_last_error();
     EXPECT_EQ(got, want) << "round " << round;

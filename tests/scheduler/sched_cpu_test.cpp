@@ -15,21 +15,21 @@ TEST_F(SchedTest, CpuAloneIsOneSplitWithoutCopies) {
   build_mlp(backends[0], /*gelu_mid=*/true);
   reference ref(cpu_ref, true);
   std::vector<float> got = run(1), want = ref.run(1);
-  EXPECT_EQ(bp_sched_get_n_splits(sched), 1);
-  EXPECT_EQ(bp_sched_get_n_copies(sched), 0);
+  EXPECT_EQ(bp_sched_split_count(sched), 1);
+  EXPECT_EQ(bp_sched_copy_count(sched), 0);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
   bp_sched_split_info info{};
   info.struct_size = sizeof info;
-  ASSERT_EQ(bp_sched_get_split(sched, 0, &info), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_sched_split(sched, 0, &info), BP_OK) << bp_last_error();
   EXPECT_EQ(info.backend, backends[0]);
   EXPECT_EQ(info.first_node, 0);
-  EXPECT_EQ(info.n_nodes, (int)bp_graph_n_nodes(m.graph));
+  EXPECT_EQ(info.n_nodes, (int)bp_graph_node_count(m.graph));
   EXPECT_EQ(info.n_inputs, 0);
   EXPECT_EQ(info.bytes_copied, 0u);
   EXPECT_GT(bp_sched_get_buffer_size(sched, backends[0]), 0u);
-  for (size_t i = 0; i < bp_graph_n_nodes(m.graph); ++i)
-    EXPECT_EQ(bp_sched_get_node_backend(sched, bp_graph_node(m.graph, i)), backends[0]);
+  for (size_t i = 0; i < bp_graph_node_count(m.graph); ++i)
+    EXPECT_EQ(bp_sched_get_tensor_backend(sched, bp_graph_node(m.graph, i)), backends[0]);
 }
 
 TEST_F(SchedTest, TwoCpuBackendsSplitByPinsWithoutCopies) {
@@ -37,7 +37,7 @@ TEST_F(SchedTest, TwoCpuBackendsSplitByPinsWithoutCopies) {
   ASSERT_EQ(backends.size(), 2u);
   make_sched();
   build_mlp(backends[1], true);
-  const size_t n = bp_graph_n_nodes(m.graph);
+  const size_t n = bp_graph_node_count(m.graph);
   for (size_t i = 0; i < n; ++i) {
     bp_tensor *t = bp_graph_node(m.graph, i);
     ASSERT_EQ(bp_sched_set_tensor_backend(sched, t, backends[i < n / 2 ? 0 : 1]), BP_OK) << bp_last_error();
@@ -47,14 +47,14 @@ TEST_F(SchedTest, TwoCpuBackendsSplitByPinsWithoutCopies) {
     std::vector<float> got = run(seed), want = ref.run(seed);
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
   }
-  EXPECT_EQ(bp_sched_get_n_splits(sched), 2);
-  EXPECT_EQ(bp_sched_get_n_copies(sched), 0) << "host memory is shared, never copied";
+  EXPECT_EQ(bp_sched_split_count(sched), 2);
+  EXPECT_EQ(bp_sched_copy_count(sched), 0) << "host memory is shared, never copied";
   for (size_t i = 0; i < n; ++i)
     EXPECT_EQ(backend_of(bp_graph_node(m.graph, i)), backends[i < n / 2 ? 0 : 1]) << i;
   bp_sched_split_info a{}, b{};
   a.struct_size = b.struct_size = sizeof a;
-  ASSERT_EQ(bp_sched_get_split(sched, 0, &a), BP_OK);
-  ASSERT_EQ(bp_sched_get_split(sched, 1, &b), BP_OK);
+  ASSERT_EQ(bp_sched_split(sched, 0, &a), BP_OK);
+  ASSERT_EQ(bp_sched_split(sched, 1, &b), BP_OK);
   EXPECT_EQ(a.n_nodes + b.n_nodes, (int)n);
   EXPECT_EQ(b.first_node, a.n_nodes);
   EXPECT_EQ(a.n_inputs + b.n_inputs, 0);
@@ -87,7 +87,7 @@ TEST_F(SchedTest, EvalCallbackObservesChosenNodes) {
       &seen);
   std::vector<float> got = run(3), want = ref.run(3);
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
-  EXPECT_EQ(seen.asked.size(), bp_graph_n_nodes(m.graph)) << "asked once per node";
+  EXPECT_EQ(seen.asked.size(), bp_graph_node_count(m.graph)) << "asked once per node";
   ASSERT_EQ(seen.observed, (std::vector<std::string>{"mm1", "mm2"}));
   EXPECT_EQ(seen.values[0], want_mm1) << "observed after it was computed";
   EXPECT_EQ(seen.values[1], want_mm2);
@@ -129,10 +129,10 @@ TEST_F(SchedTest, ResetForgetsAndRerunsTheSame) {
   ASSERT_EQ(bp_sched_set_tensor_backend(sched, m.mm2, backends[1]), BP_OK);
   std::vector<float> first = run(5);
   EXPECT_EQ(backend_of(m.mm2), backends[1]);
-  EXPECT_GE(bp_sched_get_n_splits(sched), 2);
+  EXPECT_GE(bp_sched_split_count(sched), 2);
   bp_sched_reset(sched);
-  EXPECT_EQ(bp_sched_get_n_splits(sched), 0);
-  EXPECT_EQ(bp_sched_get_n_copies(sched), 0);
+  EXPECT_EQ(bp_sched_split_count(sched), 0);
+  EXPECT_EQ(bp_sched_copy_count(sched), 0);
   EXPECT_EQ(backend_of(m.mm2), nullptr) << "reset forgets pins and assignments";
   std::vector<float> second = run(5), want = ref.run(5);
   EXPECT_EQ(backend_of(m.mm2), backends[0]);
@@ -149,7 +149,7 @@ TEST_F(SchedTest, ReserveSizesBuffersFromTheMeasureGraph) {
   ASSERT_EQ(bp_sched_reserve(sched, m.graph), BP_OK) << bp_last_error();
   size_t reserved = bp_sched_get_buffer_size(sched, backends[0]);
   EXPECT_GT(reserved, 0u);
-  EXPECT_EQ(bp_sched_get_n_splits(sched), 0) << "reserve leaves no graph allocated";
+  EXPECT_EQ(bp_sched_split_count(sched), 0) << "reserve leaves no graph allocated";
   EXPECT_EQ(m.out->data, nullptr);
   reference ref(cpu_ref, true);
   std::vector<float> got = run(2), want = ref.run(2);
@@ -199,14 +199,14 @@ TEST_F(SchedTest, BadInputIsAStatus) {
   EXPECT_EQ(bp_sched_set_tensor_backend(sched, nullptr, backends[0]), BP_ERR_INVALID_ARGUMENT);
   bp_sched_split_info info{};
   info.struct_size = sizeof info;
-  EXPECT_EQ(bp_sched_get_split(sched, 0, &info), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_sched_get_split(sched, -1, &info), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_sched_get_split(sched, 0, nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_sched_split(sched, 0, &info), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_sched_split(sched, -1, &info), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_sched_split(sched, 0, nullptr), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_sched_get_buffer_size(sched, cpu_ref), 0u);
-  EXPECT_EQ(bp_sched_get_backend(sched, 2), nullptr);
-  EXPECT_EQ(bp_sched_get_backend(sched, 1), backends[1]);
-  EXPECT_EQ(bp_sched_get_n_backends(sched), 2);
-  EXPECT_EQ(bp_sched_get_n_splits(nullptr), 0);
+  EXPECT_EQ(bp_sched_backend(sched, 2), nullptr);
+  EXPECT_EQ(bp_sched_backend(sched, 1), backends[1]);
+  EXPECT_EQ(bp_sched_backend_count(sched), 2);
+  EXPECT_EQ(bp_sched_split_count(nullptr), 0);
   EXPECT_EQ(bp_sched_synchronize(nullptr), BP_ERR_INVALID_ARGUMENT);
   bp_sched_reset(nullptr);
   bp_sched_free(nullptr);
@@ -236,8 +236,8 @@ TEST_F(SchedTest, BlasAndCpuShareMemory) {
   EXPECT_EQ(backend_of(m.mm1), backends[0]);
   EXPECT_EQ(backend_of(m.mm2), backends[0]);
   EXPECT_EQ(backend_of(m.out), backends[1]);
-  EXPECT_EQ(bp_sched_get_n_copies(sched), 0);
-  for (size_t i = 0; i < bp_graph_n_nodes(m.graph); ++i) {
+  EXPECT_EQ(bp_sched_copy_count(sched), 0);
+  for (size_t i = 0; i < bp_graph_node_count(m.graph); ++i) {
     const bp_tensor *t = bp_graph_node(m.graph, i);
     if (t->op != BP_OP_MUL_MAT) {
       EXPECT_EQ(backend_of(t), backends[1]) << t->name;

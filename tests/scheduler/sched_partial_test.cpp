@@ -27,17 +27,17 @@ TEST_F(SchedTest, PartialAndCpuSplitCopyAndMatchCpu) {
     EXPECT_LT(nmse(got, want), 1e-6) << "seed " << seed;
   }
   // mm1 add1 | gelu | silu norm mm2 add2 scale | out
-  EXPECT_EQ(bp_sched_get_n_splits(sched), 4);
-  EXPECT_EQ(bp_sched_get_n_copies(sched), 4) << "x in, add1 out, gelu in, scale out";
+  EXPECT_EQ(bp_sched_split_count(sched), 4);
+  EXPECT_EQ(bp_sched_copy_count(sched), 4) << "x in, add1 out, gelu in, scale out";
   EXPECT_EQ(backend_of(m.mm1), backends[0]);
   EXPECT_EQ(backend_of(m.mm2), backends[0]);
   EXPECT_EQ(backend_of(m.out), backends[1]) << "SOFT_MAX only runs on the cpu";
   int nodes = 0, inputs = 0;
   uint64_t bytes = 0;
-  for (int i = 0; i < bp_sched_get_n_splits(sched); ++i) {
+  for (size_t i = 0; i < bp_sched_split_count(sched); ++i) {
     bp_sched_split_info info{};
     info.struct_size = sizeof info;
-    ASSERT_EQ(bp_sched_get_split(sched, i, &info), BP_OK);
+    ASSERT_EQ(bp_sched_split(sched, i, &info), BP_OK);
     EXPECT_EQ(info.first_node, nodes);
     EXPECT_EQ(info.backend, backends[(size_t)(i % 2)]) << "partial and cpu alternate";
     EXPECT_GE(info.n_inputs, 1) << "every split here reads something from the other side";
@@ -45,8 +45,8 @@ TEST_F(SchedTest, PartialAndCpuSplitCopyAndMatchCpu) {
     inputs += info.n_inputs;
     bytes += info.bytes_copied;
   }
-  EXPECT_EQ(nodes, (int)bp_graph_n_nodes(m.graph));
-  EXPECT_EQ(inputs, bp_sched_get_n_copies(sched));
+  EXPECT_EQ(nodes, (int)bp_graph_node_count(m.graph));
+  EXPECT_EQ(inputs, bp_sched_copy_count(sched));
   EXPECT_EQ(bytes, (uint64_t)(2 * m.d * m.n + 2 * m.h * m.n) * sizeof(float));
   EXPECT_GT(bp_sched_get_buffer_size(sched, backends[0]), 0u);
   EXPECT_GT(bp_sched_get_buffer_size(sched, backends[1]), 0u);
@@ -63,8 +63,8 @@ TEST_F(SchedTest, WeightsPullTheirConsumers) {
   std::vector<float> got = run(1), want = ref.run(1);
   EXPECT_LT(nmse(got, want), 1e-12);
   EXPECT_EQ(backend_of(m.mm1), backends[1]);
-  EXPECT_EQ(bp_sched_get_n_splits(sched), 1);
-  EXPECT_EQ(bp_sched_get_n_copies(sched), 0);
+  EXPECT_EQ(bp_sched_split_count(sched), 1);
+  EXPECT_EQ(bp_sched_copy_count(sched), 0);
 }
 
 TEST_F(SchedTest, OffloadHintPullsAProductUpFromTheCpu) {
@@ -84,10 +84,10 @@ TEST_F(SchedTest, OffloadHintPullsAProductUpFromTheCpu) {
   EXPECT_EQ(backend_of(m.mm2), backends[0]);
   EXPECT_EQ(backend_of(m.out), backends[1]) << "SOFT_MAX only runs on the cpu";
   uint64_t bytes = 0;
-  for (int i = 0; i < bp_sched_get_n_splits(sched); ++i) {
+  for (size_t i = 0; i < bp_sched_split_count(sched); ++i) {
     bp_sched_split_info info{};
     info.struct_size = sizeof info;
-    ASSERT_EQ(bp_sched_get_split(sched, i, &info), BP_OK);
+    ASSERT_EQ(bp_sched_split(sched, i, &info), BP_OK);
     bytes += info.bytes_copied;
   }
   // w1 and w2 (d x h floats each) reach partial by copy, with x and more.
@@ -104,8 +104,8 @@ TEST_F(SchedTest, OffloadHintBelowItsBatchLeavesTheProductOnTheCpu) {
   std::vector<float> got = run(1), want = ref.run(1);
   EXPECT_LT(nmse(got, want), 1e-12);
   EXPECT_EQ(backend_of(m.mm1), backends[1]);
-  EXPECT_EQ(bp_sched_get_n_splits(sched), 1);
-  EXPECT_EQ(bp_sched_get_n_copies(sched), 0);
+  EXPECT_EQ(bp_sched_split_count(sched), 1);
+  EXPECT_EQ(bp_sched_copy_count(sched), 0);
 }
 
 TEST_F(SchedTest, WeightsInPartialMemoryRunThere) {
@@ -118,10 +118,10 @@ TEST_F(SchedTest, WeightsInPartialMemoryRunThere) {
   EXPECT_LT(nmse(got, want), 1e-6);
   // Everything up to SOFT_MAX runs where the weights are; x goes in, the
   // scaled logits come out.
-  for (size_t i = 0; i + 1 < bp_graph_n_nodes(m.graph); ++i)
+  for (size_t i = 0; i + 1 < bp_graph_node_count(m.graph); ++i)
     EXPECT_EQ(backend_of(bp_graph_node(m.graph, i)), backends[0]) << bp_graph_node(m.graph, i)->name;
-  EXPECT_EQ(bp_sched_get_n_splits(sched), 2);
-  EXPECT_EQ(bp_sched_get_n_copies(sched), 2);
+  EXPECT_EQ(bp_sched_split_count(sched), 2);
+  EXPECT_EQ(bp_sched_copy_count(sched), 2);
 }
 
 TEST_F(SchedTest, PinnedUnsupportedOpIsAStatus) {
@@ -186,7 +186,7 @@ TEST_F(SchedTest, PipelinedRunsGiveTheSameResults) {
     ASSERT_EQ(bp_sched_synchronize(sched), BP_OK) << bp_last_error();
     EXPECT_LT(nmse(read_f32(m.out), ref.run(seed)), 1e-6) << "run " << seed;
   }
-  EXPECT_EQ(bp_sched_get_n_copies(sched), 4);
+  EXPECT_EQ(bp_sched_copy_count(sched), 4);
 }
 
 // The partial backend (sync mode) has graph plans: its splits run through a
@@ -200,10 +200,10 @@ TEST_F(SchedTest, SplitsReplayGraphPlansAndMatchCpu) {
   reference ref(cpu_ref, true);
   auto plans_held = [&] {
     int held = 0;
-    for (int i = 0; i < bp_sched_get_n_splits(sched); ++i) {
+    for (size_t i = 0; i < bp_sched_split_count(sched); ++i) {
       bp_sched_split_info info{};
       info.struct_size = sizeof info;
-      EXPECT_EQ(bp_sched_get_split(sched, i, &info), BP_OK);
+      EXPECT_EQ(bp_sched_split(sched, i, &info), BP_OK);
       held += info.n_plans;
       if (info.backend == backends[1]) {
         EXPECT_EQ(info.n_plans, 0) << "the cpu backend has no plans";
@@ -236,15 +236,15 @@ TEST_F(SchedTest, GraphPlanApiReplaysAndRefusesWithoutPlans) {
   make_backends("partial;cpu");
   bp_context *ctx = bp_context_new(8);
   ASSERT_NE(ctx, nullptr);
-  bp_tensor *a = bp_new_tensor_1d(ctx, BP_TYPE_F32, 33);
-  bp_tensor *b = bp_new_tensor_1d(ctx, BP_TYPE_F32, 33);
+  bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 33);
+  bp_tensor *b = bp_tensor_new_1d(ctx, BP_TYPE_F32, 33);
   bp_tensor *sum = bp_add(ctx, a, b);
   bp_graph *g = bp_graph_new(ctx, 8);
   ASSERT_EQ(bp_graph_build(g, sum), BP_OK) << bp_last_error();
   bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, backends[0], &buf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, backends[0], &buf), BP_OK) << bp_last_error();
   bp_graph_plan *plan = nullptr;
-  ASSERT_EQ(bp_backend_graph_plan_create(backends[0], g, &plan), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_graph_plan_new(backends[0], g, &plan), BP_OK) << bp_last_error();
   for (int run = 0; run < 3; ++run) {
     std::vector<float> x(33), y(33);
     for (int i = 0; i < 33; ++i) x[(size_t)i] = 0.5f * i + run, y[(size_t)i] = 100.0f * run - i;
@@ -257,10 +257,10 @@ TEST_F(SchedTest, GraphPlanApiReplaysAndRefusesWithoutPlans) {
   }
   bp_graph_plan_free(plan);
   bp_graph_plan *none = reinterpret_cast<bp_graph_plan *>(0x1);
-  EXPECT_EQ(bp_backend_graph_plan_create(backends[1], g, &none), BP_ERR_UNIMPLEMENTED);
+  EXPECT_EQ(bp_graph_plan_new(backends[1], g, &none), BP_ERR_UNIMPLEMENTED);
   EXPECT_EQ(none, nullptr);
   EXPECT_NE(std::string(bp_last_error()).find("bp_backend_graph_compute"), std::string::npos) << bp_last_error();
-  EXPECT_EQ(bp_backend_graph_plan_create(backends[0], g, nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_graph_plan_new(backends[0], g, nullptr), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_graph_plan_compute_async(nullptr), BP_ERR_INVALID_ARGUMENT);
   bp_graph_plan_free(nullptr);
   bp_buffer_free(buf);

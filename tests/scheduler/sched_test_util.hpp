@@ -63,20 +63,20 @@ struct mlp {
   bp_graph *graph = nullptr;
 
   void build(bp_context *wctx, bp_context *ctx, bool gelu_mid) {
-    x = bp_set_name(bp_set_flags(bp_new_tensor_2d(ctx, BP_TYPE_F32, d, n), BP_TENSOR_FLAG_INPUT), "x");
-    w1 = bp_set_name(bp_new_tensor_2d(wctx, BP_TYPE_F32, d, h), "w1");
-    b1 = bp_set_name(bp_new_tensor_1d(wctx, BP_TYPE_F32, h), "b1");
-    w2 = bp_set_name(bp_new_tensor_2d(wctx, BP_TYPE_F32, h, d), "w2");
-    b2 = bp_set_name(bp_new_tensor_1d(wctx, BP_TYPE_F32, d), "b2");
-    mm1 = bp_set_name(bp_mul_mat(ctx, w1, x), "mm1");
-    bp_tensor *t = bp_set_name(bp_add(ctx, mm1, b1), "add1");
-    if (gelu_mid) t = bp_set_name(bp_gelu(ctx, t), "gelu");
-    t = bp_set_name(bp_silu(ctx, t), "silu");
-    t = bp_set_name(bp_rms_norm(ctx, t, 1e-5f), "norm");
-    mm2 = bp_set_name(bp_mul_mat(ctx, w2, t), "mm2");
-    t = bp_set_name(bp_add(ctx, mm2, b2), "add2");
-    t = bp_set_name(bp_scale(ctx, t, 0.5f), "scale");
-    out = bp_set_name(bp_soft_max(ctx, t, nullptr, 1.0f), "out");
+    x = bp_tensor_set_name(bp_tensor_set_flags(bp_tensor_new_2d(ctx, BP_TYPE_F32, d, n), BP_TENSOR_FLAG_INPUT), "x");
+    w1 = bp_tensor_set_name(bp_tensor_new_2d(wctx, BP_TYPE_F32, d, h), "w1");
+    b1 = bp_tensor_set_name(bp_tensor_new_1d(wctx, BP_TYPE_F32, h), "b1");
+    w2 = bp_tensor_set_name(bp_tensor_new_2d(wctx, BP_TYPE_F32, h, d), "w2");
+    b2 = bp_tensor_set_name(bp_tensor_new_1d(wctx, BP_TYPE_F32, d), "b2");
+    mm1 = bp_tensor_set_name(bp_mul_mat(ctx, w1, x), "mm1");
+    bp_tensor *t = bp_tensor_set_name(bp_add(ctx, mm1, b1), "add1");
+    if (gelu_mid) t = bp_tensor_set_name(bp_gelu(ctx, t), "gelu");
+    t = bp_tensor_set_name(bp_silu(ctx, t), "silu");
+    t = bp_tensor_set_name(bp_rms_norm(ctx, t, 1e-5f), "norm");
+    mm2 = bp_tensor_set_name(bp_mul_mat(ctx, w2, t), "mm2");
+    t = bp_tensor_set_name(bp_add(ctx, mm2, b2), "add2");
+    t = bp_tensor_set_name(bp_scale(ctx, t, 0.5f), "scale");
+    out = bp_tensor_set_name(bp_soft_max(ctx, t, nullptr, 1.0f), "out");
     ASSERT_NE(out, nullptr) << bp_last_error();
     graph = bp_graph_new(ctx, 0);
     ASSERT_EQ(bp_graph_build(graph, out), BP_OK) << bp_last_error();
@@ -95,8 +95,8 @@ class reference {
     wctx_ = bp_context_new(0);
     ctx_ = bp_context_new(0);
     m_.build(wctx_, ctx_, gelu_mid);
-    EXPECT_EQ(bp_alloc_ctx_tensors(wctx_, cpu_, &wbuf_), BP_OK) << bp_last_error();
-    EXPECT_EQ(bp_alloc_ctx_tensors(ctx_, cpu_, &buf_), BP_OK) << bp_last_error();
+    EXPECT_EQ(bp_context_alloc_tensors(wctx_, cpu_, &wbuf_), BP_OK) << bp_last_error();
+    EXPECT_EQ(bp_context_alloc_tensors(ctx_, cpu_, &buf_), BP_OK) << bp_last_error();
     m_.fill_weights();
   }
   ~reference() {
@@ -127,7 +127,7 @@ class SchedTest : public ::testing::Test {
     bp_clear_error();
     if (!file_exists(cpu_plugin())) GTEST_SKIP() << "missing " << cpu_plugin();
     ASSERT_EQ(bp_registry_load(cpu_plugin().c_str(), nullptr), BP_OK) << bp_last_error();
-    ASSERT_EQ(bp_backend_init("cpu", &cpu_ref), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_new("cpu", &cpu_ref), BP_OK) << bp_last_error();
     wctx = bp_context_new(0);
     ctx = bp_context_new(0);
   }
@@ -149,7 +149,7 @@ class SchedTest : public ::testing::Test {
   void make_backends(const char *list) {
     bp_backend *out[8] = {};
     size_t n = 0;
-    ASSERT_EQ(bp_backends_init(list, out, 8, &n), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_backend_new_list(list, out, 8, &n), BP_OK) << bp_last_error();
     backends.assign(out, out + n);
   }
   void make_sched(bool parallel = false, size_t graph_size = 0) {
@@ -161,14 +161,14 @@ class SchedTest : public ::testing::Test {
   void build_mlp(bp_backend *weights_on, bool gelu_mid, bool mark_weights = true) {
     m.build(wctx, ctx, gelu_mid);
     bp_buffer *wbuf = nullptr;
-    ASSERT_EQ(bp_alloc_ctx_tensors(wctx, weights_on, &wbuf), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_context_alloc_tensors(wctx, weights_on, &wbuf), BP_OK) << bp_last_error();
     buffers.push_back(wbuf);
     if (mark_weights) bp_buffer_set_usage(wbuf, BP_BUFFER_USAGE_WEIGHTS);
     m.fill_weights();
   }
   // One run through the scheduler with input |seed|.
   std::vector<float> run(unsigned seed) {
-    if (!bp_sched_get_n_splits(sched) || !m.x->data) {
+    if (!bp_sched_split_count(sched) || !m.x->data) {
       EXPECT_EQ(bp_sched_alloc_graph(sched, m.graph), BP_OK) << bp_last_error();
     }
     write_f32(m.x, m.input(seed));

@@ -1,5 +1,5 @@
-// outside_text_test.cpp: no byte of outside text aborts a tool (issue 10
-// #14). File names, device descriptions and plugin messages may hold bytes
+// outside_text_test.cpp: no byte of outside text aborts a tool. File names,
+// device descriptions and plugin messages may hold bytes
 // that are not UTF-8 (nlohmann::json threw type_error 316 on them: exit 134);
 // JSON replaces them, text output escapes them and control bytes.
 #include <gtest/gtest.h>

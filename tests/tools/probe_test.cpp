@@ -1,6 +1,6 @@
 // probe_test.cpp: bp-devices --probe lists a plugin file whose constructor
 // ends the process as refused, with the cause, instead of ending the tool
-// (issue 10 #18).
+//.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

@@ -220,7 +220,7 @@ TEST(BpTestOps, AFailingBackendExitsOne) {
   EXPECT_FALSE(j["ok"].get<bool>());
 }
 
-// Issue 10 #12: a case that failed before any comparison (an API error) is
+// A case that failed before any comparison (an API error) is
 // not shown as a numeric failure, and a skip names the unsupported inputs.
 TEST(BpTestOps, ApiErrorsAreNotNumbersAndSkipsNameTheInputs) {
   const std::string good = std::string(BP_TEST_FIXTURE_DIR) + "/libbp-good.so";

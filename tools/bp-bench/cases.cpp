@@ -1,7 +1,7 @@
 // cases.cpp: the benchmark bodies of bp-bench.
 //
 // A backend benchmark builds its graph once, allocates it once
-// (bp_alloc_ctx_tensors), fills the inputs with random data, runs the graph
+// (bp_context_alloc_tensors), fills the inputs with random data, runs the graph
 // once untimed and checks a few sampled outputs against double-precision
 // sums, then times only bp_backend_graph_compute + bp_backend_synchronize.
 // Google Benchmark calls a body several times per benchmark (growing the
@@ -93,37 +93,37 @@ std::string api_error(const char *what) { return std::string(what) + ": " + bp_l
 bp_tensor *build_node(bp_context *ctx, const op_case &c, std::vector<bp_tensor *> &inputs) {
   switch (c.op) {
     case op_kind::mul_mat: {
-      bp_tensor *a = bp_new_tensor_2d(ctx, c.a_type, c.k, c.m);
-      bp_tensor *b = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.k, c.n);
+      bp_tensor *a = bp_tensor_new_2d(ctx, c.a_type, c.k, c.m);
+      bp_tensor *b = bp_tensor_new_2d(ctx, BP_TYPE_F32, c.k, c.n);
       inputs = {a, b};
       return bp_mul_mat(ctx, a, b);
     }
     case op_kind::rms_norm:
     case op_kind::norm: {
-      bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
+      bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
       inputs = {x};
       return c.op == op_kind::norm ? bp_norm(ctx, x, kRmsEps) : bp_rms_norm(ctx, x, kRmsEps);
     }
     case op_kind::scale: {
-      bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
+      bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
       inputs = {x};
       return bp_scale(ctx, x, kScale);
     }
     case op_kind::silu:
     case op_kind::gelu: {
-      bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
+      bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
       inputs = {x};
       return c.op == op_kind::silu ? bp_silu(ctx, x) : bp_gelu(ctx, x);
     }
     case op_kind::soft_max: {
-      bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
+      bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
       inputs = {x};
       return bp_soft_max(ctx, x, nullptr, kSoftMaxScale);
     }
     case op_kind::add:
     case op_kind::mul: {
-      bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
-      bp_tensor *y = bp_new_tensor_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
+      bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
+      bp_tensor *y = bp_tensor_new_2d(ctx, BP_TYPE_F32, c.ne0, c.ne1);
       inputs = {x, y};
       return c.op == op_kind::add ? bp_add(ctx, x, y) : bp_mul(ctx, x, y);
     }
@@ -267,7 +267,7 @@ std::string verify(const op_case &c, const graph_setup &s) {
 std::unique_ptr<graph_setup> make_graph_setup(const op_case &c, bp_backend *be, std::string &err) {
   std::unique_ptr<graph_setup> s = build_graph(c, err);
   if (!s) return nullptr;
-  if (bp_alloc_ctx_tensors(s->ctx, be, &s->buf) != BP_OK) return err = api_error("bp_alloc_ctx_tensors"), nullptr;
+  if (bp_context_alloc_tensors(s->ctx, be, &s->buf) != BP_OK) return err = api_error("bp_context_alloc_tensors"), nullptr;
   uint64_t seed = 1;
   for (bp_tensor *t : s->inputs)
     if (fill_tensor(t, seed++) != BP_OK) return err = api_error("bp_tensor_set"), nullptr;

@@ -41,7 +41,7 @@ const char kUsage[] =
     "\n"
     "  bp-bench [--device SPEC]... [--threads N] [--plugin-path DIR]... [--benchmark_* flags]\n"
     "\n"
-    "  --device SPEC       a backend to benchmark, any spec bp_backend_init takes (repeatable).\n"
+    "  --device SPEC       a backend to benchmark, any spec bp_backend_new takes (repeatable).\n"
     "                      Default: cpu:threads=N, and blas:threads=N when the blas plugin is found.\n"
     "  --threads N         threads of the references (OpenBLAS sgemm, memcpy) and of the default\n"
     "                      devices. Default: the number of hardware threads.\n"
@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
   }
   for (const std::string &spec : opt.devices) {
     backend_slot slot{spec, nullptr};
-    if (bp_backend_init(spec.c_str(), &slot.be) != BP_OK) {
+    if (bp_backend_new(spec.c_str(), &slot.be) != BP_OK) {
       std::fprintf(stderr, "bp-bench: cannot create backend '%s': %s\n", spec.c_str(), bp_last_error());
       if (!defaults) return 1;
       continue;

@@ -49,7 +49,7 @@ std::vector<std::string> cap_names(uint32_t caps) {
 
 std::vector<param_row> params_of(const bp_plugin *p) {
   std::vector<param_row> rows;
-  for (size_t i = 0, n = bp_plugin_n_params(p); i < n; ++i) {
+  for (size_t i = 0, n = bp_plugin_param_count(p); i < n; ++i) {
     const bp_param_info *info = bp_plugin_param(p, i);
     if (!info) continue;
     param_row r;

@@ -69,22 +69,22 @@ bool write_dot(const std::string &path, const bp_graph *graph, const bp_sched *s
       << kPalette[i % 8] << "\"];\n";
   f << "  }\n";
 
-  for (size_t i = 0, n = bp_graph_n_leafs(graph); i < n; ++i) {
+  for (size_t i = 0, n = bp_graph_leaf_count(graph); i < n; ++i) {
     const bp_tensor *t = bp_graph_leaf(graph, i);
     bp_backend *b = buffer_backend(t);
     f << "  " << id_of(t) << " [shape=box, label=\"" << escape(t->name) << "\\n" << shape(t) << "\", fillcolor=\""
       << (b ? kPalette[color_of[b]] : "white") << "\"];\n";
   }
-  for (size_t i = 0, n = bp_graph_n_nodes(graph); i < n; ++i) {
+  for (size_t i = 0, n = bp_graph_node_count(graph); i < n; ++i) {
     const bp_tensor *t = bp_graph_node(graph, i);
-    bp_backend *b = bp_sched_get_node_backend(sched, t);
+    bp_backend *b = bp_sched_get_tensor_backend(sched, t);
     f << "  " << id_of(t) << " [label=\"#" << i << " " << bp_op_name(t->op) << "\\n" << escape(t->name) << "\\n"
       << shape(t) << "\", fillcolor=\"" << (b ? kPalette[color_of[b]] : "white") << "\""
       << (bp_op_is_view(t->op) ? ", style=\"filled,dotted\"" : "") << "];\n";
   }
-  for (size_t i = 0, n = bp_graph_n_nodes(graph); i < n; ++i) {
+  for (size_t i = 0, n = bp_graph_node_count(graph); i < n; ++i) {
     const bp_tensor *t = bp_graph_node(graph, i);
-    bp_backend *b = bp_sched_get_node_backend(sched, t);
+    bp_backend *b = bp_sched_get_tensor_backend(sched, t);
     for (int s = 0; s < BP_MAX_SRC; ++s) {
       const bp_tensor *src = t->src[s];
       if (!src) continue;

@@ -22,7 +22,7 @@ bp_status fail(const std::string &step) {
   return BP_ERR_INVALID_ARGUMENT;
 }
 
-bp_tensor *named(bp_tensor *t, const std::string &name) { return t ? bp_set_name(t, name.c_str()) : nullptr; }
+bp_tensor *named(bp_tensor *t, const std::string &name) { return t ? bp_tensor_set_name(t, name.c_str()) : nullptr; }
 
 }  // namespace
 
@@ -59,24 +59,24 @@ bp_status build_model(const model_config &cfg, model &m) {
   bp_context *w = m.weights_ctx, *g = m.graph_ctx;
 
   auto weight2 = [&](const std::string &name, int64_t ne0, int64_t ne1) {
-    bp_tensor *t = named(bp_new_tensor_2d(w, BP_TYPE_F32, ne0, ne1), name);
-    if (t) bp_set_flags(t, BP_TENSOR_FLAG_PARAM);
+    bp_tensor *t = named(bp_tensor_new_2d(w, BP_TYPE_F32, ne0, ne1), name);
+    if (t) bp_tensor_set_flags(t, BP_TENSOR_FLAG_PARAM);
     m.weights.push_back(t);
     return t;
   };
   auto weight1 = [&](const std::string &name, int64_t ne0) {
-    bp_tensor *t = named(bp_new_tensor_1d(w, BP_TYPE_F32, ne0), name);
-    if (t) bp_set_flags(t, BP_TENSOR_FLAG_PARAM);
+    bp_tensor *t = named(bp_tensor_new_1d(w, BP_TYPE_F32, ne0), name);
+    if (t) bp_tensor_set_flags(t, BP_TENSOR_FLAG_PARAM);
     m.weights.push_back(t);
     return t;
   };
 
   bp_tensor *tok_emb = weight2("tok_emb", D, V);
-  m.ids = named(bp_new_tensor_1d(g, BP_TYPE_I32, T), "in.ids");
-  m.pos = named(bp_new_tensor_1d(g, BP_TYPE_I32, T), "in.pos");
-  m.mask = named(bp_new_tensor_2d(g, BP_TYPE_F32, T, T), "in.mask");
+  m.ids = named(bp_tensor_new_1d(g, BP_TYPE_I32, T), "in.ids");
+  m.pos = named(bp_tensor_new_1d(g, BP_TYPE_I32, T), "in.pos");
+  m.mask = named(bp_tensor_new_2d(g, BP_TYPE_F32, T, T), "in.mask");
   for (bp_tensor *t : {m.ids, m.pos, m.mask})
-    if (t) bp_set_flags(t, BP_TENSOR_FLAG_INPUT);
+    if (t) bp_tensor_set_flags(t, BP_TENSOR_FLAG_INPUT);
 
   bp_tensor *x = named(bp_get_rows(g, tok_emb, m.ids), "emb");
   const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -120,7 +120,7 @@ bp_status build_model(const model_config &cfg, model &m) {
   if (!m.logits) return fail("building the graph");
   for (bp_tensor *t : m.weights)
     if (!t) return fail("creating the weights");
-  bp_set_flags(m.logits, BP_TENSOR_FLAG_OUTPUT);
+  bp_tensor_set_flags(m.logits, BP_TENSOR_FLAG_OUTPUT);
   if (bp_graph_build(m.graph, m.logits) != BP_OK) return fail("bp_graph_build");
   return BP_OK;
 }

@@ -58,11 +58,11 @@ std::string name_of(const bp_backend *be) {
 bool init_backends(const std::string &spec, backends_holder &out, run_report &rep) {
   std::vector<bp_backend *> buf(32, nullptr);
   size_t n = 0;
-  bp_status st = bp_backends_init(spec.c_str(), buf.data(), buf.size(), &n);
+  bp_status st = bp_backend_new_list(spec.c_str(), buf.data(), buf.size(), &n);
   if (st != BP_OK && spec == "auto") {
     rep.notes.push_back("\"auto\" failed (" + std::string(bp_status_name(st)) + ": " + last_error() +
                         "); using \"cpu\"");
-    st = bp_backends_init("cpu", buf.data(), buf.size(), &n);
+    st = bp_backend_new_list("cpu", buf.data(), buf.size(), &n);
   }
   if (st != BP_OK) {
     rep.error = "--device \"" + spec + "\": " + bp_status_name(st) + ": " + last_error();
@@ -72,7 +72,7 @@ bool init_backends(const std::string &spec, backends_holder &out, run_report &re
   bool has_cpu = std::any_of(out.list.begin(), out.list.end(), [](bp_backend *b) { return plugin_of(b) == "cpu"; });
   if (!has_cpu) {
     bp_backend *cpu = nullptr;
-    if (bp_backend_init("cpu", &cpu) != BP_OK) {
+    if (bp_backend_new("cpu", &cpu) != BP_OK) {
       rep.error = "the device list has no cpu backend and \"cpu\" failed: " + last_error();
       return false;
     }
@@ -87,7 +87,7 @@ bool init_backends(const std::string &spec, backends_holder &out, run_report &re
 bool place_weights(const model &m, const std::vector<bp_backend *> &bes, buffer_holder &wbuf, run_report &rep,
                    bp_backend **out_backend) {
   for (size_t i = 0; i < bes.size(); ++i) {
-    if (bp_alloc_ctx_tensors(m.weights_ctx, bes[i], &wbuf.buf) == BP_OK) {
+    if (bp_context_alloc_tensors(m.weights_ctx, bes[i], &wbuf.buf) == BP_OK) {
       *out_backend = bes[i];
       break;
     }
@@ -109,20 +109,20 @@ void record_plan(const model &m, bp_sched *sched, const std::vector<bp_backend *
   rep.splits.clear();
   rep.per_backend.clear();
   rep.bytes_copied = 0;
-  for (int i = 0, n = bp_sched_get_n_splits(sched); i < n; ++i) {
+  for (size_t i = 0, n = bp_sched_split_count(sched); i < n; ++i) {
     bp_sched_split_info info{};
     info.struct_size = sizeof info;
-    if (bp_sched_get_split(sched, i, &info) != BP_OK) continue;
+    if (bp_sched_split(sched, i, &info) != BP_OK) continue;
     rep.splits.push_back(
         {name_of(info.backend), info.first_node, info.n_nodes, info.n_inputs, info.bytes_copied, info.n_plans});
     rep.bytes_copied += info.bytes_copied;
   }
-  rep.n_copies = bp_sched_get_n_copies(sched);
+  rep.n_copies = bp_sched_copy_count(sched);
   for (bp_backend *b : bes) rep.per_backend.push_back({name_of(b), 0, {}});
-  for (size_t i = 0, n = bp_graph_n_nodes(m.graph); i < n; ++i) {
+  for (size_t i = 0, n = bp_graph_node_count(m.graph); i < n; ++i) {
     bp_tensor *node = bp_graph_node(m.graph, i);
     if (!node || bp_op_is_view(node->op)) continue;
-    bp_backend *be = bp_sched_get_node_backend(sched, node);
+    bp_backend *be = bp_sched_get_tensor_backend(sched, node);
     for (size_t k = 0; k < bes.size(); ++k) {
       if (bes[k] != be) continue;
       rep.per_backend[k].n_nodes++;
@@ -150,7 +150,7 @@ bool run_scheduled(const options &opt, backends_holder &bes, run_report &rep, st
 
   sched_holder sh;
   sh.sched = bp_sched_new(bes.list.data(), nullptr, static_cast<int>(bes.list.size()),
-                          bp_graph_n_nodes(m.graph) + bp_graph_n_leafs(m.graph) + 64, false);
+                          bp_graph_node_count(m.graph) + bp_graph_leaf_count(m.graph) + 64, false);
   if (!sh.sched) {
     rep.error = "creating the scheduler: " + last_error();
     return false;
@@ -209,7 +209,7 @@ bool run_scheduled(const options &opt, backends_holder &bes, run_report &rep, st
 bool run_reference(const options &opt, run_report &rep, std::vector<float> &out) {
   backends_holder cpu;
   cpu.list.push_back(nullptr);
-  if (bp_backend_init("cpu", &cpu.list[0]) != BP_OK) {
+  if (bp_backend_new("cpu", &cpu.list[0]) != BP_OK) {
     cpu.list.clear();
     rep.error = "the cpu reference backend: " + last_error();
     return false;
@@ -308,7 +308,7 @@ bool inplace_op(bp_op op) {
 }  // namespace
 
 uint64_t largest_live_set(const bp_graph *graph, bp_buffer_type *buft, bool inplace) {
-  const size_t n = bp_graph_n_nodes(graph);
+  const size_t n = bp_graph_node_count(graph);
   const size_t align = std::max<size_t>(1, bp_buffer_type_alignment(buft));
   struct life {
     long first, last;
@@ -325,7 +325,7 @@ uint64_t largest_live_set(const bp_graph *graph, bp_buffer_type *buft, bool inpl
     uint64_t s = bp_buffer_type_alloc_size(buft, t);
     return (s + align - 1) / align * align;
   };
-  for (size_t i = 0, nl = bp_graph_n_leafs(graph); i < nl; ++i) {
+  for (size_t i = 0, nl = bp_graph_leaf_count(graph); i < nl; ++i) {
     const bp_tensor *t = bp_graph_leaf(graph, i);
     if (t && !t->data && !t->view_src) lives[t] = {-1, -1, size_of(t)};
   }

@@ -19,23 +19,23 @@ struct options {
   std::string device = "auto";
   std::vector<std::string> plugin_paths;  // extra folders to search for plugins
   std::vector<std::string> plugin_files;  // plugin files to load explicitly
-  int runs = 10;  // a few ms each; the median of 10 steadies a noisy machine
-  std::string dot_path;  // "" = no Graphviz file
+  int runs = 10;                          // a few ms each; the median of 10 steadies a noisy machine
+  std::string dot_path;                   // "" = no Graphviz file
   bool json = false;
   bool plans = true;  // scheduler runs splits through graph plans where backends have them
 };
 
 struct split_row {
   std::string backend;
-  int first_node = 0, n_nodes = 0, n_inputs = 0;
+  size_t first_node = 0, n_nodes = 0, n_inputs = 0;
   uint64_t bytes_copied = 0;
-  int n_plans = 0;  // graph plans the scheduler replays for this split
+  size_t n_plans = 0;  // graph plans the scheduler replays for this split
 };
 
 struct backend_row {
-  std::string name;                 // "blas:0"
-  int n_nodes = 0;                  // computing nodes (views excluded)
-  std::map<std::string, int> ops;   // op name -> count
+  std::string name;                // "blas:0"
+  int n_nodes = 0;                 // computing nodes (views excluded)
+  std::map<std::string, int> ops;  // op name -> count
 };
 
 struct buffer_row {
@@ -49,7 +49,7 @@ struct run_report {
   std::vector<std::string> backends;  // names, priority order
   // Plan of the device-list run.
   std::vector<split_row> splits;
-  int n_copies = 0;
+  size_t n_copies = 0;
   uint64_t bytes_copied = 0;
   std::vector<backend_row> per_backend;
   // Memory.

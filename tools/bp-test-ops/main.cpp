@@ -107,7 +107,7 @@ std::string device_description(bp_backend *be) {
 void run_backend(backend_run &run, const std::vector<conf::case_desc> &cases, const std::vector<std::string> &ops,
                  const std::string &require_description, bool verbose, FILE *out) {
   bp_backend *be = nullptr;
-  if (const bp_status st = bp_backend_init(run.spec.c_str(), &be); st != BP_OK || !be) {
+  if (const bp_status st = bp_backend_new(run.spec.c_str(), &be); st != BP_OK || !be) {
     run.error = last_error();
     run.name = run.label = run.spec;
     // UNAVAILABLE: the plugin loaded but found no device on this machine.

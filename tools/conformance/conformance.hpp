@@ -10,7 +10,7 @@
 //
 // Usage:
 //   bp_backend *be = nullptr;
-//   bp_backend_init("cpu", &be);
+//   bp_backend_new("cpu", &be);
 //   for (const auto &c : bp::conformance::conformance_cases({"MUL_MAT"})) {
 //     bp::conformance::case_result r = bp::conformance::run_case(c, be);
 //     if (r.status == bp::conformance::case_status::failed) puts(r.message.c_str());

@@ -154,10 +154,10 @@ case_result run_case_unguarded(const case_desc &c, bp_backend *backend) {
   std::vector<host_input> host(n_in);
   for (size_t k = 0; k < n_in; ++k) {
     const input_spec &in = c.inputs[k];
-    bp_tensor *t = bp_new_tensor(ctx.get(), in.type, 4, in.ne);
+    bp_tensor *t = bp_tensor_new(ctx.get(), in.type, 4, in.ne);
     if (!t) return fail(api_error("creating input " + std::to_string(k)));
-    bp_set_name(t, ("in" + std::to_string(k)).c_str());
-    bp_set_flags(t, BP_TENSOR_FLAG_INPUT);
+    bp_tensor_set_name(t, ("in" + std::to_string(k)).c_str());
+    bp_tensor_set_flags(t, BP_TENSOR_FLAG_INPUT);
     leaves[k] = t;
     for (const view_step &s : in.views) {
       t = apply_view(ctx.get(), t, s);
@@ -181,14 +181,14 @@ case_result run_case_unguarded(const case_desc &c, bp_backend *backend) {
 
   bp_tensor *node = c.build(ctx.get(), operands, c.args);
   if (!node) return fail(api_error("building the op"));
-  bp_set_flags(node, BP_TENSOR_FLAG_OUTPUT);
+  bp_tensor_set_flags(node, BP_TENSOR_FLAG_OUTPUT);
 
   std::unique_ptr<bp_graph, graph_deleter> graph(bp_graph_new(ctx.get(), 0));
   if (!graph) return fail(api_error("bp_graph_new"));
   if (bp_graph_build(graph.get(), node) != BP_OK) return fail(api_error("bp_graph_build"));
 
   bp_buffer *raw_buf = nullptr;
-  if (bp_alloc_ctx_tensors(ctx.get(), backend, &raw_buf) != BP_OK) return fail(api_error("bp_alloc_ctx_tensors"));
+  if (bp_context_alloc_tensors(ctx.get(), backend, &raw_buf) != BP_OK) return fail(api_error("bp_context_alloc_tensors"));
   std::unique_ptr<bp_buffer, buffer_deleter> buf(raw_buf);
   // All ones: NaN in f32/f16, so an output element the op never writes shows.
   if (buf && bp_buffer_clear(buf.get(), 0xff) != BP_OK) return fail(api_error("bp_buffer_clear"));
@@ -198,7 +198,7 @@ case_result run_case_unguarded(const case_desc &c, bp_backend *backend) {
       return fail(api_error("bp_tensor_set of input " + std::to_string(k)));
   }
 
-  for (size_t i = 0; i < bp_graph_n_nodes(graph.get()); ++i) {
+  for (size_t i = 0; i < bp_graph_node_count(graph.get()); ++i) {
     const bp_tensor *n = bp_graph_node(graph.get(), i);
     if (n && !bp_op_is_view(n->op) && !bp_backend_supports_op(backend, n)) {
       // Name what the backend refused: the op with its inputs' types and

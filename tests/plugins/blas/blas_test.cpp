@@ -23,7 +23,7 @@ class Blas : public ::testing::Test {
 
   void SetUp() override {
     bp_registry_add_path(BP_TEST_PLUGIN_DIR);
-    if (bp_backend_init(spec(), &be_) != BP_OK) {
+    if (bp_backend_new(spec(), &be_) != BP_OK) {
       GTEST_SKIP() << "the blas plugin is not available: " << bp_last_error();
     }
     ctx_ = bp_context_new(0);
@@ -64,7 +64,7 @@ class Blas : public ::testing::Test {
   }
 
   // Allocates the context on the blas backend (views follow their source).
-  void alloc() { ASSERT_EQ(bp_alloc_ctx_tensors(ctx_, be_, &buf_), BP_OK) << bp_last_error(); }
+  void alloc() { ASSERT_EQ(bp_context_alloc_tensors(ctx_, be_, &buf_), BP_OK) << bp_last_error(); }
 
   std::vector<float> read(const bp_tensor *t) {
     std::vector<float> out(static_cast<size_t>(bp_tensor_nelements(t)));
@@ -135,8 +135,8 @@ class BlasShapes : public Blas, public ::testing::WithParamInterface<shape_case>
 
 TEST_P(BlasShapes, MulMatMatchesDoubleReference) {
   const shape_case s = GetParam();
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, s.K, s.M);
-  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, s.K, s.N);
+  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F32, s.K, s.M);
+  bp_tensor *b = bp_tensor_new_2d(ctx_, BP_TYPE_F32, s.K, s.N);
   check_mul_mat(a, b);
 }
 
@@ -150,27 +150,27 @@ INSTANTIATE_TEST_SUITE_P(OddShapes, BlasShapes,
                          });
 
 TEST_F(Blas, F16WeightsAreWidened) {
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F16, 33, 7);
-  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 33, 257);
+  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F16, 33, 7);
+  bp_tensor *b = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 33, 257);
   check_mul_mat(a, b);
 }
 
 TEST_F(Blas, BatchBroadcastsAOverDims2And3) {
-  bp_tensor *a = bp_new_tensor_4d(ctx_, BP_TYPE_F32, 33, 7, 2, 1);
-  bp_tensor *b = bp_new_tensor_4d(ctx_, BP_TYPE_F32, 33, 5, 4, 3);
+  bp_tensor *a = bp_tensor_new_4d(ctx_, BP_TYPE_F32, 33, 7, 2, 1);
+  bp_tensor *b = bp_tensor_new_4d(ctx_, BP_TYPE_F32, 33, 5, 4, 3);
   check_mul_mat(a, b);
 }
 
 TEST_F(Blas, F16BatchBroadcast) {
-  bp_tensor *a = bp_new_tensor_4d(ctx_, BP_TYPE_F16, 7, 33, 1, 3);
-  bp_tensor *b = bp_new_tensor_4d(ctx_, BP_TYPE_F32, 7, 1, 2, 3);
+  bp_tensor *a = bp_tensor_new_4d(ctx_, BP_TYPE_F16, 7, 33, 1, 3);
+  bp_tensor *b = bp_tensor_new_4d(ctx_, BP_TYPE_F32, 7, 1, 2, 3);
   check_mul_mat(a, b);
 }
 
 TEST_F(Blas, OneAOverManyBatchesIsOneProduct) {
   // a is 2-D and b's batches are dense: the plugin folds them into one sgemm.
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 33, 7);
-  bp_tensor *b = bp_new_tensor_4d(ctx_, BP_TYPE_F32, 33, 3, 5, 2);
+  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 33, 7);
+  bp_tensor *b = bp_tensor_new_4d(ctx_, BP_TYPE_F32, 33, 3, 5, 2);
   check_mul_mat(a, b);
 }
 
@@ -182,43 +182,43 @@ class BlasSplit : public Blas {
 };
 
 TEST_F(BlasSplit, ByColumnsOfTheResult) {
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 65, 1031);
-  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 65, 9);
+  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 65, 1031);
+  bp_tensor *b = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 65, 9);
   check_mul_mat(a, b);
 }
 
 TEST_F(BlasSplit, ByRowsOfTheResult) {
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 65, 9);
-  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 65, 1031);
+  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 65, 9);
+  bp_tensor *b = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 65, 1031);
   check_mul_mat(a, b);
 }
 
 TEST_F(BlasSplit, F16RowsWidenedByTheThreadThatUsesThem) {
   // More rows than columns, but an f16 a is always split by columns (33 over
   // 3 threads in 16-column chunks: 16, 16, 1).
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F16, 65, 33);
-  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 65, 257);
+  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F16, 65, 33);
+  bp_tensor *b = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 65, 257);
   check_mul_mat(a, b);
 }
 
 TEST_F(BlasSplit, SmallBatchesSpreadOverThreads) {
   // 8 batches of 64*32*32 (each too small to split), a broadcast 2x2.
-  bp_tensor *a = bp_new_tensor_4d(ctx_, BP_TYPE_F32, 64, 32, 2, 1);
-  bp_tensor *b = bp_new_tensor_4d(ctx_, BP_TYPE_F32, 64, 32, 4, 2);
+  bp_tensor *a = bp_tensor_new_4d(ctx_, BP_TYPE_F32, 64, 32, 2, 1);
+  bp_tensor *b = bp_tensor_new_4d(ctx_, BP_TYPE_F32, 64, 32, 4, 2);
   check_mul_mat(a, b);
 }
 
 TEST_F(BlasSplit, F16BroadcastWidenedOncePerSlice) {
   // Consecutive batches share an a slice: the second reuses the widened copy.
-  bp_tensor *a = bp_new_tensor_4d(ctx_, BP_TYPE_F16, 64, 257, 1, 2);
-  bp_tensor *b = bp_new_tensor_4d(ctx_, BP_TYPE_F32, 64, 17, 3, 2);
+  bp_tensor *a = bp_tensor_new_4d(ctx_, BP_TYPE_F16, 64, 257, 1, 2);
+  bp_tensor *b = bp_tensor_new_4d(ctx_, BP_TYPE_F32, 64, 17, 3, 2);
   check_mul_mat(a, b);
 }
 
 TEST_F(Blas, StridedRowsUseTheLeadingDimension) {
   // Rows of a and b are dense but spaced wider than K (views of wider tensors).
-  bp_tensor *wa = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 40, 7);
-  bp_tensor *wb = bp_new_tensor_3d(ctx_, BP_TYPE_F32, 37, 5, 2);
+  bp_tensor *wa = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 40, 7);
+  bp_tensor *wb = bp_tensor_new_3d(ctx_, BP_TYPE_F32, 37, 5, 2);
   bp_tensor *a = bp_view_2d(ctx_, wa, 33, 7, wa->nb[1], 4 * sizeof(float));
   bp_tensor *b = bp_view_3d(ctx_, wb, 33, 5, 2, wb->nb[1], wb->nb[2], 0);
   ASSERT_NE(a, nullptr) << bp_last_error();
@@ -230,8 +230,8 @@ TEST_F(Blas, RefusesPermutedOperands) {
   // The core refuses non-dense rows when building (bp_mul_mat asks for
   // bp_cont), so hand the backend nodes edited afterwards, as a caller that
   // changed tensors might: a transposed a, then a transposed b.
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 64, 64);
-  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 64, 64);
+  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 64, 64);
+  bp_tensor *b = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 64, 64);
   bp_tensor *c = bp_mul_mat(ctx_, a, b);
   ASSERT_NE(c, nullptr) << bp_last_error();
   EXPECT_TRUE(bp_backend_supports_op(be_, c));
@@ -251,8 +251,8 @@ TEST_F(Blas, RefusesPermutedOperands) {
 }
 
 TEST_F(Blas, RefusesEveryOtherOp) {
-  bp_tensor *x = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 64, 64);
-  bp_tensor *y = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 64, 64);
+  bp_tensor *x = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 64, 64);
+  bp_tensor *y = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 64, 64);
   for (bp_tensor *t : {bp_add(ctx_, x, y), bp_mul(ctx_, x, y), bp_silu(ctx_, x), bp_soft_max(ctx_, x, nullptr, 1.0f),
                        bp_rms_norm(ctx_, x, 1e-5f), bp_cont(ctx_, bp_transpose(ctx_, x)), bp_scale(ctx_, x, 2.0f)}) {
     ASSERT_NE(t, nullptr) << bp_last_error();
@@ -262,8 +262,8 @@ TEST_F(Blas, RefusesEveryOtherOp) {
 }
 
 TEST_F(Blas, ComputingAnUnsupportedOpIsAnErrorNotACrash) {
-  bp_tensor *x = bp_new_tensor_1d(ctx_, BP_TYPE_F32, 7);
-  bp_tensor *y = bp_new_tensor_1d(ctx_, BP_TYPE_F32, 7);
+  bp_tensor *x = bp_tensor_new_1d(ctx_, BP_TYPE_F32, 7);
+  bp_tensor *y = bp_tensor_new_1d(ctx_, BP_TYPE_F32, 7);
   bp_tensor *s = bp_add(ctx_, x, y);
   ASSERT_EQ(bp_graph_build(graph_, s), BP_OK) << bp_last_error();
   alloc();
@@ -275,9 +275,9 @@ TEST_F(Blas, ComputingAnUnsupportedOpIsAnErrorNotACrash) {
 
 TEST_F(Blas, SmallProductsGoElsewhereByDefault) {
   bp_backend *dflt = nullptr;
-  ASSERT_EQ(bp_backend_init("blas", &dflt), BP_OK) << bp_last_error();
-  bp_tensor *small = bp_mul_mat(ctx_, bp_new_tensor_2d(ctx_, BP_TYPE_F32, 31, 32), bp_new_tensor_2d(ctx_, BP_TYPE_F32, 31, 32));
-  bp_tensor *big = bp_mul_mat(ctx_, bp_new_tensor_2d(ctx_, BP_TYPE_F32, 32, 32), bp_new_tensor_2d(ctx_, BP_TYPE_F32, 32, 32));
+  ASSERT_EQ(bp_backend_new("blas", &dflt), BP_OK) << bp_last_error();
+  bp_tensor *small = bp_mul_mat(ctx_, bp_tensor_new_2d(ctx_, BP_TYPE_F32, 31, 32), bp_tensor_new_2d(ctx_, BP_TYPE_F32, 31, 32));
+  bp_tensor *big = bp_mul_mat(ctx_, bp_tensor_new_2d(ctx_, BP_TYPE_F32, 32, 32), bp_tensor_new_2d(ctx_, BP_TYPE_F32, 32, 32));
   EXPECT_FALSE(bp_backend_supports_op(dflt, small));  // 31*32*32 < 32^3
   EXPECT_TRUE(bp_backend_supports_op(dflt, big));
   EXPECT_TRUE(bp_backend_offload_op(dflt, big));
@@ -287,7 +287,7 @@ TEST_F(Blas, SmallProductsGoElsewhereByDefault) {
 
 TEST_F(Blas, SharesHostMemoryWithCpu) {
   bp_backend *cpu = nullptr;
-  if (bp_backend_init("cpu", &cpu) != BP_OK) GTEST_SKIP() << "cpu plugin missing: " << bp_last_error();
+  if (bp_backend_new("cpu", &cpu) != BP_OK) GTEST_SKIP() << "cpu plugin missing: " << bp_last_error();
   EXPECT_TRUE(bp_buffer_type_is_host(bp_backend_buffer_type(be_)));
   EXPECT_TRUE(bp_backend_supports_buft(be_, bp_backend_buffer_type(cpu)));
   EXPECT_TRUE(bp_backend_supports_buft(be_, bp_backend_buffer_type(be_)));
@@ -303,20 +303,20 @@ TEST_F(Blas, DeviceDescribesItself) {
   EXPECT_EQ(info.type, BP_DEVICE_TYPE_CPU);
   EXPECT_TRUE(info.caps & BP_DEVICE_CAP_HOST_MEMORY);
   bp_backend *by_id = nullptr;
-  ASSERT_EQ(bp_backend_init(info.spec, &by_id), BP_OK) << info.spec << ": " << bp_last_error();
+  ASSERT_EQ(bp_backend_new(info.spec, &by_id), BP_OK) << info.spec << ": " << bp_last_error();
   bp_backend_free(by_id);
 }
 
 TEST_F(Blas, ThreadsParameterIsValidated) {
   bp_backend *one = nullptr, *bad = nullptr;
-  ASSERT_EQ(bp_backend_init("blas:threads=1,min_mnk=0", &one), BP_OK) << bp_last_error();
-  EXPECT_NE(bp_backend_init("blas:threads=-1", &bad), BP_OK);
+  ASSERT_EQ(bp_backend_new("blas:threads=1,min_mnk=0", &one), BP_OK) << bp_last_error();
+  EXPECT_NE(bp_backend_new("blas:threads=-1", &bad), BP_OK);
   EXPECT_EQ(bad, nullptr);
-  EXPECT_NE(bp_backend_init("blas:thread=2", &bad), BP_OK);  // unknown key
+  EXPECT_NE(bp_backend_new("blas:thread=2", &bad), BP_OK);  // unknown key
   // A product on the one-thread backend still matches.
   bp_backend_free(be_);
   be_ = one;
-  check_mul_mat(bp_new_tensor_2d(ctx_, BP_TYPE_F32, 257, 33), bp_new_tensor_2d(ctx_, BP_TYPE_F32, 257, 7));
+  check_mul_mat(bp_tensor_new_2d(ctx_, BP_TYPE_F32, 257, 33), bp_tensor_new_2d(ctx_, BP_TYPE_F32, 257, 7));
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ bp_backend *backend_for(const std::string &spec, std::string &error) {
   }();
   (void)path_added;
   bp_backend *be = nullptr;
-  if (bp_backend_init(spec.c_str(), &be) != BP_OK) {
+  if (bp_backend_new(spec.c_str(), &be) != BP_OK) {
     errors[spec] = bp_last_error();
     be = nullptr;
   }
@@ -258,14 +258,14 @@ TEST(CpuOpsErrors, GetRowsBadIdFailsTheCompute) {
   ASSERT_NE(be, nullptr) << error;
   for (int32_t bad : {3, -1, 1 << 30}) {
     bp_context *ctx = bp_context_new(0);
-    bp_tensor *a = bp_new_tensor_2d(ctx, BP_TYPE_F32, 4, 3);
-    bp_tensor *ids = bp_new_tensor_1d(ctx, BP_TYPE_I32, 2);
+    bp_tensor *a = bp_tensor_new_2d(ctx, BP_TYPE_F32, 4, 3);
+    bp_tensor *ids = bp_tensor_new_1d(ctx, BP_TYPE_I32, 2);
     bp_tensor *rows = bp_get_rows(ctx, a, ids);
     ASSERT_NE(rows, nullptr) << bp_last_error();
     bp_graph *g = bp_graph_new(ctx, 0);
     ASSERT_EQ(bp_graph_build(g, rows), BP_OK) << bp_last_error();
     bp_buffer *buf = nullptr;
-    ASSERT_EQ(bp_alloc_ctx_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
     const float av[12] = {};
     const int32_t iv[2] = {0, bad};
     ASSERT_EQ(bp_tensor_set(a, av, 0, sizeof av), BP_OK);

@@ -112,7 +112,7 @@ TEST(CpuPluginAbi, BackendThreadsAndEvents) {
   for (auto &l : p.log.lines) {
     logged |= l == "5 threads";
     // The host prefixes each line with the plugin's name (PLG-13); a line
-    // that does too reads "cpu: cpu: ..." (issue 10 #11).
+    // that does too reads "cpu: cpu: ...".
     EXPECT_NE(l.rfind("cpu:", 0), 0u) << l;
   }
   EXPECT_TRUE(logged);

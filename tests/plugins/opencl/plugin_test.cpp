@@ -33,7 +33,7 @@ class OpenclPlugin : public ::testing::Test {
   bp_backend *make(const std::string &params = "") {
     bp_backend *be = nullptr;
     std::string spec = specs_[0] + ",cache_dir=" + test_cache_dir() + (params.empty() ? "" : "," + params);
-    EXPECT_EQ(bp_backend_init(spec.c_str(), &be), BP_OK) << spec << ": " << bp_last_error();
+    EXPECT_EQ(bp_backend_new(spec.c_str(), &be), BP_OK) << spec << ": " << bp_last_error();
     return be;
   }
   std::vector<std::string> specs_;
@@ -57,7 +57,7 @@ TEST_F(OpenclPlugin, DevicesDescribeThemselves) {
 
 // A plugin never changes the host process: pinning PoCL's workers is the
 // user's choice (POCL_AFFINITY=1 before the process starts), so enumerating
-// and running leave the variable as it was (issue 26, point 3).
+// and running leave the variable as it was.
 TEST_F(OpenclPlugin, PoclAffinityIsLeftToTheUser) {
   bp_backend *be = make();
   bp_backend_free(be);
@@ -70,14 +70,14 @@ TEST_F(OpenclPlugin, PoclAffinityIsLeftToTheUser) {
 
 TEST_F(OpenclPlugin, ParametersAreValidated) {
   bp_backend *be = nullptr;
-  EXPECT_EQ(bp_backend_init("opencl:matmul_cols=3", &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new("opencl:matmul_cols=3", &be), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("matmul_cols=3; use 0 (auto), 1, 2 or 4"), std::string::npos)
       << bp_last_error();
-  EXPECT_EQ(bp_backend_init("opencl:matmul_width=2", &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new("opencl:matmul_width=2", &be), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("matmul_width=2; use 0 (auto), 4, 8 or 16"), std::string::npos)
       << bp_last_error();
-  EXPECT_EQ(bp_backend_init("opencl:platform=1000", &be), BP_ERR_NOT_FOUND);
-  EXPECT_EQ(bp_backend_init("opencl:cache=maybe", &be), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_backend_new("opencl:platform=1000", &be), BP_ERR_NOT_FOUND);
+  EXPECT_EQ(bp_backend_new("opencl:cache=maybe", &be), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(be, nullptr);
   be = make("platform=0,matmul_cols=2,matmul_width=8,cache=false");
   bp_backend_free(be);
@@ -112,16 +112,16 @@ TEST_F(OpenclPlugin, AsyncTransfersAndEvents) {
   bp_backend *be = make();
   ASSERT_NE(be, nullptr);
   bp_context *ctx = bp_context_new(0);
-  bp_tensor *t = bp_new_tensor_1d(ctx, BP_TYPE_F32, 1000);
+  bp_tensor *t = bp_tensor_new_1d(ctx, BP_TYPE_F32, 1000);
   bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
   std::vector<float> in(1000), out(1000, -1.0f);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i) * 0.5f;
   ASSERT_EQ(bp_backend_tensor_set_async(be, t, in.data(), 0, in.size() * 4), BP_OK) << bp_last_error();
   bp_event *ev = nullptr;
   ASSERT_EQ(bp_event_new(bp_backend_get_device(be), &ev), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_event_record(ev, be), BP_OK) << bp_last_error();
-  ASSERT_EQ(bp_event_wait(be, ev), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_wait_event(be, ev), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_backend_tensor_get_async(be, t, out.data(), 0, out.size() * 4), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_event_record(ev, be), BP_OK);
   ASSERT_EQ(bp_event_synchronize(ev), BP_OK) << bp_last_error();
@@ -140,14 +140,14 @@ TEST_F(OpenclPlugin, AsyncTransfersAndEvents) {
 // out[m, n] = sum_k a[k, m] b[k, n] for sizes that cross every tile edge.
 void check_mul_mat(bp_backend *be, bp_type ta, int64_t K, int64_t M, int64_t N) {
   bp_context *ctx = bp_context_new(0);
-  bp_tensor *a = bp_new_tensor_2d(ctx, ta, K, M);
-  bp_tensor *b = bp_new_tensor_2d(ctx, BP_TYPE_F32, K, N);
+  bp_tensor *a = bp_tensor_new_2d(ctx, ta, K, M);
+  bp_tensor *b = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, N);
   bp_tensor *c = bp_mul_mat(ctx, a, b);
   ASSERT_NE(c, nullptr) << bp_last_error();
   bp_graph *g = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g, c), BP_OK);
   bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
   std::mt19937 rng(static_cast<unsigned>(K * 131 + M * 7 + N));
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<double> av(static_cast<size_t>(K * M)), bv(static_cast<size_t>(K * N));
@@ -212,12 +212,12 @@ enum class mask_kind { none, f32, f16, f32_strided };
 void check_soft_max(bp_backend *be, mask_kind mk, float scale) {
   const int64_t n = 83, rows = 6;
   bp_context *ctx = bp_context_new(0);
-  bp_tensor *x = bp_new_tensor_2d(ctx, BP_TYPE_F32, n, rows);
+  bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, n, rows);
   bp_tensor *m = nullptr, *mstore = nullptr;
   if (mk == mask_kind::f32 || mk == mask_kind::f16)
-    m = mstore = bp_new_tensor_2d(ctx, mk == mask_kind::f16 ? BP_TYPE_F16 : BP_TYPE_F32, n, rows);
+    m = mstore = bp_tensor_new_2d(ctx, mk == mask_kind::f16 ? BP_TYPE_F16 : BP_TYPE_F32, n, rows);
   if (mk == mask_kind::f32_strided) {
-    mstore = bp_new_tensor_2d(ctx, BP_TYPE_F32, rows, n);
+    mstore = bp_tensor_new_2d(ctx, BP_TYPE_F32, rows, n);
     m = bp_transpose(ctx, mstore);  // element (k, r) at mstore[k * rows + r]
   }
   bp_tensor *y = bp_soft_max(ctx, x, m, scale);
@@ -225,7 +225,7 @@ void check_soft_max(bp_backend *be, mask_kind mk, float scale) {
   bp_graph *g = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g, y), BP_OK);
   bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
   std::mt19937 rng(static_cast<unsigned>(static_cast<int>(mk) * 31 + 7));
   std::uniform_real_distribution<float> xs(-120.0f, 40.0f), ms(-2.0f, 0.0f);
   std::vector<float> xv(static_cast<size_t>(n * rows)), mv(xv.size(), 0.0f), mf(xv.size());
@@ -290,13 +290,13 @@ TEST_F(OpenclPlugin, GetRowsRefusesABadId) {
   bp_backend *be = make();
   ASSERT_NE(be, nullptr);
   bp_context *ctx = bp_context_new(0);
-  bp_tensor *a = bp_new_tensor_2d(ctx, BP_TYPE_F32, 4, 3);
-  bp_tensor *ids = bp_new_tensor_1d(ctx, BP_TYPE_I32, 2);
+  bp_tensor *a = bp_tensor_new_2d(ctx, BP_TYPE_F32, 4, 3);
+  bp_tensor *ids = bp_tensor_new_1d(ctx, BP_TYPE_I32, 2);
   bp_tensor *r = bp_get_rows(ctx, a, ids);
   bp_graph *g = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g, r), BP_OK);
   bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
   const int32_t bad[2] = {1, 3};
   ASSERT_EQ(bp_tensor_set(ids, bad, 0, sizeof bad), BP_OK);
   EXPECT_EQ(bp_backend_graph_compute(be, g), BP_ERR_INVALID_ARGUMENT);

@@ -1,4 +1,4 @@
-// alike_test.cpp: what every shipped plugin does alike (issue 26, point 3).
+// alike_test.cpp: what every shipped plugin does alike.
 // - Errors name the plugin once: the host prefixes the plugin's name, so a
 //   plugin's own message does not start with it ("opencl: creating backend
 //   'opencl:0': opencl: ..." named it twice).
@@ -46,7 +46,7 @@ TEST(ShippedPlugins, ErrorsNameThePluginOnce) {
     SCOPED_TRACE(c.spec);
     if (!plugin_with_devices(c.plugin)) continue;
     bp_backend *be = nullptr;
-    EXPECT_EQ(bp_backend_init(c.spec, &be), BP_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(bp_backend_new(c.spec, &be), BP_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(be, nullptr);
     const std::string message = bp_last_error();
     EXPECT_NE(message.find(c.message), std::string::npos) << message;

@@ -268,9 +268,9 @@ TEST_F(VulkanPlugin, MulMatChoiceOutsideTheShadersIsRefused) {
 // inputs, against a double reference each time.
 TEST_F(VulkanPlugin, PlanReplaysWithNewInputs) {
   const int K = 68, M = 40, N = 24;
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, K, M);
-  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, K, N);
-  bp_tensor *c = bp_new_tensor_2d(ctx_, BP_TYPE_F32, M, N);
+  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F32, K, M);
+  bp_tensor *b = bp_tensor_new_2d(ctx_, BP_TYPE_F32, K, N);
+  bp_tensor *c = bp_tensor_new_2d(ctx_, BP_TYPE_F32, M, N);
   bp_tensor *mm = bp_mul_mat(ctx_, a, b);
   bp_tensor *sum = bp_add(ctx_, mm, c);
   bp_tensor *out = bp_rms_norm(ctx_, sum, 1e-5f);
@@ -307,7 +307,7 @@ TEST_F(VulkanPlugin, PlanReplaysWithNewInputs) {
 
 TEST_F(VulkanPlugin, AsyncSetComputeGetAndEvent) {
   const int n = 1000;
-  bp_tensor *x = bp_new_tensor_1d(ctx_, BP_TYPE_F32, n);
+  bp_tensor *x = bp_tensor_new_1d(ctx_, BP_TYPE_F32, n);
   bp_tensor *y = bp_scale(ctx_, x, 3.0f);
   mem_.place(x);
   mem_.place(y);
@@ -343,8 +343,8 @@ TEST_F(VulkanPlugin, OutOfMemoryIsAStatusAndTheDeviceGoesOn) {
 }
 
 TEST_F(VulkanPlugin, GetRowsBadIdFailsTheCompute) {
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, 8, 4);
-  bp_tensor *ids = bp_new_tensor_1d(ctx_, BP_TYPE_I32, 2);
+  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 8, 4);
+  bp_tensor *ids = bp_tensor_new_1d(ctx_, BP_TYPE_I32, 2);
   bp_tensor *r = bp_get_rows(ctx_, a, ids);
   for (bp_tensor *t : {a, ids, r}) mem_.place(t);
   set(a, random(32, 5));
@@ -386,8 +386,8 @@ class VulkanMulMatPaths : public VulkanPlugin, public ::testing::WithParamInterf
 TEST_P(VulkanMulMatPaths, MatchDoubleReference) {
   const mul_mat_case c = GetParam();
   const int A2 = c.B > 1 ? c.B / 2 : 1;  // a has half of b's batches: each serves two
-  bp_tensor *a = bp_new_tensor_3d(ctx_, c.f16 ? BP_TYPE_F16 : BP_TYPE_F32, c.K, c.M, A2);
-  bp_tensor *b = bp_new_tensor_3d(ctx_, BP_TYPE_F32, c.K, c.N, c.B);
+  bp_tensor *a = bp_tensor_new_3d(ctx_, c.f16 ? BP_TYPE_F16 : BP_TYPE_F32, c.K, c.M, A2);
+  bp_tensor *b = bp_tensor_new_3d(ctx_, BP_TYPE_F32, c.K, c.N, c.B);
   bp_tensor *mm = bp_mul_mat(ctx_, a, b);
   ASSERT_NE(mm, nullptr) << bp_last_error();
   for (bp_tensor *t : {a, b, mm}) mem_.place(t);
@@ -483,9 +483,9 @@ namespace {
 // reuse). On other devices the same graph runs unfused: same answers.
 TEST_F(VulkanPluginPaths, NormThenMulMatchDoubleReference) {
   const int n0 = 64, rows = 5;
-  bp_tensor *x = bp_new_tensor_2d(ctx_, BP_TYPE_F32, n0, rows);
-  bp_tensor *w = bp_new_tensor_1d(ctx_, BP_TYPE_F32, n0);
-  bp_tensor *full = bp_new_tensor_2d(ctx_, BP_TYPE_F32, n0, rows);
+  bp_tensor *x = bp_tensor_new_2d(ctx_, BP_TYPE_F32, n0, rows);
+  bp_tensor *w = bp_tensor_new_1d(ctx_, BP_TYPE_F32, n0);
+  bp_tensor *full = bp_tensor_new_2d(ctx_, BP_TYPE_F32, n0, rows);
   bp_tensor *rms = bp_rms_norm(ctx_, x, 1e-5f);
   bp_tensor *rms_w = bp_mul(ctx_, rms, w);
   bp_tensor *later = bp_add(ctx_, rms, rms_w);  // reads the norm after the fused pair
@@ -553,16 +553,16 @@ TEST_F(VulkanPluginPaths, NormThenMulMatchDoubleReference) {
 // fused) beside them.
 TEST_F(VulkanPluginPaths, MulMatThenElementwiseMatchDoubleReference) {
   const int K = 72, M = 40, N = 12;
-  bp_tensor *a = bp_new_tensor_2d(ctx_, BP_TYPE_F32, K, M);
-  bp_tensor *b = bp_new_tensor_2d(ctx_, BP_TYPE_F32, K, N);
-  bp_tensor *x = bp_new_tensor_2d(ctx_, BP_TYPE_F32, M, N);
-  bp_tensor *row = bp_new_tensor_1d(ctx_, BP_TYPE_F32, M);
+  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F32, K, M);
+  bp_tensor *b = bp_tensor_new_2d(ctx_, BP_TYPE_F32, K, N);
+  bp_tensor *x = bp_tensor_new_2d(ctx_, BP_TYPE_F32, M, N);
+  bp_tensor *row = bp_tensor_new_1d(ctx_, BP_TYPE_F32, M);
   bp_tensor *mm1 = bp_mul_mat(ctx_, a, b), *add = bp_add(ctx_, x, mm1);     // product as src1
   bp_tensor *mm2 = bp_mul_mat(ctx_, a, b), *mul = bp_mul(ctx_, mm2, x);     // product as src0
   bp_tensor *mm3 = bp_mul_mat(ctx_, a, b), *silu = bp_silu(ctx_, mm3);      // result over the product
   bp_tensor *later = bp_sub(ctx_, mm1, x);                                  // reads a fused product
   bp_tensor *mm4 = bp_mul_mat(ctx_, a, b), *bias = bp_add(ctx_, mm4, row);  // broadcast: not fused
-  bp_tensor *x2 = bp_new_tensor_2d(ctx_, BP_TYPE_F32, M, N);
+  bp_tensor *x2 = bp_tensor_new_2d(ctx_, BP_TYPE_F32, M, N);
   bp_tensor *mm5 = bp_mul_mat(ctx_, a, b), *over_operand = bp_add(ctx_, mm5, x2);  // result over x2
   ASSERT_TRUE(over_operand && bias && later && silu);
   for (bp_tensor *t : {a, b, x, row, mm1, add, mm2, mul, mm3, later, mm4, bias, x2, mm5}) mem_.place(t);
@@ -622,8 +622,8 @@ TEST_F(VulkanPluginPaths, MulMatThenElementwiseMatchDoubleReference) {
 // entirely (zeros), and a row whose values span +-30 (large rescales).
 TEST_F(VulkanPluginPaths, TexelRowOpsMatchDoubleReference) {
   const int n0 = 76, rows = 5;
-  bp_tensor *x = bp_new_tensor_2d(ctx_, BP_TYPE_F32, n0, rows);
-  bp_tensor *mask = bp_new_tensor_2d(ctx_, BP_TYPE_F32, n0, rows);
+  bp_tensor *x = bp_tensor_new_2d(ctx_, BP_TYPE_F32, n0, rows);
+  bp_tensor *mask = bp_tensor_new_2d(ctx_, BP_TYPE_F32, n0, rows);
   bp_tensor *rms = bp_rms_norm(ctx_, x, 1e-5f);
   bp_tensor *norm = bp_norm(ctx_, x, 1e-5f);
   bp_tensor *sm = bp_soft_max(ctx_, x, mask, 0.5f);

@@ -1,0 +1,61 @@
+// The 0.1 names kept as deprecated aliases (backplane.h, docs/api-guide.md
+// "Renamed in 0.2") still work and reach the same functions as the new ones.
+#include <gtest/gtest.h>
+
+#include "backplane/backplane.h"
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace {
+
+TEST(DeprecatedNames, ForwardToTheNewFunctions) {
+  bp_context *ctx = bp_context_new(0);
+  ASSERT_NE(ctx, nullptr);
+  bp_tensor *a = bp_new_tensor_2d(ctx, BP_TYPE_F32, 4, 3);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->ne[0], 4);
+  EXPECT_EQ(a->ne[1], 3);
+  EXPECT_EQ(bp_set_name(a, "a"), a);
+  EXPECT_STREQ(a->name, "a");
+  EXPECT_EQ(bp_context_n_tensors(ctx), bp_context_tensor_count(ctx));
+  // Failures carry the new function's status and message.
+  EXPECT_EQ(bp_new_tensor_1d(ctx, BP_TYPE_F32, -1), nullptr);
+  EXPECT_EQ(bp_last_status(), BP_ERR_INVALID_ARGUMENT);
+
+  bp_tensor *y = bp_relu(ctx, a);
+  bp_graph *g = bp_graph_new(ctx, 0);
+  ASSERT_EQ(bp_graph_build(g, y), BP_OK);
+  EXPECT_EQ(bp_graph_n_nodes(g), bp_graph_node_count(g));
+  EXPECT_EQ(bp_graph_n_leafs(g), bp_graph_leaf_count(g));
+
+  bp_backend *be = nullptr;
+  ASSERT_EQ(bp_backend_init("cpu", &be), BP_OK) << bp_last_error();
+  bp_buffer *buf = nullptr;
+  ASSERT_EQ(bp_alloc_ctx_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  const float in[12] = {-1, 2, -3, 4, -5, 6, -7, 8, -9, 10, -11, 12};
+  ASSERT_EQ(bp_tensor_set(a, in, 0, sizeof in), BP_OK);
+  bp_sched *s = bp_sched_new(&be, nullptr, 1, 0, false);
+  ASSERT_NE(s, nullptr) << bp_last_error();
+  ASSERT_EQ(bp_sched_graph_compute(s, g), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_sched_get_n_backends(s), 1);
+  EXPECT_EQ(bp_sched_get_backend(s, 0), be);
+  EXPECT_EQ(bp_sched_get_backend(s, -1), nullptr);
+  EXPECT_EQ(bp_last_status(), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_sched_get_n_splits(s), (int)bp_sched_split_count(s));
+  EXPECT_EQ(bp_sched_get_n_copies(s), 0);
+  bp_sched_split_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(bp_sched_get_split(s, 0, &info), BP_OK);
+  EXPECT_EQ(info.backend, be);
+  float out[12];
+  ASSERT_EQ(bp_tensor_get(y, out, 0, sizeof out), BP_OK);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(out[i], in[i] > 0 ? in[i] : 0.0f);
+
+  bp_sched_free(s);
+  bp_buffer_free(buf);
+  bp_backend_free(be);
+  bp_graph_free(g);
+  bp_context_free(ctx);
+}
+
+}  // namespace
