@@ -1,7 +1,7 @@
 // matmul_paths_test.cpp: MUL_MAT at the edges of every kernel the cpu plugin
 // picks between (packed GEMM with 6x16 or 12x32 micro-kernels, the AVX-512
 // and AVX2 dot-product tiles for thin products, the 4x2 dot-product kernel),
-// whichever ISA path this process runs: scripts/test.sh runs this binary once
+// whichever ISA path this process runs: ctest runs this binary once
 // per BP_CPU_ISA level, so every path meets the same shapes. The shapes
 // straddle the micro-kernel widths (6, 12, 16, 32), the thin/packed switch
 // (48 rows of b), the K block (192), the rows of b per unit of work (768),
@@ -10,13 +10,32 @@
 // the AVX-512 broadcast kernel (24..47 rows of b, F32 a): its 12- and 8-row
 // tiles and the units of 48 rows of a (M tails), its 256-float copy blocks,
 // rows 4 KiB long (K = 1024), and a K long enough for two 512 KiB panels of
-// b; its one-vector tile for 9..16 rows of b, which scripts/test.sh runs
+// b; its one-vector tile for 9..16 rows of b, which ctest runs
 // on any AVX-512 machine by setting BP_CPU_AVX512_HALVES both ways; and,
 // under BP_CPU_ISA=avx2, the AVX2 tiles for up to 47 rows of b (groups of
 // 4, a last group of 1..3, and K tails of 1..7).
+#include <cstdlib>
+#include <string>
+
 #include "cpu_harness.hpp"
 
 using namespace cpu_test;
+
+// The binary runs once per BP_CPU_ISA level (the CpuPlugin.<isa>.* ctest
+// entries): the device's description names the kernels that run, so a level
+// asked for must be the level taken, or every test here proves nothing of it.
+TEST(CpuMatMulPaths, TheRequestedIsaIsTheOneThatRuns) {
+  const char *isa = std::getenv("BP_CPU_ISA");
+  if (!isa || !*isa) GTEST_SKIP() << "BP_CPU_ISA is not set: the CPU's own choice runs";
+  loaded_plugin p{1};
+  ASSERT_TRUE(p.ok());
+  bp_device_props props{};
+  props.struct_size = sizeof props;
+  bp_error err{};
+  ASSERT_EQ(p.dev.iface->get_props(p.dev.ctx, &props, &err), BP_OK) << err.message;
+  EXPECT_NE(std::string(props.description).find(std::string("kernels ") + isa), std::string::npos)
+      << "BP_CPU_ISA=" << isa << " but the device says: " << props.description;
+}
 
 TEST(CpuMatMulPaths, EdgesOfEveryKernel) {
   loaded_plugin p{3};
