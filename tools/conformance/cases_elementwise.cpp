@@ -50,19 +50,27 @@ const std::vector<binary_shape> &binary_shapes() {
 
 bp_tensor *build_binary(bp_op op, bp_context *ctx, bp_tensor *a, bp_tensor *b) {
   switch (op) {
-    case BP_OP_ADD: return bp_add(ctx, a, b);
-    case BP_OP_SUB: return bp_sub(ctx, a, b);
-    case BP_OP_MUL: return bp_mul(ctx, a, b);
-    default: return bp_div(ctx, a, b);
+    case BP_OP_ADD:
+      return bp_add(ctx, a, b);
+    case BP_OP_SUB:
+      return bp_sub(ctx, a, b);
+    case BP_OP_MUL:
+      return bp_mul(ctx, a, b);
+    default:
+      return bp_div(ctx, a, b);
   }
 }
 
 const char *binary_symbol(bp_op op) {
   switch (op) {
-    case BP_OP_ADD: return "+";
-    case BP_OP_SUB: return "-";
-    case BP_OP_MUL: return "*";
-    default: return "/";
+    case BP_OP_ADD:
+      return "+";
+    case BP_OP_SUB:
+      return "-";
+    case BP_OP_MUL:
+      return "*";
+    default:
+      return "/";
   }
 }
 
@@ -70,8 +78,7 @@ void add_binary(std::vector<case_desc> &out, bp_op op) {
   for (const binary_shape &s : binary_shapes()) {
     case_desc c;
     c.op = bp_op_name(op);
-    c.name = c.op + " " + operand_name(s.ta, s.a, s.la) + " " + binary_symbol(op) + " " +
-             operand_name(s.tb, s.b, s.lb);
+    c.name = c.op + " " + operand_name(s.ta, s.a, s.la) + " " + binary_symbol(op) + " " + operand_name(s.tb, s.b, s.lb);
     const bool f16 = s.ta == BP_TYPE_F16 || s.tb == BP_TYPE_F16;
     c.max_nmse = f16 ? k_tol_f16_elementwise : k_tol_f32;
     c.inputs.push_back(operand(s.ta, s.a, s.la, uniform(-2, 2)));
@@ -114,9 +121,12 @@ const std::vector<unary_shape> &unary_shapes() {
 // both signs and the curved part of the activations.
 fill_spec unary_range(bp_op op) {
   switch (op) {
-    case BP_OP_SQRT: return uniform(0.01, 4);
-    case BP_OP_EXP: return uniform(-3, 3);
-    default: return uniform(-4, 4);
+    case BP_OP_SQRT:
+      return uniform(0.01, 4);
+    case BP_OP_EXP:
+      return uniform(-3, 3);
+    default:
+      return uniform(-4, 4);
   }
 }
 
@@ -149,21 +159,8 @@ void add_unary(std::vector<case_desc> &out, bp_op op, const op_args &args, const
 }  // namespace
 
 void add_elementwise_cases(std::vector<case_desc> &out) {
-  for (bp_op op : {BP_OP_ADD, BP_OP_SUB, BP_OP_MUL, BP_OP_DIV}) add_binary(out, op);
-
-  op_args scale;
-  scale.f[0] = 0.37f;
-  add_unary(out, BP_OP_SCALE, scale, " 0.37");
-  scale.f[0] = -2.0f;
-  add_unary(out, BP_OP_SCALE, scale, " -2");
-  op_args clamp;
-  clamp.f[0] = -1.5f;
-  clamp.f[1] = 0.75f;
-  add_unary(out, BP_OP_CLAMP, clamp, " [-1.5,0.75]");
-
-  for (bp_op op : {BP_OP_NEG, BP_OP_ABS, BP_OP_SQR, BP_OP_SQRT, BP_OP_EXP, BP_OP_RELU, BP_OP_GELU, BP_OP_SILU,
-                   BP_OP_TANH, BP_OP_SIGMOID})
-    add_unary(out, op, op_args{}, "");
+  for_each_elementwise_op([&](bp_op op) { add_binary(out, op); },
+                          [&](bp_op op, const op_args &a, const char *label) { add_unary(out, op, a, label); });
 }
 
 }  // namespace bp::conformance

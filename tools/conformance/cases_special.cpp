@@ -145,20 +145,8 @@ void add_row_special(std::vector<case_desc> &out, bp_op op, const op_args &args,
 }  // namespace
 
 void add_special_cases(std::vector<case_desc> &out) {
-  for (bp_op op : {BP_OP_ADD, BP_OP_SUB, BP_OP_MUL, BP_OP_DIV}) add_binary_special(out, op);
-
-  op_args scale;
-  scale.f[0] = 0.37f;
-  add_unary_special(out, BP_OP_SCALE, scale, " 0.37");
-  scale.f[0] = -2.0f;
-  add_unary_special(out, BP_OP_SCALE, scale, " -2");
-  op_args clamp;
-  clamp.f[0] = -1.5f;
-  clamp.f[1] = 0.75f;
-  add_unary_special(out, BP_OP_CLAMP, clamp, " [-1.5,0.75]");
-  for (bp_op op : {BP_OP_NEG, BP_OP_ABS, BP_OP_SQR, BP_OP_SQRT, BP_OP_EXP, BP_OP_RELU, BP_OP_GELU, BP_OP_SILU,
-                   BP_OP_TANH, BP_OP_SIGMOID})
-    add_unary_special(out, op, op_args{}, "");
+  for_each_elementwise_op([&](bp_op op) { add_binary_special(out, op); },
+                          [&](bp_op op, const op_args &a, const char *label) { add_unary_special(out, op, a, label); });
 
   add_row_special(out, BP_OP_SUM_ROWS, {}, "", 0);
   add_row_special(out, BP_OP_MEAN, {}, "", 0);

@@ -48,6 +48,27 @@ constexpr double k_tol_f16 = 5e-4;         // MUL_MAT f16 x f32 (a backend may r
 constexpr double k_tol_f16_elementwise = 1e-5;
 constexpr double k_tol_convert = 1e-6;     // pure f32 <-> f16 rounding
 
+// Every elementwise op once, with the parameters the suite checks it at: the
+// binary ops through |binary|, SCALE, CLAMP and the unary ops through |unary|
+// with their op_args and a label for the case name. The ordinary and the
+// special-value lists both walk it, so an op added here gets both.
+template <typename Binary, typename Unary>
+void for_each_elementwise_op(Binary binary, Unary unary) {
+  for (bp_op op : {BP_OP_ADD, BP_OP_SUB, BP_OP_MUL, BP_OP_DIV}) binary(op);
+  op_args scale;
+  scale.f[0] = 0.37f;
+  unary(BP_OP_SCALE, scale, " 0.37");
+  scale.f[0] = -2.0f;
+  unary(BP_OP_SCALE, scale, " -2");
+  op_args clamp;
+  clamp.f[0] = -1.5f;
+  clamp.f[1] = 0.75f;
+  unary(BP_OP_CLAMP, clamp, " [-1.5,0.75]");
+  for (bp_op op : {BP_OP_NEG, BP_OP_ABS, BP_OP_SQR, BP_OP_SQRT, BP_OP_EXP, BP_OP_RELU, BP_OP_GELU, BP_OP_SILU,
+                   BP_OP_TANH, BP_OP_SIGMOID})
+    unary(op, op_args{}, "");
+}
+
 // The case lists, one per family (cases_*.cpp).
 void add_elementwise_cases(std::vector<case_desc> &out);
 void add_row_cases(std::vector<case_desc> &out);
