@@ -69,8 +69,12 @@ struct backend_ctx {
   std::vector<float> scratch;  // f16 a widened to f32; one backend = one caller thread
 };
 
-// The buffer type: host memory (plugins/common/host_buffer.hpp).
-inline bp_buffer_type_ref host_buffer_type() { return plugins::host_buffer_type("BLAS_Host"); }
+// The buffer type: host memory (plugins/common/host_buffer.hpp). One name
+// object: it is the ref's ctx, which the host compares (see cpu.hpp).
+inline bp_buffer_type_ref host_buffer_type() {
+  static const char name[] = "BLAS_Host";
+  return plugins::host_buffer_type(name);
+}
 
 // Backend table (backend.cpp).
 extern const bp_backend_i kBackendIface;

@@ -11,7 +11,9 @@
 
 namespace bp::plugins {
 
-// The buffer type named |name| (a string literal: it is the type's ctx).
+// The buffer type named |name|, which is also the type's ctx: pass one object
+// with static storage (not a literal written in several places), so that
+// every ref the plugin hands out compares equal.
 bp_buffer_type_ref host_buffer_type(const char *name);
 // Wraps |ptr| (not owned) of |size| bytes as a buffer.
 bp_status wrap_host_ptr(void *ptr, size_t size, bp_buffer_ref *out, bp_error *err);

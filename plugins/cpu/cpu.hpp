@@ -28,8 +28,15 @@ std::string read_cpu_model();
 // Device table and context (device.cpp). The device ctx is the plugin_state.
 extern const bp_device_i device_iface;
 
-// The buffer type: host memory (plugins/common/host_buffer.hpp).
-inline bp_buffer_type_ref buffer_type_ref() { return plugins::host_buffer_type("CPU"); }
+// The buffer type: host memory (plugins/common/host_buffer.hpp). The name is
+// the ref's ctx, so the host tells buffer types apart by it: it must be one
+// object, not a string literal per translation unit (an ASan build keeps
+// identical literals apart, and the backend's type then differed from the
+// device's).
+inline bp_buffer_type_ref buffer_type_ref() {
+  static const char name[] = "CPU";
+  return plugins::host_buffer_type(name);
+}
 
 // Backend (backend.cpp): |threads| 0 means one per core.
 bp_status backend_create(plugin_state *plugin, int64_t threads, bp_backend_ref *out, bp_error *err);

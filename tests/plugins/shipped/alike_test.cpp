@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "sanitizers/pin_loaded_objects.hpp"
+
 namespace {
 
 size_t count_of(const std::string &text, const std::string &what) {
@@ -103,6 +105,7 @@ int check_discovery(const char *name) {
   void *a = nullptr;
   if (t->init(&a, &err) != BP_OK) return 101;
   const bp_status found = t->enumerate(a, &err);
+  bp_test::pin_loaded_objects();  // the driver stays mapped for LSan
   const std::string why = err.message;
   const uint32_t n = t->device_count(a);
   bp_error again{};

@@ -6,7 +6,6 @@
 // Every test skips when no Vulkan device exists.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <link.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +19,7 @@
 
 #include "backplane/backplane.h"
 #include "backplane/plugin.h"
+#include "sanitizers/pin_loaded_objects.hpp"
 
 namespace {
 
@@ -73,23 +73,7 @@ struct loaded_plugin {
     devices_before_enumerate = iface->device_count(state);
     enumerate_status = iface->enumerate(state, &err);
     message = err.message;
-    pin_loaded_objects();
-  }
-  // The Vulkan loader unloads the driver when the plugin destroys its
-  // instance at shutdown; the driver's process-lifetime caches would then be
-  // reported as leaks from an unknown module, which no suppression can name.
-  // Pinning every object loaded so far keeps the driver mapped to the end,
-  // so LSan names it and tests/sanitizers/lsan.supp applies.
-  static void pin_loaded_objects() {
-    std::vector<std::string> names;
-    dl_iterate_phdr(
-        [](dl_phdr_info *info, size_t, void *out) {
-          if (info->dlpi_name && info->dlpi_name[0])
-            static_cast<std::vector<std::string> *>(out)->push_back(info->dlpi_name);
-          return 0;
-        },
-        &names);
-    for (const std::string &name : names) dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    bp_test::pin_loaded_objects();  // the driver stays mapped for LSan
   }
   ~loaded_plugin() {
     if (iface) iface->shutdown(state);
