@@ -130,6 +130,23 @@ fill_spec unary_range(bp_op op) {
   }
 }
 
+}  // namespace
+
+build_fn unary_builder(bp_op op) {
+  if (op == BP_OP_SCALE)
+    return [](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &a) {
+      return bp_scale(ctx, in[0], a.f[0]);
+    };
+  if (op == BP_OP_CLAMP)
+    return [](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &a) {
+      return bp_clamp(ctx, in[0], a.f[0], a.f[1]);
+    };
+  return
+      [op](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &) { return bp_unary(ctx, in[0], op); };
+}
+
+namespace {
+
 void add_unary(std::vector<case_desc> &out, bp_op op, const op_args &args, const std::string &label) {
   for (const unary_shape &s : unary_shapes()) {
     case_desc c;
@@ -138,19 +155,7 @@ void add_unary(std::vector<case_desc> &out, bp_op op, const op_args &args, const
     c.max_nmse = s.type == BP_TYPE_F16 ? k_tol_f16_elementwise : k_tol_f32;
     c.inputs.push_back(operand(s.type, s.ne, s.lay, unary_range(op)));
     c.args = args;
-    if (op == BP_OP_SCALE) {
-      c.build = [](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &a) {
-        return bp_scale(ctx, in[0], a.f[0]);
-      };
-    } else if (op == BP_OP_CLAMP) {
-      c.build = [](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &a) {
-        return bp_clamp(ctx, in[0], a.f[0], a.f[1]);
-      };
-    } else {
-      c.build = [op](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &) {
-        return bp_unary(ctx, in[0], op);
-      };
-    }
+    c.build = unary_builder(op);
     c.reference = ref::unary(op);
     out.push_back(std::move(c));
   }

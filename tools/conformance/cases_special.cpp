@@ -82,19 +82,7 @@ void add_unary_special(std::vector<case_desc> &out, bp_op op, const op_args &arg
     c.inputs.push_back(operand(BP_TYPE_F32, s.ne, s.lay, special_fill(fill_kind::special)));
     c.args = args;
     c.denormals_may_flush = true;
-    if (op == BP_OP_SCALE) {
-      c.build = [](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &a) {
-        return bp_scale(ctx, in[0], a.f[0]);
-      };
-    } else if (op == BP_OP_CLAMP) {
-      c.build = [](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &a) {
-        return bp_clamp(ctx, in[0], a.f[0], a.f[1]);
-      };
-    } else {
-      c.build = [op](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &) {
-        return bp_unary(ctx, in[0], op);
-      };
-    }
+    c.build = unary_builder(op);
     c.reference = ref::unary_special(op);
     out.push_back(std::move(c));
   }

@@ -48,6 +48,9 @@ constexpr double k_tol_f16 = 5e-4;         // MUL_MAT f16 x f32 (a backend may r
 constexpr double k_tol_f16_elementwise = 1e-5;
 constexpr double k_tol_convert = 1e-6;     // pure f32 <-> f16 rounding
 
+// The node of SCALE, CLAMP (parameters from op_args) or a unary op on in[0].
+build_fn unary_builder(bp_op op);
+
 // Every elementwise op once, with the parameters the suite checks it at: the
 // binary ops through |binary|, SCALE, CLAMP and the unary ops through |unary|
 // with their op_args and a label for the case name. The ordinary and the
