@@ -169,6 +169,107 @@ TEST(BpServeProcess, TokenDevicesAndCleanStop) {
   EXPECT_EQ(p.wait_exit(std::chrono::seconds(10)), 0);
 }
 
+// Calls with the session's metadata.
+struct session_ctx {
+  std::string id;
+  void apply(grpc::ClientContext *c) const {
+    c->AddMetadata(bp::remote::k_session_key, id);
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  }
+};
+
+TEST(BpServeProcess, StreamsBytesInChunksAndACancelledLifelineEndsTheSession) {
+  serve_process p({"--listen", "127.0.0.1:0", "--devices", "cpu"});
+  const std::string addr = p.address();
+  ASSERT_FALSE(addr.empty());
+  auto stub = pb::Remote::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  pb::HelloReply hr;
+  ASSERT_TRUE(hello(*stub, nullptr, &hr).ok());
+  const session_ctx s{std::to_string(hr.session())};
+  auto lctx = std::make_unique<grpc::ClientContext>();
+  lctx->AddMetadata(bp::remote::k_session_key, s.id);
+  auto lifeline = stub->Lifeline(lctx.get(), pb::LifelineRequest());
+  pb::Heartbeat hb;
+  ASSERT_TRUE(lifeline->Read(&hb));
+
+  const size_t n = (size_t{3} << 20) + 5;  // three full chunks and a bit
+  pb::BufferAllocRequest aq;
+  aq.set_size(n);
+  pb::BufferAllocReply ar;
+  {
+    grpc::ClientContext c;
+    s.apply(&c);
+    ASSERT_TRUE(stub->BufferAlloc(&c, aq, &ar).ok());
+  }
+  std::string data(n, '\0');
+  for (size_t i = 0; i < n; ++i) data[i] = static_cast<char>((i * 131) >> 3);
+  {
+    grpc::ClientContext c;
+    s.apply(&c);
+    pb::Empty e;
+    auto w = stub->SetTensor(&c, &e);
+    for (size_t at = 0; at < n; at += bp::remote::k_default_chunk_bytes) {
+      pb::SetTensorChunk m;
+      if (at == 0) {
+        m.mutable_header()->set_buffer(ar.id());
+        m.mutable_header()->set_size(n);
+      }
+      m.set_data(data.substr(at, bp::remote::k_default_chunk_bytes));
+      ASSERT_TRUE(w->Write(m));
+    }
+    w->WritesDone();
+    grpc::Status st = w->Finish();
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  {
+    grpc::ClientContext c;
+    s.apply(&c);
+    pb::GetTensorRequest q;
+    q.set_buffer(ar.id());
+    q.set_size(n);
+    auto r = stub->GetTensor(&c, q);
+    std::string got;
+    pb::DataChunk chunk;
+    int chunks = 0;
+    while (r->Read(&chunk)) {
+      EXPECT_LE(chunk.data().size(), bp::remote::k_default_chunk_bytes);
+      got += chunk.data();
+      ++chunks;
+    }
+    ASSERT_TRUE(r->Finish().ok());
+    EXPECT_EQ(chunks, 4);
+    EXPECT_TRUE(got == data) << "the bytes read back differ";
+  }
+  {
+    // One message above the server's limit is refused by gRPC itself.
+    grpc::ClientContext c;
+    s.apply(&c);
+    pb::Empty e;
+    auto w = stub->SetTensor(&c, &e);
+    pb::SetTensorChunk m;
+    m.mutable_header()->set_buffer(ar.id());
+    m.mutable_header()->set_size(bp::remote::k_max_message_bytes + 1);
+    m.set_data(std::string(bp::remote::k_max_message_bytes + 1, 'x'));
+    w->Write(m);
+    w->WritesDone();
+    EXPECT_EQ(w->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  // The client goes away: the session and its buffer are freed.
+  lctx->TryCancel();
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  for (int i = 0; i < 100 && code != grpc::StatusCode::NOT_FOUND; ++i) {
+    usleep(50000);
+    grpc::ClientContext c;
+    s.apply(&c);
+    pb::Handle h;
+    h.set_id(ar.id());
+    pb::Empty e;
+    code = stub->BackendSynchronize(&c, h, &e).error_code();
+  }
+  EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND) << "the session outlived its lifeline";
+  lifeline->Finish();
+}
+
 TEST(BpServeProcess, RefusesAnOpenAddressWithoutTokenAndTls) {
   serve_process p({"--listen", "0.0.0.0:0"});
   ASSERT_TRUE(p.started());
