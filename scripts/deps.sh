@@ -12,6 +12,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
       # clang: the sanitizer pass builds with it (its UBSan checks enum loads).
       clang
+      # gRPC: the remote protocol library and bp-serve (remote/).
+      libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
       ccache)
 missing=()
 for p in "${pkgs[@]}"; do
