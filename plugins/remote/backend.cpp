@@ -6,6 +6,7 @@
 // run the graph, set/get_tensor_async transfer before returning, and
 // synchronize has nothing to wait for. Events are local markers: recording
 // one after synchronous work means it is already complete.
+#include <cinttypes>
 #include <deque>
 #include <memory>
 #include <unordered_map>
@@ -172,6 +173,8 @@ bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_er
         const grpc::Status st = stub(be)->GraphRegister(c.ctx(), req, &reply);
         if (!st.ok()) return rpc_failed(be->sess.get(), st, "GraphRegister", err);
         handle = reply.id();
+        bp_host_logf(be->dev->plugin->host, BP_LOG_DEBUG, "graph of %u nodes registered on %s as %" PRIu64,
+                     graph->n_nodes, be->dev->name.c_str(), handle);
         if (be->graph_order.size() >= k_graph_cache_entries) {
           const uint64_t oldest = be->graph_order.front();
           for (auto it = be->graphs.begin(); it != be->graphs.end(); ++it)

@@ -77,8 +77,11 @@ bp_status read_config(client_config *out, bp_error *err) {
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
                            "BP_REMOTE_TOKEN_FILE=%s cannot be read (%s); point it at the file holding bp-serve's token",
                            tf, std::strerror(errno));
-    while (!c.token.empty() && (c.token.back() == '\n' || c.token.back() == '\r' || c.token.back() == ' '))
-      c.token.pop_back();
+    // Surrounding white space is not part of the token (as bp-serve reads it).
+    const char *space = " \t\r\n\v\f";
+    const size_t first = c.token.find_first_not_of(space);
+    c.token =
+        first == std::string::npos ? std::string() : c.token.substr(first, c.token.find_last_not_of(space) - first + 1);
   }
   if (bp_status s = read_pem("BP_REMOTE_TLS_CA", &c.tls_ca_file, &c.tls_ca, err); s != BP_OK) return s;
   std::string unused;
