@@ -1,7 +1,8 @@
-// ops_build.cpp: the public op builders of backplane.h (bp_add .. bp_rope).
-// Each packs its parameters and hands over to the op table (ops::build), so
-// every rule lives in one place.
+// ops_build.cpp: the public op builders of backplane.h (bp_add .. bp_rope,
+// and bp_op_new, the generic one). Each packs its parameters and hands over
+// to the op table (ops::build), so every rule lives in one place.
 #include <cstring>
+#include <string>
 
 #include "core/ops_internal.hpp"
 
@@ -191,6 +192,63 @@ BP_API bp_tensor *bp_rope(bp_context *ctx, bp_tensor *a, bp_tensor *pos, int n_d
   BP_API_SCOPE();
   int32_t p[BP_MAX_OP_PARAMS] = {n_dims, mode, f32_bits(freq_base), f32_bits(freq_scale)};
   return op2(ctx, BP_OP_ROPE, a, pos, p);
+}
+
+// The generic builder: the caller names the op (a program that rebuilds a
+// graph from a description, such as bp-serve). The checks a typed builder
+// gets from its signature (the op, the source count, the parameter words)
+// are made here; everything else is the op's rule, as for the typed builder.
+BP_API bp_tensor *bp_op_new(bp_context *ctx, bp_op op, bp_tensor *const *src, int n_src, const int32_t *params,
+                            int n_params) {
+  BP_API_SCOPE();
+  return bp::core::build_guard(ctx, [&]() -> bp_tensor * {
+    using bp::core::set_errorf;
+    if (!bp::core::context_usable(ctx, "bp_op_new")) return nullptr;
+    const int op_value = bp::core::enum_value(op);
+    if (op_value < 0 || op_value >= BP_OP_COUNT) {
+      set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_op_new: unknown op %d: use a bp_op below BP_OP_COUNT (%d)", op_value,
+                 BP_OP_COUNT);
+      return nullptr;
+    }
+    const auto &oi = bp::core::ops::info(op);
+    if (bp_op_is_view(op)) {
+      set_errorf(BP_ERR_INVALID_ARGUMENT,
+                 "bp_op_new: %s is a leaf or a view, not a computed op: build it with bp_tensor_new, bp_view_4d, "
+                 "bp_reshape, bp_permute or bp_transpose",
+                 oi.name);
+      return nullptr;
+    }
+    const std::string fn = std::string("bp_op_new(") + oi.name + ")";
+    if (n_src < oi.n_src_min || n_src > oi.n_src_max) {
+      if (oi.n_src_min == oi.n_src_max) {
+        set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %d sources given but %s takes %d", fn.c_str(), n_src, oi.name,
+                   oi.n_src_min);
+      } else {
+        set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %d sources given but %s takes %d to %d", fn.c_str(), n_src, oi.name,
+                   oi.n_src_min, oi.n_src_max);
+      }
+      return nullptr;
+    }
+    if (src == nullptr) {
+      set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: src is NULL but %d sources were given", fn.c_str(), n_src);
+      return nullptr;
+    }
+    const int words = bp::core::ops::param_words(op);
+    if (n_params < 0 || n_params > words) {
+      set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %d parameter words given but %s reads %d (docs/ops.md)", fn.c_str(),
+                 n_params, oi.name, words);
+      return nullptr;
+    }
+    if (n_params > 0 && params == nullptr) {
+      set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: params is NULL but n_params is %d", fn.c_str(), n_params);
+      return nullptr;
+    }
+    int32_t p[BP_MAX_OP_PARAMS] = {};
+    if (n_params > 0) std::memcpy(p, params, sizeof(int32_t) * static_cast<size_t>(n_params));
+    // CONT keeps its source's type here, as bp_cont does (bp_cast converts).
+    const int requested = op == BP_OP_CONT && src[0] ? bp::core::enum_value(src[0]->type) : BP_TYPE_F32;
+    return build(ctx, op, src, n_src, p, oi.builder, requested);
+  });
 }
 
 }  // extern "C"

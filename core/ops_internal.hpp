@@ -76,4 +76,7 @@ bp_tensor *build(bp_context *ctx, bp_op op, bp_tensor *const *src, int n_src, co
 // bp_op_name for any int ("?" outside the enum).
 const char *op_name(int op);
 
+// How many op_params words |op| reads (docs/ops.md): bp_op_new refuses more.
+int param_words(bp_op op);
+
 }  // namespace bp::core::ops

@@ -67,6 +67,23 @@ const op_info &info(bp_op op) { return k_ops[op]; }
 
 const char *op_name(int op) { return op_in_range(op) ? k_ops[op].name : "?"; }
 
+int param_words(bp_op op) {
+  switch (op) {
+    case BP_OP_SCALE:
+    case BP_OP_NORM:
+    case BP_OP_RMS_NORM:
+    case BP_OP_SOFT_MAX:
+    case BP_OP_CONCAT:
+      return 1;
+    case BP_OP_CLAMP:
+      return 2;
+    case BP_OP_ROPE:
+      return 4;
+    default:
+      return 0;
+  }
+}
+
 bp_tensor *build(bp_context *ctx, bp_op op, bp_tensor *const *src, int n_src, const int32_t *params, const char *fn,
                  int requested_type) {
   const op_info &oi = info(op);

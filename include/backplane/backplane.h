@@ -390,6 +390,19 @@ BP_API bp_tensor *bp_concat(bp_context *ctx, bp_tensor *a, bp_tensor *b, int dim
 BP_API bp_tensor *bp_rope(bp_context *ctx, bp_tensor *a, bp_tensor *pos, int n_dims, int mode, float freq_base,
                           float freq_scale);
 
+/* Any computed op by number, for programs that rebuild a graph from a
+ * description: |src| holds |n_src| sources (as many as the op takes; an
+ * optional one, such as SOFT_MAX's mask, may be NULL or left out), |params|
+ * the first |n_params| op_params words (the rest are 0; no more than the op
+ * reads, see bp_op). The op's shape, type and parameter rules are those of
+ * its typed builder (bp_op_new(ctx, BP_OP_ADD, (bp_tensor *[]){a, b}, 2,
+ * NULL, 0) is bp_add(ctx, a, b)); BP_OP_CONT keeps a's type (bp_cast
+ * converts). Leaves and views have their own builders and are refused. NULL
+ * with INVALID_ARGUMENT naming the op on an unknown op, a wrong source or
+ * parameter count, or a rule the sources break. Borrowed; lives with ctx. */
+BP_API bp_tensor *bp_op_new(bp_context *ctx, bp_op op, bp_tensor *const *src, int n_src, const int32_t *params,
+                            int n_params);
+
 /* Static op name ("ADD"), or "?" . */
 BP_API const char *bp_op_name(bp_op op);
 /* Estimated floating point operations and bytes moved by node |t|. */

@@ -1,0 +1,113 @@
+// grpc_service.cpp: the gRPC methods over service_core (grpc_service.hpp).
+#include "grpc_service.hpp"
+
+#include <string>
+
+#include "protocol.hpp"
+
+namespace bp::remote::server {
+namespace {
+
+// The metadata values of one call, copied out of gRPC's string_refs.
+struct meta_values {
+  std::string token, session;
+  call_meta meta;
+  explicit meta_values(const grpc::ServerContext *c) {
+    const auto &md = c->client_metadata();
+    if (auto it = md.find(k_token_key); it != md.end()) {
+      token.assign(it->second.data(), it->second.size());
+      meta.token = &token;
+    }
+    if (auto it = md.find(k_session_key); it != md.end()) {
+      session.assign(it->second.data(), it->second.size());
+      meta.session = &session;
+    }
+  }
+};
+
+}  // namespace
+
+grpc::Status grpc_service::Hello(grpc::ServerContext *c, const pb::HelloRequest *q, pb::HelloReply *r) {
+  return core_.hello(meta_values(c).meta, *q, r);
+}
+
+grpc::Status grpc_service::Lifeline(grpc::ServerContext *c, const pb::LifelineRequest *,
+                                    grpc::ServerWriter<pb::Heartbeat> *w) {
+  std::shared_ptr<session> s;
+  if (grpc::Status st = core_.lifeline_attach(meta_values(c).meta, &s); !st.ok()) return st;
+  // Heartbeats until the client cancels or goes away (a write fails), the
+  // session is closed, or the server stops; then everything it owns is freed.
+  pb::Heartbeat hb;
+  uint64_t seq = 0;
+  for (;;) {
+    hb.set_sequence(seq++);
+    if (c->IsCancelled() || !w->Write(hb)) break;
+    if (!core_.lifeline_wait(*s, heartbeat_)) break;
+  }
+  core_.lifeline_end(s);
+  if (core_.stopping()) return {grpc::StatusCode::UNAVAILABLE, "bp-serve is shutting down"};
+  return grpc::Status::OK;
+}
+
+grpc::Status grpc_service::Goodbye(grpc::ServerContext *c, const pb::GoodbyeRequest *, pb::Empty *) {
+  return core_.goodbye(meta_values(c).meta);
+}
+grpc::Status grpc_service::DeviceMemory(grpc::ServerContext *c, const pb::DeviceRef *q, pb::DeviceMemoryReply *r) {
+  return core_.device_memory(meta_values(c).meta, *q, r);
+}
+grpc::Status grpc_service::BackendOpen(grpc::ServerContext *c, const pb::BackendOpenRequest *q, pb::Handle *r) {
+  return core_.backend_open(meta_values(c).meta, *q, r);
+}
+grpc::Status grpc_service::BackendFree(grpc::ServerContext *c, const pb::Handle *q, pb::Empty *) {
+  return core_.backend_free(meta_values(c).meta, *q);
+}
+grpc::Status grpc_service::BackendSynchronize(grpc::ServerContext *c, const pb::Handle *q, pb::Empty *) {
+  return core_.backend_synchronize(meta_values(c).meta, *q);
+}
+grpc::Status grpc_service::SupportsOp(grpc::ServerContext *c, const pb::SupportsOpRequest *q, pb::SupportsOpReply *r) {
+  return core_.supports_op(meta_values(c).meta, *q, r);
+}
+grpc::Status grpc_service::BufferAlloc(grpc::ServerContext *c, const pb::BufferAllocRequest *q,
+                                       pb::BufferAllocReply *r) {
+  return core_.buffer_alloc(meta_values(c).meta, *q, r);
+}
+grpc::Status grpc_service::BufferFree(grpc::ServerContext *c, const pb::Handle *q, pb::Empty *) {
+  return core_.buffer_free(meta_values(c).meta, *q);
+}
+grpc::Status grpc_service::BufferClear(grpc::ServerContext *c, const pb::BufferClearRequest *q, pb::Empty *) {
+  return core_.buffer_clear(meta_values(c).meta, *q);
+}
+grpc::Status grpc_service::BufferMemset(grpc::ServerContext *c, const pb::BufferMemsetRequest *q, pb::Empty *) {
+  return core_.buffer_memset(meta_values(c).meta, *q);
+}
+
+grpc::Status grpc_service::SetTensor(grpc::ServerContext *c, grpc::ServerReader<pb::SetTensorChunk> *rd, pb::Empty *) {
+  set_stream st;
+  // The token and session are checked before the first message is read.
+  if (grpc::Status s = core_.set_tensor_begin(meta_values(c).meta, &st); !s.ok()) return s;
+  pb::SetTensorChunk msg;
+  while (rd->Read(&msg)) {
+    if (grpc::Status s = core_.set_tensor_chunk(&st, msg); !s.ok()) return s;
+  }
+  if (c->IsCancelled()) return {grpc::StatusCode::CANCELLED, "SetTensor: the client cancelled"};
+  return core_.set_tensor_finish(&st);
+}
+
+grpc::Status grpc_service::GetTensor(grpc::ServerContext *c, const pb::GetTensorRequest *q,
+                                     grpc::ServerWriter<pb::DataChunk> *w) {
+  return core_.get_tensor(meta_values(c).meta, *q, [&](const pb::DataChunk &d) { return w->Write(d); });
+}
+grpc::Status grpc_service::CopyBuffer(grpc::ServerContext *c, const pb::CopyBufferRequest *q, pb::Empty *) {
+  return core_.copy_buffer(meta_values(c).meta, *q);
+}
+grpc::Status grpc_service::GraphRegister(grpc::ServerContext *c, const pb::GraphRegisterRequest *q, pb::Handle *r) {
+  return core_.graph_register(meta_values(c).meta, *q, r);
+}
+grpc::Status grpc_service::GraphCompute(grpc::ServerContext *c, const pb::Handle *q, pb::Empty *) {
+  return core_.graph_compute(meta_values(c).meta, *q);
+}
+grpc::Status grpc_service::GraphFree(grpc::ServerContext *c, const pb::Handle *q, pb::Empty *) {
+  return core_.graph_free(meta_values(c).meta, *q);
+}
+
+}  // namespace bp::remote::server
