@@ -73,7 +73,7 @@ bp_status enumerate_devices(plugin_state *plugin, bp_error *err) {
     conn->config = &plugin->config;
     bp_error e{};
     if (server_connect(conn.get(), &e) != BP_OK) {
-      bp_host_logf(plugin->host, BP_LOG_WARN, "server %s not used: %s", address.c_str(), e.message);
+      bp_host_logf(plugin->host, BP_LOG_WARN, "%s", e.message);
       failures += (failures.empty() ? "" : "; ") + std::string(e.message);
       continue;
     }

@@ -64,13 +64,16 @@ bp_status hello_failed(const server_conn &conn, const grpc::Status &st, bp_error
   switch (st.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return bp_error_setf(err, BP_ERR_UNAVAILABLE,
-                           "server %s: no answer to Hello within %" PRId64
-                           " ms (%s: %s); is bp-serve running there, and does it use "
-                           "TLS exactly when BP_REMOTE_TLS_CA is set (it is %s)?",
-                           conn.address.c_str(), cfg.connect_timeout_ms,
-                           st.error_code() == grpc::StatusCode::UNAVAILABLE ? "unavailable" : "deadline exceeded",
-                           said.c_str(), cfg.tls_ca.empty() ? "not set: plaintext" : "set: TLS");
+      return bp_error_setf(
+          err, BP_ERR_UNAVAILABLE,
+          "server %s: cannot open a session (%s after at most %" PRId64
+          " ms: %s); is bp-serve running there, and does it use TLS exactly when BP_REMOTE_TLS_CA is "
+          "set (here it is %s)?",
+          conn.address.c_str(), st.error_code() == grpc::StatusCode::UNAVAILABLE ? "unavailable" : "no answer",
+          cfg.connect_timeout_ms, said.c_str(), cfg.tls_ca.empty() ? "not set: plaintext" : "set: TLS");
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return bp_error_setf(err, BP_ERR_RESOURCE_EXHAUSTED, "server %s refused a new session: %s", conn.address.c_str(),
+                           said.c_str());
     case grpc::StatusCode::FAILED_PRECONDITION:
       return bp_error_setf(err, BP_ERR_INCOMPATIBLE,
                            "server %s refused this client (protocol %u, Backplane %s, op table %s): %s; use the same "
