@@ -1,0 +1,171 @@
+// device.cpp: discovery (a session with every server in BP_REMOTE, its
+// devices listed as remote:N), device properties and backend creation.
+//
+// A server that cannot be reached is a warning naming it and the cause
+// (bp-devices lists it under Problems); the other servers' devices are
+// still listed. Only when no server answers is the plugin UNAVAILABLE.
+#include <cinttypes>
+#include <string>
+
+#include "backplane/plugin_guard.hpp"
+#include "remote.hpp"
+
+namespace bp::remote_plugin {
+namespace {
+
+bp_device_type type_of(uint32_t t) {
+  switch (t) {
+    case BP_DEVICE_TYPE_GPU:
+      return BP_DEVICE_TYPE_GPU;
+    case BP_DEVICE_TYPE_IGPU:
+      return BP_DEVICE_TYPE_IGPU;
+    case BP_DEVICE_TYPE_ACCEL:
+      return BP_DEVICE_TYPE_ACCEL;
+    default:
+      return BP_DEVICE_TYPE_CPU;
+  }
+}
+
+// Remote memory is never host memory here, transfers are synchronous, and
+// events are local (backend.cpp): keep only what stays true over the wire.
+uint32_t caps_of(uint32_t server_caps) {
+  (void)server_caps;
+  return BP_DEVICE_CAP_EVENTS;
+}
+
+size_t power_of_two_at_least(uint64_t v) {
+  size_t p = 64;
+  while (p < v && p < (size_t{1} << 30)) p <<= 1;
+  return p;
+}
+
+void add_devices(plugin_state *plugin, server_conn *conn, const pb::HelloReply &hello) {
+  for (const pb::DeviceInfo &info : hello.devices()) {
+    auto dev = std::make_unique<device_state>();
+    dev->plugin = plugin;
+    dev->server = conn;
+    dev->info = info;
+    dev->remote_index = info.index();
+    dev->name = info.name() + "@" + conn->address;
+    dev->description = conn->address + ": " + info.description();
+    dev->id = hello.server_id() + "/" + info.id();
+    dev->type = type_of(info.type());
+    dev->caps = caps_of(info.caps());
+    dev->alignment = power_of_two_at_least(info.buffer_alignment());
+    dev->max_size = info.buffer_max_size();
+    plugin->devices.push_back(std::move(dev));
+  }
+}
+
+}  // namespace
+
+bp_status enumerate_devices(plugin_state *plugin, bp_error *err) {
+  if (bp_status s = read_config(&plugin->config, err); s != BP_OK) return s;
+  const client_config &cfg = plugin->config;
+  if (cfg.servers.empty())
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE,
+                         "no server to ask: set BP_REMOTE=host:port[,host:port...] to the bp-serve addresses");
+  std::string failures;
+  for (const std::string &address : cfg.servers) {
+    auto conn = std::make_unique<server_conn>();
+    conn->host = plugin->host;
+    conn->address = address;
+    conn->config = &plugin->config;
+    bp_error e{};
+    if (server_connect(conn.get(), &e) != BP_OK) {
+      bp_host_logf(plugin->host, BP_LOG_WARN, "%s", e.message);
+      failures += (failures.empty() ? "" : "; ") + std::string(e.message);
+      continue;
+    }
+    std::shared_ptr<session> s;
+    if (server_session(conn.get(), false, &s, &e) == BP_OK) add_devices(plugin, conn.get(), s->hello);
+    plugin->servers.push_back(std::move(conn));
+  }
+  if (plugin->servers.empty())
+    return bp_error_setf(err, BP_ERR_UNAVAILABLE, "no server in BP_REMOTE answered: %s", failures.c_str());
+  bp_host_logf(plugin->host, BP_LOG_DEBUG, "%zu devices on %zu of %zu servers", plugin->devices.size(),
+               plugin->servers.size(), cfg.servers.size());
+  return BP_OK;
+}
+
+plugin_state::~plugin_state() {
+  for (auto &s : servers) server_close(s.get());
+  devices.clear();
+  servers.clear();
+}
+
+namespace {
+
+bp_status device_get_props(void *ctx, bp_device_props *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!ctx || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
+    auto *dev = static_cast<device_state *>(ctx);
+    plugins::fill_props({dev->name.c_str(), dev->description.c_str(), dev->id.c_str(), dev->type, dev->caps,
+                         dev->info.memory_total(), dev->info.memory_free()},
+                        out);
+    return BP_OK;
+  });
+}
+
+bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                              bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!ctx || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "backend_init needs a device and an out ref");
+    out->iface = nullptr;
+    out->ctx = nullptr;
+    auto *dev = static_cast<device_state *>(ctx);
+    backend_options opt;
+    opt.timeout_ms = dev->plugin->config.timeout_ms;
+    opt.chunk_bytes = dev->plugin->config.chunk_bytes;
+    if (const bp_param_value *p = plugins::find_param(params, n_params, "server");
+        p && p->string_value && *p->string_value) {
+      // server=ADDR: the host's device index counts within that server.
+      std::vector<device_state *> on_server;
+      for (const auto &d : dev->plugin->devices)
+        if (d->server->address == p->string_value) on_server.push_back(d.get());
+      if (on_server.empty()) {
+        std::string known;
+        for (const auto &s : dev->plugin->servers) known += (known.empty() ? "" : ", ") + s->address;
+        return bp_error_setf(err, BP_ERR_NOT_FOUND,
+                             "server=%s is not one of the servers with devices (%s); add it to "
+                             "BP_REMOTE",
+                             p->string_value, known.empty() ? "none" : known.c_str());
+      }
+      uint32_t index = 0;
+      for (uint32_t i = 0; i < dev->plugin->devices.size(); ++i)
+        if (dev->plugin->devices[i].get() == dev) index = i;
+      if (index >= on_server.size())
+        return bp_error_setf(err, BP_ERR_NOT_FOUND, "server %s has devices 0..%zu, not %u", p->string_value,
+                             on_server.size() - 1, index);
+      dev = on_server[index];
+    }
+    if (bp_status s = plugins::read_int_in(params, n_params, "timeout_ms", 1, 3600000, &opt.timeout_ms, err);
+        s != BP_OK)
+      return s;
+    int64_t chunk = static_cast<int64_t>(opt.chunk_bytes);
+    if (bp_status s = plugins::read_int_in(params, n_params, "chunk_bytes", 4096, 4 << 20, &chunk, err); s != BP_OK)
+      return s;
+    opt.chunk_bytes = static_cast<size_t>(chunk);
+    return backend_create(dev, opt, out, err);
+  });
+}
+
+bp_buffer_type_ref device_buffer_type(void *ctx) noexcept { return buffer_type_of(static_cast<device_state *>(ctx)); }
+
+bp_status device_event_new(void *ctx, bp_event_ref *out, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status { return event_create(static_cast<device_state *>(ctx), out, err); });
+}
+
+}  // namespace
+
+const bp_device_i device_iface = {
+    sizeof(bp_device_i),
+    device_get_props,
+    device_backend_init,
+    device_buffer_type,
+    nullptr,  // host_buffer_type
+    nullptr,  // buffer_from_host_ptr
+    device_event_new,
+};
+
+}  // namespace bp::remote_plugin

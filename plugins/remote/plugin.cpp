@@ -1,0 +1,71 @@
+// plugin.cpp: the remote plugin's exported descriptor and entry, the plugin
+// table (init, shutdown, enumerate, devices, parameter schema).
+//
+// init only stores the host table: loading the plugin opens no connection.
+// The servers in BP_REMOTE are asked for their devices once, by the first
+// of enumerate, device_count and device_get (the host calls enumerate when
+// a device of this plugin is first listed or asked for, never for a spec
+// naming another plugin).
+#include "backplane/plugin_guard.hpp"
+#include "plugins/common/plugin_common.hpp"
+#include "remote.hpp"
+
+namespace bp::remote_plugin {
+namespace {
+
+const bp_param_info params_schema[] = {
+    {sizeof(bp_param_info), "server", BP_PARAM_STRING, "",
+     "count the device index within this server of BP_REMOTE (remote:server=host:7070,device=0); empty = across all", 0,
+     0},
+    {sizeof(bp_param_info), "timeout_ms", BP_PARAM_INT, "10000",
+     "deadline of each call to the server in ms (transfers get 1 ms more per 64 KiB); default BP_REMOTE_TIMEOUT_MS", 1,
+     3600000},
+    {sizeof(bp_param_info), "chunk_bytes", BP_PARAM_INT, "1048576",
+     "bytes per message of this backend's streamed transfers (4096..4194304)", 4096, 4194304},
+};
+
+bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
+  return plugin_guard(err, [&]() -> bp_status {
+    if (!out_plugin) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "init needs an out pointer");
+    *out_plugin = nullptr;
+    auto *state = new plugin_state();
+    state->host = plugins::g_host;
+    *out_plugin = state;
+    return BP_OK;
+  });
+}
+
+void plugin_shutdown(void *plugin) noexcept {
+  plugin_guard(nullptr, [&] {
+    delete static_cast<plugin_state *>(plugin);
+    return BP_OK;
+  });
+}
+
+using devices = plugins::device_list<plugin_state, enumerate_devices, &device_iface>;
+
+const bp_plugin_i plugin_iface = {
+    sizeof(bp_plugin_i),
+    plugin_init,
+    plugin_shutdown,
+    devices::device_count,
+    devices::device_get,
+    params_schema,
+    sizeof(params_schema) / sizeof(params_schema[0]),
+    devices::enumerate,
+};
+
+}  // namespace
+
+const bp_plugin_i *plugin_table() { return &plugin_iface; }
+
+}  // namespace bp::remote_plugin
+
+extern "C" {
+const bp_plugin_descriptor_t bp_plugin_descriptor =
+    BP_PLUGIN_DESCRIPTOR("remote", "0.1.0", "devices served by bp-serve on other machines, over gRPC");
+
+const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err) {
+  return bp::plugins::plugin_entry(host_abi, host, err, bp::remote_plugin::plugin_table());
+}
+}  // extern "C"
