@@ -54,7 +54,11 @@ namespace bp::cpu {
 
 bool node_supported(const bp_tensor *t) {
   if (!t) return false;
-  if (plugins::touches_quantized(t)) return false;  // no quantized kernels yet
+  // Quantized tensors: MUL_MAT's a, GET_ROWS's table, the destination of
+  // CPY and CONT (quant.hpp); those kernels' supports() check the rest.
+  if (plugins::touches_quantized(t) && t->op != BP_OP_MUL_MAT && t->op != BP_OP_GET_ROWS && t->op != BP_OP_CPY &&
+      t->op != BP_OP_CONT)
+    return false;
   const op_kernel *k = find_kernel(t->op);
   if (!k) return false;
   for (int i = 0; i < plugins::n_sources(t->op); ++i)

@@ -3,8 +3,11 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include <vector>
+
 #include "cpu.hpp"
 #include "kernels.hpp"
+#include "quant.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -58,6 +61,12 @@ struct cursor {
 
 bool get_rows_supports(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *ids = t->src[1];
+  qtype q = qtype::q8_0;
+  if (has_valid_shape(a) && bp_type_is_quantized(a->type)) {
+    // Rows of a quantized table, widened to F32 (quant_rows.cpp).
+    return has_valid_shape(t) && has_valid_shape(ids) && quant_rows_dense(a, &q) && t->type == BP_TYPE_F32 &&
+           ids->type == BP_TYPE_I32 && t->ne[0] == a->ne[0] && t->ne[1] == ids->ne[0] && ids->ne[3] == 1;
+  }
   return has_valid_shape(t) && has_valid_shape(a) && has_valid_shape(ids) && is_known_type(a->type) &&
          t->type == (a->type == BP_TYPE_I32 ? BP_TYPE_I32 : BP_TYPE_F32) && ids->type == BP_TYPE_I32 &&
          t->ne[0] == a->ne[0] && t->ne[1] == ids->ne[0] && ids->ne[3] == 1;
@@ -89,10 +98,19 @@ void get_rows_run(const bp_tensor *t, int ith, int nth) {
   const bp_tensor *a = t->src[0];
   int64_t r0, r1;
   split_range(bp_tensor_nrows(t), ith, nth, &r0, &r1);
+  qtype q = qtype::q8_0;
+  const bool quantized = qtype_of(a->type, &q);
+  std::vector<float> scratch(quantized ? static_cast<size_t>(t->ne[0]) : 0u);
   for (int64_t r = r0; r < r1; ++r) {
     row_index ix = decode_row(t, r);
     int32_t id = row_id(t, ix.i1, ix.i2, ix.i3);
     if (id < 0 || id >= a->ne[1]) continue;  // prepare() already refused it
+    if (quantized) {
+      float *out = out_row(t, ix.i1, ix.i2, ix.i3, scratch.data());
+      dequantize_row(q, row_ptr(a, id, ix.i2 % a->ne[2], ix.i3 % a->ne[3]), out, t->ne[0]);
+      finish_row(t, ix.i1, ix.i2, ix.i3, out);
+      continue;
+    }
     copy_row(row_ptr(a, id, ix.i2 % a->ne[2], ix.i3 % a->ne[3]), a->type, a->nb[0], row_ptr(t, ix.i1, ix.i2, ix.i3),
              t->type, t->nb[0], t->ne[0]);
   }
@@ -104,14 +122,48 @@ void get_rows_run(const bp_tensor *t, int ith, int nth) {
 
 bool copy_supports(const bp_tensor *t) {
   const bp_tensor *a = t->src[0];
+  qtype q = qtype::q8_0;
+  if (has_valid_shape(t) && bp_type_is_quantized(t->type)) {
+    // F32 into whole blocks of a quantized tensor (quant_rows.cpp).
+    return has_valid_shape(a) && a->type == BP_TYPE_F32 && quant_rows_dense(t, &q) &&
+           bp_tensor_nelements(t) == bp_tensor_nelements(a);
+  }
   if (!has_valid_shape(t) || !has_valid_shape(a) || !is_known_type(t->type) || !is_known_type(a->type)) return false;
   // f32 <-> f16 and i32 -> i32, as the op table allows.
   if (is_float_type(t->type) != is_float_type(a->type)) return false;
   return bp_tensor_nelements(t) == bp_tensor_nelements(a);
 }
 
+// F32 (any layout) into a quantized tensor, one destination row at a time:
+// its elements in logical order, gathered, then quantized.
+static void copy_to_quant_run(const bp_tensor *t, int ith, int nth) {
+  const bp_tensor *a = t->src[0];
+  qtype q = qtype::q8_0;
+  qtype_of(t->type, &q);
+  int64_t r0, r1;
+  split_range(bp_tensor_nrows(t), ith, nth, &r0, &r1);
+  std::vector<float> row(static_cast<size_t>(t->ne[0]));
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *src = row.data();
+    if (a->ne[0] == t->ne[0]) {
+      row_index sx = decode_row(a, r);
+      src = read_row(a, sx.i1, sx.i2, sx.i3, row.data());
+    } else {
+      cursor s{a, {0, 0, 0, 0}};
+      s.seek(r * t->ne[0]);
+      for (int64_t i = 0; i < t->ne[0]; ++i, s.next()) std::memcpy(&row[i], s.ptr(), sizeof(float));
+    }
+    row_index dx = decode_row(t, r);
+    quantize_row(q, src, row_ptr(t, dx.i1, dx.i2, dx.i3), t->ne[0]);
+  }
+}
+
 void copy_run(const bp_tensor *t, int ith, int nth) {
   const bp_tensor *a = t->src[0];
+  if (bp_type_is_quantized(t->type)) {
+    copy_to_quant_run(t, ith, nth);
+    return;
+  }
   if (a->ne[0] == t->ne[0]) {
     // Same row length: row r of one is row r of the other.
     int64_t r0, r1;

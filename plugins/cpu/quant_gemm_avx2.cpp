@@ -1,0 +1,62 @@
+// quant_gemm_avx2.cpp: the AVX2 tiles of quantized MUL_MAT
+// (quant_gemm_simd.hpp), 16 ymm registers: 4 rows of a by up to 2 columns
+// of b (8 accumulators, the 4 rows' decoded blocks and temporaries).
+#include <cstdint>
+#include <cstring>
+
+#include "plugins/common/simd.hpp"
+#include "quant.hpp"
+#include "quant_blocks.hpp"
+
+#if defined(BP_X86_SIMD)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace bp::cpu {
+namespace {
+
+struct Isa {
+  static __m256i dot_u(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+  }
+  static __m256i dot_s(__m256i x, __m256i y) { return dot_u(_mm256_abs_epi8(x), _mm256_sign_epi8(y, x)); }
+};
+
+#include "quant_gemm_simd.hpp"
+
+constexpr int kRows = 4;
+
+qtile_fn tile_avx2(qtype q, int rm, int rn) {
+  switch (q) {
+    case qtype::q8_0:
+      return tiles_of<f_q8_0, kRows, 1, 2>::get(rm, rn);
+    case qtype::q4_0:
+      return tiles_of<f_q4_0, kRows, 1, 2>::get(rm, rn);
+    case qtype::q5_0:
+      return tiles_of<f_q5_0, kRows, 1, 2>::get(rm, rn);
+    case qtype::q4_k:
+      return tiles_of<f_q4_k, kRows, 1, 2>::get(rm, rn);
+    case qtype::q6_k:
+      return tiles_of<f_q6_k, kRows, 1, 2>::get(rm, rn);
+  }
+  return nullptr;
+}
+
+int rows_avx2(int) { return kRows; }
+
+}  // namespace
+
+#pragma GCC pop_options
+
+const qkernels &qkernels_avx2() {
+  static const qkernels k = {"avx2", 2, rows_avx2, tile_avx2};
+  return k;
+}
+
+}  // namespace bp::cpu
+
+#else
+namespace bp::cpu {
+const qkernels &qkernels_avx2() { return qkernels_baseline(); }
+}  // namespace bp::cpu
+#endif

@@ -1,0 +1,101 @@
+// quant_gemm_avx512.cpp: the AVX-512 tiles of quantized MUL_MAT
+// (quant_gemm_simd.hpp). The blocks stay 256-bit (one block of 32 values
+// per register, with its own scale), but AVX-512VL's 32 registers hold a
+// 4 x 4 tile, and where the CPU has AVX512-VNNI one vpdpbusd replaces
+// AVX2's vpmaddubsw + vpmaddwd.
+#include <cstdint>
+#include <cstring>
+
+#include "plugins/common/simd.hpp"
+#include "quant.hpp"
+#include "quant_blocks.hpp"
+
+#if defined(BP_X86_SIMD)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")
+
+namespace bp::cpu {
+namespace plain512 {
+namespace {
+
+struct Isa {
+  static __m256i dot_u(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+  }
+  static __m256i dot_s(__m256i x, __m256i y) { return dot_u(_mm256_abs_epi8(x), _mm256_sign_epi8(y, x)); }
+};
+
+#include "quant_gemm_simd.hpp"
+
+}  // namespace
+}  // namespace plain512
+}  // namespace bp::cpu
+
+#pragma GCC target("avx512vnni")
+
+namespace bp::cpu {
+namespace vnni512 {
+namespace {
+
+struct Isa {
+  static __m256i dot_u(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+  static __m256i dot_s(__m256i x, __m256i y) { return dot_u(_mm256_abs_epi8(x), _mm256_sign_epi8(y, x)); }
+};
+
+#include "quant_gemm_simd.hpp"
+
+}  // namespace
+}  // namespace vnni512
+
+namespace {
+
+constexpr int kRows = 4;
+
+template <template <class, int, int...> class T, class F8, class F4, class F5, class FK4, class FK6>
+qtile_fn pick(qtype q, int rm, int rn) {
+  switch (q) {
+    case qtype::q8_0:
+      return T<F8, kRows, 1, 2, 3, 4>::get(rm, rn);
+    case qtype::q4_0:
+      return T<F4, kRows, 1, 2, 3, 4>::get(rm, rn);
+    case qtype::q5_0:
+      return T<F5, kRows, 1, 2, 3, 4>::get(rm, rn);
+    case qtype::q4_k:
+      return T<FK4, kRows, 1, 2, 3, 4>::get(rm, rn);
+    case qtype::q6_k:
+      return T<FK6, kRows, 1, 2, 3, 4>::get(rm, rn);
+  }
+  return nullptr;
+}
+
+qtile_fn tile_plain(qtype q, int rm, int rn) {
+  using namespace plain512;
+  return pick<tiles_of, f_q8_0, f_q4_0, f_q5_0, f_q4_k, f_q6_k>(q, rm, rn);
+}
+qtile_fn tile_vnni(qtype q, int rm, int rn) {
+  using namespace vnni512;
+  return pick<tiles_of, f_q8_0, f_q4_0, f_q5_0, f_q4_k, f_q6_k>(q, rm, rn);
+}
+int rows_avx512(int) { return kRows; }
+
+}  // namespace
+
+#pragma GCC pop_options
+
+const qkernels &qkernels_avx512() {
+  static const qkernels k = {"avx512", 4, rows_avx512, tile_plain};
+  return k;
+}
+const qkernels &qkernels_avx512_vnni() {
+  static const qkernels k = {"avx512-vnni", 4, rows_avx512, tile_vnni};
+  return k;
+}
+
+}  // namespace bp::cpu
+
+#else
+namespace bp::cpu {
+const qkernels &qkernels_avx512() { return qkernels_baseline(); }
+const qkernels &qkernels_avx512_vnni() { return qkernels_baseline(); }
+}  // namespace bp::cpu
+#endif

@@ -1,0 +1,122 @@
+// quant_gemm_scalar.cpp: quantized MUL_MAT's tiles for the baseline ISA
+// (one row by one column, plain C++), and the choice of tiles per CPU.
+#include "backplane/backplane.h"
+#include "plugins/common/isa.hpp"
+#include "quant.hpp"
+#include "quant_blocks.hpp"
+
+namespace bp::cpu {
+namespace {
+
+using namespace qblock;
+
+// Block |j| (32 values) of a row: value i = scale[i / 16] * q[i] + off[i / 16].
+template <qtype Q>
+void block_terms(const uint8_t *row, int64_t j, int q[32], float scale[2], float off[2]) {
+  off[0] = off[1] = 0.0f;
+  if constexpr (Q == qtype::q8_0 || Q == qtype::q4_0 || Q == qtype::q5_0) {
+    const uint8_t *b = row + j * format_of(Q).block_bytes;
+    scale[0] = scale[1] = bp_fp16_to_fp32(u16_at(b));
+    if constexpr (Q == qtype::q8_0) {
+      for (int i = 0; i < 32; ++i) q[i] = static_cast<int8_t>(b[2 + i]);
+    } else if constexpr (Q == qtype::q4_0) {
+      for (int i = 0; i < 16; ++i) {
+        q[i] = (b[2 + i] & 0xF) - 8;
+        q[i + 16] = (b[2 + i] >> 4) - 8;
+      }
+    } else {
+      const uint32_t qh = u32_at(b + kQ5QhOff);
+      for (int i = 0; i < 16; ++i) {
+        q[i] = ((b[kQ5QsOff + i] & 0xF) | static_cast<int>(((qh >> i) & 1u) << 4)) - 16;
+        q[i + 16] = ((b[kQ5QsOff + i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1u) << 4)) - 16;
+      }
+    }
+  } else if constexpr (Q == qtype::q4_k) {
+    const uint8_t *b = row + (j / 8) * 144;
+    const int sub = static_cast<int>(j % 8);
+    int sc, m;
+    scale_min(b + kQ4KScalesOff, sub, &sc, &m);
+    scale[0] = scale[1] = bp_fp16_to_fp32(u16_at(b)) * static_cast<float>(sc);
+    off[0] = off[1] = -(bp_fp16_to_fp32(u16_at(b + kQ4KDminOff)) * static_cast<float>(m));
+    const uint8_t *qs = b + kQ4KQsOff + 32 * (sub / 2);
+    for (int i = 0; i < 32; ++i) q[i] = (sub & 1) ? qs[i] >> 4 : qs[i] & 0xF;
+  } else {
+    const uint8_t *b = row + (j / 8) * 210;
+    const int sub = static_cast<int>(j % 8), h = sub / 4, t = sub % 4;
+    const float d = bp_fp16_to_fp32(u16_at(b + kQ6KDOff));
+    const int8_t *sc = reinterpret_cast<const int8_t *>(b + kQ6KScalesOff);
+    scale[0] = d * static_cast<float>(sc[2 * sub]);
+    scale[1] = d * static_cast<float>(sc[2 * sub + 1]);
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t lo = b[64 * h + 32 * (t & 1) + l];
+      q[l] = ((t < 2 ? lo & 0xF : lo >> 4) | (((b[kQ6KQhOff + 32 * h + l] >> (2 * t)) & 3) << 4)) - 32;
+    }
+  }
+}
+
+template <qtype Q>
+void pair_tile(const char *a, size_t, const char *b, size_t, int64_t K, float *out, int64_t) {
+  const int64_t nb = K / 32, nbp = act_blocks(K);
+  const auto *row = reinterpret_cast<const uint8_t *>(a);
+  const auto *yq = reinterpret_cast<const int8_t *>(b);
+  const float *yd = reinterpret_cast<const float *>(yq + nbp * 32), *ylo = yd + nbp, *yhi = ylo + nbp;
+  float acc = 0.0f;
+  int q[32];
+  float scale[2], off[2];
+  for (int64_t j = 0; j < nb; ++j) {
+    block_terms<Q>(row, j, q, scale, off);
+    const int8_t *y = yq + 32 * j;
+    int s0 = 0, s1 = 0;
+    for (int i = 0; i < 16; ++i) s0 += q[i] * y[i];
+    for (int i = 16; i < 32; ++i) s1 += q[i] * y[i];
+    acc += (scale[0] * yd[j]) * static_cast<float>(s0) + (scale[1] * yd[j]) * static_cast<float>(s1);
+    acc += off[0] * ylo[j] + off[1] * yhi[j];
+  }
+  out[0] = acc;
+}
+
+qtile_fn tile_baseline(qtype q, int, int) {
+  switch (q) {
+    case qtype::q8_0:
+      return pair_tile<qtype::q8_0>;
+    case qtype::q4_0:
+      return pair_tile<qtype::q4_0>;
+    case qtype::q5_0:
+      return pair_tile<qtype::q5_0>;
+    case qtype::q4_k:
+      return pair_tile<qtype::q4_k>;
+    case qtype::q6_k:
+      return pair_tile<qtype::q6_k>;
+  }
+  return nullptr;
+}
+
+int rows_baseline(int) { return 1; }
+
+bool cpu_has_vnni() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+const qkernels &qkernels_baseline() {
+  static const qkernels k = {"baseline", 1, rows_baseline, tile_baseline};
+  return k;
+}
+
+const qkernels &qkernels_for_cpu() {
+  switch (plugins::cpu_isa()) {
+    case plugins::isa_level::avx512:
+      return cpu_has_vnni() ? qkernels_avx512_vnni() : qkernels_avx512();
+    case plugins::isa_level::avx2:
+      return qkernels_avx2();
+    default:
+      return qkernels_baseline();
+  }
+}
+
+}  // namespace bp::cpu

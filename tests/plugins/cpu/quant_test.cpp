@@ -1,0 +1,377 @@
+// quant_test.cpp: the cpu plugin's quantized types (Q8_0, Q4_0, Q5_0, Q4_K,
+// Q6_K) through its C ABI: MUL_MAT with quantized a and F32 b against a
+// double-precision product of the weights as this file decodes them (its own
+// decoder, from the GGUF layouts), bit-equal across thread counts, with
+// odd row and column tails and K of 1, 2 and 7 blocks; GET_ROWS from a
+// quantized table; CPY from F32 into each type, read back within the
+// format's step. ctest runs this binary once per BP_CPU_ISA level, so each
+// type meets each ISA's tiles.
+#include <cmath>
+#include <cstdint>
+
+#include "cpu_harness.hpp"
+
+using namespace cpu_test;
+
+namespace {
+
+struct qt {
+  bp_type type;
+  int block;  // values per block
+  int bytes;  // bytes per block
+};
+const qt kTypes[] = {{BP_TYPE_Q8_0, 32, 34},
+                     {BP_TYPE_Q4_0, 32, 18},
+                     {BP_TYPE_Q5_0, 32, 22},
+                     {BP_TYPE_Q4_K, 256, 144},
+                     {BP_TYPE_Q6_K, 256, 210}};
+
+double h2d(const uint8_t *p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return bp_fp16_to_fp32(h);
+}
+
+// The test's own decoder: block |b| of type |t| into 32 or 256 doubles.
+void decode_block(bp_type t, const uint8_t *b, double *y) {
+  switch (t) {
+    case BP_TYPE_Q8_0:
+      for (int i = 0; i < 32; ++i) y[i] = h2d(b) * static_cast<int8_t>(b[2 + i]);
+      break;
+    case BP_TYPE_Q4_0:
+      for (int i = 0; i < 32; ++i) y[i] = h2d(b) * (((i < 16 ? b[2 + i] : b[2 + i - 16] >> 4) & 15) - 8);
+      break;
+    case BP_TYPE_Q5_0: {
+      uint32_t qh;
+      std::memcpy(&qh, b + 2, 4);
+      for (int i = 0; i < 32; ++i) {
+        const int nib = (i < 16 ? b[6 + i] : b[6 + i - 16] >> 4) & 15;
+        y[i] = h2d(b) * ((nib | static_cast<int>(((qh >> i) & 1) << 4)) - 16);
+      }
+      break;
+    }
+    case BP_TYPE_Q4_K: {
+      const uint8_t *s = b + 4;
+      for (int i = 0; i < 256; ++i) {
+        const int j = i / 32;  // sub-block
+        int sc, m;
+        if (j < 4) {
+          sc = s[j] & 63;
+          m = s[j + 4] & 63;
+        } else {
+          sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+          m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+        }
+        const uint8_t byte = b[16 + 32 * (j / 2) + i % 32];
+        const int q = j % 2 ? byte >> 4 : byte & 15;
+        y[i] = h2d(b) * sc * q - h2d(b + 2) * m;
+      }
+      break;
+    }
+    case BP_TYPE_Q6_K:
+      for (int i = 0; i < 256; ++i) {
+        const int half = i / 128, l = i % 128;
+        const uint8_t lo = b[64 * half + l % 64];
+        const int low4 = l < 64 ? lo & 15 : lo >> 4;
+        const int top2 = (b[128 + 32 * half + l % 32] >> (2 * (l / 32))) & 3;
+        y[i] = h2d(b + 208) * static_cast<int8_t>(b[192 + i / 16]) * ((low4 | (top2 << 4)) - 32);
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+// A [K, rows, ...] tensor of |t| with block strides.
+bp_tensor *make_q(tensor_pool &pool, const qt &t, std::vector<int64_t> ne) {
+  bp_tensor *x = pool.make(t.type, ne);  // over-allocates: strides as if per element
+  x->nb[0] = static_cast<size_t>(t.bytes);
+  x->nb[1] = x->nb[0] * static_cast<size_t>(x->ne[0] / t.block);
+  for (int i = 2; i < 4; ++i) x->nb[i] = x->nb[i - 1] * static_cast<size_t>(x->ne[i - 1]);
+  return x;
+}
+
+void put_half(uint8_t *p, float v) {
+  const uint16_t h = bp_fp32_to_fp16(v);
+  std::memcpy(p, &h, 2);
+}
+
+// Random blocks: random quant bits, scales in [0.005, 0.05] (Q6_K's int8
+// scales and Q4_K's 6-bit ones stay random).
+void fill_q(const bp_tensor *x, const qt &t, std::mt19937 &rng) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.005f, 0.05f);
+  const int64_t blocks = bp_tensor_nelements(x) / t.block;
+  auto *p = static_cast<uint8_t *>(x->data);
+  for (int64_t i = 0; i < blocks; ++i) {
+    uint8_t *b = p + i * t.bytes;
+    for (int k = 0; k < t.bytes; ++k) b[k] = static_cast<uint8_t>(byte(rng));
+    if (t.type == BP_TYPE_Q6_K) {
+      put_half(b + 208, scale(rng));
+    } else {
+      put_half(b, scale(rng));
+      if (t.type == BP_TYPE_Q4_K) put_half(b + 2, scale(rng));
+    }
+  }
+}
+
+// Row |r| of quantized |x| (dense) decoded.
+std::vector<double> decode_row(const bp_tensor *x, const qt &t, int64_t r, int64_t i2 = 0) {
+  std::vector<double> y(static_cast<size_t>(x->ne[0]));
+  const auto *row = static_cast<const uint8_t *>(x->data) + r * x->nb[1] + i2 * x->nb[2];
+  for (int64_t k = 0; k < x->ne[0] / t.block; ++k) decode_block(t.type, row + k * t.bytes, y.data() + k * t.block);
+  return y;
+}
+
+// b whose every block of 32 quantizes to int8 exactly: integers in
+// [-127, 127] with one of magnitude 127, times a power of two.
+void fill_exact_b(const bp_tensor *b, std::mt19937 &rng) {
+  std::uniform_int_distribution<int> v(-127, 127), e(-8, 2), at(0, 31);
+  for (int64_t n = 0; n < bp_tensor_nrows(b); ++n)
+    for (int64_t k0 = 0; k0 < b->ne[0]; k0 += 32) {
+      const float s = std::ldexp(1.0f, e(rng));
+      const int big = at(rng);
+      for (int i = 0; i < 32; ++i) put(b, (i == big ? (v(rng) < 0 ? -127 : 127) : v(rng)) * s, k0 + i, n);
+    }
+}
+
+struct product {
+  std::vector<float> out;
+  bool ok = false;
+};
+
+product run_mul_mat(int threads, bp_tensor *a, bp_tensor *b, tensor_pool &pool) {
+  loaded_plugin p{threads};
+  product r;
+  if (!p.ok()) return r;
+  bp_tensor *out = pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, {a, b});
+  if (!p.supports(out)) {
+    ADD_FAILURE() << "MUL_MAT of " << bp_type_name(a->type) << " is not supported";
+    return r;
+  }
+  bp_error err{};
+  if (p.compute({out}, &err) != BP_OK) {
+    ADD_FAILURE() << err.message;
+    return r;
+  }
+  r.out.resize(static_cast<size_t>(bp_tensor_nelements(out)));
+  std::memcpy(r.out.data(), out->data, r.out.size() * sizeof(float));
+  r.ok = true;
+  return r;
+}
+
+}  // namespace
+
+// Integer-exact b: the only rounding left is the float scales and sums.
+TEST(CpuQuant, MatMulMatchesDecodedWeightsInDouble) {
+  std::mt19937 rng{2024};
+  for (const qt &t : kTypes)
+    for (int kb : {1, 2, 7})
+      for (int64_t M : {1, 5, 13, 37})
+        for (int64_t N : {1, 2, 3, 5, 9}) {
+          SCOPED_TRACE(std::string(bp_type_name(t.type)) + " K blocks " + std::to_string(kb) + " M " +
+                       std::to_string(M) + " N " + std::to_string(N));
+          tensor_pool pool;
+          const int64_t K = static_cast<int64_t>(kb) * t.block;
+          bp_tensor *a = make_q(pool, t, {K, M});
+          bp_tensor *b = pool.make(BP_TYPE_F32, {K, N});
+          fill_q(a, t, rng);
+          fill_exact_b(b, rng);
+          const product got = run_mul_mat(2, a, b, pool);
+          ASSERT_TRUE(got.ok);
+          for (int64_t m = 0; m < M; ++m) {
+            const std::vector<double> w = decode_row(a, t, m);
+            for (int64_t n = 0; n < N; ++n) {
+              double ref = 0, mag = 0;
+              for (int64_t k = 0; k < K; ++k) {
+                ref += w[k] * get(b, k, n);
+                mag += std::fabs(w[k] * get(b, k, n));
+              }
+              ASSERT_NEAR(got.out[n * M + m], ref, 2e-6 * mag + 1e-30) << "m " << m << " n " << n;
+            }
+          }
+        }
+}
+
+// Any b: each value of b moves by at most half its block's int8 step.
+TEST(CpuQuant, MatMulWithinTheInt8StepOfB) {
+  std::mt19937 rng{7};
+  for (const qt &t : kTypes) {
+    SCOPED_TRACE(bp_type_name(t.type));
+    tensor_pool pool;
+    const int64_t K = 3 * 256, M = 19, N = 7;
+    bp_tensor *a = make_q(pool, t, {K, M});
+    bp_tensor *b = pool.make(BP_TYPE_F32, {K, N});
+    fill_q(a, t, rng);
+    fill(b, rng);
+    const product got = run_mul_mat(3, a, b, pool);
+    ASSERT_TRUE(got.ok);
+    for (int64_t m = 0; m < M; ++m) {
+      const std::vector<double> w = decode_row(a, t, m);
+      for (int64_t n = 0; n < N; ++n) {
+        double ref = 0, bound = 0;
+        for (int64_t k0 = 0; k0 < K; k0 += 32) {
+          double amax = 0;
+          for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(get(b, k0 + i, n)));
+          for (int i = 0; i < 32; ++i) {
+            ref += w[k0 + i] * get(b, k0 + i, n);
+            bound += std::fabs(w[k0 + i]) * (amax / 254.0 * 1.001 + 1e-6 * std::fabs(get(b, k0 + i, n)));
+          }
+        }
+        EXPECT_NEAR(got.out[n * M + m], ref, bound) << "m " << m << " n " << n;
+      }
+    }
+  }
+}
+
+// Each output is computed by one thread in one order: 1, 2 and 3 threads
+// give the same bits, on a product large enough to split (with tails).
+TEST(CpuQuant, MatMulBitsDoNotDependOnThreads) {
+  std::mt19937 rng{99};
+  for (const qt &t : kTypes)
+    for (int64_t N : {1, 6, 11}) {
+      SCOPED_TRACE(std::string(bp_type_name(t.type)) + " N " + std::to_string(N));
+      tensor_pool pool;
+      const int64_t K = 2 * 256, M = 203;
+      bp_tensor *a = make_q(pool, t, {K, M});
+      bp_tensor *b = pool.make(BP_TYPE_F32, {K, N});
+      fill_q(a, t, rng);
+      fill(b, rng);
+      const product one = run_mul_mat(1, a, b, pool), two = run_mul_mat(2, a, b, pool),
+                    three = run_mul_mat(3, a, b, pool);
+      ASSERT_TRUE(one.ok && two.ok && three.ok);
+      EXPECT_EQ(0, std::memcmp(one.out.data(), two.out.data(), one.out.size() * sizeof(float)));
+      EXPECT_EQ(0, std::memcmp(one.out.data(), three.out.data(), one.out.size() * sizeof(float)));
+    }
+}
+
+// a [K, M, 2] repeats over b [K, N, 4]: batch i2 uses a's i2 / 2.
+TEST(CpuQuant, MatMulBroadcastsOverBatches) {
+  std::mt19937 rng{5};
+  const qt &t = kTypes[1];
+  tensor_pool pool;
+  const int64_t K = 64, M = 6, N = 3;
+  bp_tensor *a = make_q(pool, t, {K, M, 2});
+  bp_tensor *b = pool.make(BP_TYPE_F32, {K, N, 4});
+  fill_q(a, t, rng);
+  fill_exact_b(b, rng);
+  const product got = run_mul_mat(2, a, b, pool);
+  ASSERT_TRUE(got.ok);
+  for (int64_t i2 = 0; i2 < 4; ++i2)
+    for (int64_t m = 0; m < M; ++m) {
+      const std::vector<double> w = decode_row(a, t, m, i2 / 2);
+      for (int64_t n = 0; n < N; ++n) {
+        double ref = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          ref += w[k] * get(b, k, n, i2);
+          mag += std::fabs(w[k] * get(b, k, n, i2));
+        }
+        EXPECT_NEAR(got.out[(i2 * N + n) * M + m], ref, 2e-6 * mag);
+      }
+    }
+}
+
+TEST(CpuQuant, DeclinesWhatItDoesNotImplement) {
+  loaded_plugin p{1};
+  ASSERT_TRUE(p.ok());
+  tensor_pool pool;
+  const qt &t = kTypes[0];
+  bp_tensor *a = make_q(pool, t, {64, 4});
+  bp_tensor *b16 = pool.make(BP_TYPE_F16, {64, 2});
+  EXPECT_FALSE(p.supports(pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {4, 2}, {a, b16})));  // b must be F32
+  bp_tensor *b = pool.make(BP_TYPE_F32, {64, 2});
+  EXPECT_FALSE(p.supports(pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {2, 4}, {b, a})));  // quantized b
+  bp_tensor *strided = pool.view(a, {64, 2}, {68, 2 * a->nb[1]}, 0);                // blocks not dense
+  EXPECT_FALSE(p.supports(pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {2, 2}, {strided, b})));
+  EXPECT_FALSE(p.supports(pool.node(BP_OP_ADD, t.type, {64, 4}, {a, a})));
+  EXPECT_FALSE(p.supports(pool.node(BP_OP_CPY, BP_TYPE_F32, {64, 4}, {a})));  // q -> f32 is not a copy here
+  bp_tensor *odd = pool.make(BP_TYPE_F32, {48, 2});
+  EXPECT_FALSE(p.supports(pool.node(BP_OP_CPY, t.type, {48, 2}, {odd})));  // not whole blocks
+  EXPECT_TRUE(p.supports(pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {4, 2}, {a, b})));
+}
+
+TEST(CpuQuant, GetRowsDecodesTheTable) {
+  std::mt19937 rng{11};
+  loaded_plugin p{2};
+  ASSERT_TRUE(p.ok());
+  for (const qt &t : kTypes) {
+    SCOPED_TRACE(bp_type_name(t.type));
+    tensor_pool pool;
+    const int64_t K = 2 * 256, rows = 9;
+    bp_tensor *a = make_q(pool, t, {K, rows});
+    fill_q(a, t, rng);
+    bp_tensor *ids = pool.make(BP_TYPE_I32, {4});
+    const int32_t pick[4] = {8, 0, 3, 8};
+    std::memcpy(ids->data, pick, sizeof pick);
+    bp_tensor *out = pool.node(BP_OP_GET_ROWS, BP_TYPE_F32, {K, 4}, {a, ids});
+    ASSERT_TRUE(p.supports(out));
+    bp_error err{};
+    ASSERT_EQ(p.compute({out}, &err), BP_OK) << err.message;
+    for (int64_t n = 0; n < 4; ++n) {
+      const std::vector<double> w = decode_row(a, t, pick[n]);
+      for (int64_t k = 0; k < K; ++k) ASSERT_NEAR(get(out, k, n), w[k], 1e-6 * std::fabs(w[k]) + 1e-9) << k;
+    }
+  }
+}
+
+// CPY and CONT from F32 (a permuted view, so elements are gathered) into each
+// type: every value decodes to within one step of its block's grid.
+TEST(CpuQuant, CopyQuantizesWithinAStep) {
+  std::mt19937 rng{3};
+  loaded_plugin p{2};
+  ASSERT_TRUE(p.ok());
+  for (const qt &t : kTypes)
+    for (bp_op op : {BP_OP_CPY, BP_OP_CONT}) {
+      SCOPED_TRACE(std::string(bp_type_name(t.type)) + (op == BP_OP_CPY ? " cpy" : " cont"));
+      tensor_pool pool;
+      const int64_t K = 2 * 256, R = 3;
+      bp_tensor *src = pool.make(BP_TYPE_F32, {R, K});
+      fill(src, rng);
+      bp_tensor *srcT = pool.swap_dims(src, 0, 1);  // [K, R], strided
+      bp_tensor *dst = make_q(pool, t, {K, R});
+      bp_tensor *node = pool.node(op, t.type, {K, R}, {srcT});
+      if (op == BP_OP_CPY) {
+        node->src[1] = dst;
+        node->data = dst->data;
+      }
+      for (int i = 0; i < 4; ++i) node->nb[i] = dst->nb[i];
+      ASSERT_TRUE(p.supports(node));
+      bp_error err{};
+      ASSERT_EQ(p.compute({node}, &err), BP_OK) << err.message;
+      for (int64_t r = 0; r < R; ++r) {
+        const std::vector<double> y = decode_row(node, t, r);
+        double row_amax = 0;  // the super-block's, for Q6_K's int8 scale grid (one super-block per 256)
+        for (int64_t k = 0; k < K; ++k) row_amax = std::max(row_amax, std::fabs(get(srcT, k, r)));
+        const int64_t g = t.type == BP_TYPE_Q6_K ? 16 : 32;  // values per scale
+        for (int64_t k0 = 0; k0 < K; k0 += g) {
+          double lo = 0, hi = 0;
+          for (int64_t i = 0; i < g; ++i) {
+            lo = std::min(lo, get(srcT, k0 + i, r));
+            hi = std::max(hi, get(srcT, k0 + i, r));
+          }
+          const double amax = std::max(-lo, hi);
+          // One step of the format's grid for this group, plus the f16 scales' rounding.
+          double step = 0;
+          switch (t.type) {
+            case BP_TYPE_Q8_0:
+              step = amax / 127 * 0.51;
+              break;
+            case BP_TYPE_Q4_0:
+              step = amax / 8;
+              break;
+            case BP_TYPE_Q5_0:
+              step = amax / 16;
+              break;
+            case BP_TYPE_Q4_K:
+              step = (hi - lo) / 15 + 2.0 / 63;
+              break;  // |values| <= 1: dmin's grid
+            default:
+              step = amax / 32 + row_amax / 32 / 127;
+              break;
+          }
+          for (int64_t i = 0; i < g; ++i)
+            ASSERT_NEAR(y[k0 + i], get(srcT, k0 + i, r), step + amax * 2e-3) << "k " << k0 + i;
+        }
+      }
+    }
+}
