@@ -18,14 +18,30 @@
 //
 // Push constants as mul_mat_nt's: a_nb / b_nb in texels, a_ne.z/w a's batch
 // counts, d_nb in floats, d_ne = (M, N, B2, B3), p.x = K / 4.
+//
+// With BP_QTYPE (the _q8_0, ... variants) a is quantized: its blocks are
+// decoded (quant.glsl) as the slice is fetched, so shared memory holds f32
+// values as for f32 weights; a and b are storage buffers (a_off, a_nb in
+// bytes; b in vec4s) and the plugin binds them with the storage layout.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(local_size_x = LOCAL) in;
 
+#ifdef BP_QTYPE
+layout(std430, binding = 0) readonly buffer QA { uint qa[]; };
+layout(std430, binding = 1) readonly buffer B4 { vec4 b4[]; };
+#include "quant.glsl"
+// Texel kq (values 4 kq..4 kq + 3) of the row at |row|.
+#define FETCH_A(row, kq) bp_q_fetch4(row, (kq) * 4u)
+#define FETCH_B(row, kq) b4[(row) + (kq)]
+#else
 layout(binding = 0) uniform samplerBuffer a;
 layout(binding = 1) uniform samplerBuffer b;
+#define FETCH_A(row, kq) texelFetch(a, int((row) + (kq)))
+#define FETCH_B(row, kq) texelFetch(b, int((row) + (kq)))
+#endif
 layout(std430, binding = 3) writeonly buffer D { float d[]; };
 
 #if (BM / TM) * (BN / TN) != LOCAL || (BM * BK / 4) % LOCAL != 0 || (BN * BK / 4) % LOCAL != 0 || TM % 4 != 0 || \
@@ -57,20 +73,20 @@ void main() {
   uint arow[A_LOADS], brow[B_LOADS];
   [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
     const uint t = lid + l * LOCAL;
-    arow[l] = abase + min(m0 + t % BM, m_len - 1) * pc.a_nb.y + t / BM;
+    arow[l] = abase + min(m0 + t % BM, m_len - 1) * pc.a_nb.y;
   }
   [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
     const uint t = lid + l * LOCAL;
-    brow[l] = bbase + min(n0 + t % BN, n_len - 1) * pc.b_nb.y + t / BN;
+    brow[l] = bbase + min(n0 + t % BN, n_len - 1) * pc.b_nb.y;
   }
   vec4 anext[A_LOADS], bnext[B_LOADS];
   [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
     const uint kq = (lid + l * LOCAL) / BM;
-    anext[l] = kq < kt_len ? texelFetch(a, int(arow[l])) : vec4(0.0);
+    anext[l] = kq < kt_len ? FETCH_A(arow[l], kq) : vec4(0.0);
   }
   [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
     const uint kq = (lid + l * LOCAL) / BN;
-    bnext[l] = kq < kt_len ? texelFetch(b, int(brow[l])) : vec4(0.0);
+    bnext[l] = kq < kt_len ? FETCH_B(brow[l], kq) : vec4(0.0);
   }
 
   float acc[TM][TN];
@@ -93,11 +109,11 @@ void main() {
     if (k1 < kt_len) {
       [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
         const uint kq = k1 + (lid + l * LOCAL) / BM;
-        anext[l] = kq < kt_len ? texelFetch(a, int(arow[l] + k1)) : vec4(0.0);
+        anext[l] = kq < kt_len ? FETCH_A(arow[l], kq) : vec4(0.0);
       }
       [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
         const uint kq = k1 + (lid + l * LOCAL) / BN;
-        bnext[l] = kq < kt_len ? texelFetch(b, int(brow[l] + k1)) : vec4(0.0);
+        bnext[l] = kq < kt_len ? FETCH_B(brow[l], kq) : vec4(0.0);
       }
     }
     [[unroll]] for (uint k = 0; k < BK; ++k) {

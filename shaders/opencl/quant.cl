@@ -1,0 +1,88 @@
+// quant.cl: quantized weights (-DBP_QTYPE, a bp_type number: 3 Q8_0, 4 Q4_0,
+// 5 Q5_0, 6 Q4_K, 7 Q6_K): MUL_MAT by f32 columns and GET_ROWS into f32
+// rows. The block decoders are shaders/common/quant.h's, shared with the
+// Vulkan shaders; here a block position is a byte pointer, and f16 scales
+// are read with vload_half (core OpenCL: no cl_khr_fp16 needed).
+
+#define BP_QPTR __global const uchar *
+#define BP_Q_WORD(p) as_uint(vload4(0, (p)))
+#define BP_Q_BYTE(p) ((uint)*(p))
+#define BP_Q_HALF(p) vload_half(0, (__global const half *)(p))
+#include "../common/quant.h"
+
+#ifndef WG
+#define WG 64
+#endif
+#ifndef NCOLS
+#define NCOLS 1
+#endif
+
+// Elements j..j+3 of the block at |blk| whose group has scale |sc|, min |mn|.
+inline float4 q_values4(BP_QPTR blk, uint j, float sc, float mn) {
+  return sc * (convert_float4(as_uchar4(bp_q_bits4(blk, j))) - BP_Q_BIAS) - mn;
+}
+
+// out[m, n] = sum_k a[k, m] * b[k, n] per batch: a work-group of WG items
+// per row m of a and NCOLS columns of b (global (M * WG, ceil(N / NCOLS),
+// batches of d)). Each item takes groups of BP_Q_GROUP values of k sharing a
+// scale, decodes 4 at a time and uses them for all NCOLS columns; the
+// partial sums meet in local memory. r2, r3: batches of d per matrix of a.
+// Columns past N read the last one again and are not stored.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void mul_mv_q(TENSOR(a), TENSOR(b), TENSOR(d), long r2,
+                                                                         long r3) {
+  __local float red[NCOLS][WG];
+  const int lid = get_local_id(0);
+  const long m = get_group_id(0), N = d_ne.y, n0 = get_global_id(1) * NCOLS, batch = get_global_id(2);
+  const long i2 = batch % d_ne.z, i3 = batch / d_ne.z;
+  BP_QPTR row = (BP_QPTR)ELEM_PTR(a, 0, m, i2 / r2, i3 / r3);
+  __global const float *pb[NCOLS];
+  float acc[NCOLS];
+#pragma unroll
+  for (int c = 0; c < NCOLS; ++c) {
+    pb[c] = (__global const float *)ELEM_PTR(b, 0, min(n0 + c, N - 1), i2, i3);
+    acc[c] = 0.0f;
+  }
+  const uint groups = (uint)(a_ne.x / BP_Q_GROUP);
+  for (uint g = lid; g < groups; g += WG) {
+    const uint k0 = g * BP_Q_GROUP, j0 = k0 % BP_QK;
+    BP_QPTR blk = row + (k0 / BP_QK) * BP_Q_BYTES;
+    const float sc = bp_q_scale(blk, j0), mn = bp_q_min(blk, j0);
+#pragma unroll
+    for (uint i = 0; i < BP_Q_GROUP; i += 4) {
+      const float4 v = q_values4(blk, j0 + i, sc, mn);
+#pragma unroll
+      for (int c = 0; c < NCOLS; ++c) acc[c] += dot(v, vload4(0, pb[c] + k0 + i));
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < NCOLS; ++c) red[c][lid] = acc[c];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = WG / 2; s > 0; s >>= 1) {
+    if (lid < s)
+#pragma unroll
+      for (int c = 0; c < NCOLS; ++c) red[c][lid] += red[c][lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0)
+    for (int c = 0; c < NCOLS && n0 + c < N; ++c) *(__global float *)ELEM_PTR(d, m, n0 + c, i2, i3) = red[c][0];
+}
+
+// out[:, n, i2, i3] = s[:, ids[n, i2, i3], i2, i3] as f32, 4 values per
+// work-item (global (ne.x / 4, rows of d)); rows hold whole blocks. The host
+// checked the ids (ops.cpp, check_row_ids); the clamp only keeps a racing
+// change of them in bounds.
+__kernel void get_rows_q(TENSOR(s), TENSOR(ids), TENSOR(d)) {
+  const long k = get_global_id(0) * 4;
+  if (k >= d_ne.x) return;
+  const long r = get_global_id(1);
+  ROW_INDEX(d_ne, r, n, i2, i3);
+  int id = *(__global const int *)ELEM_PTR(ids, n, i2 % ids_ne.y, i3 % ids_ne.z, 0);
+  id = clamp(id, 0, (int)s_ne.y - 1);
+  BP_QPTR blk = (BP_QPTR)ELEM_PTR(s, 0, id, i2 % s_ne.z, i3 % s_ne.w) + (k / BP_QK) * BP_Q_BYTES;
+  const uint j = (uint)(k % BP_QK);
+  const float4 v = q_values4(blk, j, bp_q_scale(blk, j), bp_q_min(blk, j));
+  *(__global float *)ELEM_PTR(d, k, n, i2, i3) = v.x;
+  *(__global float *)ELEM_PTR(d, k + 1, n, i2, i3) = v.y;
+  *(__global float *)ELEM_PTR(d, k + 2, n, i2, i3) = v.z;
+  *(__global float *)ELEM_PTR(d, k + 3, n, i2, i3) = v.w;
+}

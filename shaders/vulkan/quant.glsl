@@ -1,0 +1,30 @@
+// quant.glsl: quantized weights for the Vulkan shaders: the block decoders
+// of shaders/common/quant.h over a storage buffer of 32-bit words, so no
+// 8- or 16-bit storage feature is needed and blocks need no alignment
+// (Q8_0's 34 bytes put every other block off a word boundary). The
+// including shader declares `uint qa[]` (the quantized tensor's binding,
+// indexed in words; block positions are byte offsets into it) and defines
+// BP_QTYPE (the -D of its variant, CMakeLists.txt).
+
+// The 4 bytes at byte |o|: one word, or two shifted together when |o| is
+// not a multiple of 4 (the second word is then inside the tensor).
+uint bp_q_word(uint o) {
+  const uint w = o >> 2, s = (o & 3u) * 8u;
+  const uint lo = qa[w];
+  return s == 0u ? lo : (lo >> s) | (qa[w + 1u] << (32u - s));
+}
+
+#define BP_QPTR uint
+#define BP_Q_WORD(o) bp_q_word(o)
+#define BP_Q_BYTE(o) ((qa[(o) >> 2] >> (((o) & 3u) * 8u)) & 255u)
+#define BP_Q_HALF(o) unpackHalf2x16(qa[(o) >> 2] >> (((o) & 2u) * 8u)).x
+#include "../common/quant.h"
+
+// Elements k..k+3 (k a multiple of 4) of the quantized row starting at byte
+// |row|: the read a's texel fetch is to the f32 shaders.
+vec4 bp_q_fetch4(uint row, uint k) {
+  const uint blk = row + (k / BP_QK) * BP_Q_BYTES, j = k % BP_QK;
+  const uint q = bp_q_bits4(blk, j);
+  const vec4 qv = vec4(uvec4(q, q >> 8, q >> 16, q >> 24) & 255u);
+  return bp_q_scale(blk, j) * (qv - BP_Q_BIAS) - bp_q_min(blk, j);
+}
