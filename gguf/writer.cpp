@@ -37,15 +37,21 @@ struct bp_gguf_writer {
 
 namespace {
 
+void put_raw(std::vector<uint8_t> &out, const void *p, size_t n) {
+  if (n == 0) return;
+  const size_t at = out.size();
+  out.resize(at + n);
+  std::memcpy(out.data() + at, p, n);
+}
+
 template <typename T>
 void put(std::vector<uint8_t> &out, T v) {
-  const auto *p = reinterpret_cast<const uint8_t *>(&v);
-  out.insert(out.end(), p, p + sizeof(T));
+  put_raw(out, &v, sizeof(T));
 }
 
 void put_string(std::vector<uint8_t> &out, const char *s, uint64_t n) {
   put<uint64_t>(out, n);
-  out.insert(out.end(), reinterpret_cast<const uint8_t *>(s), reinterpret_cast<const uint8_t *>(s) + n);
+  put_raw(out, s, static_cast<size_t>(n));
 }
 
 bool writer_ok(const bp_gguf_writer *w, const char *fn) {
@@ -304,13 +310,13 @@ BP_API bp_status bp_gguf_writer_write(const bp_gguf_writer *writer, const char *
     const uint64_t align = writer->alignment;
     // Header, metadata and tensor infos in memory; then the data.
     std::vector<uint8_t> head;
-    head.insert(head.end(), {'G', 'G', 'U', 'F'});
+    put_raw(head, "GGUF", 4);
     put<uint32_t>(head, 3);
     put<uint64_t>(head, writer->tensors.size());
     put<uint64_t>(head, writer->kvs.size());
     for (const auto &kv : writer->kvs) {
       put_string(head, kv.first.data(), kv.first.size());
-      head.insert(head.end(), kv.second.begin(), kv.second.end());
+      put_raw(head, kv.second.data(), kv.second.size());
     }
     std::vector<uint64_t> offsets;
     uint64_t at = 0;
