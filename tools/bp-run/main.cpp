@@ -31,13 +31,12 @@ int main(int argc, char **argv) {
   app.add_option("--tokens", opt.cfg.tokens, "tokens in the sequence")->check(CLI::Range(1, 65536));
   app.add_option("--seed", opt.cfg.seed, "seed of the weights and token ids")
       ->check(CLI::Validator(
-          [](std::string &s) {
-            return s.find('-') != std::string::npos ? std::string("the seed must be 0 or more") : "";
-          },
+          [](std::string &s) { return s.find('-') != std::string::npos ? std::string("the seed must be 0 or more") : ""; },
           "UINT"));
   app.add_option("--runs", opt.runs, "timed runs (min and median are reported)")->check(CLI::Range(1, 100000));
   app.add_option("--dot", opt.dot_path, "write the split graph as Graphviz to FILE")
-      ->check(CLI::Validator([](std::string &s) { return s.empty() ? std::string("the path is empty") : ""; }, "FILE"));
+      ->check(CLI::Validator([](std::string &s) { return s.empty() ? std::string("the path is empty") : ""; },
+                             "FILE"));
   app.add_flag("--json", opt.json, "print the plan, memory, timings and check as JSON");
   app.add_flag("--plans,!--no-plans", opt.plans,
                "replay graph plans on backends that have them (default on; --no-plans to compare)");

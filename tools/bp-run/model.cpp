@@ -37,8 +37,8 @@ std::string check_config(const model_config &c) {
   if (c.layers < 1) return "--layers must be >= 1";
   if (c.dim < 2) return "--dim must be >= 2";
   if (c.heads < 1) return "--heads must be >= 1";
-  if (c.dim % c.heads != 0)
-    return "--dim (" + std::to_string(c.dim) + ") must be a multiple of --heads (" + std::to_string(c.heads) + ")";
+  if (c.dim % c.heads != 0) return "--dim (" + std::to_string(c.dim) + ") must be a multiple of --heads (" +
+                                   std::to_string(c.heads) + ")";
   if ((c.dim / c.heads) % 2 != 0) return "--dim / --heads (the head size) must be even for ROPE";
   if (c.ff < 1) return "--ff must be >= 1";
   if (c.vocab < 1) return "--vocab must be >= 1";
@@ -97,12 +97,12 @@ bp_status build_model(const model_config &cfg, model &m) {
     bp_tensor *v = named(bp_reshape_3d(g, bp_mul_mat(g, wv, h), hd, H, T), p + "v");
     q = named(bp_rope(g, q, m.pos, static_cast<int>(hd), BP_ROPE_NEOX, kRopeBase, 1.0f), p + "q_rope");
     k = named(bp_rope(g, k, m.pos, static_cast<int>(hd), BP_ROPE_NEOX, kRopeBase, 1.0f), p + "k_rope");
-    bp_tensor *qh = bp_permute(g, q, 0, 2, 1, 3);                                // [hd, T, H]
-    bp_tensor *kh = bp_permute(g, k, 0, 2, 1, 3);                                // [hd, T, H]
-    bp_tensor *vt = named(bp_cont(g, bp_permute(g, v, 1, 2, 0, 3)), p + "v_t");  // [T, hd, H]
-    bp_tensor *scores = named(bp_mul_mat(g, kh, qh), p + "scores");              // [T_k, T_q, H]
+    bp_tensor *qh = bp_permute(g, q, 0, 2, 1, 3);                                  // [hd, T, H]
+    bp_tensor *kh = bp_permute(g, k, 0, 2, 1, 3);                                  // [hd, T, H]
+    bp_tensor *vt = named(bp_cont(g, bp_permute(g, v, 1, 2, 0, 3)), p + "v_t");    // [T, hd, H]
+    bp_tensor *scores = named(bp_mul_mat(g, kh, qh), p + "scores");                // [T_k, T_q, H]
     bp_tensor *probs = named(bp_soft_max(g, scores, m.mask, kq_scale), p + "probs");
-    bp_tensor *ctxv = named(bp_mul_mat(g, vt, probs), p + "attn_heads");  // [hd, T, H]
+    bp_tensor *ctxv = named(bp_mul_mat(g, vt, probs), p + "attn_heads");          // [hd, T, H]
     bp_tensor *merged = bp_reshape_2d(g, bp_cont(g, bp_permute(g, ctxv, 0, 2, 1, 3)), D, T);
     bp_tensor *attn = named(bp_mul_mat(g, wo, named(merged, p + "attn_merged")), p + "attn_out");
     x = named(bp_add(g, x, attn), p + "resid1");

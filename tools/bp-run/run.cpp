@@ -145,8 +145,8 @@ bool run_scheduled(const options &opt, backends_holder &bes, run_report &rep, st
   buffer_holder wbuf;
   bp_backend *wbe = nullptr;
   if (!place_weights(m, bes.list, wbuf, rep, &wbe)) return false;
-  rep.buffers.push_back(
-      {"weights", name_of(wbe), bp_buffer_type_name(bp_buffer_get_type(wbuf.buf)), bp_buffer_size(wbuf.buf)});
+  rep.buffers.push_back({"weights", name_of(wbe), bp_buffer_type_name(bp_buffer_get_type(wbuf.buf)),
+                         bp_buffer_size(wbuf.buf)});
 
   sched_holder sh;
   sh.sched = bp_sched_new(bes.list.data(), nullptr, static_cast<int>(bes.list.size()),
@@ -186,7 +186,8 @@ bool run_scheduled(const options &opt, backends_holder &bes, run_report &rep, st
     if ((st = set_inputs(m)) != BP_OK || (st = bp_sched_graph_compute(sh.sched, m.graph)) != BP_OK ||
         (st = bp_sched_synchronize(sh.sched)) != BP_OK ||
         (st = bp_tensor_get(m.logits, out.data(), 0, out.size() * sizeof(float))) != BP_OK) {
-      rep.error = "running the graph through the scheduler: " + std::string(bp_status_name(st)) + ": " + last_error();
+      rep.error = "running the graph through the scheduler: " + std::string(bp_status_name(st)) + ": " +
+                  last_error();
       return false;
     }
     rep.run_ms.push_back(elapsed_ms(t0));
@@ -198,8 +199,8 @@ bool run_scheduled(const options &opt, backends_holder &bes, run_report &rep, st
     bp_buffer_type *buft = bp_backend_buffer_type(b);
     if (std::find(listed.begin(), listed.end(), buft) != listed.end()) continue;
     listed.push_back(buft);
-    rep.buffers.push_back(
-        {"compute", name_of(b), buft ? bp_buffer_type_name(buft) : "?", bp_sched_get_buffer_size(sh.sched, b)});
+    rep.buffers.push_back({"compute", name_of(b), buft ? bp_buffer_type_name(buft) : "?",
+                           bp_sched_get_buffer_size(sh.sched, b)});
   }
   return true;
 }
@@ -295,26 +296,10 @@ namespace {
 // both contiguous): the op table's in-place rule, seen from outside.
 bool inplace_op(bp_op op) {
   switch (op) {
-    case BP_OP_ADD:
-    case BP_OP_SUB:
-    case BP_OP_MUL:
-    case BP_OP_DIV:
-    case BP_OP_SCALE:
-    case BP_OP_CLAMP:
-    case BP_OP_NEG:
-    case BP_OP_ABS:
-    case BP_OP_SQR:
-    case BP_OP_SQRT:
-    case BP_OP_EXP:
-    case BP_OP_RELU:
-    case BP_OP_GELU:
-    case BP_OP_SILU:
-    case BP_OP_TANH:
-    case BP_OP_SIGMOID:
-    case BP_OP_NORM:
-    case BP_OP_RMS_NORM:
-    case BP_OP_SOFT_MAX:
-    case BP_OP_ROPE:
+    case BP_OP_ADD: case BP_OP_SUB: case BP_OP_MUL: case BP_OP_DIV: case BP_OP_SCALE: case BP_OP_CLAMP:
+    case BP_OP_NEG: case BP_OP_ABS: case BP_OP_SQR: case BP_OP_SQRT: case BP_OP_EXP: case BP_OP_RELU:
+    case BP_OP_GELU: case BP_OP_SILU: case BP_OP_TANH: case BP_OP_SIGMOID: case BP_OP_NORM: case BP_OP_RMS_NORM:
+    case BP_OP_SOFT_MAX: case BP_OP_ROPE:
       return true;
     default:
       return false;
@@ -330,7 +315,7 @@ uint64_t largest_live_set(const bp_graph *graph, bp_buffer_type *buft, bool inpl
     long first, last;
     uint64_t bytes;
   };
-  std::map<const bp_tensor *, life> lives;             // tensors the allocator places
+  std::map<const bp_tensor *, life> lives;           // tensors the allocator places
   std::map<const bp_tensor *, const bp_tensor *> rep;  // in-place output -> tensor whose memory it took
   auto owner = [&](const bp_tensor *t) {
     while (t && t->view_src) t = t->view_src;
@@ -363,8 +348,10 @@ uint64_t largest_live_set(const bp_graph *graph, bp_buffer_type *buft, bool inpl
   for (size_t i = 0; inplace && i < n; ++i) {
     const bp_tensor *t = bp_graph_node(graph, i), *a = t ? t->src[0] : nullptr;
     auto self = lives.find(t);
-    if (!a || a->view_src || self == lives.end() || !inplace_op(t->op) || (t->flags & BP_TENSOR_FLAG_OUTPUT)) continue;
-    if (a->type != t->type || !bp_tensor_same_shape(a, t) || !bp_tensor_is_contiguous(a) || !bp_tensor_is_contiguous(t))
+    if (!a || a->view_src || self == lives.end() || !inplace_op(t->op) || (t->flags & BP_TENSOR_FLAG_OUTPUT))
+      continue;
+    if (a->type != t->type || !bp_tensor_same_shape(a, t) || !bp_tensor_is_contiguous(a) ||
+        !bp_tensor_is_contiguous(t))
       continue;
     auto parent = lives.find(owner(a));
     if (parent == lives.end() || parent->second.last != static_cast<long>(i) || parent->second.first < 0) continue;

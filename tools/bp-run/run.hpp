@@ -61,7 +61,7 @@ struct run_report {
   // Check against cpu alone.
   double nmse = 0;
   bool pass = false;
-  std::string error;          // set when a step failed (then the rest may be empty)
+  std::string error;  // set when a step failed (then the rest may be empty)
   std::vector<float> logits;  // of the device-list run
 };
 
