@@ -12,7 +12,8 @@
 namespace bp::run {
 namespace {
 
-const char *const kPalette[] = {"#80b1d3", "#fdb462", "#b3de69", "#fb8072", "#bebada", "#8dd3c7", "#fccde5", "#ffffb3"};
+const char *const kPalette[] = {"#80b1d3", "#fdb462", "#b3de69", "#fb8072", "#bebada", "#8dd3c7", "#fccde5",
+                                "#ffffb3"};
 
 const bp_tensor *owner(const bp_tensor *t) {
   while (t && t->view_src) t = t->view_src;
@@ -71,14 +72,13 @@ bool write_dot(const std::string &path, const bp_graph *graph, const bp_sched *s
   for (size_t i = 0, n = bp_graph_leaf_count(graph); i < n; ++i) {
     const bp_tensor *t = bp_graph_leaf(graph, i);
     bp_backend *b = buffer_backend(t);
-    f << "  " << id_of(t) << " [shape=box, label=\"" << escape(t->name) << "\\n"
-      << shape(t) << "\", fillcolor=\"" << (b ? kPalette[color_of[b]] : "white") << "\"];\n";
+    f << "  " << id_of(t) << " [shape=box, label=\"" << escape(t->name) << "\\n" << shape(t) << "\", fillcolor=\""
+      << (b ? kPalette[color_of[b]] : "white") << "\"];\n";
   }
   for (size_t i = 0, n = bp_graph_node_count(graph); i < n; ++i) {
     const bp_tensor *t = bp_graph_node(graph, i);
     bp_backend *b = bp_sched_get_tensor_backend(sched, t);
-    f << "  " << id_of(t) << " [label=\"#" << i << " " << bp_op_name(t->op) << "\\n"
-      << escape(t->name) << "\\n"
+    f << "  " << id_of(t) << " [label=\"#" << i << " " << bp_op_name(t->op) << "\\n" << escape(t->name) << "\\n"
       << shape(t) << "\", fillcolor=\"" << (b ? kPalette[color_of[b]] : "white") << "\""
       << (bp_op_is_view(t->op) ? ", style=\"filled,dotted\"" : "") << "];\n";
   }
@@ -89,8 +89,8 @@ bool write_dot(const std::string &path, const bp_graph *graph, const bp_sched *s
       const bp_tensor *src = t->src[s];
       if (!src) continue;
       const bp_tensor *o = owner(src);
-      bool copy =
-          b && !bp_op_is_view(t->op) && o && o->buffer && !bp_backend_supports_buft(b, bp_buffer_get_type(o->buffer));
+      bool copy = b && !bp_op_is_view(t->op) && o && o->buffer &&
+                  !bp_backend_supports_buft(b, bp_buffer_get_type(o->buffer));
       f << "  " << id_of(src) << " -> " << id_of(t)
         << (copy ? " [color=red, style=dashed, penwidth=2, label=\"copy\", fontcolor=red]" : "") << ";\n";
     }

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "common/text_table.hpp"
 #include "run.hpp"
+#include "common/text_table.hpp"
 
 namespace bp::run {
 namespace {
@@ -78,13 +78,13 @@ json to_json(const run_report &r) {
   json bufs = json::array();
   for (const auto &b : r.buffers)
     bufs.push_back({{"role", b.role}, {"backend", b.backend}, {"type", b.type}, {"bytes", b.bytes}});
-  j["memory"] = {
-      {"buffers", bufs},
-      {"gallocr_peak", r.gallocr_peak},
-      {"largest_live_set", r.largest_live_set},
-      {"largest_live_set_no_inplace", r.largest_live_set_no_inplace},
-      {"peak_over_live_set",
-       r.largest_live_set ? static_cast<double>(r.gallocr_peak) / static_cast<double>(r.largest_live_set) : 0.0}};
+  j["memory"] = {{"buffers", bufs},
+                 {"gallocr_peak", r.gallocr_peak},
+                 {"largest_live_set", r.largest_live_set},
+                 {"largest_live_set_no_inplace", r.largest_live_set_no_inplace},
+                 {"peak_over_live_set", r.largest_live_set ? static_cast<double>(r.gallocr_peak) /
+                                                                 static_cast<double>(r.largest_live_set)
+                                                           : 0.0}};
   j["timings"] = {{"device_list", timing_json(r.run_ms)}, {"cpu_reference", timing_json(r.reference_ms)}};
   j["check"] = {{"nmse", r.nmse}, {"tolerance", kNmseTolerance}, {"pass", r.error.empty() && r.pass}};
   if (!r.error.empty()) j["error"] = r.error;
@@ -105,8 +105,8 @@ std::string to_text(const run_report &r) {
   for (const auto &n : r.notes) o << "note: " << n << "\n";
   if (!r.error.empty()) return o.str();  // main prints the error to stderr
 
-  o << "\nPlan: " << r.splits.size() << " splits, " << r.n_copies << " tensor copies, " << human_bytes(r.bytes_copied)
-    << " moved per run\n";
+  o << "\nPlan: " << r.splits.size() << " splits, " << r.n_copies << " tensor copies, "
+    << human_bytes(r.bytes_copied) << " moved per run\n";
   std::vector<std::vector<std::string>> rows{{"SPLIT", "BACKEND", "FIRST", "NODES", "INPUTS", "BYTES IN", "RUNS AS"}};
   for (size_t i = 0; i < r.splits.size(); ++i) {
     const auto &s = r.splits[i];
@@ -127,8 +127,7 @@ std::string to_text(const run_report &r) {
   o << "  graph allocator (cpu alone): peak " << human_bytes(r.gallocr_peak) << ", largest live set "
     << human_bytes(r.largest_live_set);
   if (r.largest_live_set)
-    o << fmt(" (peak / live set = %.3f)",
-             static_cast<double>(r.gallocr_peak) / static_cast<double>(r.largest_live_set));
+    o << fmt(" (peak / live set = %.3f)", static_cast<double>(r.gallocr_peak) / static_cast<double>(r.largest_live_set));
   o << "\n  (live set without in-place reuse: " << human_bytes(r.largest_live_set_no_inplace) << ")\n";
 
   o << "\nTime per run (" << r.run_ms.size() << " runs):\n";
