@@ -14,8 +14,10 @@ namespace bp::core {
 bp_status check_type_and_dims(const bp_type &type, const int64_t ne[BP_MAX_DIMS], const char *fn) {
   const int type_value = enum_value(type);
   if (type_value < 0 || type_value >= BP_TYPE_COUNT) {
-    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: unknown type %d: use BP_TYPE_F32, BP_TYPE_F16 or BP_TYPE_I32", fn,
-                      type_value);
+    return set_errorf(
+        BP_ERR_INVALID_ARGUMENT,
+        "%s: unknown type %d: use a BP_TYPE_* value below BP_TYPE_COUNT (f32, f16, i32, q8_0, q4_0, q5_0, q4_K, q6_K)",
+        fn, type_value);
   }
   // Every dim must hold at least one element: empty tensors would force every
   // op and backend to special-case them, and no supported op needs one.
@@ -26,6 +28,14 @@ bp_status check_type_and_dims(const bp_type &type, const int64_t ne[BP_MAX_DIMS]
                         (long long)ne[i], shape_str(ne).c_str());
     }
     if (__builtin_mul_overflow(elements, ne[i], &elements)) elements = INT64_MAX;
+  }
+  // A quantized row is stored as whole blocks: a partial block has no layout.
+  const int64_t blck = bp_type_block_size(type);
+  if (ne[0] % blck != 0) {
+    return set_errorf(BP_ERR_INVALID_ARGUMENT,
+                      "%s: %s rows hold whole blocks of %lld values; ne[0] = %lld is not a multiple of %lld (pad the "
+                      "rows or use f32/f16)",
+                      fn, bp_type_name(type), (long long)blck, (long long)ne[0], (long long)blck);
   }
   // Keep the byte count (and any byte offset inside it) representable as a
   // signed 64-bit value so stride arithmetic never wraps.
@@ -50,8 +60,11 @@ bp_tensor *tensor_create(bp_context *ctx, const bp_type &type, const int64_t ne[
   t.struct_size = sizeof(bp_tensor);
   t.type = type;
   t.op = BP_OP_NONE;
-  size_t stride = bp_type_size(type);
-  for (int i = 0; i < BP_MAX_DIMS; ++i) {
+  // nb[0] is one element or one block; nb[1] one row of whole blocks.
+  t.ne[0] = ne[0];
+  t.nb[0] = bp_type_size(type);
+  size_t stride = bp_row_size(type, ne[0]);
+  for (int i = 1; i < BP_MAX_DIMS; ++i) {
     t.ne[i] = ne[i];
     t.nb[i] = stride;
     stride *= (size_t)ne[i];

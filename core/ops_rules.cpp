@@ -43,7 +43,12 @@ bp_status need_type(const rule_io &io, int i, std::initializer_list<bp_type> all
     names += names.empty() ? "" : " or ";
     names += bp_type_name(a);
   }
-  return fail(io, desc(io, i) + ": the type must be " + names);
+  std::string hint;
+  if (bp_type_is_quantized(t)) {
+    hint = " (quantized tensors are read only by MUL_MAT as a, GET_ROWS as the table, and written by CPY and CONT "
+           "from f32)";
+  }
+  return fail(io, desc(io, i) + ": the type must be " + names + hint);
 }
 
 bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
@@ -189,7 +194,11 @@ bp_status rule_soft_max(rule_io &io) {
 
 bp_status rule_mul_mat(rule_io &io) {
   const bp_tensor *a = io.src[0], *b = io.src[1];
-  if (need_type(io, 0, {BP_TYPE_F32, BP_TYPE_F16}) || need_type(io, 1, {BP_TYPE_F32})) return BP_ERR_INVALID_ARGUMENT;
+  if (need_type(io, 0,
+                {BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) ||
+      need_type(io, 1, {BP_TYPE_F32})) {
+    return BP_ERR_INVALID_ARGUMENT;
+  }
   if (a->ne[0] != b->ne[0]) {
     return fail(io, desc(io, 0) + " and " + desc(io, 1) + " differ in dim 0 (" + std::to_string(a->ne[0]) + " vs " +
                         std::to_string(b->ne[0]) + "): the inner dimensions must match");
@@ -216,7 +225,10 @@ bp_status rule_mul_mat(rule_io &io) {
 
 bp_status rule_get_rows(rule_io &io) {
   const bp_tensor *a = io.src[0], *ids = io.src[1];
-  if (need_type(io, 0, {BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_I32}) || need_type(io, 1, {BP_TYPE_I32})) {
+  if (need_type(io, 0,
+                {BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_I32, BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K,
+                 BP_TYPE_Q6_K}) ||
+      need_type(io, 1, {BP_TYPE_I32})) {
     return BP_ERR_INVALID_ARGUMENT;
   }
   if (ids->ne[1] != a->ne[2] || ids->ne[2] != a->ne[3] || ids->ne[3] != 1) {
@@ -232,11 +244,21 @@ bp_status rule_get_rows(rule_io &io) {
 }
 
 namespace {
-// CPY and CONT convert f32 <-> f16 and copy i32 unchanged.
+// CPY and CONT convert f32 <-> f16, copy i32 unchanged and quantize f32.
 bp_status check_conversion(const rule_io &io, bp_type from, bp_type to) {
   if ((is_float(from) && is_float(to)) || (from == BP_TYPE_I32 && to == BP_TYPE_I32)) return BP_OK;
+  if (from == BP_TYPE_F32 && bp_type_is_quantized(to)) return BP_OK;
   return fail(io, std::string("cannot convert ") + bp_type_name(from) + " to " + bp_type_name(to) +
-                      ": only f32 <-> f16 and i32 -> i32 copies are supported");
+                      ": only f32 <-> f16, i32 -> i32 and f32 -> quantized (q8_0 q4_0 q5_0 q4_K q6_K) copies are "
+                      "supported");
+}
+
+// Quantizing works row by row: each row must fill whole blocks of |to|.
+bp_status check_quantized_rows(const rule_io &io, int64_t ne0, bp_type to) {
+  const int64_t blck = bp_type_block_size(to);
+  if (ne0 % blck == 0) return BP_OK;
+  return fail(io, desc(io, 0) + ": " + bp_type_name(to) + " rows hold whole blocks of " + std::to_string(blck) +
+                      " values; ne[0] = " + std::to_string(ne0) + " is not a multiple of " + std::to_string(blck));
 }
 }  // namespace
 
@@ -247,6 +269,11 @@ bp_status rule_cpy(rule_io &io) {
                         " has " + std::to_string(bp_tensor_nelements(b)) + ": the counts must match");
   }
   if (check_conversion(io, a->type, b->type)) return BP_ERR_INVALID_ARGUMENT;
+  if (bp_type_is_quantized(b->type) && a->ne[0] != b->ne[0]) {
+    return fail(io, desc(io, 0) + " and " + desc(io, 1) + " differ in dim 0 (" + std::to_string(a->ne[0]) + " vs " +
+                        std::to_string(b->ne[0]) + "): a copy into a quantized tensor quantizes whole rows, so " +
+                        "the row lengths must match");
+  }
   io.out_type = b->type;
   copy_shape(io, b);
   return BP_OK;
@@ -258,6 +285,7 @@ bp_status rule_cont(rule_io &io) {
   }
   const bp_type to = static_cast<bp_type>(io.requested_type);
   if (check_conversion(io, io.src[0]->type, to)) return BP_ERR_INVALID_ARGUMENT;
+  if (check_quantized_rows(io, io.src[0]->ne[0], to)) return BP_ERR_INVALID_ARGUMENT;
   io.out_type = to;
   copy_shape(io, io.src[0]);
   return BP_OK;
@@ -269,6 +297,10 @@ bp_status rule_concat(rule_io &io) {
   if (dim < 0 || dim >= BP_MAX_DIMS) return fail(io, "dim = " + std::to_string(dim) + ": it must be 0..3");
   if (a->type != b->type) {
     return fail(io, desc(io, 0) + " and " + desc(io, 1) + " differ in type: cast one with bp_cast");
+  }
+  if (bp_type_is_quantized(a->type)) {
+    return fail(io, desc(io, 0) + ": CONCAT does not take quantized tensors (quantized tensors are read only by " +
+                        "MUL_MAT as a and GET_ROWS as the table)");
   }
   for (int i = 0; i < BP_MAX_DIMS; ++i) {
     if (i != dim && a->ne[i] != b->ne[i]) {

@@ -15,21 +15,44 @@ namespace bp::core {
 bp_status check_view_inside(const char *fn, bp_type type, const int64_t ne[BP_MAX_DIMS], const size_t nb[BP_MAX_DIMS],
                             size_t offset, const bp_tensor *a) {
   const size_t esize = bp_type_size(type);
-  if (offset % esize != 0) {
+  const int64_t blck = bp_type_block_size(type);
+  if (blck > 1) {
+    // A quantized view starts on a block, holds whole blocks per row, and
+    // its rows are dense: a block cannot be split or strided.
+    if (offset % esize != 0) {
+      return set_errorf(BP_ERR_INVALID_ARGUMENT,
+                        "%s: offset %zu is not on a block boundary: %s stores blocks of %lld values in %zu bytes, so "
+                        "the offset must be a multiple of %zu",
+                        fn, offset, bp_type_name(type), (long long)blck, esize, esize);
+    }
+    if (nb[0] != esize) {
+      return set_errorf(BP_ERR_INVALID_ARGUMENT,
+                        "%s: stride nb[0] = %zu: the blocks of a %s row must be dense (nb[0] = %zu, one block of %lld "
+                        "values)",
+                        fn, nb[0], bp_type_name(type), esize, (long long)blck);
+    }
+  } else if (offset % esize != 0) {
     return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: offset %zu is not a multiple of the %s element size %zu", fn,
                       offset, bp_type_name(type), esize);
   }
   for (int i = 0; i < BP_MAX_DIMS; ++i) {
     if (nb[i] == 0 || nb[i] % esize != 0) {
       return set_errorf(BP_ERR_INVALID_ARGUMENT,
-                        "%s: stride nb[%d] = %zu: strides must be non-zero multiples of the %s element size %zu", fn, i,
-                        nb[i], bp_type_name(type), esize);
+                        "%s: stride nb[%d] = %zu: strides must be non-zero multiples of the %s %s size %zu", fn, i,
+                        nb[i], bp_type_name(type), blck > 1 ? "block" : "element", esize);
     }
   }
   // Span of the view from its first byte, computed without wrapping.
-  size_t span = esize;
   bool overflow = false;
-  for (int i = 0; i < BP_MAX_DIMS; ++i) {
+  size_t span = 0;
+  if (blck > 1) {
+    overflow |= __builtin_mul_overflow((size_t)(ne[0] / blck), nb[0], &span);
+  } else {
+    size_t step = 0;
+    overflow |= __builtin_mul_overflow((size_t)(ne[0] - 1), nb[0], &step);
+    overflow |= __builtin_add_overflow(esize, step, &span);
+  }
+  for (int i = 1; i < BP_MAX_DIMS; ++i) {
     size_t step = 0;
     overflow |= __builtin_mul_overflow((size_t)(ne[i] - 1), nb[i], &step);
     overflow |= __builtin_add_overflow(span, step, &span);
@@ -96,7 +119,7 @@ extern "C" {
 BP_API bp_tensor *bp_view_1d(bp_context *ctx, bp_tensor *a, int64_t ne0, size_t offset) {
   return bp::core::build_guard(ctx, [&] {
     const int64_t ne[4] = {ne0, 1, 1, 1};
-    const size_t row = a ? bp_type_size(a->type) * (size_t)(ne0 > 0 ? ne0 : 1) : 1;
+    const size_t row = a ? bp_row_size(a->type, ne0 > 0 ? ne0 : 1) : 1;
     const size_t nb[3] = {row, row, row};
     return view_nd(ctx, a, ne, nb, offset, "bp_view_1d");
   });
@@ -157,7 +180,8 @@ BP_API bp_tensor *bp_reshape(bp_context *ctx, bp_tensor *a, int n_dims, const in
     }
     size_t nb[BP_MAX_DIMS];
     nb[0] = bp_type_size(a->type);
-    for (int i = 1; i < BP_MAX_DIMS; ++i) nb[i] = nb[i - 1] * (size_t)ne[i - 1];
+    nb[1] = bp_row_size(a->type, ne[0]);
+    for (int i = 2; i < BP_MAX_DIMS; ++i) nb[i] = nb[i - 1] * (size_t)ne[i - 1];
     return make_view(ctx, a, BP_OP_RESHAPE, ne, nb, 0, fn, "reshaped");
   });
 }
@@ -195,6 +219,14 @@ bp_tensor *permute_impl(bp_context *ctx, bp_tensor *a, const int axes[BP_MAX_DIM
       return nullptr;
     }
     seen[axes[i]] = true;
+  }
+  if (bp_type_is_quantized(a->type) && axes[0] != 0) {
+    // Dim 0 of a quantized tensor is packed in blocks; moving it would split them.
+    set_errorf(BP_ERR_INVALID_ARGUMENT,
+               "%s: %s stores dim 0 in blocks of %lld values, so dim 0 must stay first (axis0 = 0): permute only "
+               "dims 1..3",
+               fn, bp::core::describe(a).c_str(), (long long)bp_type_block_size(a->type));
+    return nullptr;
   }
   int64_t ne[BP_MAX_DIMS];
   size_t nb[BP_MAX_DIMS];

@@ -123,7 +123,20 @@ BP_API void bp_log_set_callback(bp_log_callback callback, void *user_data);
 /* ------------------------------------------------------------------------ */
 /* Types and tensors.                                                        */
 
-typedef enum bp_type { BP_TYPE_F32 = 0, BP_TYPE_F16 = 1, BP_TYPE_I32 = 2, BP_TYPE_COUNT } bp_type;
+/* Element types. The quantized ones store blocks of values in GGUF's exact
+ * byte layout (docs/types.md): a row of a quantized tensor is whole blocks,
+ * nb[0] is the size of one block and nb[1] the size of one row. */
+typedef enum bp_type {
+  BP_TYPE_F32 = 0,
+  BP_TYPE_F16 = 1,
+  BP_TYPE_I32 = 2,
+  BP_TYPE_Q8_0 = 3, /* 32 values: f16 d; int8 qs[32]                         */
+  BP_TYPE_Q4_0 = 4, /* 32 values: f16 d; uint8 qs[16]                        */
+  BP_TYPE_Q5_0 = 5, /* 32 values: f16 d; uint8 qh[4]; uint8 qs[16]           */
+  BP_TYPE_Q4_K = 6, /* 256 values: f16 d, dmin; uint8 scales[12], qs[128]     */
+  BP_TYPE_Q6_K = 7, /* 256 values: uint8 ql[128], qh[64]; int8 scales[16]; f16 d */
+  BP_TYPE_COUNT
+} bp_type;
 
 typedef enum bp_op {
   BP_OP_NONE = 0, /* a leaf: input or weight */
@@ -209,25 +222,94 @@ typedef struct bp_tensor {
 } bp_tensor;
 
 /* Inline helpers shared by the core and plugins: one source of truth. */
-static inline size_t bp_type_size(bp_type type) { return type == BP_TYPE_F16 ? 2 : 4; }
+/* Values per block: 1 for f32/f16/i32, 32 for Q8_0/Q4_0/Q5_0, 256 for Q4_K/Q6_K. */
+static inline int64_t bp_type_block_size(bp_type type) {
+  switch (type) {
+    case BP_TYPE_Q8_0:
+    case BP_TYPE_Q4_0:
+    case BP_TYPE_Q5_0:
+      return 32;
+    case BP_TYPE_Q4_K:
+    case BP_TYPE_Q6_K:
+      return 256;
+    default:
+      return 1;
+  }
+}
+/* Bytes per block (per element for f32/f16/i32); 0 for an unknown type. */
+static inline size_t bp_type_size(bp_type type) {
+  switch (type) {
+    case BP_TYPE_F32:
+      return 4;
+    case BP_TYPE_F16:
+      return 2;
+    case BP_TYPE_I32:
+      return 4;
+    case BP_TYPE_Q8_0:
+      return 34;
+    case BP_TYPE_Q4_0:
+      return 18;
+    case BP_TYPE_Q5_0:
+      return 22;
+    case BP_TYPE_Q4_K:
+      return 144;
+    case BP_TYPE_Q6_K:
+      return 210;
+    default:
+      return 0;
+  }
+}
+/* Bytes of a dense row of |n| values (n a multiple of the block size). */
+static inline size_t bp_row_size(bp_type type, int64_t n) {
+  return bp_type_size(type) * (size_t)n / (size_t)bp_type_block_size(type);
+}
+static inline bool bp_type_is_quantized(bp_type type) {
+  return (int)type >= (int)BP_TYPE_Q8_0 && (int)type < (int)BP_TYPE_COUNT;
+}
 static inline const char *bp_type_name(bp_type type) {
-  return type == BP_TYPE_F32 ? "f32" : type == BP_TYPE_F16 ? "f16" : type == BP_TYPE_I32 ? "i32" : "?";
+  switch (type) {
+    case BP_TYPE_F32:
+      return "f32";
+    case BP_TYPE_F16:
+      return "f16";
+    case BP_TYPE_I32:
+      return "i32";
+    case BP_TYPE_Q8_0:
+      return "q8_0";
+    case BP_TYPE_Q4_0:
+      return "q4_0";
+    case BP_TYPE_Q5_0:
+      return "q5_0";
+    case BP_TYPE_Q4_K:
+      return "q4_K";
+    case BP_TYPE_Q6_K:
+      return "q6_K";
+    default:
+      return "?";
+  }
 }
 static inline int64_t bp_tensor_nelements(const bp_tensor *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
 static inline int64_t bp_tensor_nrows(const bp_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
-/* Bytes spanned from the first to one past the last element (0 if empty). */
+/* Bytes spanned from the first to one past the last element (0 if empty).
+ * A row of a quantized tensor spans ne[0] / block size blocks of nb[0]. */
 static inline size_t bp_tensor_nbytes(const bp_tensor *t) {
-  size_t n = bp_type_size(t->type);
-  for (int i = 0; i < BP_MAX_DIMS; ++i) {
+  const int64_t blck = bp_type_block_size(t->type);
+  size_t n;
+  if (t->ne[0] <= 0) return 0;
+  n = blck == 1 ? bp_type_size(t->type) + (size_t)(t->ne[0] - 1) * t->nb[0] : (size_t)(t->ne[0] / blck) * t->nb[0];
+  for (int i = 1; i < BP_MAX_DIMS; ++i) {
     if (t->ne[i] <= 0) return 0;
     n += (size_t)(t->ne[i] - 1) * t->nb[i];
   }
   return n;
 }
-/* True when elements are densely packed in the natural order. */
+/* True when elements (blocks, for quantized types) are densely packed in the
+ * natural order. */
 static inline bool bp_tensor_is_contiguous(const bp_tensor *t) {
   size_t next = bp_type_size(t->type);
-  for (int i = 0; i < BP_MAX_DIMS; ++i) {
+  if (t->ne[0] != 1 && t->nb[0] != next) return false;
+  next = bp_row_size(t->type, t->ne[0]);
+  for (int i = 1; i < BP_MAX_DIMS; ++i) {
     if (t->ne[i] != 1 && t->nb[i] != next) return false;
     next *= (size_t)t->ne[i];
   }
@@ -235,7 +317,7 @@ static inline bool bp_tensor_is_contiguous(const bp_tensor *t) {
 }
 /* True when every row (dim 0) is dense, whatever the outer strides. */
 static inline bool bp_tensor_rows_contiguous(const bp_tensor *t) {
-  return t->ne[0] == 1 || t->nb[0] == bp_type_size(t->type);
+  return (t->ne[0] == 1 && !bp_type_is_quantized(t->type)) || t->nb[0] == bp_type_size(t->type);
 }
 static inline bool bp_tensor_same_shape(const bp_tensor *a, const bp_tensor *b) {
   return a->ne[0] == b->ne[0] && a->ne[1] == b->ne[1] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3];
@@ -298,6 +380,18 @@ static inline uint16_t bp_fp32_to_fp16(float f) {
   uint32_t r = ax + 0x0fffu + ((ax >> 13) & 1u) - 0x38000000u; /* rebias 127 -> 15, round */
   return (uint16_t)(sign | (r >> 13));
 }
+
+/* Quantizes |n_rows| rows of |n_per_row| floats from |src| into |dst| in the
+ * GGUF block layout of |type| (byte-for-byte what llama.cpp writes); f32
+ * copies and f16 converts. |n_per_row| must be a multiple of
+ * bp_type_block_size(type). Both buffers are the caller's; |dst| must hold
+ * bp_row_size(type, n_per_row) * n_rows bytes. Returns the bytes written, or
+ * 0 with the error set. Thread-safe. */
+BP_API size_t bp_quantize(bp_type type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row);
+/* Expands |n| values (a multiple of the block size) of |type| at |src| into
+ * floats at |dst|. Caller's buffers: |src| holds bp_row_size(type, n) bytes,
+ * |dst| n floats. Thread-safe. */
+BP_API bp_status bp_dequantize(bp_type type, const void *src, float *dst, int64_t n);
 
 /* ------------------------------------------------------------------------ */
 /* Contexts hold tensor metadata. Memory comes from buffers (bp_alloc_*).    */

@@ -43,7 +43,8 @@ bp_status be_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *
 int be_supports_op(void *backend, const bp_tensor *op) noexcept {
   return plugin_guard_value<int>(0, [&] {
     if (!op) return 0;
-    if (bp_op_is_view(op->op)) return 1;  // views compute nothing anywhere
+    if (bp_op_is_view(op->op)) return 1;           // views compute nothing anywhere
+    if (plugins::touches_quantized(op)) return 0;  // no quantized kernels
     return mul_mat_layout_ok(op) && mul_mat_big_enough(op, as_ctx(backend)->min_mnk) ? 1 : 0;
   });
 }

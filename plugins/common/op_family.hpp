@@ -77,6 +77,17 @@ inline const char *op_name(bp_op op) {
   return op >= 0 && op < static_cast<int>(sizeof names / sizeof names[0]) ? names[op] : "?";
 }
 
+// True when the node or one of its sources has a quantized type (Q8_0 ..
+// Q6_K). A backend without kernels for those types declines such a node in
+// supports_op, so the scheduler places it on a backend that has them.
+inline bool touches_quantized(const bp_tensor *node) {
+  if (!node) return false;
+  if (bp_type_is_quantized(node->type)) return true;
+  for (int i = 0; i < BP_MAX_SRC; ++i)
+    if (node->src[i] && bp_type_is_quantized(node->src[i]->type)) return true;
+  return false;
+}
+
 }  // namespace bp::plugins
 
 #endif  // BP_PLUGINS_COMMON_OP_FAMILY_HPP_

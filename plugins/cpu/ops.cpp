@@ -54,6 +54,7 @@ namespace bp::cpu {
 
 bool node_supported(const bp_tensor *t) {
   if (!t) return false;
+  if (plugins::touches_quantized(t)) return false;  // no quantized kernels yet
   const op_kernel *k = find_kernel(t->op);
   if (!k) return false;
   for (int i = 0; i < plugins::n_sources(t->op); ++i)

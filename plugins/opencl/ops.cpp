@@ -346,6 +346,7 @@ bool supports(const bp_tensor *t) {
 
 bool op_supported(const device_state *, const bp_tensor *t) {
   if (!t || bp_op_is_view(t->op)) return t != nullptr;
+  if (plugins::touches_quantized(t)) return false;  // no quantized kernels yet
   for (int i = 0; i < plugins::n_sources(t->op); ++i)
     if (!t->src[i] && !(t->op == BP_OP_CPY && i == 1)) return false;
   if (!t->src[0]) return false;

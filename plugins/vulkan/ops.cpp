@@ -38,6 +38,7 @@ bool fits(const device_state *dev, const bp_tensor *t) {
 bool op_supported(const device_state *dev, const backend_options &opt, const bp_tensor *node) {
   const bp_tensor *a = node->src[0], *b = node->src[1];
   if (!a) return false;
+  if (plugins::touches_quantized(node)) return false;  // no quantized kernels yet
   if (uses_f16(node) && !opt.f16) return false;
   for (const bp_tensor *t : {node, a, b})
     if (!fits(dev, t)) return false;

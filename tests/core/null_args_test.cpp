@@ -97,6 +97,8 @@ const std::map<std::string, row> &table() {
       OWN(bp_context_tensor_count),
       OWN(bp_context_tensor),
       OWN(bp_context_find),
+      OWN(bp_quantize),
+      OWN(bp_dequantize),
       BUILDER(bp_tensor_new),
       BUILDER(bp_tensor_new_1d),
       BUILDER(bp_tensor_new_2d),

@@ -1,0 +1,43 @@
+// quant.hpp: the reference quantizers and dequantizers of the block types
+// (docs/types.md), one family per file. Not installed.
+//
+// Each quantizer writes exactly the bytes llama.cpp's reference quantizer
+// writes for the same floats, so files and results are interchangeable:
+// the arithmetic below is float (never double), in a fixed order, and this
+// folder is compiled with -ffp-contract=off so no multiply-add is fused.
+#pragma once
+
+#include <cstdint>
+
+#include "backplane/backplane.h"
+
+namespace bp::core::quant {
+
+// |n| is a multiple of the type's block size; |dst| holds n / block blocks.
+using quantize_fn = void (*)(const float *src, void *dst, int64_t n);
+using dequantize_fn = void (*)(const void *src, float *dst, int64_t n);
+
+void quantize_q8_0(const float *src, void *dst, int64_t n);
+void quantize_q4_0(const float *src, void *dst, int64_t n);
+void quantize_q5_0(const float *src, void *dst, int64_t n);
+void quantize_q4_k(const float *src, void *dst, int64_t n);
+void quantize_q6_k(const float *src, void *dst, int64_t n);
+
+void dequantize_q8_0(const void *src, float *dst, int64_t n);
+void dequantize_q4_0(const void *src, float *dst, int64_t n);
+void dequantize_q5_0(const void *src, float *dst, int64_t n);
+void dequantize_q4_k(const void *src, float *dst, int64_t n);
+void dequantize_q6_k(const void *src, float *dst, int64_t n);
+
+// The rounding both K-quant searches use: round half to even through the
+// float adder (adding 1.5 * 2^23 leaves the integer in the low mantissa
+// bits). Valid for |x| < 2^22, which every caller guarantees for finite
+// input; kept bit-for-bit so out-of-range values land where llama.cpp's do.
+inline int round_nearest(float x) {
+  const float shifted = x + 12582912.0f;
+  int32_t bits;
+  __builtin_memcpy(&bits, &shifted, sizeof bits);
+  return (bits & 0x007fffff) - 0x00400000;
+}
+
+}  // namespace bp::core::quant

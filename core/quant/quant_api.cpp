@@ -1,0 +1,116 @@
+// quant_api.cpp: bp_quantize and bp_dequantize, the C entry points to the
+// reference quantizers of this folder (plus f32 copy and f16 conversion).
+#include <cstring>
+
+#include "core/quant/quant.hpp"
+#include "core/tensor_util.hpp"
+
+namespace bp::core::quant {
+namespace {
+
+struct codec {
+  quantize_fn quantize;
+  dequantize_fn dequantize;
+};
+
+void quantize_f32(const float *src, void *dst, int64_t n) { std::memcpy(dst, src, (size_t)n * sizeof(float)); }
+void dequantize_f32(const void *src, float *dst, int64_t n) { std::memcpy(dst, src, (size_t)n * sizeof(float)); }
+void quantize_f16(const float *src, void *dst, int64_t n) {
+  auto *out = static_cast<uint16_t *>(dst);
+  for (int64_t i = 0; i < n; ++i) out[i] = bp_fp32_to_fp16(src[i]);
+}
+void dequantize_f16(const void *src, float *dst, int64_t n) {
+  const auto *in = static_cast<const uint16_t *>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = bp_fp16_to_fp32(in[i]);
+}
+
+// The codec of |type|, or {} for i32 and unknown values.
+codec codec_of(int type) {
+  switch (type) {
+    case BP_TYPE_F32:
+      return {quantize_f32, dequantize_f32};
+    case BP_TYPE_F16:
+      return {quantize_f16, dequantize_f16};
+    case BP_TYPE_Q8_0:
+      return {quantize_q8_0, dequantize_q8_0};
+    case BP_TYPE_Q4_0:
+      return {quantize_q4_0, dequantize_q4_0};
+    case BP_TYPE_Q5_0:
+      return {quantize_q5_0, dequantize_q5_0};
+    case BP_TYPE_Q4_K:
+      return {quantize_q4_k, dequantize_q4_k};
+    case BP_TYPE_Q6_K:
+      return {quantize_q6_k, dequantize_q6_k};
+    default:
+      return {nullptr, nullptr};
+  }
+}
+
+bp_status check_type(const char *fn, int type, const codec &c) {
+  if (c.quantize != nullptr) return BP_OK;
+  if (type == BP_TYPE_I32) {
+    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: i32 holds integers, not floats: copy them as they are", fn);
+  }
+  return set_errorf(BP_ERR_INVALID_ARGUMENT,
+                    "%s: unknown type %d: use BP_TYPE_F32, BP_TYPE_F16 or a quantized BP_TYPE_Q* value", fn, type);
+}
+
+bp_status check_row(const char *fn, bp_type type, int64_t n, const char *what) {
+  const int64_t blck = bp_type_block_size(type);
+  if (n < 1 || n % blck != 0) {
+    return set_errorf(BP_ERR_INVALID_ARGUMENT,
+                      "%s: %s = %lld: %s holds whole blocks of %lld values, so it must be a positive multiple of %lld",
+                      fn, what, (long long)n, bp_type_name(type), (long long)blck, (long long)blck);
+  }
+  // Keep every byte count a signed 64-bit value.
+  if (n > INT64_MAX / 8)
+    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s = %lld is too large", fn, what, (long long)n);
+  return BP_OK;
+}
+
+}  // namespace
+}  // namespace bp::core::quant
+
+extern "C" {
+
+BP_API size_t bp_quantize(bp_type type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row) {
+  BP_API_SCOPE();
+  using namespace bp::core::quant;
+  const char *fn = "bp_quantize";
+  const int type_value = bp::core::enum_value(type);
+  const codec c = codec_of(type_value);
+  if (check_type(fn, type_value, c) != BP_OK) return 0;
+  if (src == nullptr || dst == nullptr) {
+    bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, src == nullptr ? "src" : "dst");
+    return 0;
+  }
+  if (check_row(fn, type, n_per_row, "n_per_row") != BP_OK) return 0;
+  if (n_rows < 1 || n_rows > INT64_MAX / 8 / n_per_row) {
+    bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: n_rows = %lld: pass at least one row (and fewer than the %s)",
+                         fn, (long long)n_rows, "byte count's overflow limit");
+    return 0;
+  }
+  // Rows are independent: a row of k blocks quantizes as k separate blocks.
+  const size_t row_bytes = bp_row_size(type, n_per_row);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    c.quantize(src + r * n_per_row, static_cast<char *>(dst) + (size_t)r * row_bytes, n_per_row);
+  }
+  return row_bytes * (size_t)n_rows;
+}
+
+BP_API bp_status bp_dequantize(bp_type type, const void *src, float *dst, int64_t n) {
+  BP_API_SCOPE();
+  using namespace bp::core::quant;
+  const char *fn = "bp_dequantize";
+  const int type_value = bp::core::enum_value(type);
+  const codec c = codec_of(type_value);
+  if (bp_status s = check_type(fn, type_value, c); s != BP_OK) return s;
+  if (src == nullptr || dst == nullptr) {
+    return bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, src == nullptr ? "src" : "dst");
+  }
+  if (bp_status s = check_row(fn, type, n, "n"); s != BP_OK) return s;
+  c.dequantize(src, dst, n);
+  return BP_OK;
+}
+
+}  // extern "C"

@@ -1,0 +1,145 @@
+// quant_types_test.cpp: the quantized types in the core's tensor model:
+// the type table, strides, byte counts, the whole-block rules of tensors and
+// views, and which ops accept quantized sources.
+#include <string>
+
+#include "core/core_test_util.hpp"
+
+namespace {
+
+using bp_test::CoreTest;
+using bp_test::expect_shape;
+
+struct type_row {
+  bp_type type;
+  const char *name;
+  int64_t block;
+  size_t bytes;
+};
+
+const type_row k_types[] = {
+    {BP_TYPE_F32, "f32", 1, 4},       {BP_TYPE_F16, "f16", 1, 2},       {BP_TYPE_I32, "i32", 1, 4},
+    {BP_TYPE_Q8_0, "q8_0", 32, 34},   {BP_TYPE_Q4_0, "q4_0", 32, 18},   {BP_TYPE_Q5_0, "q5_0", 32, 22},
+    {BP_TYPE_Q4_K, "q4_K", 256, 144}, {BP_TYPE_Q6_K, "q6_K", 256, 210},
+};
+
+TEST(QuantTypes, TableMatchesTheGgufBlockSizes) {
+  for (const type_row &r : k_types) {
+    SCOPED_TRACE(r.name);
+    EXPECT_STREQ(bp_type_name(r.type), r.name);
+    EXPECT_EQ(bp_type_block_size(r.type), r.block);
+    EXPECT_EQ(bp_type_size(r.type), r.bytes);
+    EXPECT_EQ(bp_row_size(r.type, 4 * r.block), 4 * r.bytes);
+    EXPECT_EQ(bp_type_is_quantized(r.type), r.block > 1);
+  }
+  EXPECT_EQ(static_cast<int>(BP_TYPE_COUNT), 8);
+  EXPECT_EQ(bp_type_size(BP_TYPE_COUNT), 0u);
+  EXPECT_STREQ(bp_type_name(BP_TYPE_COUNT), "?");
+}
+
+TEST_F(CoreTest, QuantizedTensorStridesAreBlocksAndRows) {
+  bp_tensor *t = bp_tensor_new_3d(ctx, BP_TYPE_Q4_K, 512, 3, 2);
+  expect_shape(t, 512, 3, 2, 1);
+  EXPECT_EQ(t->nb[0], 144u);
+  EXPECT_EQ(t->nb[1], 288u);
+  EXPECT_EQ(t->nb[2], 288u * 3);
+  EXPECT_EQ(t->nb[3], 288u * 6);
+  EXPECT_EQ(bp_tensor_nbytes(t), 288u * 6);
+  EXPECT_TRUE(bp_tensor_is_contiguous(t));
+  EXPECT_TRUE(bp_tensor_rows_contiguous(t));
+  bp_tensor *q8 = bp_tensor_new_1d(ctx, BP_TYPE_Q8_0, 32);
+  ASSERT_NE(q8, nullptr) << bp_last_error();
+  EXPECT_EQ(bp_tensor_nbytes(q8), 34u);
+}
+
+TEST_F(CoreTest, QuantizedRowsMustHoldWholeBlocks) {
+  EXPECT_FAILS_WITH(bp_tensor_new_2d(ctx, BP_TYPE_Q4_K, 100, 2), "q4_K rows hold whole blocks of 256 values",
+                    "ne[0] = 100 is not a multiple of 256");
+  EXPECT_FAILS_WITH(bp_tensor_new_1d(ctx, BP_TYPE_Q5_0, 48), "q5_0", "of 32 values", "ne[0] = 48");
+  EXPECT_EQ(bp_last_status(), BP_ERR_INVALID_ARGUMENT);
+}
+
+TEST_F(CoreTest, QuantizedViewsStartAndEndOnBlocks) {
+  bp_tensor *a = bp_tensor_new_2d(ctx, BP_TYPE_Q8_0, 128, 4);  // 4 blocks of 34 bytes per row
+  ASSERT_NE(a, nullptr);
+  // Blocks 1..2 of rows 1..2.
+  bp_tensor *v = bp_view_2d(ctx, a, 64, 2, a->nb[1], a->nb[1] + 34);
+  expect_shape(v, 64, 2, 1, 1);
+  EXPECT_EQ(v->nb[0], 34u);
+  EXPECT_EQ(bp_tensor_nbytes(v), a->nb[1] + 68u);
+  EXPECT_TRUE(bp_tensor_rows_contiguous(v));
+  EXPECT_FALSE(bp_tensor_is_contiguous(v));
+  // A whole row as 1d.
+  bp_tensor *row = bp_view_1d(ctx, a, 128, 3 * a->nb[1]);
+  ASSERT_NE(row, nullptr) << bp_last_error();
+  EXPECT_TRUE(bp_tensor_is_contiguous(row));
+  EXPECT_FAILS_WITH(bp_view_2d(ctx, a, 48, 2, a->nb[1], 0), "q8_0 rows hold whole blocks of 32", "ne[0] = 48");
+  EXPECT_FAILS_WITH(bp_view_2d(ctx, a, 64, 2, a->nb[1], 17), "offset 17 is not on a block boundary", "34");
+  EXPECT_FAILS_WITH(bp_view_2d(ctx, a, 64, 2, a->nb[1] + 1, 0), "nb[1]", "block size 34");
+  EXPECT_FAILS_WITH(bp_view_2d(ctx, a, 64, 2, a->nb[1], 3 * a->nb[1]), "past the end");
+}
+
+TEST_F(CoreTest, QuantizedReshapeAndPermuteKeepDimZero) {
+  bp_tensor *a = bp_tensor_new_2d(ctx, BP_TYPE_Q6_K, 512, 2);
+  bp_tensor *r = bp_reshape_2d(ctx, a, 256, 4);
+  expect_shape(r, 256, 4, 1, 1);
+  EXPECT_EQ(r->nb[1], 210u);
+  EXPECT_TRUE(bp_tensor_is_contiguous(r));
+  EXPECT_FAILS_WITH(bp_reshape_2d(ctx, a, 128, 8), "q6_K rows hold whole blocks of 256", "ne[0] = 128");
+  EXPECT_FAILS_WITH(bp_transpose(ctx, a), "blocks of 256 values", "dim 0 must stay first");
+  bp_tensor *p = bp_permute(ctx, bp_reshape_3d(ctx, a, 256, 2, 2), 0, 2, 1, 3);
+  ASSERT_NE(p, nullptr) << bp_last_error();
+  EXPECT_EQ(p->nb[2], 210u);
+}
+
+TEST_F(CoreTest, MulMatTakesQuantizedWeightsAndF32Activations) {
+  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) {
+    SCOPED_TRACE(bp_type_name(t));
+    bp_tensor *w = bp_tensor_new_2d(ctx, t, 256, 5);
+    bp_tensor *y = bp_mul_mat(ctx, w, f32(256, 3));
+    expect_shape(y, 5, 3, 1, 1);
+    EXPECT_EQ(y->type, BP_TYPE_F32);
+    EXPECT_GT(bp_op_flops(y), 0u) << bp_last_error();  // validates the node again
+    EXPECT_FAILS_WITH(bp_mul_mat(ctx, w, f16(256, 3)), "the type must be f32");
+    EXPECT_FAILS_WITH(bp_mul_mat(ctx, f32(256, 3), w), "the type must be f32", "quantized tensors are read only by");
+  }
+}
+
+TEST_F(CoreTest, GetRowsOfAQuantizedTableGivesF32) {
+  bp_tensor *table = bp_tensor_new_2d(ctx, BP_TYPE_Q4_0, 64, 10);
+  bp_tensor *rows = bp_get_rows(ctx, table, i32(4));
+  expect_shape(rows, 64, 4, 1, 1);
+  EXPECT_EQ(rows->type, BP_TYPE_F32);
+}
+
+TEST_F(CoreTest, CpyAndContQuantizeF32Only) {
+  bp_tensor *src = f32(256, 2);
+  bp_tensor *dst = bp_tensor_new_2d(ctx, BP_TYPE_Q4_K, 256, 2);
+  bp_tensor *c = bp_cpy(ctx, src, dst);
+  ASSERT_NE(c, nullptr) << bp_last_error();
+  EXPECT_EQ(c->type, BP_TYPE_Q4_K);
+  bp_tensor *q = bp_cast(ctx, src, BP_TYPE_Q8_0);
+  expect_shape(q, 256, 2, 1, 1);
+  EXPECT_EQ(q->type, BP_TYPE_Q8_0);
+  EXPECT_EQ(q->nb[1], 8u * 34);
+  EXPECT_FAILS_WITH(bp_cast(ctx, f32(100), BP_TYPE_Q8_0), "q8_0 rows hold whole blocks of 32", "ne[0] = 100");
+  EXPECT_FAILS_WITH(bp_cast(ctx, dst, BP_TYPE_F32), "cannot convert q4_K to f32");
+  EXPECT_FAILS_WITH(bp_cast(ctx, f16(256), BP_TYPE_Q8_0), "cannot convert f16 to q8_0");
+  EXPECT_FAILS_WITH(bp_cpy(ctx, f32(512), dst), "differ in dim 0", "quantizes whole rows");
+}
+
+TEST_F(CoreTest, OtherOpsRefuseQuantizedInputs) {
+  bp_tensor *q = bp_tensor_new_2d(ctx, BP_TYPE_Q8_0, 64, 2);
+  const char *hint = "quantized tensors are read only by MUL_MAT";
+  EXPECT_FAILS_WITH(bp_add(ctx, q, q), "bp_add", "q8_0", hint);
+  EXPECT_FAILS_WITH(bp_add(ctx, f32(64, 2), q), "bp_add", hint);
+  EXPECT_FAILS_WITH(bp_scale(ctx, q, 2.0f), "bp_scale", hint);
+  EXPECT_FAILS_WITH(bp_unary(ctx, q, BP_OP_SILU), hint);
+  EXPECT_FAILS_WITH(bp_rms_norm(ctx, q, 1e-5f), hint);
+  EXPECT_FAILS_WITH(bp_soft_max(ctx, q, nullptr, 1.0f), hint);
+  EXPECT_FAILS_WITH(bp_sum_rows(ctx, q), hint);
+  EXPECT_FAILS_WITH(bp_concat(ctx, q, q, 1), "CONCAT does not take quantized tensors");
+  EXPECT_FAILS_WITH(bp_cont(ctx, q), "cannot convert q8_0 to q8_0");
+}
+
+}  // namespace
