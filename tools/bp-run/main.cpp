@@ -4,6 +4,7 @@
 //
 //   bp-run [--device "blas;cpu"] [--plugin-path DIR]... [--plugin FILE]... [--layers N] [--dim N] [--heads N] [--ff N]
 //          [--vocab N] [--tokens N] [--seed N] [--runs N] [--dot FILE] [--json]
+//          [--save FILE.gguf] [--load FILE.gguf] [--logits-out FILE.f32]
 //
 // Exit status: 0 when the logits match (NMSE < 1e-6), 1 when they do not or a
 // step failed, 2 for bad flags.
@@ -12,6 +13,7 @@
 #include <cstdio>
 
 #include "common/cli.hpp"
+#include "gguf_io.hpp"
 #include "run.hpp"
 
 int main(int argc, char **argv) {
@@ -38,7 +40,17 @@ int main(int argc, char **argv) {
   app.add_flag("--json", opt.json, "print the plan, memory, timings and check as JSON");
   app.add_flag("--plans,!--no-plans", opt.plans,
                "replay graph plans on backends that have them (default on; --no-plans to compare)");
+  std::string save_path, load_path, logits_path;
+  app.add_option("--save", save_path, "write the weights and sizes to a GGUF file after the run");
+  app.add_option("--load", load_path, "take the sizes, seed and weights from a GGUF file --save wrote");
+  app.add_option("--logits-out", logits_path, "write the logits as little-endian f32");
   if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
+  if (!load_path.empty()) {
+    if (std::string why = bp::run::read_gguf_config(load_path, opt.cfg); !why.empty()) {
+      std::fprintf(stderr, "bp-run: %s\n", why.c_str());
+      return 1;
+    }
+  }
   std::string bad = bp::run::check_config(opt.cfg);
   if (!bad.empty()) {
     std::fprintf(stderr, "bp-run: %s\n", bad.c_str());
@@ -57,5 +69,6 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "bp-run: error: %s\n", report.error.c_str());
     return 1;
   }
+  if (!bp::run::write_outputs(opt.cfg, save_path, logits_path, report.logits)) return 1;
   return report.pass ? 0 : 1;
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/splitmix64.hpp"
+#include "gguf_io.hpp"
 
 namespace bp::run {
 namespace {
@@ -126,6 +127,7 @@ bp_status build_model(const model_config &cfg, model &m) {
 }
 
 bp_status load_weights(const model &m) {
+  if (!m.cfg.weights_file.empty()) return load_gguf_weights(m);
   for (size_t i = 0; i < m.weights.size(); ++i) {
     bp_tensor *t = m.weights[i];
     rng r{m.cfg.seed * 0x100000001b3ull + i};

@@ -25,6 +25,7 @@ struct model_config {
   int vocab = 1000;
   int tokens = 32;
   uint64_t seed = 42;
+  std::string weights_file;  // --load: the weights come from this GGUF file, not the seed
 };
 
 // Checks sizes (positive, dim divisible by heads, even head size); returns

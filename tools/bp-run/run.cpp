@@ -285,6 +285,7 @@ bool run_all(const options &opt, run_report &rep) {
   }
   if (!run_reference(opt, rep, want)) return false;
   rep.nmse = nmse(got, want);
+  rep.logits = got;
   rep.pass = rep.nmse < kNmseTolerance;
   return true;
 }

@@ -62,6 +62,7 @@ struct run_report {
   double nmse = 0;
   bool pass = false;
   std::string error;  // set when a step failed (then the rest may be empty)
+  std::vector<float> logits;  // of the device-list run
 };
 
 inline constexpr double kNmseTolerance = 1e-6;

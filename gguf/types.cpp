@@ -1,0 +1,42 @@
+// types.cpp: Backplane's types and the file format's type ids, both ways.
+#include <cstdint>
+
+#include "gguf/internal.hpp"
+
+namespace bp::gguf {
+
+namespace {
+
+struct pair {
+  bp_type type;
+  uint32_t file_type;
+};
+
+// Every Backplane type with its id in the file format.
+const pair kPairs[] = {
+    {BP_TYPE_F32, 0},
+    {BP_TYPE_F16, 1},
+    {BP_TYPE_I32, 26},
+};
+
+}  // namespace
+
+bool backplane_type_of(uint32_t file_type, bp_type *out) {
+  for (const pair &p : kPairs) {
+    if (p.file_type == file_type) {
+      *out = p.type;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace bp::gguf
+
+extern "C" BP_API uint32_t bp_gguf_file_type_of(bp_type type) {
+  BP_API_SCOPE();
+  for (const auto &p : bp::gguf::kPairs) {
+    if (p.type == type) return p.file_type;
+  }
+  return UINT32_MAX;
+}
