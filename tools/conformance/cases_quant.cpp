@@ -5,8 +5,8 @@
 // into each type. All carry the feature "quant".
 //
 // Tolerances (docs/ops.md): MUL_MAT per element by mul_mat_quant_bound (a
-// backend may quantize b to 8 bits per block); GET_ROWS exact (every
-// dequantized value is exact in f32); CPY / CONT compare the dequantized
+// backend may quantize b to 8 bits per block); GET_ROWS exact (each
+// dequantized value is one f32 rounding of its exact value); CPY / CONT compare the dequantized
 // result with the f32 source within each block's quantization bound, not
 // bytes, so any good quantizer passes and llama.cpp's bytes are not required
 // of a GPU.
@@ -79,7 +79,8 @@ void add_get_rows(std::vector<case_desc> &out, bp_type t) {
     const shape ids{s.n, s.a[2], s.a[3], 1};
     case_desc c = quant_case(
         "GET_ROWS", "GET_ROWS " + operand_name(t, s.a, s.la) + " ids " + operand_name(i32, ids, L::contiguous));
-    // Dequantized values are exact in f32 (docs/types.md): nothing to round.
+    // Each dequantized value is one f32 rounding of its exact value
+    // (docs/types.md): every f32 dequantizer gives the same floats.
     c.exact = true;
     c.max_nmse = 0;
     c.inputs.push_back(operand(t, s.a, s.la, uniform(-2, 2)));
