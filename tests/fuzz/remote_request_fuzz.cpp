@@ -146,7 +146,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       const uint8_t *p = data + 1, *end = data + size;
       grpc::Status st;
       while (p < end && st.ok()) {
-        const size_t len = std::min<size_t>(*p++, static_cast<size_t>(end - p));
+        const size_t want = *p++;
+        const size_t len = std::min<size_t>(want, static_cast<size_t>(end - p));
         pb::SetTensorChunk m;
         if (!m.ParseFromArray(p, static_cast<int>(len))) return 0;
         p += len;
