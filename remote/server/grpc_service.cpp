@@ -1,6 +1,7 @@
 // grpc_service.cpp: the gRPC methods over service_core (grpc_service.hpp).
 #include "grpc_service.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "protocol.hpp"
@@ -36,13 +37,20 @@ grpc::Status grpc_service::Lifeline(grpc::ServerContext *c, const pb::LifelineRe
   std::shared_ptr<session> s;
   if (grpc::Status st = core_.lifeline_attach(meta_values(c).meta, &s); !st.ok()) return st;
   // Heartbeats until the client cancels or goes away (a write fails), the
-  // session is closed, or the server stops; then everything it owns is freed.
+  // session is closed, or the server stops; then everything it owns is
+  // freed. A cancel is noticed within a slice, however long the heartbeat.
+  const auto slice = std::min(heartbeat_, std::chrono::milliseconds(250));
   pb::Heartbeat hb;
   uint64_t seq = 0;
+  auto next = std::chrono::steady_clock::now();
   for (;;) {
-    hb.set_sequence(seq++);
-    if (c->IsCancelled() || !w->Write(hb)) break;
-    if (!core_.lifeline_wait(*s, heartbeat_)) break;
+    if (c->IsCancelled()) break;
+    if (std::chrono::steady_clock::now() >= next) {
+      hb.set_sequence(seq++);
+      if (!w->Write(hb)) break;
+      next = std::chrono::steady_clock::now() + heartbeat_;
+    }
+    if (!core_.lifeline_wait(*s, slice)) break;
   }
   core_.lifeline_end(s);
   if (core_.stopping()) return {grpc::StatusCode::UNAVAILABLE, "bp-serve is shutting down"};
