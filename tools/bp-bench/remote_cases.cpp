@@ -36,31 +36,46 @@ namespace {
 constexpr size_t kTransferBytes = size_t{64} << 20;
 
 struct remote_tensor {
+  std::string spec;
   bp_backend *be = nullptr;
   bp_context *ctx = nullptr;
   bp_buffer *buf = nullptr;
   bp_tensor *t = nullptr;
 };
 
-std::vector<remote_tensor> g_tensors;
+// Made at a case's first run (a filter that skips the remote cases costs no
+// remote memory), kept until release_remote_benches.
+std::vector<std::unique_ptr<remote_tensor>> g_tensors;
 std::vector<char> g_host;  // 64 MiB of data, sent and received by every transfer case
 
-remote_tensor *make_tensor(const std::string &spec, int64_t elements) {
-  remote_tensor r;
-  if (bp_backend_new(spec.c_str(), &r.be) != BP_OK) {
-    std::fprintf(stderr, "bp-bench: remote cases: %s: %s\n", spec.c_str(), bp_last_error());
+char *host_data() {
+  if (g_host.empty()) {
+    g_host.assign(kTransferBytes, 0);
+    for (size_t i = 0; i < g_host.size(); i += 4096) g_host[i] = static_cast<char>(i >> 12);
+  }
+  return g_host.data();
+}
+
+// The tensor of |elements| floats on backend |spec|, or nullptr with |why|.
+remote_tensor *tensor_on(const std::string &spec, int64_t elements, std::string *why) {
+  for (auto &r : g_tensors)
+    if (r->spec == spec && bp_tensor_nelements(r->t) == elements) return r.get();
+  auto r = std::make_unique<remote_tensor>();
+  r->spec = spec;
+  if (bp_backend_new(spec.c_str(), &r->be) != BP_OK) {
+    *why = spec + ": " + bp_last_error();
     return nullptr;
   }
-  r.ctx = bp_context_new(0);
-  r.t = bp_tensor_new_1d(r.ctx, BP_TYPE_F32, elements);
-  if (!r.t || bp_context_alloc_tensors(r.ctx, r.be, &r.buf) != BP_OK) {
-    std::fprintf(stderr, "bp-bench: remote cases: allocating on %s: %s\n", spec.c_str(), bp_last_error());
-    bp_context_free(r.ctx);
-    bp_backend_free(r.be);
+  r->ctx = bp_context_new(0);
+  r->t = bp_tensor_new_1d(r->ctx, BP_TYPE_F32, elements);
+  if (!r->t || bp_context_alloc_tensors(r->ctx, r->be, &r->buf) != BP_OK) {
+    *why = "allocating on " + spec + ": " + bp_last_error();
+    bp_context_free(r->ctx);
+    bp_backend_free(r->be);
     return nullptr;
   }
-  g_tensors.push_back(r);
-  return &g_tensors.back();
+  g_tensors.push_back(std::move(r));
+  return g_tensors.back().get();
 }
 
 // A connected loopback pair and a reader that consumes |n| bytes per round
@@ -123,19 +138,25 @@ struct loopback {
   }
 };
 
-void register_transfer(const std::string &name, remote_tensor *r, bool set, bool async) {
+void register_transfer(const std::string &name, const std::string &spec, bool set, bool async) {
   benchmark::RegisterBenchmark(
       name.c_str(),
-      [r, set, async](benchmark::State &st) {
+      [spec, set, async](benchmark::State &st) {
+        std::string why;
+        remote_tensor *r = tensor_on(spec, static_cast<int64_t>(kTransferBytes / 4), &why);
+        if (!r) {
+          st.SkipWithError(why.c_str());
+          return;
+        }
+        char *data = host_data();
         for (auto _ : st) {
           bp_status s = BP_OK;
           if (async) {
-            s = set ? bp_backend_tensor_set_async(r->be, r->t, g_host.data(), 0, kTransferBytes)
-                    : bp_backend_tensor_get_async(r->be, r->t, g_host.data(), 0, kTransferBytes);
+            s = set ? bp_backend_tensor_set_async(r->be, r->t, data, 0, kTransferBytes)
+                    : bp_backend_tensor_get_async(r->be, r->t, data, 0, kTransferBytes);
             if (s == BP_OK) s = bp_backend_synchronize(r->be);
           } else {
-            s = set ? bp_tensor_set(r->t, g_host.data(), 0, kTransferBytes)
-                    : bp_tensor_get(r->t, g_host.data(), 0, kTransferBytes);
+            s = set ? bp_tensor_set(r->t, data, 0, kTransferBytes) : bp_tensor_get(r->t, data, 0, kTransferBytes);
           }
           if (s != BP_OK) {
             st.SkipWithError(bp_last_error());
@@ -148,6 +169,68 @@ void register_transfer(const std::string &name, remote_tensor *r, bool set, bool
       ->Unit(benchmark::kMillisecond);
 }
 
+// One ADD of two 4 KiB vectors on remote:0; every iteration is one round trip.
+void graph_round_trip(benchmark::State &st) {
+  std::string why;
+  remote_tensor *g = tensor_on("remote:0", 1024, &why);  // for its backend
+  if (!g) {
+    st.SkipWithError(why.c_str());
+    return;
+  }
+  bp_context *ctx = bp_context_new(0);
+  bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 1024);
+  bp_tensor *b = bp_tensor_new_1d(ctx, BP_TYPE_F32, 1024);
+  bp_tensor *sum = bp_add(ctx, a, b);
+  bp_graph *graph = bp_graph_new(ctx, 0);
+  bp_buffer *buf = nullptr;
+  if (!sum || bp_graph_build(graph, sum) != BP_OK || bp_context_alloc_tensors(ctx, g->be, &buf) != BP_OK) {
+    st.SkipWithError(bp_last_error());
+    bp_graph_free(graph);
+    bp_context_free(ctx);
+    return;
+  }
+  std::vector<float> in(1024);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+  bp_tensor_set(a, in.data(), 0, in.size() * 4);
+  bp_tensor_set(b, in.data(), 0, in.size() * 4);
+  std::vector<double> us;
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (bp_backend_graph_compute(g->be, graph) != BP_OK) {
+      st.SkipWithError(bp_last_error());
+      break;
+    }
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  // A wrong sum must not post a figure.
+  float check[4] = {};
+  bp_tensor_get(sum, check, 4 * 1000, sizeof check);
+  for (int i = 0; i < 4; ++i)
+    if (check[i] != 2.0f * static_cast<float>(1000 + i)) st.SkipWithError("the remote ADD gave a wrong sum");
+  if (!us.empty()) {
+    std::sort(us.begin(), us.end());
+    st.counters["p50_us"] = us[us.size() / 2];
+    st.counters["p99_us"] = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+  }
+  bp_buffer_free(buf);
+  bp_graph_free(graph);
+  bp_context_free(ctx);
+}
+
+void loopback_reference(benchmark::State &st) {
+  loopback lb;
+  if (!lb.open(kTransferBytes)) {
+    st.SkipWithError("cannot open a loopback socket pair");
+    return;
+  }
+  for (auto _ : st)
+    if (!lb.round(host_data(), kTransferBytes)) {
+      st.SkipWithError("loopback transfer failed");
+      break;
+    }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(kTransferBytes));
+}
+
 }  // namespace
 
 void register_remote_benches() {
@@ -158,94 +241,27 @@ void register_remote_benches() {
                  "(bp-serve --listen 127.0.0.1:0 --devices cpu) to run them\n");
     return;
   }
-  g_tensors.reserve(16);  // pointers into it are kept by the benchmarks
-  g_host.assign(kTransferBytes, 0);
-  for (size_t i = 0; i < g_host.size(); i += 4096) g_host[i] = static_cast<char>(i >> 12);
-  const int64_t elements = static_cast<int64_t>(kTransferBytes / 4);
-  if (remote_tensor *r = make_tensor("remote:0", elements)) {
-    register_transfer("remote/set/64MiB", r, true, false);
-    register_transfer("remote/get/64MiB", r, false, false);
-  }
-  benchmark::RegisterBenchmark(
-      "remote/ref:tcp_loopback/64MiB",
-      [](benchmark::State &st) {
-        loopback lb;
-        if (!lb.open(kTransferBytes)) {
-          st.SkipWithError("cannot open a loopback socket pair");
-          return;
-        }
-        for (auto _ : st)
-          if (!lb.round(g_host.data(), kTransferBytes)) {
-            st.SkipWithError("loopback transfer failed");
-            break;
-          }
-        st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(kTransferBytes));
-      })
+  register_transfer("remote/set/64MiB", "remote:0", true, false);
+  register_transfer("remote/get/64MiB", "remote:0", false, false);
+  benchmark::RegisterBenchmark("remote/ref:tcp_loopback/64MiB", loopback_reference)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
   for (int kib : {64, 256, 1024, 4096}) {
-    remote_tensor *r = make_tensor("remote:0,chunk_bytes=" + std::to_string(kib * 1024), elements);
-    if (!r) continue;
-    register_transfer("remote/set_async/64MiB/chunk=" + std::to_string(kib) + "KiB", r, true, true);
-    register_transfer("remote/get_async/64MiB/chunk=" + std::to_string(kib) + "KiB", r, false, true);
+    const std::string spec = "remote:0,chunk_bytes=" + std::to_string(kib * 1024);
+    register_transfer("remote/set_async/64MiB/chunk=" + std::to_string(kib) + "KiB", spec, true, true);
+    register_transfer("remote/get_async/64MiB/chunk=" + std::to_string(kib) + "KiB", spec, false, true);
   }
-  // One ADD of 4 KiB: the graph is registered at the first compute; every
-  // later compute is one GraphCompute round trip.
-  remote_tensor *g = make_tensor("remote:0", 1024);
-  if (!g) return;
-  benchmark::RegisterBenchmark(
-      "remote/graph_add_4KiB",
-      [g](benchmark::State &st) {
-        bp_context *ctx = bp_context_new(0);
-        bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 1024);
-        bp_tensor *b = bp_tensor_new_1d(ctx, BP_TYPE_F32, 1024);
-        bp_tensor *sum = bp_add(ctx, a, b);
-        bp_graph *graph = bp_graph_new(ctx, 0);
-        bp_buffer *buf = nullptr;
-        if (!sum || bp_graph_build(graph, sum) != BP_OK || bp_context_alloc_tensors(ctx, g->be, &buf) != BP_OK) {
-          st.SkipWithError(bp_last_error());
-          bp_graph_free(graph);
-          bp_context_free(ctx);
-          return;
-        }
-        std::vector<float> in(1024);
-        for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
-        bp_tensor_set(a, in.data(), 0, in.size() * 4);
-        bp_tensor_set(b, in.data(), 0, in.size() * 4);
-        std::vector<double> us;
-        for (auto _ : st) {
-          const auto t0 = std::chrono::steady_clock::now();
-          if (bp_backend_graph_compute(g->be, graph) != BP_OK) {
-            st.SkipWithError(bp_last_error());
-            break;
-          }
-          us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-        }
-        // A wrong sum must not post a figure.
-        float check[4] = {};
-        bp_tensor_get(sum, check, 4 * 1000, sizeof check);
-        for (int i = 0; i < 4; ++i)
-          if (check[i] != 2.0f * static_cast<float>(1000 + i)) st.SkipWithError("the remote ADD gave a wrong sum");
-        if (!us.empty()) {
-          std::sort(us.begin(), us.end());
-          st.counters["p50_us"] = us[us.size() / 2];
-          st.counters["p99_us"] = us[std::min(us.size() - 1, us.size() * 99 / 100)];
-        }
-        bp_buffer_free(buf);
-        bp_graph_free(graph);
-        bp_context_free(ctx);
-      })
-      ->UseRealTime()
-      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("remote/graph_add_4KiB", graph_round_trip)->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 void release_remote_benches() {
-  for (remote_tensor &r : g_tensors) {
-    bp_buffer_free(r.buf);
-    bp_context_free(r.ctx);
-    bp_backend_free(r.be);
+  for (auto &r : g_tensors) {
+    bp_buffer_free(r->buf);
+    bp_context_free(r->ctx);
+    bp_backend_free(r->be);
   }
   g_tensors.clear();
+  g_host.clear();
 }
 
 }  // namespace bp::bench
