@@ -46,7 +46,8 @@ void add_devices(plugin_state *plugin, server_conn *conn, const pb::HelloReply &
     dev->server = conn;
     dev->info = info;
     dev->remote_index = info.index();
-    dev->name = info.name() + "@" + conn->address;
+    // Short: the serving plugin (whose API's precision applies) and where.
+    dev->name = (info.plugin().empty() ? info.name() : info.plugin()) + "@" + conn->address;
     dev->description = conn->address + ": " + info.description();
     dev->id = hello.server_id() + "/" + info.id();
     dev->type = type_of(info.type());

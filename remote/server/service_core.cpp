@@ -167,6 +167,7 @@ grpc::Status service_core::hello(const call_meta &m, const pb::HelloRequest &req
     bp_buffer_type *buft = bp_device_buffer_type(dev);
     d->set_buffer_alignment(buft ? bp_buffer_type_alignment(buft) : 0);
     d->set_buffer_max_size(buft ? bp_buffer_type_max_size(buft) : 0);
+    d->set_plugin(info.plugin && bp_plugin_name(info.plugin) ? bp_plugin_name(info.plugin) : "");
   }
   reply->set_max_message_bytes(k_max_message_bytes);
   reply->set_session_memory_quota(opt_.max_memory);

@@ -98,6 +98,12 @@ std::string openblas_corename();
 // its calls (the benchmark body is called several times per benchmark).
 void release_cached_setup();
 
+// remote_cases.cpp: transfers to remote:0, a TCP loopback reference and a
+// registered graph's round trip, when BP_REMOTE is set (else one skip line).
+void register_remote_benches();
+// Frees what the remote cases hold (before bp_runtime_shutdown).
+void release_remote_benches();
+
 // Result of one benchmark as the summary sees it.
 struct result {
   double rate = 0;  // flops or bytes per second (median of repetitions when there are any)

@@ -184,6 +184,7 @@ int main(int argc, char **argv) {
     }
     entries.push_back(bp::bench::register_reference_bench(c, work, opt.threads));
   }
+  bp::bench::register_remote_benches();
   for (size_t i = 0; i < backends.size(); ++i)
     if (!unsupported[i].empty())
       std::fprintf(stderr, "bp-bench: %s does not support %s: not benchmarked there\n", backends[i].spec.c_str(),
@@ -216,6 +217,7 @@ int main(int argc, char **argv) {
   bp::bench::collecting_reporter reporter(make_display_reporter(opt));
   benchmark::RunSpecifiedBenchmarks(&reporter);
   bp::bench::release_cached_setup();
+  bp::bench::release_remote_benches();
   benchmark::Shutdown();
   peak.rate = std::max(peak.rate, bp::bench::measure_peak(opt.threads).rate);
   dram.rate = std::max(dram.rate, bp::bench::measure_dram(opt.threads).rate);

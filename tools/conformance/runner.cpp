@@ -144,6 +144,10 @@ std::string plugin_of(bp_backend *backend) {
   info.struct_size = sizeof info;
   if (!dev || bp_device_get_info(dev, &info) != BP_OK || !info.plugin) return "";
   const char *name = bp_plugin_name(info.plugin);
+  // A remote device computes with the API of the plugin that serves it; its
+  // name is "<that plugin>@<server>" (docs/plugins/remote.md).
+  if (name && std::string(name) == "remote" && info.name && std::strchr(info.name, '@'))
+    return std::string(info.name, std::strchr(info.name, '@'));
   return name ? name : "";
 }
 

@@ -342,6 +342,17 @@ TEST_F(RemoteServed, TwoServersShareOneGraphThroughTheScheduler) {
     }
   }
   expect_close(out, want);
+  // server= counts the device index within one server.
+  bp_backend *second_only = nullptr;
+  ASSERT_EQ(bp_backend_new(("remote:server=" + second.address() + ",device=0").c_str(), &second_only), BP_OK)
+      << bp_last_error();
+  bp_buffer *b3 = nullptr;
+  ASSERT_EQ(bp_backend_alloc_buffer(second_only, 4096, &b3), BP_OK) << bp_last_error();
+  bp_buffer_free(b3);
+  bp_backend_free(second_only);
+  bp_backend *nowhere = nullptr;
+  EXPECT_EQ(bp_backend_new("remote:server=127.0.0.1:9,device=0", &nowhere), BP_ERR_NOT_FOUND);
+  EXPECT_NE(std::string(bp_last_error()).find("BP_REMOTE"), std::string::npos) << bp_last_error();
   bp_sched_free(sched);
   bp_graph_free(g);
   bp_buffer_free(b1);
