@@ -179,6 +179,8 @@ inline void super_step(const uint8_t *const *rows, size_t at, int nsub, int64_t 
     }
   }
   const int n = NS ? NS : nsub;
+  // Unrolled, each block's offsets and shifts are constants.
+#pragma GCC unroll 8
   for (int j = 0; j < n; ++j) {
     __m256i q[RM];
     for (int r = 0; r < RM; ++r) q[r] = F::quants(rows[r] + at, j);

@@ -40,11 +40,22 @@ struct op_case {
   bool counts_flops() const { return op == op_kind::mul_mat; }
   // Bytes of the weights (a), which a product with few rows of b streams
   // from memory once per call: its bound is bandwidth, not FLOPs.
-  double weight_bytes() const { return static_cast<double>(m * k) * (a_type == BP_TYPE_F16 ? 2 : 4); }
+  double weight_bytes() const { return static_cast<double>(bp_row_size(a_type, k)) * static_cast<double>(m); }
 };
 
 // The cases a plain `bp-bench` runs, in order.
 std::vector<op_case> default_cases();
+
+// MUL_MAT with quantized weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K: groups
+// "Quant/MUL_MAT_<type>"), run only when --benchmark_filter names "Quant"
+// (quant_cases.cpp): M = K = 4096 with N = 1, 8, 32, 512 against OpenBLAS
+// sgemm on the f32 product of the same shape ("Quant/MUL_MAT_f32"), and
+// N = 1 at M = 32768 ("_dram": weights past the last-level cache, so the
+// product streams them from DRAM on every call; no sgemm of 512 MiB).
+std::vector<op_case> quant_cases();
+// The reference a quantized case is measured against: |c| with f32 weights
+// ("Quant/MUL_MAT_f32"), or none (a_type stays quantized) for the _dram ones.
+op_case quant_reference(const op_case &c);
 
 // What one registered benchmark measures; the summary pairs each backend
 // entry with its reference through |ref|.
@@ -73,7 +84,8 @@ entry register_backend_bench(const op_case &c, double work, bp_backend *be, cons
                              const std::string &ref_name);
 // Registers the reference of |c| with |threads| threads (OpenBLAS threads for
 // sgemm, memcpy split over that many std::threads).
-entry register_reference_bench(const op_case &c, double work, int threads);
+// |prefix| goes before the name ("Quant/": the quantized cases' references).
+entry register_reference_bench(const op_case &c, double work, int threads, const std::string &prefix = "");
 
 // The machine references, measured with |threads| threads outside Google
 // Benchmark (so a --benchmark_filter never drops them), best of 5 runs:

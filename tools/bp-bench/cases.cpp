@@ -156,9 +156,21 @@ std::unique_ptr<graph_setup> build_graph(const op_case &c, std::string &err) {
   return s;
 }
 
-// Random values in [-1, 1) into |t| (f32 or f16, contiguous), in chunks.
+// Random values in [-1, 1) into |t| (f32 or f16, contiguous), in chunks;
+// quantized weights are random values through bp_quantize, row by row.
 bp_status fill_tensor(bp_tensor *t, uint64_t seed) {
   rng r{seed};
+  if (bp_type_is_quantized(t->type)) {
+    const size_t row = bp_row_size(t->type, t->ne[0]);
+    std::vector<float> f(static_cast<size_t>(t->ne[0]));
+    std::vector<unsigned char> q(row);
+    for (int64_t i = 0; i < bp_tensor_nrows(t); ++i) {
+      for (float &v : f) v = r.uniform();
+      bp_quantize(t->type, f.data(), q.data(), 1, t->ne[0]);
+      if (bp_status st = bp_tensor_set(t, q.data(), static_cast<size_t>(i) * t->nb[1], row); st != BP_OK) return st;
+    }
+    return BP_OK;
+  }
   const size_t n = static_cast<size_t>(bp_tensor_nelements(t)), chunk = size_t{1} << 16;
   std::vector<float> f(chunk);
   std::vector<uint16_t> h(t->type == BP_TYPE_F16 ? chunk : 0);
@@ -179,6 +191,14 @@ bp_status fill_tensor(bp_tensor *t, uint64_t seed) {
 
 // Row |row| (dim 1) of the contiguous 2-D tensor |t|, as doubles.
 std::vector<double> read_row(const bp_tensor *t, int64_t row) {
+  if (bp_type_is_quantized(t->type)) {  // the core's reference decoder
+    std::vector<unsigned char> raw(bp_row_size(t->type, t->ne[0]));
+    std::vector<float> f(static_cast<size_t>(t->ne[0]));
+    if (bp_tensor_get(t, raw.data(), static_cast<size_t>(row) * t->nb[1], raw.size()) != BP_OK ||
+        bp_dequantize(t->type, raw.data(), f.data(), t->ne[0]) != BP_OK)
+      return {};
+    return std::vector<double>(f.begin(), f.end());
+  }
   const size_t n = static_cast<size_t>(t->ne[0]), es = bp_type_size(t->type);
   std::vector<unsigned char> raw(n * es);
   if (bp_tensor_get(t, raw.data(), static_cast<size_t>(row) * t->nb[1], raw.size()) != BP_OK) return {};
@@ -217,8 +237,10 @@ std::string verify(const op_case &c, const graph_setup &s) {
       if (a.empty() || b.empty() || d.empty()) return api_error("reading the result");
       double want = 0, mag = 0;
       for (int64_t k = 0; k < c.k; ++k) want += a[k] * b[k], mag += std::fabs(a[k] * b[k]);
-      // An f16 weight lets a backend round b to f16 too (2^-11 relative).
-      if (!(std::fabs(d[ij[0]] - want) <= 2e-3 * mag + 1e-6)) return mismatch("MUL_MAT", ij[0], ij[1], d[ij[0]], want);
+      // An f16 weight lets a backend round b to f16 too (2^-11 relative);
+      // quantized weights, to 8 bits (half a step of 1/127 of a block's largest).
+      const double tol = bp_type_is_quantized(c.a_type) ? 1e-2 : 2e-3;
+      if (!(std::fabs(d[ij[0]] - want) <= tol * mag + 1e-6)) return mismatch("MUL_MAT", ij[0], ij[1], d[ij[0]], want);
     }
     return "";
   }
@@ -566,6 +588,8 @@ std::string op_case::group() const {
   const std::string dram = ne0 * ne1 * 4 >= kDramCaseBytes ? "_dram" : "";
   switch (op) {
     case op_kind::mul_mat:
+      if (bp_type_is_quantized(a_type))
+        return std::string("Quant/MUL_MAT_") + bp_type_name(a_type) + (weight_bytes() >= kDramCaseBytes ? "_dram" : "");
       return a_type == BP_TYPE_F16 ? "MUL_MAT_f16xf32" : "MUL_MAT_f32";
     case op_kind::rms_norm:
       return "RMS_NORM" + dram;
@@ -650,9 +674,10 @@ entry register_backend_bench(const op_case &c, double work, bp_backend *be, cons
   return e;
 }
 
-entry register_reference_bench(const op_case &c, double work, int threads) {
+entry register_reference_bench(const op_case &c, double work, int threads, const std::string &prefix) {
   std::string who = std::string(c.counts_flops() ? "ref:sgemm" : "ref:memcpy") + ":threads=" + std::to_string(threads);
-  entry e{c.group() + "/" + c.shape() + "/" + who, c.group(), c.shape(), who, "", c.counts_flops(), work};
+  entry e{prefix + c.group() + "/" + c.shape() + "/" + who, prefix + c.group(), c.shape(), who, "", c.counts_flops(),
+          work};
   auto *b = c.counts_flops()
                 ? benchmark::RegisterBenchmark(e.name.c_str(),
                                                [c, work, threads, name = e.name](benchmark::State &st) {

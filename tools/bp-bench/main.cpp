@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,7 @@ struct options {
   std::string format = "console";
   std::string color = "auto";
   bool tabular = false;
+  std::string filter;  // --benchmark_filter: "Quant" in it adds the quantized cases
 };
 
 const char kUsage[] =
@@ -51,6 +53,9 @@ const char kUsage[] =
     "The summary also gives each case against the machine, measured in the same run with the\n"
     "same threads: the FMA peak of the widest vector ISA, memcpy of 256 MiB (DRAM) and a\n"
     "read-only pass over 256 MiB (DRAM read, the roofline of products that stream weights).\n"
+    "\n"
+    "Products with quantized weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K) run only when the filter\n"
+    "names them: --benchmark_filter=Quant/ (against sgemm on the f32 product of the same shape).\n"
     "\n"
     "Google Benchmark's flags follow (e.g. --benchmark_filter=REGEX, --benchmark_min_time=SECONDS,\n"
     "--benchmark_repetitions=N, --benchmark_format=json, --benchmark_out=FILE).\n\n";
@@ -93,6 +98,7 @@ bool parse(int argc, char **argv, options &opt, std::vector<char *> &rest) {
     } else {
       if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) std::fputs(kUsage, stdout);
       if (std::strncmp(argv[i], "--benchmark_format=", 19) == 0) opt.format = argv[i] + 19;
+      if (std::strncmp(argv[i], "--benchmark_filter=", 19) == 0) opt.filter = argv[i] + 19;
       if (std::strncmp(argv[i], "--benchmark_color=", 18) == 0) opt.color = argv[i] + 18;
       if (std::strncmp(argv[i], "--benchmark_counters_tabular=", 29) == 0) {
         std::string v = argv[i] + 29;
@@ -185,6 +191,31 @@ int main(int argc, char **argv) {
     entries.push_back(bp::bench::register_reference_bench(c, work, opt.threads));
   }
   bp::bench::register_remote_benches();
+  // The quantized products, when the filter asks for them (a plain run stays short).
+  if (opt.filter.find("Quant") != std::string::npos) {
+    std::set<std::string> refs;
+    for (const bp::bench::op_case &c : bp::bench::quant_cases()) {
+      std::string why;
+      const bp::bench::op_case r = bp::bench::quant_reference(c);
+      const bool has_ref = !bp_type_is_quantized(r.a_type);
+      const double work = bp::bench::case_work(c, why);
+      if (work <= 0) {
+        std::fprintf(stderr, "bp-bench: %s %s: %s\n", c.group().c_str(), c.shape().c_str(), why.c_str());
+        return 1;
+      }
+      const std::string ref_name =
+          has_ref ? "Quant/" + r.group() + "/" + r.shape() + "/ref:sgemm:threads=" + threads : "-";
+      for (size_t i = 0; i < backends.size(); ++i) {
+        if (!bp::bench::backend_supports(backends[i].be, c, why)) {
+          unsupported[i] += (unsupported[i].empty() ? "" : ", ") + c.group() + " " + c.shape();
+          continue;
+        }
+        entries.push_back(bp::bench::register_backend_bench(c, work, backends[i].be, backends[i].spec, ref_name));
+      }
+      if (has_ref && refs.insert(ref_name).second)
+        entries.push_back(bp::bench::register_reference_bench(r, work, opt.threads, "Quant/"));
+    }
+  }
   for (size_t i = 0; i < backends.size(); ++i)
     if (!unsupported[i].empty())
       std::fprintf(stderr, "bp-bench: %s does not support %s: not benchmarked there\n", backends[i].spec.c_str(),

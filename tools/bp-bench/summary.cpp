@@ -98,7 +98,11 @@ std::string summary_text(const std::vector<entry> &entries, const std::map<std::
     auto ref = std::find_if(entries.begin(), entries.end(), [&](const entry &x) { return x.name == e.ref; });
     auto rr = results.find(e.ref);
     row.push_back(ref != entries.end() ? ref->who : e.ref);
-    if (rr == results.end() || !rr->second.error.empty() || rr->second.rate <= 0) {
+    if (e.ref == "-") {  // no reference for this case (bench.hpp: quant_cases)
+      row.push_back("-");
+      row.push_back("-");
+      row.push_back(machine_fraction(e, r.rate, peak, dram, dram_read));
+    } else if (rr == results.end() || !rr->second.error.empty() || rr->second.rate <= 0) {
       row.push_back(rr == results.end() ? "not run" : "error");
       row.push_back("-");
       row.push_back(machine_fraction(e, r.rate, peak, dram, dram_read));

@@ -375,3 +375,44 @@ TEST(CpuQuant, CopyQuantizesWithinAStep) {
       }
     }
 }
+
+// What quant.hpp promises against the core's reference: GET_ROWS gives
+// bp_dequantize's bits for every type (and this file's decoder agrees with
+// it), CPY gives bp_quantize's bytes for Q8_0, Q4_0 and Q5_0.
+TEST(CpuQuant, MatchesTheCoreReference) {
+  std::mt19937 rng{17};
+  loaded_plugin p{2};
+  ASSERT_TRUE(p.ok());
+  for (const qt &t : kTypes) {
+    SCOPED_TRACE(bp_type_name(t.type));
+    tensor_pool pool;
+    const int64_t K = 2 * 256, R = 3;
+    bp_tensor *a = make_q(pool, t, {K, R});
+    fill_q(a, t, rng);
+    bp_tensor *ids = pool.make(BP_TYPE_I32, {R});
+    for (int32_t i = 0; i < R; ++i) std::memcpy(static_cast<char *>(ids->data) + 4 * i, &i, 4);
+    bp_tensor *rows = pool.node(BP_OP_GET_ROWS, BP_TYPE_F32, {K, R}, {a, ids});
+    bp_error err{};
+    ASSERT_EQ(p.compute({rows}, &err), BP_OK) << err.message;
+    std::vector<float> ref(static_cast<size_t>(K * R));
+    ASSERT_EQ(bp_dequantize(t.type, a->data, ref.data(), K * R), BP_OK);
+    EXPECT_EQ(0, std::memcmp(ref.data(), rows->data, ref.size() * sizeof(float)));
+    for (int64_t r = 0; r < R; ++r) {
+      const std::vector<double> mine = decode_row(a, t, r);
+      for (int64_t k = 0; k < K; ++k) ASSERT_NEAR(mine[k], ref[r * K + k], 1e-6 * std::fabs(mine[k])) << k;
+    }
+
+    bp_tensor *src = pool.make(BP_TYPE_F32, {K, R});
+    fill(src, rng);
+    bp_tensor *dst = make_q(pool, t, {K, R});
+    bp_tensor *cont = pool.node(BP_OP_CONT, t.type, {K, R}, {src});
+    for (int i = 0; i < 4; ++i) cont->nb[i] = dst->nb[i];
+    ASSERT_EQ(p.compute({cont}, &err), BP_OK) << err.message;
+    const size_t bytes = static_cast<size_t>(K * R / t.block * t.bytes);
+    std::vector<unsigned char> want(bytes);
+    ASSERT_EQ(bp_quantize(t.type, static_cast<const float *>(src->data), want.data(), R, K), bytes);
+    if (t.type == BP_TYPE_Q8_0 || t.type == BP_TYPE_Q4_0 || t.type == BP_TYPE_Q5_0) {
+      EXPECT_EQ(0, std::memcmp(want.data(), cont->data, bytes));
+    }
+  }
+}

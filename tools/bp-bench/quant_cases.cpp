@@ -1,0 +1,29 @@
+// quant_cases.cpp: bp-bench's products with quantized weights (bench.hpp).
+#include "bench.hpp"
+
+namespace bp::bench {
+
+std::vector<op_case> quant_cases() {
+  std::vector<op_case> cases;
+  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) {
+    op_case c;
+    c.op = op_kind::mul_mat, c.a_type = t, c.k = 4096;
+    // A decoder's 4096 x 4096 weight times one token, a few, and a prompt.
+    for (int64_t n : {1, 8, 32, 512}) {
+      c.m = 4096, c.n = n;
+      cases.push_back(c);
+    }
+    // One token through weights 8x larger (75-142 MiB, past any LLC).
+    c.m = 32768, c.n = 1;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+op_case quant_reference(const op_case &c) {
+  op_case r = c;
+  if (c.weight_bytes() < kDramCaseBytes) r.a_type = BP_TYPE_F32;
+  return r;
+}
+
+}  // namespace bp::bench
