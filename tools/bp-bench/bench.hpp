@@ -27,7 +27,7 @@ constexpr int64_t kDramCaseBytes = int64_t{32} << 20;
 
 enum class op_kind { mul_mat, rms_norm, norm, soft_max, add, mul, scale, silu, gelu };
 
-// One op at one shape. MUL_MAT: a [K, M] (f32 or f16) x b [K, N] f32 -> [M, N];
+// One op at one shape. MUL_MAT: a [K, M] (f32, f16 or quantized) x b [K, N] f32 -> [M, N];
 // the others: f32 [ne0, ne1] (rows of ne0 elements).
 struct op_case {
   op_kind op = op_kind::mul_mat;
@@ -40,7 +40,7 @@ struct op_case {
   bool counts_flops() const { return op == op_kind::mul_mat; }
   // Bytes of the weights (a), which a product with few rows of b streams
   // from memory once per call: its bound is bandwidth, not FLOPs.
-  double weight_bytes() const { return static_cast<double>(m * k) * (a_type == BP_TYPE_F16 ? 2 : 4); }
+  double weight_bytes() const { return static_cast<double>(bp_row_size(a_type, k)) * static_cast<double>(m); }
 };
 
 // The cases a plain `bp-bench` runs, in order.

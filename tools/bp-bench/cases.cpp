@@ -156,9 +156,24 @@ std::unique_ptr<graph_setup> build_graph(const op_case &c, std::string &err) {
   return s;
 }
 
-// Random values in [-1, 1) into |t| (f32 or f16, contiguous), in chunks.
+// Random values in [-1, 1) into |t| (f32 or f16, contiguous), in chunks;
+// quantized (bp_quantize) a whole number of rows at a time.
 bp_status fill_tensor(bp_tensor *t, uint64_t seed) {
   rng r{seed};
+  if (bp_type_is_quantized(t->type)) {
+    const int64_t k = t->ne[0], rows = bp_tensor_nrows(t), step = std::max<int64_t>(1, 65536 / k);
+    const size_t row_bytes = bp_row_size(t->type, k);
+    std::vector<float> f(static_cast<size_t>(k * step));
+    std::vector<unsigned char> q(row_bytes * static_cast<size_t>(step));
+    for (int64_t at = 0; at < rows; at += step) {
+      const int64_t len = std::min(step, rows - at);
+      for (size_t i = 0; i < static_cast<size_t>(k * len); ++i) f[i] = r.uniform();
+      if (bp_quantize(t->type, f.data(), q.data(), len, k) == 0) return BP_ERR_INVALID_ARGUMENT;
+      if (bp_status st = bp_tensor_set(t, q.data(), static_cast<size_t>(at) * row_bytes, row_bytes * len); st != BP_OK)
+        return st;
+    }
+    return BP_OK;
+  }
   const size_t n = static_cast<size_t>(bp_tensor_nelements(t)), chunk = size_t{1} << 16;
   std::vector<float> f(chunk);
   std::vector<uint16_t> h(t->type == BP_TYPE_F16 ? chunk : 0);
@@ -179,6 +194,14 @@ bp_status fill_tensor(bp_tensor *t, uint64_t seed) {
 
 // Row |row| (dim 1) of the contiguous 2-D tensor |t|, as doubles.
 std::vector<double> read_row(const bp_tensor *t, int64_t row) {
+  if (bp_type_is_quantized(t->type)) {  // as the core's reference decoder reads it
+    std::vector<unsigned char> raw(bp_row_size(t->type, t->ne[0]));
+    std::vector<float> f(static_cast<size_t>(t->ne[0]));
+    if (bp_tensor_get(t, raw.data(), static_cast<size_t>(row) * t->nb[1], raw.size()) != BP_OK ||
+        bp_dequantize(t->type, raw.data(), f.data(), t->ne[0]) != BP_OK)
+      return {};
+    return std::vector<double>(f.begin(), f.end());
+  }
   const size_t n = static_cast<size_t>(t->ne[0]), es = bp_type_size(t->type);
   std::vector<unsigned char> raw(n * es);
   if (bp_tensor_get(t, raw.data(), static_cast<size_t>(row) * t->nb[1], raw.size()) != BP_OK) return {};
@@ -267,7 +290,8 @@ std::string verify(const op_case &c, const graph_setup &s) {
 std::unique_ptr<graph_setup> make_graph_setup(const op_case &c, bp_backend *be, std::string &err) {
   std::unique_ptr<graph_setup> s = build_graph(c, err);
   if (!s) return nullptr;
-  if (bp_context_alloc_tensors(s->ctx, be, &s->buf) != BP_OK) return err = api_error("bp_context_alloc_tensors"), nullptr;
+  if (bp_context_alloc_tensors(s->ctx, be, &s->buf) != BP_OK)
+    return err = api_error("bp_context_alloc_tensors"), nullptr;
   uint64_t seed = 1;
   for (bp_tensor *t : s->inputs)
     if (fill_tensor(t, seed++) != BP_OK) return err = api_error("bp_tensor_set"), nullptr;
@@ -566,6 +590,7 @@ std::string op_case::group() const {
   const std::string dram = ne0 * ne1 * 4 >= kDramCaseBytes ? "_dram" : "";
   switch (op) {
     case op_kind::mul_mat:
+      if (bp_type_is_quantized(a_type)) return std::string("MUL_MAT_") + bp_type_name(a_type) + "xf32";
       return a_type == BP_TYPE_F16 ? "MUL_MAT_f16xf32" : "MUL_MAT_f32";
     case op_kind::rms_norm:
       return "RMS_NORM" + dram;
@@ -609,6 +634,10 @@ std::vector<op_case> default_cases() {
   mul_mat(BP_TYPE_F32, 512, 32, 256);
   for (int64_t s : {512, 1024}) mul_mat(BP_TYPE_F16, s, s, s);
   for (int64_t n : {1, 2, 4, 8, 16, 32}) mul_mat(BP_TYPE_F16, 4096, n, 4096);
+  // Quantized weights times one token: 4.25 (Q8_0) down to 2.25 (Q4_0)
+  // bits a weight to stream instead of f32's 32; compare MUL_MAT_f32 at the
+  // same shape on the same backend.
+  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) mul_mat(t, 4096, 1, 4096);
   // Row ops (SILU and GELU: a feed-forward layer's activations) at 8 MiB
   // (inside this machine's L3), then at 64 MiB per tensor
   // (DRAM: what a model's activations at long context cost).
