@@ -20,7 +20,7 @@ layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
 
 // x op y, for floats and vec4s alike.
-#define APPLY(x, y) (OP == 0 ? (x) + (y) : OP == 1 ? (x) - (y) : OP == 2 ? (x) * (y) : (x) / (y))
+#define APPLY(x, y) (OP == 0 ? (x) + (y) : OP == 1 ? (x) - (y) : OP == 2 ? (x) * (y) : full_range_div(x, y))
 
 #ifdef VEC4
 // 1 where b is one row repeated: its index wraps every p.x texels. Same-shape

@@ -61,8 +61,18 @@ bool run_of(uint i, uvec4 ne, out uvec4 c, out uint len) {
 float param_f(uint k) { return uintBitsToFloat(pc.p[k]); }
 
 // tanh without overflow for large |x| (e^2x would be inf/inf).
+// Division over the whole float range. Vulkan bounds the error of x / y only
+// for |y| in [2^-126, 2^126], and a GPU that computes x * (1 / y) flushes 1 / y
+// to zero past that: inf / 2^127 became nan and -88 / e^88 became -0 on an
+// NVIDIA H200. Scaling both operands by 1/4 is exact and brings y back in range.
+const float DIV_SAFE_MAX = 8.50705917e37;  // 2^126
+float full_range_div(float x, float y) { return abs(y) > DIV_SAFE_MAX ? (x * 0.25) / (y * 0.25) : x / y; }
+vec4 full_range_div(vec4 x, vec4 y) {
+  return mix(x / y, (x * 0.25) / (y * 0.25), greaterThan(abs(y), vec4(DIV_SAFE_MAX)));
+}
+
 // SILU's one formula, for unary.comp and the epilogue of mul_mat_nt.comp.
-float silu(float x) { return x / (1.0 + exp(-x)); }
+float silu(float x) { return full_range_div(x, 1.0 + exp(-x)); }
 
 float stable_tanh(float x) {
   float t = exp(-2.0 * abs(x));
