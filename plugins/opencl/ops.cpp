@@ -245,6 +245,13 @@ bp_status check_row_ids(backend_ctx *be, const bp_tensor *t, bp_error *err) {
 bp_status run_get_rows(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   if (bp_status s = check_row_ids(be, t, err); s != BP_OK) return s;
   cl_kernel k = nullptr;
+  if (is_quant(t->src[0]->type)) {
+    const std::string opts = "-DBP_QTYPE=" + std::to_string(static_cast<int>(t->src[0]->type));
+    if (bp_status s = get_kernel(be, "quant", opts, "get_rows_q", &k, err); s != BP_OK) return s;
+    size_t g[2] = {static_cast<size_t>(t->ne[0] / 4), static_cast<size_t>(bp_tensor_nrows(t))},
+           l[2] = {local_for(t->ne[0] / 4), 1};
+    return launch(be, k).tensor(t->src[0]).tensor(t->src[1]).tensor(t).run(2, g, l, t->name, err);
+  }
   if (bp_status s = get_kernel(be, "copy", opts2("S_TYPE", t->src[0]->type, "D_TYPE", t->type), "get_rows", &k, err);
       s != BP_OK)
     return s;
@@ -318,8 +325,9 @@ bool supports(const bp_tensor *t) {
     case BP_OP_MUL_MAT:
       return mul_mat_supported(t);
     case BP_OP_GET_ROWS:
-      return is_known(a->type) && t->type == (a->type == BP_TYPE_I32 ? BP_TYPE_I32 : BP_TYPE_F32) &&
-             b->type == BP_TYPE_I32 && t->ne[0] == a->ne[0] && t->ne[1] == b->ne[0] && b->ne[3] == 1;
+      return (is_known(a->type) || is_quant(a->type)) &&
+             t->type == (a->type == BP_TYPE_I32 ? BP_TYPE_I32 : BP_TYPE_F32) && b->type == BP_TYPE_I32 &&
+             t->ne[0] == a->ne[0] && t->ne[1] == b->ne[0] && b->ne[3] == 1;
     case BP_OP_CPY:
     case BP_OP_CONT:
       return is_known(a->type) && is_known(t->type) && is_float(a->type) == is_float(t->type) &&
@@ -346,7 +354,6 @@ bool supports(const bp_tensor *t) {
 
 bool op_supported(const device_state *, const bp_tensor *t) {
   if (!t || bp_op_is_view(t->op)) return t != nullptr;
-  if (plugins::touches_quantized(t)) return false;  // no quantized kernels yet
   for (int i = 0; i < plugins::n_sources(t->op); ++i)
     if (!t->src[i] && !(t->op == BP_OP_CPY && i == 1)) return false;
   if (!t->src[0]) return false;

@@ -180,6 +180,10 @@ bp_status buffer_create(device_state *dev, size_t size, bool host, vk_buffer **o
   }
   b->view_f32 = make_view(dev, b->buffer, VK_FORMAT_R32G32B32A32_SFLOAT, 16, b->vk_size);
   if (dev->f16_view) b->view_f16 = make_view(dev, b->buffer, VK_FORMAT_R16G16B16A16_SFLOAT, 8, b->vk_size);
+  // Quantized weights are read as words through texel fetches: lavapipe
+  // turns a storage-buffer load at a per-invocation address into a loop over
+  // the lanes, a texel fetch into one gather (docs/plugins/vulkan.md).
+  b->view_u32 = make_view(dev, b->buffer, VK_FORMAT_R32_UINT, 4, b->vk_size);
   *out = b.release();
   return BP_OK;
 }
@@ -190,6 +194,7 @@ void buffer_destroy(vk_buffer *b) {
   device_wait_all(dev, nullptr);  // work still queued may use it
   if (b->view_f32) vkDestroyBufferView(dev->dev, b->view_f32, nullptr);
   if (b->view_f16) vkDestroyBufferView(dev->dev, b->view_f16, nullptr);
+  if (b->view_u32) vkDestroyBufferView(dev->dev, b->view_u32, nullptr);
   vkDestroyBuffer(dev->dev, b->buffer, nullptr);
   b->allocator->release(b->mem);
   if (b->reserved_base) munmap(b->base, b->vk_size);

@@ -14,6 +14,10 @@ namespace {
 
 bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
 
+// The quantized types the shaders decode (shaders/common/quant.h); their
+// variants are named "<shader>_<type name>" (CMakeLists.txt).
+bool is_quant(bp_type t) { return t >= BP_TYPE_Q8_0 && t <= BP_TYPE_Q6_K; }
+
 bool uses_f16(const bp_tensor *node) {
   if (node->type == BP_TYPE_F16) return true;
   for (const bp_tensor *s : node->src)
@@ -38,7 +42,6 @@ bool fits(const device_state *dev, const bp_tensor *t) {
 bool op_supported(const device_state *dev, const backend_options &opt, const bp_tensor *node) {
   const bp_tensor *a = node->src[0], *b = node->src[1];
   if (!a) return false;
-  if (plugins::touches_quantized(node)) return false;  // no quantized kernels yet
   if (uses_f16(node) && !opt.f16) return false;
   for (const bp_tensor *t : {node, a, b})
     if (!fits(dev, t)) return false;
@@ -57,16 +60,19 @@ bool op_supported(const device_state *dev, const backend_options &opt, const bp_
     case BP_OP_SOFT_MAX:
       return dev->subgroup_arith && a->type == BP_TYPE_F32 && (!b || is_float(b->type));
     case BP_OP_MUL_MAT:
-      return b && is_float(a->type) && b->type == BP_TYPE_F32 && node->type == BP_TYPE_F32 &&
-             bp_tensor_rows_contiguous(a) && bp_tensor_rows_contiguous(b);
+      // Quantized weights: mul_mv_q's batches are one dispatch dimension.
+      return b && (is_float(a->type) || (is_quant(a->type) && node->ne[2] * node->ne[3] <= 65535)) &&
+             b->type == BP_TYPE_F32 && node->type == BP_TYPE_F32 && bp_tensor_rows_contiguous(a) &&
+             bp_tensor_rows_contiguous(b);
     case BP_OP_GET_ROWS:
-      return b && b->type == BP_TYPE_I32 && (node->type == (a->type == BP_TYPE_I32 ? BP_TYPE_I32 : BP_TYPE_F32));
+      return b && b->type == BP_TYPE_I32 && (is_float(a->type) || a->type == BP_TYPE_I32 || is_quant(a->type)) &&
+             (node->type == (a->type == BP_TYPE_I32 ? BP_TYPE_I32 : BP_TYPE_F32));
     case BP_OP_CPY:
     case BP_OP_CONT:
       return (is_float(a->type) && is_float(node->type)) || (a->type == BP_TYPE_I32 && node->type == BP_TYPE_I32);
     case BP_OP_CONCAT:
-      return b && a->type == b->type && node->type == a->type && bp_tensor_param_i32(node, 0) >= 0 &&
-             bp_tensor_param_i32(node, 0) < 4;
+      return b && !is_quant(a->type) && a->type == b->type && node->type == a->type &&
+             bp_tensor_param_i32(node, 0) >= 0 && bp_tensor_param_i32(node, 0) < 4;
     case BP_OP_ROPE: {
       const int32_t n_dims = bp_tensor_param_i32(node, 0), mode = bp_tensor_param_i32(node, 1);
       return b && a->type == BP_TYPE_F32 && b->type == BP_TYPE_I32 && n_dims >= 2 && n_dims % 2 == 0 &&
@@ -471,8 +477,143 @@ bp_status plan_mul_mat_shared(const planner &p, uint32_t tile, std::vector<dispa
   return BP_OK;
 }
 
+// Where quantized |t| starts, in bytes: its f16 scales need an even offset,
+// the shaders' byte offsets 32 bits.
+bp_status quant_start(const planner &p, const bp_tensor *t, size_t *start) {
+  auto *b = static_cast<vk_buffer *>(t->buffer_ctx);
+  if (!b || !t->data) return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT, "tensor '%s' has no memory", t->name);
+  if (b->dev != p.dev())
+    return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT, "tensor '%s' lives on another device", t->name);
+  *start = tensor_offset(t);
+  if (*start % 2)
+    return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT,
+                         "quantized tensor '%s' starts at an odd byte offset (%zu); its f16 scales need 2-byte "
+                         "alignment: place it at an even offset",
+                         t->name, *start);
+  return BP_OK;
+}
+
+// Quantized |t| as a storage binding (the shaders index it in bytes): its
+// byte offset inside the binding in a_off, its shape and byte strides in
+// a_ne / a_nb.
+bp_status bind_quant(const planner &p, const bp_tensor *t, dispatch &d) {
+  size_t start = 0;
+  if (bp_status st = quant_start(p, t, &start); st != BP_OK) return st;
+  const size_t len = bp_tensor_nbytes(t);
+  if (!ssbo_window(p, static_cast<vk_buffer *>(t->buffer_ctx), start, start + len, &d.bind[0]))
+    return bp_error_setf(p.err, BP_ERR_INVALID_ARGUMENT,
+                         "tensor '%s' spans %zu bytes, more than one binding may (maxStorageBufferRange %u)", t->name,
+                         len, p.dev()->props.limits.maxStorageBufferRange);
+  d.pc.a_off = static_cast<uint32_t>(start - d.bind[0].offset);
+  set_shape(d.pc.a_ne, d.pc.a_nb, t, 1);
+  add_range(d.reads, t);
+  return BP_OK;
+}
+
+// Quantized a through its buffer's R32UI view (offset in bytes from the
+// buffer's start) and f32 b through the RGBA32F view (offset and strides in
+// texels); false where a view does not reach, or |word_rows| asks for a's
+// rows to start on a word (mul_mv_q_tex assumes they do: BP_Q_ROW_ALIGNED)
+// and they do not; then the storage variants run.
+bool bind_quant_texel(const bp_tensor *a, const bp_tensor *b, bool word_rows, dispatch &d) {
+  auto *ab = static_cast<vk_buffer *>(a->buffer_ctx);
+  const size_t start = tensor_offset(a), end = start + bp_tensor_nbytes(a);
+  if (!ab->view_u32 || end > ab->vk_size / 4 * 4 || end >= (size_t{1} << 32)) return false;
+  if (word_rows && (start % 4 || !strides_in(a, 4))) return false;
+  if (!strides_in(b, 16) || !bind_texel(b, false, &d.bind[1], &d.pc.b_off)) return false;
+  d.bind[0] = binding{ab, 0, 0, ab->view_u32};
+  d.pc.a_off = static_cast<uint32_t>(start);
+  set_shape(d.pc.a_ne, d.pc.a_nb, a, 1);
+  set_shape(d.pc.b_ne, d.pc.b_nb, b, 16);
+  add_range(d.reads, a);
+  add_range(d.reads, b);
+  return true;
+}
+
+// A variant name of a quantized type: the table holds one per type, Q8_0 first.
+const char *quant_variant(const char *const (&names)[5], bp_type t) { return names[t - BP_TYPE_Q8_0]; }
+
+// Quantized weights on a GPU-shaped device, where the product fills the
+// blocks: mul_mat_shared's quantized variant. *planned is false (nothing
+// appended) where the views do not reach the operands.
+bp_status plan_mul_mat_shared_q(const planner &p, uint32_t tile, std::vector<dispatch> &out, bool *planned) {
+  static const char *const k64[] = {"mul_mat_shared_64_q8_0", "mul_mat_shared_64_q4_0", "mul_mat_shared_64_q5_0",
+                                    "mul_mat_shared_64_q4_k", "mul_mat_shared_64_q6_k"};
+  static const char *const k128[] = {"mul_mat_shared_128_q8_0", "mul_mat_shared_128_q4_0", "mul_mat_shared_128_q5_0",
+                                     "mul_mat_shared_128_q4_k", "mul_mat_shared_128_q6_k"};
+  const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
+  *planned = false;
+  size_t start = 0;
+  if (bp_status st = quant_start(p, a, &start); st != BP_OK) return st;
+  dispatch d;
+  d.variant = quant_variant(tile == 128 ? k128 : k64, a->type);
+  d.layout = layout_kind::texel;
+  if (!bind_quant_texel(a, b, false, d)) return BP_OK;
+  if (bp_status st = bind_ssbo(p, n, &d.bind[3], &d.pc.d_off); st != BP_OK) return st;
+  set_shape(d.pc.d_ne, d.pc.d_nb, n, 4);
+  add_range(d.writes, n);
+  d.pc.p[0] = static_cast<uint32_t>(a->ne[0] / 4);
+  d.groups[0] = static_cast<uint32_t>((n->ne[0] + tile - 1) / tile);
+  d.groups[1] = static_cast<uint32_t>((n->ne[1] + tile - 1) / tile);
+  d.groups[2] = static_cast<uint32_t>(n->ne[2] * n->ne[3]);
+  out.push_back(std::move(d));
+  *planned = true;
+  return BP_OK;
+}
+
+// Quantized weights: mul_mat_shared's quantized variant where a GPU-shaped
+// product fills its blocks (and, forced, from 8 columns up, as for f32),
+// else mul_mv_q, a workgroup per row of a and up to 8 columns of b per
+// workgroup (a decoded once per 8 columns), through texel views where they
+// reach (mul_mv_q_tex), else storage buffers. Its workgroup is one subgroup
+// on CPU-type devices (no barrier, as row_spec), 4 subgroups reduced
+// through shared memory where GPU-shaped.
+bp_status plan_mul_mat_quant(const planner &p, std::vector<dispatch> &out) {
+  static const char *const kMv[] = {"mul_mv_q_q8_0", "mul_mv_q_q4_0", "mul_mv_q_q5_0", "mul_mv_q_q4_k",
+                                    "mul_mv_q_q6_k"};
+  static const char *const kMvTex[] = {"mul_mv_q_tex_q8_0", "mul_mv_q_tex_q4_0", "mul_mv_q_tex_q5_0",
+                                       "mul_mv_q_tex_q4_k", "mul_mv_q_tex_q6_k"};
+  const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
+  if (const uint32_t tile = b->ne[1] >= 8 ? shared_tile_for(p) : 0; tile != 0) {
+    bool planned = false;
+    if (bp_status st = plan_mul_mat_shared_q(p, tile, out, &planned); st != BP_OK || planned) return st;
+  }
+  size_t start = 0;
+  if (bp_status st = quant_start(p, a, &start); st != BP_OK) return st;
+  dispatch d;
+  if (p.be->opt.fast_paths && bind_quant_texel(a, b, true, d)) {
+    d.variant = quant_variant(kMvTex, a->type);
+    d.layout = layout_kind::texel;
+    d.pc.b_off *= 4;  // the shader indexes b in floats
+    set_shape(d.pc.b_ne, d.pc.b_nb, b, 4);
+  } else {
+    d = dispatch{};
+    d.variant = quant_variant(kMv, a->type);
+    d.layout = layout_kind::ssbo;
+    if (bp_status st = bind_quant(p, a, d); st != BP_OK) return st;
+    if (bp_status st = bind_ssbo(p, b, &d.bind[1], &d.pc.b_off); st != BP_OK) return st;
+    set_shape(d.pc.b_ne, d.pc.b_nb, b, 4);
+    add_range(d.reads, b);
+  }
+  if (bp_status st = bind_ssbo(p, n, &d.bind[3], &d.pc.d_off); st != BP_OK) return st;
+  set_shape(d.pc.d_ne, d.pc.d_nb, n, 4);
+  add_range(d.writes, n);
+  const bool multi = gpu_shaped(p);
+  const uint32_t sg = p.dev()->subgroup_size, cols = static_cast<uint32_t>(std::min<int64_t>(n->ne[1], 8));
+  d.spec[0] = multi ? std::min<uint32_t>(sg * 4, 256) : sg;
+  d.spec[1] = multi ? 1 : 0;
+  d.spec[2] = cols;
+  d.n_spec = 3;
+  d.groups[0] = static_cast<uint32_t>(std::min<int64_t>(n->ne[0], 65535));
+  d.groups[1] = static_cast<uint32_t>((n->ne[1] + cols - 1) / cols);
+  d.groups[2] = static_cast<uint32_t>(n->ne[2] * n->ne[3]);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
 bp_status plan_mul_mat(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
+  if (is_quant(a->type)) return plan_mul_mat_quant(p, out);
   const int64_t K = a->ne[0], N = b->ne[1];
   const bool f16 = a->type == BP_TYPE_F16;
   const bool fast = p.be->opt.fast_paths && K % 4 == 0 && strides_in(b, 16);
@@ -544,8 +685,31 @@ bp_status plan_concat(const planner &p, std::vector<dispatch> &out) {
   return BP_OK;
 }
 
+// Quantized rows: 4 values per invocation (get_rows_q.comp).
+bp_status plan_get_rows_quant(const planner &p, std::vector<dispatch> &out) {
+  static const char *const kRows[] = {"get_rows_q8_0", "get_rows_q4_0", "get_rows_q5_0", "get_rows_q4_k",
+                                      "get_rows_q6_k"};
+  const bp_tensor *n = p.node, *a = n->src[0], *ids = n->src[1];
+  dispatch d;
+  d.variant = quant_variant(kRows, a->type);
+  d.layout = layout_kind::ssbo;
+  if (bp_status st = bind_quant(p, a, d); st != BP_OK) return st;
+  if (bp_status st = bind_ssbo(p, ids, &d.bind[1], &d.pc.b_off); st != BP_OK) return st;
+  if (bp_status st = bind_ssbo(p, n, &d.bind[2], &d.pc.d_off); st != BP_OK) return st;
+  set_shape(d.pc.b_ne, d.pc.b_nb, ids, 4);
+  set_shape(d.pc.d_ne, d.pc.d_nb, n, 4);
+  add_range(d.reads, ids);
+  add_range(d.writes, n);
+  d.bind[3] = binding{p.be->status, 0, p.be->status->vk_size, VK_NULL_HANDLE};
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nelements(n) / 4);
+  grid_for(d, d.pc.n, 256);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
 bp_status plan_get_rows(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0];
+  if (is_quant(a->type)) return plan_get_rows_quant(p, out);
   dispatch d;
   const char *variant = a->type == BP_TYPE_F32   ? "get_rows_f32"
                         : a->type == BP_TYPE_F16 ? "get_rows_f16"
@@ -648,7 +812,8 @@ bool plan_fused(const planner &p, const bp_tensor *next, std::vector<dispatch> &
   if (!next || !p.be->opt.fuse || p.dev()->type != BP_DEVICE_TYPE_CPU || !p.be->opt.fast_paths) return false;
   bp_error ignored{};  // a next node that fails its checks is planned alone, and reports there
   auto next_ok = [&] { return check_node(p.be, next, &ignored) == BP_OK; };
-  if (n->op == BP_OP_MUL_MAT && n->type == BP_TYPE_F32 && nt_applies(p) && shared_tile_for(p) == 0) {
+  if (n->op == BP_OP_MUL_MAT && n->type == BP_TYPE_F32 && !is_quant(n->src[0]->type) && nt_applies(p) &&
+      shared_tile_for(p) == 0) {
     const bool binary = (next->op == BP_OP_ADD || next->op == BP_OP_MUL) && (next->src[0] == n) != (next->src[1] == n);
     const bool silu = next->op == BP_OP_SILU && next->src[0] == n;
     if (!binary && !silu) return false;

@@ -111,6 +111,7 @@ struct vk_buffer {
   bool reserved_base = false;              // base is an mmap'd PROT_NONE range
   VkBufferView view_f32 = VK_NULL_HANDLE;  // RGBA32F, uniform + storage texel
   VkBufferView view_f16 = VK_NULL_HANDLE;  // RGBA16F, uniform texel
+  VkBufferView view_u32 = VK_NULL_HANDLE;  // R32UI, uniform texel: quantized blocks as raw words
 };
 
 // A device buffer for the plugin's own use (staging, status).

@@ -19,10 +19,10 @@
 // Push constants as mul_mat_nt's: a_nb / b_nb in texels, a_ne.z/w a's batch
 // counts, d_nb in floats, d_ne = (M, N, B2, B3), p.x = K / 4.
 //
-// With BP_QTYPE (the _q8_0, ... variants) a is quantized: its blocks are
-// decoded (quant.glsl) as the slice is fetched, so shared memory holds f32
-// values as for f32 weights; a and b are storage buffers (a_off, a_nb in
-// bytes; b in vec4s) and the plugin binds them with the storage layout.
+// With BP_QTYPE (the _q8_0, ... variants) a is quantized, read as words
+// through an R32UI view (a_off, a_nb in bytes): its blocks are decoded
+// (quant.glsl) as the slice is fetched, so shared memory holds f32 values
+// as for f32 weights.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -30,18 +30,17 @@
 layout(local_size_x = LOCAL) in;
 
 #ifdef BP_QTYPE
-layout(std430, binding = 0) readonly buffer QA { uint qa[]; };
-layout(std430, binding = 1) readonly buffer B4 { vec4 b4[]; };
+#define BP_Q_TEXEL 1
+layout(binding = 0) uniform usamplerBuffer qa4;
 #include "quant.glsl"
 // Texel kq (values 4 kq..4 kq + 3) of the row at |row|.
 #define FETCH_A(row, kq) bp_q_fetch4(row, (kq) * 4u)
-#define FETCH_B(row, kq) b4[(row) + (kq)]
 #else
 layout(binding = 0) uniform samplerBuffer a;
-layout(binding = 1) uniform samplerBuffer b;
 #define FETCH_A(row, kq) texelFetch(a, int((row) + (kq)))
-#define FETCH_B(row, kq) texelFetch(b, int((row) + (kq)))
 #endif
+layout(binding = 1) uniform samplerBuffer b;
+#define FETCH_B(row, kq) texelFetch(b, int((row) + (kq)))
 layout(std430, binding = 3) writeonly buffer D { float d[]; };
 
 #if (BM / TM) * (BN / TN) != LOCAL || (BM * BK / 4) % LOCAL != 0 || (BN * BK / 4) % LOCAL != 0 || TM % 4 != 0 || \

@@ -1,23 +1,31 @@
 // quant.glsl: quantized weights for the Vulkan shaders: the block decoders
-// of shaders/common/quant.h over a storage buffer of 32-bit words, so no
-// 8- or 16-bit storage feature is needed and blocks need no alignment
-// (Q8_0's 34 bytes put every other block off a word boundary). The
-// including shader declares `uint qa[]` (the quantized tensor's binding,
-// indexed in words; block positions are byte offsets into it) and defines
-// BP_QTYPE (the -D of its variant, CMakeLists.txt).
+// of shaders/common/quant.h over 32-bit words, so no 8- or 16-bit storage
+// feature is needed and blocks need no alignment (Q8_0's 34 bytes put every
+// other block off a word boundary). The including shader defines BP_QTYPE
+// (the -D of its variant, CMakeLists.txt) and declares the words: with
+// BP_Q_TEXEL, `usamplerBuffer qa4` (an R32UI view: a word a texel;
+// lavapipe gathers texel fetches, where it loops over the lanes for a
+// storage-buffer load), else `uint qa[]`. Block positions are byte offsets
+// into that binding.
+
+#ifdef BP_Q_TEXEL
+uint bp_q_load(uint w) { return texelFetch(qa4, int(w)).x; }
+#else
+uint bp_q_load(uint w) { return qa[w]; }
+#endif
 
 // The 4 bytes at byte |o|: one word, or two shifted together when |o| is
 // not a multiple of 4 (the second word is then inside the tensor).
 uint bp_q_word(uint o) {
   const uint w = o >> 2, s = (o & 3u) * 8u;
-  const uint lo = qa[w];
-  return s == 0u ? lo : (lo >> s) | (qa[w + 1u] << (32u - s));
+  const uint lo = bp_q_load(w);
+  return s == 0u ? lo : (lo >> s) | (bp_q_load(w + 1u) << (32u - s));
 }
 
 #define BP_QPTR uint
 #define BP_Q_WORD(o) bp_q_word(o)
-#define BP_Q_BYTE(o) ((qa[(o) >> 2] >> (((o) & 3u) * 8u)) & 255u)
-#define BP_Q_HALF(o) unpackHalf2x16(qa[(o) >> 2] >> (((o) & 2u) * 8u)).x
+#define BP_Q_BYTE(o) ((bp_q_load((o) >> 2) >> (((o) & 3u) * 8u)) & 255u)
+#define BP_Q_HALF(o) unpackHalf2x16(bp_q_load((o) >> 2) >> (((o) & 2u) * 8u)).x
 #include "../common/quant.h"
 
 // Elements k..k+3 (k a multiple of 4) of the quantized row starting at byte

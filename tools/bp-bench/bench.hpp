@@ -27,7 +27,7 @@ constexpr int64_t kDramCaseBytes = int64_t{32} << 20;
 
 enum class op_kind { mul_mat, rms_norm, norm, soft_max, add, mul, scale, silu, gelu };
 
-// One op at one shape. MUL_MAT: a [K, M] (f32 or f16) x b [K, N] f32 -> [M, N];
+// One op at one shape. MUL_MAT: a [K, M] (f32, f16 or quantized) x b [K, N] f32 -> [M, N];
 // the others: f32 [ne0, ne1] (rows of ne0 elements).
 struct op_case {
   op_kind op = op_kind::mul_mat;

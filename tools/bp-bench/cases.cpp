@@ -289,7 +289,8 @@ std::string verify(const op_case &c, const graph_setup &s) {
 std::unique_ptr<graph_setup> make_graph_setup(const op_case &c, bp_backend *be, std::string &err) {
   std::unique_ptr<graph_setup> s = build_graph(c, err);
   if (!s) return nullptr;
-  if (bp_context_alloc_tensors(s->ctx, be, &s->buf) != BP_OK) return err = api_error("bp_context_alloc_tensors"), nullptr;
+  if (bp_context_alloc_tensors(s->ctx, be, &s->buf) != BP_OK)
+    return err = api_error("bp_context_alloc_tensors"), nullptr;
   uint64_t seed = 1;
   for (bp_tensor *t : s->inputs)
     if (fill_tensor(t, seed++) != BP_OK) return err = api_error("bp_tensor_set"), nullptr;

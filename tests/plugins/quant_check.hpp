@@ -1,0 +1,167 @@
+// quant_check.hpp: what the device plugins' quantized-weight tests share:
+// MUL_MAT of quantized a by f32 b and GET_ROWS of a quantized table, run on a
+// given backend and compared with a double-precision reference computed on
+// the weights as the core's reference decoder (bp_dequantize) reads them, and
+// the plugin's profile lines (profile=true) captured from the log so a test
+// can name the shader that ran.
+#pragma once
+
+#include <backplane/backplane.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace bp_quant_test {
+
+inline const bp_type kQuantTypes[] = {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K};
+
+// Weights with a spread of magnitudes per row (so block scales differ) and
+// their quantized bytes; |deq| is what the device must compute with.
+struct quant_weights {
+  std::vector<unsigned char> bytes;
+  std::vector<float> deq;
+};
+
+inline quant_weights make_weights(bp_type type, int64_t K, int64_t rows, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> src(static_cast<size_t>(K * rows));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < K; ++k)
+      src[static_cast<size_t>(r * K + k)] = dist(rng) * (1.0f + static_cast<float>((r + k / 32) % 5));
+  quant_weights w;
+  w.bytes.resize(bp_row_size(type, K) * static_cast<size_t>(rows));
+  w.deq.resize(src.size());
+  EXPECT_EQ(bp_quantize(type, src.data(), w.bytes.data(), rows, K), w.bytes.size()) << bp_last_error();
+  EXPECT_EQ(bp_dequantize(type, w.bytes.data(), w.deq.data(), K * rows), BP_OK) << bp_last_error();
+  return w;
+}
+
+// out[m, n, i2] = sum_k a[k, m, i2 / (B / A2)] b[k, n, i2] with a of A2 =
+// max(1, B / 2) batches (each serving B / A2 of b's), K a whole number of
+// blocks. Relative error per output against the double reference.
+inline void check_mul_mat(bp_backend *be, bp_type type, int64_t K, int64_t M, int64_t N, int64_t B = 1) {
+  SCOPED_TRACE(std::string("MUL_MAT ") + bp_type_name(type) + " K=" + std::to_string(K) + " M=" + std::to_string(M) +
+               " N=" + std::to_string(N) + " B=" + std::to_string(B));
+  const int64_t A2 = B > 1 ? B / 2 : 1;
+  bp_context *ctx = bp_context_new(0);
+  bp_tensor *a = bp_tensor_new_3d(ctx, type, K, M, A2);
+  bp_tensor *b = bp_tensor_new_3d(ctx, BP_TYPE_F32, K, N, B);
+  ASSERT_NE(a, nullptr) << bp_last_error();
+  bp_tensor *c = bp_mul_mat(ctx, a, b);
+  ASSERT_NE(c, nullptr) << bp_last_error();
+  bp_graph *g = bp_graph_new(ctx, 0);
+  ASSERT_EQ(bp_graph_build(g, c), BP_OK) << bp_last_error();
+  bp_buffer *buf = nullptr;
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  const quant_weights w = make_weights(type, K, M * A2, static_cast<unsigned>(K * 7 + M * 3 + N));
+  std::mt19937 rng(static_cast<unsigned>(K + M + N * 11));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> bv(static_cast<size_t>(K * N * B));
+  for (float &x : bv) x = dist(rng);
+  ASSERT_EQ(bp_tensor_set(a, w.bytes.data(), 0, w.bytes.size()), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_tensor_set(b, bv.data(), 0, bv.size() * 4), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_graph_compute(be, g), BP_OK) << bp_last_error();
+  std::vector<float> out(static_cast<size_t>(M * N * B));
+  ASSERT_EQ(bp_tensor_get(c, out.data(), 0, out.size() * 4), BP_OK) << bp_last_error();
+  int bad = 0;
+  for (int64_t i2 = 0; i2 < B; ++i2)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t m = 0; m < M; ++m) {
+        const float *ar = &w.deq[static_cast<size_t>(((i2 / (B / A2)) * M + m) * K)];
+        const float *br = &bv[static_cast<size_t>((i2 * N + n) * K)];
+        double ref = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          ref += static_cast<double>(ar[k]) * br[k];
+          mag += std::fabs(static_cast<double>(ar[k]) * br[k]);
+        }
+        const double got = out[static_cast<size_t>((i2 * N + n) * M + m)];
+        // f32 sums in another order: a few ulps of the sum of magnitudes.
+        if (!(std::fabs(got - ref) <= 1e-5 * mag + 1e-6) && bad++ < 5)
+          ADD_FAILURE() << "out[" << m << ", " << n << ", " << i2 << "] = " << got << ", reference " << ref;
+      }
+  EXPECT_EQ(bad, 0) << "outputs off the reference";
+  bp_buffer_free(buf);
+  bp_graph_free(g);
+  bp_context_free(ctx);
+}
+
+// GET_ROWS of |n_ids| rows (repeats, first and last) of a table of R rows.
+inline void check_get_rows(bp_backend *be, bp_type type, int64_t K, int64_t R, int64_t n_ids) {
+  SCOPED_TRACE(std::string("GET_ROWS ") + bp_type_name(type) + " K=" + std::to_string(K) + " R=" + std::to_string(R));
+  bp_context *ctx = bp_context_new(0);
+  bp_tensor *a = bp_tensor_new_2d(ctx, type, K, R);
+  bp_tensor *ids = bp_tensor_new_1d(ctx, BP_TYPE_I32, n_ids);
+  ASSERT_NE(a, nullptr) << bp_last_error();
+  bp_tensor *r = bp_get_rows(ctx, a, ids);
+  ASSERT_NE(r, nullptr) << bp_last_error();
+  bp_graph *g = bp_graph_new(ctx, 0);
+  ASSERT_EQ(bp_graph_build(g, r), BP_OK) << bp_last_error();
+  bp_buffer *buf = nullptr;
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  const quant_weights w = make_weights(type, K, R, static_cast<unsigned>(K + R));
+  std::vector<int32_t> iv(static_cast<size_t>(n_ids));
+  for (int64_t i = 0; i < n_ids; ++i) iv[static_cast<size_t>(i)] = static_cast<int32_t>((i * 5 + 2) % R);
+  iv[0] = static_cast<int32_t>(R - 1);
+  if (n_ids > 1) iv[1] = 0;
+  ASSERT_EQ(bp_tensor_set(a, w.bytes.data(), 0, w.bytes.size()), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_tensor_set(ids, iv.data(), 0, iv.size() * 4), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_graph_compute(be, g), BP_OK) << bp_last_error();
+  std::vector<float> out(static_cast<size_t>(K * n_ids));
+  ASSERT_EQ(bp_tensor_get(r, out.data(), 0, out.size() * 4), BP_OK) << bp_last_error();
+  int bad = 0;
+  for (int64_t i = 0; i < n_ids; ++i) {
+    const float *row = &w.deq[static_cast<size_t>(iv[static_cast<size_t>(i)] * K)];
+    double row_max = 0;
+    for (int64_t k = 0; k < K; ++k) row_max = std::fmax(row_max, std::fabs(row[k]));
+    for (int64_t k = 0; k < K; ++k) {
+      const double ref = row[k], got = out[static_cast<size_t>(i * K + k)];
+      // One decoded value, scale x quant (- min), rounded in f32 in another
+      // order: Q4_K's difference of two products can lose digits relative
+      // to itself, never relative to the row's largest value.
+      if (!(std::fabs(got - ref) <= 1e-6 * row_max) && bad++ < 5)
+        ADD_FAILURE() << "row " << i << " (id " << iv[static_cast<size_t>(i)] << ") [" << k << "] = " << got
+                      << ", reference " << ref;
+    }
+  }
+  EXPECT_EQ(bad, 0) << "values off the reference";
+  bp_buffer_free(buf);
+  bp_graph_free(g);
+  bp_context_free(ctx);
+}
+
+// The profile lines ("profile: <op> <variant> N dispatches") logged while
+// alive, as "<op> <variant>" -> dispatches. Other messages pass through.
+class profile_capture {
+ public:
+  profile_capture() {
+    bp_log_set_level(BP_LOG_INFO);
+    bp_log_set_callback(&profile_capture::log, this);
+  }
+  ~profile_capture() { bp_log_set_callback(nullptr, nullptr); }
+  std::map<std::string, int> rows() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return rows_;
+  }
+
+ private:
+  static void log(bp_log_level, const char *, const char *message, void *self) {
+    auto *p = static_cast<profile_capture *>(self);
+    char op[64], variant[64];
+    int n = 0;
+    if (message && std::sscanf(message, "profile: %63s %63s %d dispatches", op, variant, &n) == 3) {
+      std::lock_guard<std::mutex> lock(p->mu_);
+      p->rows_[std::string(op) + " " + variant] += n;
+    }
+  }
+  std::mutex mu_;
+  std::map<std::string, int> rows_;
+};
+
+}  // namespace bp_quant_test
