@@ -338,5 +338,8 @@ TEST(GgufRoundTrip, WriterRefusesWhatTheFormatCannotHold) {
   EXPECT_EQ(bp_gguf_writer_add_tensor_data(w.w, std::string(64, 'n').c_str(), 0, 1, ne, x, 120),
             BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_gguf_writer_add_string(w.w, "bad\xff", "x", 1), BP_ERR_INVALID_ARGUMENT);
+  const uint32_t a = 64;
+  EXPECT_EQ(bp_gguf_writer_add_value(w.w, "general.alignment", BP_GGUF_U32, &a), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_gguf_writer_add_string(w.w, "general.alignment", "64", 2), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_gguf_writer_write(w.w, "/nonexistent-dir/x.gguf"), BP_ERR_INVALID_ARGUMENT);
 }
