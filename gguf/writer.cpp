@@ -66,6 +66,10 @@ bp_status check_key(const bp_gguf_writer *w, const char *key, const char *fn) {
   const size_t n = std::strlen(key);
   if (n > 65535) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: the key is %zu bytes; the format allows 65535", fn, n);
   if (!bp::gguf::valid_utf8(key, n)) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: the key is not valid UTF-8", fn);
+  if (std::strcmp(key, "general.alignment") == 0) {
+    // Its kind and value decide where every tensor goes: one setter owns it.
+    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: set general.alignment with bp_gguf_writer_set_alignment", fn);
+  }
   if (w->keys.count(key)) return set_errorf(BP_ERR_ALREADY_EXISTS, "%s: key '%s' was already added", fn, key);
   return BP_OK;
 }
@@ -158,9 +162,6 @@ BP_API bp_status bp_gguf_writer_add_value(bp_gguf_writer *writer, const char *ke
     if (value == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: value is NULL", fn);
     if (kind == BP_GGUF_BOOL && *static_cast<const uint8_t *>(value) > 1) {
       return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: a bool is 0 or 1", fn);
-    }
-    if (std::strcmp(key, "general.alignment") == 0) {
-      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: set general.alignment with bp_gguf_writer_set_alignment", fn);
     }
     std::vector<uint8_t> v;
     put<uint32_t>(v, kind);

@@ -98,6 +98,16 @@ if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
+  echo "== GGUF parser fuzzer (libFuzzer + ASan + UBSan, 60 s from the committed seeds)"
+  # New inputs go to a scratch folder (the first one named), so the seeds in
+  # tests/fuzz/corpus/gguf stay as committed; a crash leaves crash-* here.
+  gguf_new=$(mktemp -d)
+  clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I include -I . \
+    tests/fuzz/gguf_fuzz.cpp gguf/parse.cpp -o build-asan/gguf_fuzz
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    ./build-asan/gguf_fuzz -max_len=4096 -max_total_time=60 -print_final_stats=1 "$gguf_new" tests/fuzz/corpus/gguf
+  rm -rf "$gguf_new"
+
   echo "== thread sanitizer (registry, scheduler, cpu plugin)"
   BUILD_DIR=build-tsan BUILD_TYPE=RelWithDebInfo BUILD_TARGETS="bp_test_registry bp_test_scheduler bp_test_plugins_cpu bp_test_plugins_common bp_fixtures bp-cpu bp-blas" \
     bash scripts/build.sh -DBP_SANITIZE=thread

@@ -158,11 +158,14 @@ typedef struct bp_gguf_weights bp_gguf_weights;
 /* Creates every tensor of |file| that passes the filter in |ctx| (name,
  * type and shape as in the file, flagged BP_TENSOR_FLAG_PARAM) and gives it
  * memory on |dev| holding its bytes. |options| may be NULL (AUTO, all
- * tensors, 16 MiB). A tensor whose type Backplane does not hold, or whose
- * name is already in |ctx|, is refused (UNIMPLEMENTED / ALREADY_EXISTS) and
- * nothing is left allocated (tensors already made in |ctx| stay, without
- * memory). Caller owns *out_weights; release with bp_gguf_weights_free
- * before freeing |ctx|'s tensors' use. |file| may be closed before. */
+ * tensors, 16 MiB). Everything is checked before anything is made: a
+ * tensor whose type Backplane does not hold (UNIMPLEMENTED), whose name is
+ * too long for BP_MAX_NAME (INVALID_ARGUMENT) or already in |ctx|
+ * (ALREADY_EXISTS) fails the call with nothing made. A later failure
+ * (allocation, reading) frees every buffer; the tensors already made stay
+ * in |ctx| without memory. Caller owns *out_weights; release it with
+ * bp_gguf_weights_free when the tensors are no longer used (their memory
+ * goes with it). |file| may be closed first: the weights keep the mapping. */
 BP_API bp_status bp_gguf_load(const bp_gguf *file, bp_context *ctx, bp_device *dev, const bp_gguf_load_options *options,
                               bp_gguf_weights **out_weights);
 /* Frees the buffers (the tensors of the context lose their memory) and the

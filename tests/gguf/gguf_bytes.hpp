@@ -15,20 +15,21 @@ namespace gguf_test {
 
 struct bytes {
   std::vector<uint8_t> b;
+  // resize + memcpy rather than insert: GCC 12 misreads insert on an empty
+  // vector here as an overflow (-Wstringop-overflow).
+  bytes &raw(const void *p, size_t n) {
+    const size_t at = b.size();
+    b.resize(at + n);
+    if (n) std::memcpy(b.data() + at, p, n);
+    return *this;
+  }
   template <typename T>
   bytes &put(T v) {
-    const auto *p = reinterpret_cast<const uint8_t *>(&v);
-    b.insert(b.end(), p, p + sizeof(T));
-    return *this;
+    return raw(&v, sizeof(T));
   }
   bytes &str(const std::string &s) {
     put<uint64_t>(s.size());
-    b.insert(b.end(), s.begin(), s.end());
-    return *this;
-  }
-  bytes &raw(const void *p, size_t n) {
-    b.insert(b.end(), static_cast<const uint8_t *>(p), static_cast<const uint8_t *>(p) + n);
-    return *this;
+    return raw(s.data(), s.size());
   }
   bytes &zeros(size_t n) {
     b.insert(b.end(), n, 0);

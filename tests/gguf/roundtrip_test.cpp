@@ -210,8 +210,9 @@ TEST(GgufRoundTrip, TensorsOfEverySupportedTypeLoad) {
   ASSERT_NE(be, nullptr) << bp_last_error();
   bp_context *src = bp_context_new(0);
   std::vector<bp_tensor *> made;
-  for (bp_type type : {BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_I32}) {
-    bp_tensor *t = bp_tensor_new_3d(src, type, 64, 3, 2);
+  for (int ti = 0; ti < BP_TYPE_COUNT; ++ti) {
+    const bp_type type = static_cast<bp_type>(ti);
+    bp_tensor *t = bp_tensor_new_3d(src, type, 256, 3, 2);  // 256: whole blocks of every type
     bp_tensor_set_name(t, (std::string("t.") + bp_type_name(type)).c_str());
     made.push_back(t);
   }
@@ -242,14 +243,25 @@ TEST(GgufRoundTrip, TensorsOfEverySupportedTypeLoad) {
   }
   file_owner g;
   ASSERT_EQ(bp_gguf_open(file.path.c_str(), &g.f), BP_OK) << bp_last_error();
-  ASSERT_EQ(bp_gguf_tensor_count(g.f), 5u);
+  ASSERT_EQ(bp_gguf_tensor_count(g.f), made.size() + 2);
   bp_gguf_tensor_info ti{};
   ti.struct_size = sizeof ti;
-  ASSERT_EQ(bp_gguf_tensor_get_info(g.f, 3, &ti), BP_OK);
+  // Each Backplane type under the format's id for it.
+  const uint32_t ids[] = {0, 1, 26, 8, 2, 6, 12, 14};
+  static_assert(sizeof ids / sizeof ids[0] == BP_TYPE_COUNT, "a type without its GGUF id here");
+  for (size_t i = 0; i < made.size(); ++i) {
+    ASSERT_EQ(bp_gguf_tensor_get_info(g.f, i, &ti), BP_OK);
+    EXPECT_EQ(ti.file_type, ids[made[i]->type]) << made[i]->name;
+    EXPECT_EQ(bp_gguf_file_type_of(made[i]->type), ids[made[i]->type]);
+    EXPECT_TRUE(ti.supported);
+    EXPECT_EQ(ti.type, made[i]->type);
+    EXPECT_EQ(ti.nbytes, bp_tensor_nbytes(made[i]));
+  }
+  ASSERT_EQ(bp_gguf_tensor_get_info(g.f, made.size(), &ti), BP_OK);
   EXPECT_STREQ(ti.name, "other.i8");
   EXPECT_STREQ(ti.type_name, "i8");
   EXPECT_FALSE(ti.supported);
-  ASSERT_EQ(bp_gguf_tensor_get_info(g.f, 4, &ti), BP_OK);
+  ASSERT_EQ(bp_gguf_tensor_get_info(g.f, made.size() + 1, &ti), BP_OK);
   EXPECT_STREQ(ti.type_name, "q4_1");
   EXPECT_EQ(ti.nbytes, 20u);
 
@@ -275,8 +287,8 @@ TEST(GgufRoundTrip, TensorsOfEverySupportedTypeLoad) {
     bp_gguf_weights *w = nullptr;
     ASSERT_EQ(bp_gguf_load(g.f, ctx, dev, &opt, &w), BP_OK) << bp_last_error();
     EXPECT_EQ(bp_gguf_weights_mapped(w), mode != BP_GGUF_LOAD_COPY);
-    EXPECT_EQ(bp_gguf_weights_tensor_count(w), 3u);
-    ASSERT_EQ(bp_context_tensor_count(ctx), 3u);
+    EXPECT_EQ(bp_gguf_weights_tensor_count(w), made.size());
+    ASSERT_EQ(bp_context_tensor_count(ctx), made.size());
     for (size_t i = 0; i < made.size(); ++i) {
       bp_tensor *t = bp_context_find(ctx, made[i]->name);
       ASSERT_NE(t, nullptr);
@@ -326,5 +338,8 @@ TEST(GgufRoundTrip, WriterRefusesWhatTheFormatCannotHold) {
   EXPECT_EQ(bp_gguf_writer_add_tensor_data(w.w, std::string(64, 'n').c_str(), 0, 1, ne, x, 120),
             BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_gguf_writer_add_string(w.w, "bad\xff", "x", 1), BP_ERR_INVALID_ARGUMENT);
+  const uint32_t a = 64;
+  EXPECT_EQ(bp_gguf_writer_add_value(w.w, "general.alignment", BP_GGUF_U32, &a), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_gguf_writer_add_string(w.w, "general.alignment", "64", 2), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_gguf_writer_write(w.w, "/nonexistent-dir/x.gguf"), BP_ERR_INVALID_ARGUMENT);
 }

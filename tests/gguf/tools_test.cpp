@@ -173,3 +173,28 @@ TEST(GgufTool, BpRunSaveThenLoadGivesTheSameLogits) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("bp-run.n_layer"), std::string::npos) << r.out;
 }
+
+// A q8_0 tensor comes out dequantized: each value is its block's f16 scale
+// times its int8, computed here from the format's block layout.
+TEST(GgufTool, GetDequantizesQ8_0) {
+  gguf_test::scratch file("q8.gguf"), out("q8.f32");
+  gguf_test::bytes f = gguf_test::header(1, 0);
+  gguf_test::tensor_info(f, "q", {64}, 8, 0);
+  f.pad_to(32);
+  const float scales[2] = {0.5f, -0.125f};
+  std::vector<float> want;
+  for (int b = 0; b < 2; ++b) {
+    f.put<uint16_t>(bp_fp32_to_fp16(scales[b]));
+    for (int i = 0; i < 32; ++i) {
+      const int8_t q = static_cast<int8_t>(i * 7 - 100 + b);
+      f.put<int8_t>(q);
+      want.push_back(scales[b] * q);
+    }
+  }
+  ASSERT_TRUE(gguf_test::write_file(file.path, f.b));
+  result r = run(bin("bp-gguf") + " show " + file.path);
+  EXPECT_NE(r.out.find("q8_0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not loadable"), std::string::npos) << r.out;
+  ASSERT_EQ(run(bin("bp-gguf") + " get " + file.path + " q --out " + out.path).status, 0);
+  EXPECT_EQ(read_f32(out.path), want);
+}

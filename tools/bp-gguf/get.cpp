@@ -85,7 +85,12 @@ int get(const std::string &path, const std::string &tensor, const std::string &o
     bp_gguf_close(f);
     return 1;
   }
-  if (!to_f32(t.file_type, static_cast<const uint8_t *>(data), n, values.data())) {
+  if (t.supported && bp_type_is_quantized(t.type)) {
+    if (bp_dequantize(t.type, data, values.data(), static_cast<int64_t>(n)) != BP_OK) {
+      bp_gguf_close(f);
+      return fail(std::string("dequantizing '") + t.name + "'");
+    }
+  } else if (!to_f32(t.file_type, static_cast<const uint8_t *>(data), n, values.data())) {
     std::fprintf(stderr, "bp-gguf: tensor '%s' has type %s, which bp-gguf cannot convert to f32\n", t.name,
                  t.type_name);
     bp_gguf_close(f);
