@@ -25,6 +25,9 @@ struct model_config {
   int vocab = 1000;
   int tokens = 32;
   uint64_t seed = 42;
+  // The type of the 2-D weights (the embedding and every projection):
+  // f32, or a quantized type filled through bp_quantize (--weights).
+  bp_type weights = BP_TYPE_F32;
 };
 
 // Checks sizes (positive, dim divisible by heads, even head size); returns
