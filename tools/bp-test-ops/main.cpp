@@ -42,6 +42,7 @@ constexpr int kExitSkipped = 77;
 
 struct counts {
   int passed = 0, failed = 0, unsupported = 0;
+  int unsupported_optional = 0;  // of those, cases of an --optional-feature
 };
 
 struct backend_run {
@@ -105,7 +106,8 @@ std::string device_description(bp_backend *be) {
 }
 
 void run_backend(backend_run &run, const std::vector<conf::case_desc> &cases, const std::vector<std::string> &ops,
-                 const std::string &require_description, bool verbose, FILE *out) {
+                 const std::string &require_description, const std::vector<std::string> &optional_features,
+                 bool verbose, FILE *out) {
   bp_backend *be = nullptr;
   if (const bp_status st = bp_backend_new(run.spec.c_str(), &be); st != BP_OK || !be) {
     run.error = last_error();
@@ -140,7 +142,12 @@ void run_backend(backend_run &run, const std::vector<conf::case_desc> &cases, co
       switch (r.status) {
         case conf::case_status::passed: ++cnt.passed; break;
         case conf::case_status::failed: ++cnt.failed; break;
-        case conf::case_status::unsupported: ++cnt.unsupported; break;
+        case conf::case_status::unsupported:
+          ++cnt.unsupported;
+          if (!c.feature.empty() &&
+              std::find(optional_features.begin(), optional_features.end(), c.feature) != optional_features.end())
+            ++cnt.unsupported_optional;
+          break;
       }
       if (r.status == conf::case_status::failed && !r.compared) {
         // Never ran to a comparison: an API or setup error, not a number.
@@ -229,7 +236,7 @@ int main(int argc, char **argv) {
   bp::tools::add_version_flag(app, "bp-test-ops");
   std::vector<std::string> specs, ops;
   std::string plugin_path, json_path, require_description;
-  std::vector<std::string> expect_logs, forbid_logs;
+  std::vector<std::string> expect_logs, forbid_logs, optional_features;
   bool verbose = false, list = false, require_support = false;
   app.add_option("-d,--device,-b,--backend", specs,
                  "device spec to test, as in bp-run and bp-bench (repeatable; default: every device found); -b and "
@@ -242,6 +249,9 @@ int main(int argc, char **argv) {
                  "(the cpu device names the kernels that run)");
   app.add_flag("--require-support", require_support,
                "count a case the backend does not support as a failure (for a plugin that implements every op)");
+  app.add_option("--optional-feature", optional_features,
+                 "with --require-support, a case of this feature (e.g. 'quant', the quantized types) the backend does "
+                 "not support is not a failure (repeatable): for a plugin that has not got those kernels yet");
   app.add_option("--expect-log", expect_logs,
                  "fail unless some log line (INFO and above) matches this regular expression (repeatable): shows "
                  "that a path ran, e.g. with vulkan:profile=true the shader variants dispatched");
@@ -328,9 +338,9 @@ int main(int argc, char **argv) {
   for (const std::string &spec : specs) {
     backend_run r;
     r.spec = spec;
-    run_backend(r, cases, run_ops, require_description, verbose, out);
+    run_backend(r, cases, run_ops, require_description, optional_features, verbose, out);
     if (require_support)
-      for (auto &[op, c] : r.per_op) c.failed += c.unsupported;
+      for (auto &[op, c] : r.per_op) c.failed += c.unsupported - c.unsupported_optional;
     runs.push_back(std::move(r));
   }
   print_table(runs, run_ops, out);

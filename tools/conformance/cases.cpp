@@ -33,7 +33,11 @@ input_spec operand(bp_type type, shape ne, layout_kind lay, fill_spec fill) {
     case layout_kind::strided: {
       // A window starting at row 1, column 2 of a leaf 3 wider and 1 taller,
       // so both the row stride and the offset differ from a dense tensor.
-      const int64_t l0 = ne[0] + 3, l1 = ne[1] + 1;
+      // A quantized window moves by whole blocks: column one block in, a
+      // leaf one block wider.
+      const int64_t blck = bp_type_block_size(type);
+      const int64_t pad = blck > 1 ? blck : 3, col = blck > 1 ? blck : 2;
+      const int64_t l0 = ne[0] + pad, l1 = ne[1] + 1;
       in.ne[0] = l0;
       in.ne[1] = l1;
       view_step s;
@@ -42,7 +46,7 @@ input_spec operand(bp_type type, shape ne, layout_kind lay, fill_spec fill) {
       s.stride[1] = l0;
       s.stride[2] = l0 * l1;
       s.stride[3] = l0 * l1 * ne[2];
-      s.offset = l0 + 2;
+      s.offset = l0 + col;
       in.views.push_back(s);
       break;
     }
@@ -85,6 +89,7 @@ std::vector<case_desc> conformance_cases(const std::vector<std::string> &ops) {
   add_data_cases(all);
   add_rope_cases(all);
   add_special_cases(all);
+  add_quant_cases(all);
   if (ops.empty()) return all;
   std::vector<case_desc> picked;
   for (auto &c : all)

@@ -79,5 +79,6 @@ void add_mul_mat_cases(std::vector<case_desc> &out);
 void add_data_cases(std::vector<case_desc> &out);
 void add_rope_cases(std::vector<case_desc> &out);
 void add_special_cases(std::vector<case_desc> &out);
+void add_quant_cases(std::vector<case_desc> &out);  // feature "quant"
 
 }  // namespace bp::conformance

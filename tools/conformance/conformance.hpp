@@ -146,6 +146,10 @@ struct case_desc {
   // zero (Vulkan and OpenCL allow it), so each element may also match the
   // reference computed from the inputs with denormals flushed to +-0.
   bool denormals_may_flush = false;
+  // "" for the core cases every backend should run; "quant" for the cases
+  // of the quantized types. bp-test-ops --optional-feature lets a backend
+  // without them pass --require-support (tests/CMakeLists.txt).
+  std::string feature;
 };
 
 enum class case_status { passed, failed, unsupported };

@@ -31,6 +31,14 @@ reference_fn cont();
 reference_fn concat();  // dim = i[0]
 reference_fn rope();    // n_dims i[0], mode i[1], freq_base f[2], freq_scale f[3]
 
+// Quantized types (reference_quant.cpp), with a bound per element: MUL_MAT
+// of a quantized a (mul_mat_quant_bound), CPY into a quantized leaf and
+// CONT to a quantized type (quantization_bound per written block; blocks
+// the copy does not touch must keep their values exactly).
+reference_fn mul_mat_quant();
+reference_fn cpy_into_quant_leaf();
+reference_fn cont_quant();
+
 // The same references with a bound per element (expected::tol) from the
 // stated precision of args.api's API: the special-value cases.
 reference_fn unary_special(bp_op op);

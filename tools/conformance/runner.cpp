@@ -12,6 +12,7 @@
 #include <string>
 
 #include "conformance/conformance.hpp"
+#include "conformance/quant.hpp"
 
 namespace bp::conformance {
 
@@ -97,6 +98,16 @@ bool read_logical(const bp_tensor *t, std::vector<double> &out, std::string &err
     err = api_error("bp_tensor_get of the result");
     return false;
   }
+  if (bp_type_is_quantized(t->type)) {
+    // Results of a quantized type are whole contiguous tensors (a CONT node,
+    // or the destination leaf of a CPY): read them block by block.
+    if (!bp_tensor_is_contiguous(t)) {
+      err = "a quantized result must be contiguous to be read back";
+      return false;
+    }
+    out = dequantize_blocks(t->type, raw.data(), bp_tensor_nelements(t));
+    return true;
+  }
   out.clear();
   out.reserve(static_cast<size_t>(bp_tensor_nelements(t)));
   for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
@@ -108,16 +119,20 @@ bool read_logical(const bp_tensor *t, std::vector<double> &out, std::string &err
   return true;
 }
 
+// Bytes of |n| elements of |type| laid out densely (whole blocks for a
+// quantized type, which every view of one keeps to).
+size_t bytes_of(bp_type type, int64_t n) { return bp_row_size(type, n); }
+
 bp_tensor *apply_view(bp_context *ctx, bp_tensor *t, const view_step &s) {
-  const size_t es = bp_type_size(t->type);
+  const bp_type ty = t->type;
   switch (s.what) {
     case view_step::kind::permute:
       return bp_permute(ctx, t, s.axes[0], s.axes[1], s.axes[2], s.axes[3]);
     case view_step::kind::transpose:
       return bp_transpose(ctx, t);
     case view_step::kind::view:
-      return bp_view_4d(ctx, t, s.ne[0], s.ne[1], s.ne[2], s.ne[3], s.stride[1] * es, s.stride[2] * es,
-                        s.stride[3] * es, s.offset * es);
+      return bp_view_4d(ctx, t, s.ne[0], s.ne[1], s.ne[2], s.ne[3], bytes_of(ty, s.stride[1]),
+                        bytes_of(ty, s.stride[2]), bytes_of(ty, s.stride[3]), bytes_of(ty, s.offset));
   }
   return nullptr;
 }
@@ -150,6 +165,7 @@ case_result run_case_unguarded(const case_desc &c, bp_backend *backend) {
   // Leaves, their host values, and the operands the views make of them.
   const size_t n_in = c.inputs.size();
   std::vector<std::vector<double>> leaf_values(n_in);
+  std::vector<std::vector<uint8_t>> leaf_bytes(n_in);
   std::vector<bp_tensor *> leaves(n_in), operands(n_in);
   std::vector<host_input> host(n_in);
   for (size_t k = 0; k < n_in; ++k) {
@@ -164,16 +180,20 @@ case_result run_case_unguarded(const case_desc &c, bp_backend *backend) {
       if (!t) return fail(api_error("making the view of input " + std::to_string(k)));
     }
     operands[k] = t;
-    leaf_values[k] = make_leaf_values(in, fnv1a(c.name, k));
+    if (bp_type_is_quantized(in.type))
+      leaf_bytes[k] = make_quantized_leaf(in, fnv1a(c.name, k), leaf_values[k]);
+    else
+      leaf_values[k] = make_leaf_values(in, fnv1a(c.name, k));
     host[k].type = in.type;
     host[k].layout = apply_views_on_host(in);
     host[k].leaf = &leaf_values[k];
     for (int d = 0; d < 4; ++d) host[k].leaf_ne[d] = in.ne[d];
-    // The library's view of the operand must agree with ours.
-    const size_t es = bp_type_size(in.type);
+    // The library's view of the operand must agree with ours (a quantized
+    // dim 0 is dense: nb[0] is one block).
     for (int d = 0; d < 4; ++d) {
-      if (t->ne[d] != host[k].layout.ne[d] ||
-          (t->ne[d] > 1 && t->nb[d] != static_cast<size_t>(host[k].layout.stride[d]) * es))
+      const int64_t stride = host[k].layout.stride[d];
+      const size_t want_nb = d == 0 ? bp_type_size(in.type) * static_cast<size_t>(stride) : bytes_of(in.type, stride);
+      if (t->ne[d] != host[k].layout.ne[d] || (t->ne[d] > 1 && t->nb[d] != want_nb))
         return fail("input " + std::to_string(k) + " view: library gives ne " + shape_str(t->ne) +
                     ", the case expects " + shape_str(host[k].layout.ne) + " (or the strides differ)");
     }
@@ -193,7 +213,8 @@ case_result run_case_unguarded(const case_desc &c, bp_backend *backend) {
   // All ones: NaN in f32/f16, so an output element the op never writes shows.
   if (buf && bp_buffer_clear(buf.get(), 0xff) != BP_OK) return fail(api_error("bp_buffer_clear"));
   for (size_t k = 0; k < n_in; ++k) {
-    const std::vector<uint8_t> bytes = to_bytes(leaf_values[k], c.inputs[k].type);
+    const std::vector<uint8_t> bytes =
+        bp_type_is_quantized(c.inputs[k].type) ? leaf_bytes[k] : to_bytes(leaf_values[k], c.inputs[k].type);
     if (bp_tensor_set(leaves[k], bytes.data(), 0, bytes.size()) != BP_OK)
       return fail(api_error("bp_tensor_set of input " + std::to_string(k)));
   }

