@@ -79,13 +79,21 @@ void dequant_block(qtype q, const uint8_t *b, float *y) {
   }
 }
 
+// A float to int8 as the reference's cast does on x86 (truncated to int32,
+// then its low byte), without the undefined conversion: NaN, infinities and
+// values past int32 give 0.
+int8_t trunc_i8(float v) {
+  if (!(v > -2147483648.0f && v < 2147483648.0f)) return 0;
+  return static_cast<int8_t>(static_cast<int32_t>(v));
+}
+
 // The reference rounding of the 32-value formats.
 void quant_q8_0(const float *x, uint8_t *b) {
   float amax = 0.0f;
   for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
   const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
   put_f16(b, d);
-  for (int i = 0; i < 32; ++i) b[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[i] * id)));
+  for (int i = 0; i < 32; ++i) b[2 + i] = static_cast<uint8_t>(trunc_i8(std::round(x[i] * id)));
 }
 
 // The value of largest magnitude (the first one on ties), with its sign.
@@ -103,8 +111,8 @@ void quant_q4_0(const float *x, uint8_t *b) {
   const float d = signed_max(x, 32) / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
   put_f16(b, d);
   for (int i = 0; i < 16; ++i) {
-    const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[i] * id + 8.5f)));
-    const int hi = std::min(15, static_cast<int>(static_cast<int8_t>(x[i + 16] * id + 8.5f)));
+    const int lo = std::min(15, static_cast<int>(trunc_i8(x[i] * id + 8.5f)));
+    const int hi = std::min(15, static_cast<int>(trunc_i8(x[i + 16] * id + 8.5f)));
     b[2 + i] = static_cast<uint8_t>(lo | (hi << 4));
   }
 }
@@ -114,8 +122,8 @@ void quant_q5_0(const float *x, uint8_t *b) {
   put_f16(b, d);
   uint32_t qh = 0;
   for (int i = 0; i < 16; ++i) {
-    const int lo = std::min(31, static_cast<int>(static_cast<int8_t>(x[i] * id + 16.5f)));
-    const int hi = std::min(31, static_cast<int>(static_cast<int8_t>(x[i + 16] * id + 16.5f)));
+    const int lo = std::min(31, static_cast<int>(trunc_i8(x[i] * id + 16.5f)));
+    const int hi = std::min(31, static_cast<int>(trunc_i8(x[i + 16] * id + 16.5f)));
     b[kQ5QsOff + i] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
     qh |= static_cast<uint32_t>((lo >> 4) & 1) << i;
     qh |= static_cast<uint32_t>((hi >> 4) & 1) << (i + 16);

@@ -330,6 +330,28 @@ TEST(BpRun, CpuAloneMatchesItself) {
   EXPECT_LE(ratio, 1.10) << j["memory"].dump();
 }
 
+// Quantized weights: less memory, logits near the f32 model's (Q8_0 closer
+// than Q4_K), the device list still checked against cpu alone.
+TEST(BpRun, QuantizedWeightsSaveMemoryAndStayNearF32) {
+  const std::string shape = " --layers 1 --dim 256 --heads 4 --ff 512 --vocab 50 --tokens 8 --runs 1";
+  double nmse[2];
+  int i = 0;
+  for (const char *w : {"q8_0", "q4_k"}) {
+    result r = run(bin("bp-run") + " --json --device cpu --weights " + w + shape);
+    ASSERT_EQ(r.status, 0) << r.out;
+    json j = parse(r);
+    EXPECT_TRUE(j["check"]["pass"].get<bool>());
+    const double bytes = j["weights"]["bytes"].get<double>(), f32 = j["weights"]["bytes_f32"].get<double>();
+    EXPECT_LT(bytes, (std::string(w) == "q8_0" ? 0.3 : 0.16) * f32) << j["weights"].dump();
+    nmse[i] = j["weights"]["nmse_vs_f32"].get<double>();
+    EXPECT_GT(nmse[i], 0.0);
+    EXPECT_LT(nmse[i], 0.1);
+    ++i;
+  }
+  EXPECT_LT(nmse[0], nmse[1]);
+  EXPECT_EQ(run(bin("bp-run") + " --weights q4_k" + kTiny + " 2>/dev/null").status, 2);  // dim 64: not whole blocks
+}
+
 TEST(BpRun, BlasAndCpuShareMemoryWithoutCopies) {
   if (!exists(std::string(BP_TEST_PLUGIN_DIR) + "/libbp-blas.so")) GTEST_SKIP() << "blas plugin not built";
   const std::string dot = "/tmp/bp_tools_test_plan_" + std::to_string(getpid()) + ".dot";

@@ -677,8 +677,8 @@ entry register_backend_bench(const op_case &c, double work, bp_backend *be, cons
 
 entry register_reference_bench(const op_case &c, double work, int threads, const std::string &prefix) {
   std::string who = std::string(c.counts_flops() ? "ref:sgemm" : "ref:memcpy") + ":threads=" + std::to_string(threads);
-  entry e{prefix + c.group() + "/" + c.shape() + "/" + who, prefix + c.group(), c.shape(), who, "", c.counts_flops(),
-          work};
+  entry e{
+      prefix + c.group() + "/" + c.shape() + "/" + who, prefix + c.group(), c.shape(), who, "", c.counts_flops(), work};
   auto *b = c.counts_flops()
                 ? benchmark::RegisterBenchmark(e.name.c_str(),
                                                [c, work, threads, name = e.name](benchmark::State &st) {

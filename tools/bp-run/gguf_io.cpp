@@ -47,6 +47,16 @@ std::string read_gguf_config(const std::string &path, model_config &cfg) {
     return "--load " + path + ": " + bp_last_error();
   }
   cfg.seed = seed;
+  // The 2-D weights share one type (--weights when the file was saved): the
+  // first 2-D tensor's.
+  for (size_t t = 0; t < bp_gguf_tensor_count(f.get()); ++t) {
+    bp_gguf_tensor_info ti{};
+    ti.struct_size = sizeof ti;
+    if (bp_gguf_tensor_get_info(f.get(), t, &ti) == BP_OK && ti.supported && ti.n_dims == 2) {
+      cfg.weights = ti.type;
+      break;
+    }
+  }
   cfg.weights_file = path;
   return "";
 }

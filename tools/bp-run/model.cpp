@@ -43,6 +43,10 @@ std::string check_config(const model_config &c) {
   if (c.ff < 1) return "--ff must be >= 1";
   if (c.vocab < 1) return "--vocab must be >= 1";
   if (c.tokens < 1) return "--tokens must be >= 1";
+  const int64_t blk = bp_type_block_size(c.weights);
+  if (c.dim % blk != 0 || c.ff % blk != 0)
+    return std::string("--weights ") + bp_type_name(c.weights) + " stores rows in blocks of " + std::to_string(blk) +
+           ": --dim and --ff must be multiples of " + std::to_string(blk);
   if (c.layers > 1024 || c.dim > 65536 || c.ff > 262144 || c.vocab > 1 << 20 || c.tokens > 65536)
     return "sizes too large for a demo model (layers <= 1024, dim <= 65536, ff <= 262144, vocab <= 2^20, tokens <= "
            "65536)";
@@ -60,7 +64,7 @@ bp_status build_model(const model_config &cfg, model &m) {
   bp_context *w = m.weights_ctx, *g = m.graph_ctx;
 
   auto weight2 = [&](const std::string &name, int64_t ne0, int64_t ne1) {
-    bp_tensor *t = named(bp_tensor_new_2d(w, BP_TYPE_F32, ne0, ne1), name);
+    bp_tensor *t = named(bp_tensor_new_2d(w, cfg.weights, ne0, ne1), name);
     if (t) bp_tensor_set_flags(t, BP_TENSOR_FLAG_PARAM);
     m.weights.push_back(t);
     return t;
@@ -138,6 +142,12 @@ bp_status load_weights(const model &m) {
     // Unit-variance outputs: uniform(-a, a) with a = sqrt(3 / fan_in).
     const float a = std::sqrt(3.0f / static_cast<float>(t->ne[0]));
     for (float &x : v) x = norm ? 1.0f + 0.1f * r.uniform() : emb ? r.uniform() : a * r.uniform();
+    if (bp_type_is_quantized(t->type)) {  // the same values, quantized by the core's reference
+      std::vector<unsigned char> q(bp_row_size(t->type, t->ne[0]) * static_cast<size_t>(bp_tensor_nrows(t)));
+      if (bp_quantize(t->type, v.data(), q.data(), bp_tensor_nrows(t), t->ne[0]) != q.size()) return BP_ERR_INTERNAL;
+      if (bp_status st = bp_tensor_set(t, q.data(), 0, q.size()); st != BP_OK) return st;
+      continue;
+    }
     bp_status st = bp_tensor_set(t, v.data(), 0, v.size() * sizeof(float));
     if (st != BP_OK) return st;
   }

@@ -87,6 +87,10 @@ json to_json(const run_report &r) {
                                                            : 0.0}};
   j["timings"] = {{"device_list", timing_json(r.run_ms)}, {"cpu_reference", timing_json(r.reference_ms)}};
   j["check"] = {{"nmse", r.nmse}, {"tolerance", kNmseTolerance}, {"pass", r.error.empty() && r.pass}};
+  j["weights"] = {{"type", bp_type_name(r.opt.cfg.weights)},
+                  {"bytes", r.weight_bytes},
+                  {"bytes_f32", r.weight_bytes_f32},
+                  {"nmse_vs_f32", r.nmse_vs_f32}};
   if (!r.error.empty()) j["error"] = r.error;
   return j;
 }
@@ -138,6 +142,12 @@ std::string to_text(const run_report &r) {
 
   o << "\nCheck: NMSE of the logits vs cpu alone = " << fmt("%.3g", r.nmse) << " (tolerance "
     << fmt("%.0e", kNmseTolerance) << "): " << (r.pass ? "PASS" : "FAIL") << "\n";
+  if (bp_type_is_quantized(c.weights) && r.weight_bytes_f32 > 0)
+    o << "Weights " << bp_type_name(c.weights) << ": " << human_bytes(r.weight_bytes)
+      << " (f32: " << human_bytes(r.weight_bytes_f32)
+      << fmt(", %.0f%% saved)",
+             100.0 * (1.0 - static_cast<double>(r.weight_bytes) / static_cast<double>(r.weight_bytes_f32)))
+      << "; NMSE of the logits vs the f32 model = " << fmt("%.3g", r.nmse_vs_f32) << "\n";
   return o.str();
 }
 

@@ -219,6 +219,7 @@ bool run_reference(const options &opt, run_report &rep, std::vector<float> &out)
     rep.error = "building the reference model: " + last_error();
     return false;
   }
+  rep.weight_bytes = weights_bytes(m);
   buffer_holder wbuf;
   bp_backend *wbe = nullptr;
   run_report scratch;  // the reference's own notes are not interesting
@@ -286,6 +287,20 @@ bool run_all(const options &opt, run_report &rep) {
   if (!run_reference(opt, rep, want)) return false;
   rep.nmse = nmse(got, want);
   rep.logits = got;
+  rep.weight_bytes_f32 = rep.weight_bytes;
+  if (bp_type_is_quantized(opt.cfg.weights)) {  // the same model with f32 weights, once
+    options f32 = opt;
+    f32.cfg.weights = BP_TYPE_F32;
+    f32.runs = 1;
+    run_report scratch;
+    std::vector<float> exact;
+    if (!run_reference(f32, scratch, exact)) {
+      rep.error = "the f32 model: " + scratch.error;
+      return false;
+    }
+    rep.weight_bytes_f32 = scratch.weight_bytes;
+    rep.nmse_vs_f32 = nmse(want, exact);
+  }
   rep.pass = rep.nmse < kNmseTolerance;
   return true;
 }

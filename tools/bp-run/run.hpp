@@ -61,6 +61,11 @@ struct run_report {
   // Check against cpu alone.
   double nmse = 0;
   bool pass = false;
+  // The weights: their bytes, and with quantized --weights the f32 model's
+  // bytes and the NMSE of cpu's logits against the f32 model's (what the
+  // quantization costs; informative, not part of the check).
+  uint64_t weight_bytes = 0, weight_bytes_f32 = 0;
+  double nmse_vs_f32 = 0;
   std::string error;  // set when a step failed (then the rest may be empty)
   std::vector<float> logits;  // of the device-list run
 };
