@@ -29,12 +29,21 @@ float signed_absmax(const float *x) {
   return max;
 }
 
+// The low byte of the float truncated toward zero, as the x86 conversion
+// the reference compiles to gives it; a NaN (from an infinite input, whose
+// block scale is infinite) gives 0 there, and here without undefined
+// behaviour. Finite inputs never leave -128..127 on the way in.
+int8_t truncate_to_int8(float v) {
+  if (!(v > -129.0f && v < 128.0f)) return 0;
+  return static_cast<int8_t>(static_cast<int>(v));
+}
+
 // Offset-binary code of x * id in 0..top: truncation of x * id + bias + 0.5
 // is round-half-up for the non-negative sums that occur, clamped at |top|
 // because the value of largest magnitude can land one past it.
 int offset_code(float x, float id, float bias, int top) {
   const float shifted = x * id + (bias + 0.5f);
-  return std::min(top, static_cast<int>(static_cast<int8_t>(shifted)));
+  return std::min(top, static_cast<int>(truncate_to_int8(shifted)));
 }
 
 }  // namespace
@@ -48,7 +57,7 @@ void quantize_q8_0(const float *src, void *dst, int64_t n) {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     const uint16_t dh = bp_fp32_to_fp16(d);
     std::memcpy(out, &dh, 2);
-    for (int j = 0; j < k_block; ++j) out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(src[j] * id)));
+    for (int j = 0; j < k_block; ++j) out[2 + j] = static_cast<uint8_t>(truncate_to_int8(std::round(src[j] * id)));
   }
 }
 

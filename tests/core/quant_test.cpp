@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,24 @@ TEST(Quantize, BadArgumentsNameTheFix) {
   // A success clears the error.
   EXPECT_EQ(bp_quantize(BP_TYPE_Q8_0, x, out, 2, 32), 68u);
   EXPECT_STREQ(bp_last_error(), "");
+}
+
+// NaN and infinite inputs give unspecified bytes but a normal return, in
+// every block type (the sanitizer builds check there is no undefined
+// conversion on the way).
+TEST(Quantize, NonFiniteInputsDoNotFail) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) {
+    SCOPED_TRACE(bp_type_name(t));
+    std::vector<float> x(256, 0.5f);
+    x[3] = inf;
+    x[40] = -inf;
+    x[77] = nan;
+    std::vector<uint8_t> q(bp_row_size(t, 256));
+    EXPECT_EQ(bp_quantize(t, x.data(), q.data(), 1, 256), q.size()) << bp_last_error();
+    std::vector<float> y(256);
+    EXPECT_EQ(bp_dequantize(t, q.data(), y.data(), 256), BP_OK);
+  }
 }
 
 // All-zero and constant blocks: the scale of a zero block is +0 and every

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include "conformance/conformance.hpp"
+
 namespace {
 
 using json = nlohmann::json;
@@ -265,6 +267,25 @@ TEST(BpTestOps, PathsNotTakenAreSkippedOrFailed) {
   EXPECT_EQ(run(bin("bp-test-ops") + " --plugin " + good + " -d good -o ADD >/dev/null 2>&1").status, 0);
   EXPECT_EQ(run(bin("bp-test-ops") + " --plugin " + good + " -d good -o ADD --require-support >/dev/null 2>&1").status,
             1);
+}
+
+// --optional-feature quant: with --require-support, the quantized cases a
+// backend does not support stop counting as failures, and only those (blas
+// never runs quantized types, and declines small f32 products too).
+TEST(BpTestOps, OptionalFeatureExcusesOnlyItsCases) {
+  const std::string cmd = bin("bp-test-ops") + " -d blas -o MUL_MAT --require-support --json - 2>/dev/null";
+  const result strict = run(cmd), lenient = run(cmd + " --optional-feature quant");
+  const json js = json::parse(strict.out, nullptr, false);
+  if (js.is_discarded() || !js["backends"][0]["error"].is_null())
+    GTEST_SKIP() << "no blas backend here: " << strict.out;
+  const json s = js["backends"][0]["summary"]["MUL_MAT"];
+  const json l = json::parse(lenient.out)["backends"][0]["summary"]["MUL_MAT"];
+  EXPECT_EQ(s["not_supported"], l["not_supported"]);
+  int quant_cases = 0;
+  for (const auto &c : bp::conformance::conformance_cases({"MUL_MAT"})) quant_cases += c.feature == "quant";
+  EXPECT_GT(quant_cases, 0);
+  EXPECT_EQ(s["failed"].get<int>() - l["failed"].get<int>(), quant_cases);
+  EXPECT_EQ(strict.status, 1);
 }
 
 TEST(BpTestOps, BadUsageAndBadInputFailClearly) {

@@ -261,6 +261,21 @@ TEST_F(Blas, RefusesEveryOtherOp) {
   }
 }
 
+// BLAS has no quantized types: MUL_MAT of quantized weights, GET_ROWS of a
+// quantized table and quantizing copies go to another backend.
+TEST_F(Blas, DeclinesQuantizedTensors) {
+  bp_tensor *b = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 256, 64);
+  for (bp_type type : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) {
+    bp_tensor *w = bp_tensor_new_2d(ctx_, type, 256, 64);
+    for (bp_tensor *t : {bp_mul_mat(ctx_, w, b), bp_get_rows(ctx_, w, bp_tensor_new_1d(ctx_, BP_TYPE_I32, 4)),
+                         bp_cast(ctx_, b, type)}) {
+      ASSERT_NE(t, nullptr) << bp_last_error();
+      EXPECT_FALSE(bp_backend_supports_op(be_, t)) << bp_op_name(t->op) << " " << bp_type_name(type);
+      EXPECT_FALSE(bp_backend_offload_op(be_, t)) << bp_op_name(t->op) << " " << bp_type_name(type);
+    }
+  }
+}
+
 TEST_F(Blas, ComputingAnUnsupportedOpIsAnErrorNotACrash) {
   bp_tensor *x = bp_tensor_new_1d(ctx_, BP_TYPE_F32, 7);
   bp_tensor *y = bp_tensor_new_1d(ctx_, BP_TYPE_F32, 7);
