@@ -574,7 +574,7 @@ bp_status plan_mul_mat_quant(const planner &p, std::vector<dispatch> &out) {
   static const char *const kMvTex[] = {"mul_mv_q_tex_q8_0", "mul_mv_q_tex_q4_0", "mul_mv_q_tex_q5_0",
                                        "mul_mv_q_tex_q4_k", "mul_mv_q_tex_q6_k"};
   const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
-  if (const uint32_t tile = b->ne[1] >= 8 ? shared_tile_for(p) : 0; tile != 0) {
+  if (const uint32_t tile = p.be->opt.fast_paths && b->ne[1] >= 8 ? shared_tile_for(p) : 0; tile != 0) {
     bool planned = false;
     if (bp_status st = plan_mul_mat_shared_q(p, tile, out, &planned); st != BP_OK || planned) return st;
   }
