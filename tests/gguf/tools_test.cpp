@@ -115,7 +115,8 @@ TEST(GgufTool, GetWritesLittleEndianF32) {
 TEST(GgufTool, CheckLoadsVerifiesAndTimes) {
   gguf_test::scratch file("check.gguf");
   make_file(file.path, false);
-  result r = run(bin("bp-gguf") + " check " + file.path + " --device cpu");
+  // --no-cold: a test must not drop the page cache of every other test running.
+  result r = run(bin("bp-gguf") + " check " + file.path + " --device cpu --no-cold");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("every byte read back and equal to the file"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("warm load (mapped)"), std::string::npos) << r.out;
@@ -124,7 +125,7 @@ TEST(GgufTool, CheckLoadsVerifiesAndTimes) {
   // A tensor Backplane cannot hold: check fails and says which.
   gguf_test::scratch other("check_i8.gguf");
   make_file(other.path, true);
-  r = run(bin("bp-gguf") + " check " + other.path + " 2>&1");
+  r = run(bin("bp-gguf") + " check --no-cold " + other.path + " 2>&1");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("'small'"), std::string::npos) << r.out;
 }
@@ -134,7 +135,7 @@ TEST(GgufTool, BadFilesGiveTheMessageAndExitOne) {
   gguf_test::bytes f = gguf_test::header(1, 0);
   gguf_test::tensor_info(f, "t", {4, 0}, 0, 0);
   ASSERT_TRUE(gguf_test::write_file(file.path, f.b));
-  for (const std::string cmd : {" show ", " check ", " get "}) {
+  for (const std::string cmd : {" show ", " check --no-cold ", " get "}) {
     result r = run(bin("bp-gguf") + cmd + file.path + (cmd == " get " ? " t --out /dev/null" : "") + " 2>&1");
     EXPECT_EQ(r.status, 1) << cmd;
     EXPECT_NE(r.out.find("ne[1] of tensor 't'"), std::string::npos) << cmd << r.out;

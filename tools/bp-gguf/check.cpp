@@ -116,7 +116,7 @@ std::string rate(uint64_t bytes, double s) {
 
 }  // namespace
 
-int check(const std::string &path, const std::string &device, bool json) {
+int check(const std::string &path, const std::string &device, bool json, bool want_cold) {
   bp_gguf *f = open_or_report(path);
   if (f == nullptr) return 1;
   bp_backend *be = nullptr;
@@ -139,7 +139,7 @@ int check(const std::string &path, const std::string &device, bool json) {
   ok = ok && load_and_verify(f, dev, BP_GGUF_LOAD_COPY, "warm", rows, error);
   if (ok) rows.push_back({"warm read() of the file", time_read(path, &bytes), bytes});
   bool cold = false;
-  if (ok && drop_caches()) {
+  if (ok && want_cold && drop_caches()) {
     cold = true;
     if (can_map) ok = load_and_verify(f, dev, BP_GGUF_LOAD_MAP, "cold", rows, error);
     ok = ok && drop_caches() && load_and_verify(f, dev, BP_GGUF_LOAD_COPY, "cold", rows, error);
@@ -177,7 +177,7 @@ int check(const std::string &path, const std::string &device, bool json) {
     table.push_back({r.what, s, std::to_string(r.bytes), r.moved ? rate(r.bytes, r.seconds) : "-"});
   }
   std::printf("%s", tools::text_table(table, "  ").c_str());
-  if (!cold) std::printf("cold runs skipped: /proc/sys/vm/drop_caches is not writable here\n");
+  if (!cold && want_cold) std::printf("cold runs skipped: /proc/sys/vm/drop_caches is not writable here\n");
   return 0;
 }
 

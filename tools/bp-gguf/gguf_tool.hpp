@@ -11,7 +11,8 @@ namespace bp::gguf_tool {
 
 int show(const std::string &path, bool json);
 int get(const std::string &path, const std::string &tensor, const std::string &out_path);
-int check(const std::string &path, const std::string &device, bool json);
+// |cold|: also after dropping the page cache, where this process may.
+int check(const std::string &path, const std::string &device, bool json, bool cold);
 
 // "bp-gguf: <what>: <bp_last_error()>" on stderr; returns 1.
 int fail(const std::string &what);

@@ -2,7 +2,7 @@
 //
 //   bp-gguf show FILE [--json]            version, metadata, tensors, totals per type
 //   bp-gguf get FILE TENSOR --out OUT.f32 one tensor as little-endian f32
-//   bp-gguf check FILE [--device SPEC]    load every tensor, verify, time it against read()
+//   bp-gguf check FILE [--device SPEC] [--no-cold]  load every tensor, verify, time it against read()
 //
 // Exit status: 0 done, 1 a bad file or a failed step (the message names the
 // field and byte offset for a bad file), 2 bad usage.
@@ -28,8 +28,10 @@ int main(int argc, char **argv) {
   check->add_option("FILE", path, "a GGUF file")->required();
   check->add_option("--device", device, "device spec (default cpu)");
   check->add_flag("--json", json, "print JSON");
+  bool no_cold = false;
+  check->add_flag("--no-cold", no_cold, "skip the cold runs (they drop the whole machine's page cache)");
   if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
   if (show->parsed()) return bp::gguf_tool::show(path, json);
   if (get->parsed()) return bp::gguf_tool::get(path, tensor, out);
-  return bp::gguf_tool::check(path, device, json);
+  return bp::gguf_tool::check(path, device, json, !no_cold);
 }
