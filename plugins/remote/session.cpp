@@ -140,10 +140,13 @@ bp_status open_session(server_conn *conn, std::shared_ptr<session> *out, bp_erro
 }  // namespace
 
 void session::mark_lost(const std::string &why) {
-  std::lock_guard<std::mutex> lock(mu);
-  if (lost.exchange(true)) return;
-  reason = why;
-  for (grpc::ClientContext *c : calls) c->TryCancel();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (lost.exchange(true)) return;
+    reason = why;
+    for (grpc::ClientContext *c : calls) c->TryCancel();
+  }
+  // Outside the lock: the host's log sink is the application's code.
   if (!closing.load())
     bp_host_logf(server->host, BP_LOG_ERROR, "session with %s lost: %s", server->address.c_str(), why.c_str());
 }
