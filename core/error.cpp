@@ -26,9 +26,26 @@ struct thread_state {
   bp_status prior_status = BP_OK;
   std::string prior_message;
   int depth = 0;  // nested public calls: only the outermost one clears
+  ~thread_state();
 };
 
-thread_local thread_state g_state;
+// A thread's state is destroyed when the thread ends, and on the main
+// thread before any static object: a static destructor that frees a
+// Backplane object (a global holding a backend or a context) still calls
+// the API after that. Such late calls get a state of their own, made on
+// first need and never freed (the thread is ending). Both flags are
+// trivially destructible, so they stay readable to the end.
+thread_local bool g_state_gone = false;
+thread_local thread_state *g_late_state = nullptr;
+thread_local thread_state g_state_storage;
+
+thread_state::~thread_state() { g_state_gone = true; }
+
+thread_state &state() {
+  if (!g_state_gone) return g_state_storage;
+  if (g_late_state == nullptr) g_late_state = new thread_state;
+  return *g_late_state;
+}
 
 const char *const k_status_names[BP_STATUS_COUNT_] = {
     "OK",           "INVALID_ARGUMENT", "NOT_FOUND",           "UNAVAILABLE",
@@ -42,7 +59,7 @@ const char *const k_status_names[BP_STATUS_COUNT_] = {
 namespace bp::core {
 
 api_scope::api_scope() noexcept {
-  thread_state &s = g_state;
+  thread_state &s = state();
   outermost_ = s.depth++ == 0;
   if (!outermost_) return;
   // Swapping keeps both strings' storage: no allocation on the hot path.
@@ -52,11 +69,11 @@ api_scope::api_scope() noexcept {
   s.message.clear();
 }
 
-api_scope::~api_scope() { --g_state.depth; }
+api_scope::~api_scope() { --state().depth; }
 
 bp_status api_scope::finish(bp_status st) noexcept {
   if (!outermost_) return st;
-  thread_state &s = g_state;
+  thread_state &s = state();
   if (st == BP_OK) {
     // An internal step may have failed and been recovered from (a fallback):
     // the caller sees the call's outcome, not the step's.
@@ -73,15 +90,15 @@ bp_status api_scope::finish(bp_status st) noexcept {
 
 void api_scope::finish_ok() noexcept {
   if (!outermost_) return;
-  g_state.status = BP_OK;
-  g_state.message.clear();
+  state().status = BP_OK;
+  state().message.clear();
 }
 
 bp_status set_error(bp_status code, const std::string &message) {
   if (code <= BP_OK || code >= BP_STATUS_COUNT_) code = BP_ERR_INTERNAL;
-  g_state.status = code;
+  state().status = code;
   try {
-    g_state.message = message;
+    state().message = message;
   } catch (...) {
     // Out of memory while recording: keep the old text rather than throw.
   }
@@ -107,7 +124,7 @@ bp_status set_plugin_error(bp_status code, const bp_error &err, const std::strin
 }
 
 bool restore_previous_failure() {
-  thread_state &s = g_state;
+  thread_state &s = state();
   if (s.prior_status == BP_OK) return false;
   s.status = s.prior_status;
   try {
@@ -117,7 +134,7 @@ bool restore_previous_failure() {
   return true;
 }
 
-bp_status last_status() { return g_state.status; }
+bp_status last_status() { return state().status; }
 
 namespace {
 std::atomic<uint64_t> g_clear_epoch{0};
@@ -131,14 +148,14 @@ extern "C" {
 
 // The error-state functions neither clear nor set the state: reading it must
 // not change it (docs/errors.md lists them).
-BP_API const char *bp_last_error(void) { return g_state.status == BP_OK ? "" : g_state.message.c_str(); }
+BP_API const char *bp_last_error(void) { return state().status == BP_OK ? "" : state().message.c_str(); }
 
-BP_API bp_status bp_last_status(void) { return g_state.status; }
+BP_API bp_status bp_last_status(void) { return state().status; }
 
 BP_API void bp_clear_error(void) {
   bp::core::g_clear_epoch.fetch_add(1, std::memory_order_relaxed);
-  g_state.status = BP_OK;
-  g_state.message.clear();
+  state().status = BP_OK;
+  state().message.clear();
 }
 
 BP_API const char *bp_status_name(bp_status status) {

@@ -35,10 +35,16 @@ TEST(RemoteRequestCorpus, EveryCorpusFileSatisfiesTheFuzzOracle) {
   }
 }
 
-// The graph seeds are valid requests: they must register, or the fuzzer
-// would only ever explore refusals.
+// The graph seeds are valid requests: they must register and compute, or
+// the fuzzer would only ever explore refusals.
 TEST(RemoteRequestCorpus, GraphSeedsRegister) {
   harness &h = state();
+  // Zeroed memory: GET_ROWS reads its row ids from the buffer.
+  for (int i = 1; i <= 2; ++i) {
+    pb::BufferClearRequest clr;
+    clr.set_buffer(h.handles[i]);
+    ASSERT_TRUE(h.core->buffer_clear(h.meta(), clr).ok());
+  }
   for (const char *name : {"seed-mul-mat-scale", "seed-view-neg", "seed-transpose-cont", "seed-get-rows"}) {
     std::ifstream in(fs::path(BP_TEST_SOURCE_DIR) / "fuzz" / "corpus" / "remote_request" / name, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
