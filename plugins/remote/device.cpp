@@ -140,12 +140,16 @@ bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t 
                              on_server.size() - 1, index);
       dev = on_server[index];
     }
-    if (bp_status s = plugins::read_int_in(params, n_params, "timeout_ms", 1, 3600000, &opt.timeout_ms, err);
-        s != BP_OK)
+    // The host fills in the schema's defaults; a default value leaves the
+    // environment's setting (BP_REMOTE_TIMEOUT_MS, BP_REMOTE_CHUNK_BYTES).
+    int64_t timeout = opt.timeout_ms;
+    if (bp_status s = plugins::read_int_in(params, n_params, "timeout_ms", 1, 3600000, &timeout, err); s != BP_OK)
       return s;
+    if (timeout != k_default_timeout_ms) opt.timeout_ms = timeout;
     int64_t chunk = static_cast<int64_t>(opt.chunk_bytes);
     if (bp_status s = plugins::read_int_in(params, n_params, "chunk_bytes", 4096, 4 << 20, &chunk, err); s != BP_OK)
       return s;
+    if (chunk == k_default_chunk_bytes) chunk = static_cast<int64_t>(dev->plugin->config.chunk_bytes);
     opt.chunk_bytes = static_cast<size_t>(chunk);
     return backend_create(dev, opt, out, err);
   });

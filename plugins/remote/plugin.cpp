@@ -18,10 +18,12 @@ const bp_param_info params_schema[] = {
      "count the device index within this server of BP_REMOTE (remote:server=host:7070,device=0); empty = across all", 0,
      0},
     {sizeof(bp_param_info), "timeout_ms", BP_PARAM_INT, "10000",
-     "deadline of each call to the server in ms (transfers get 1 ms more per 64 KiB); default BP_REMOTE_TIMEOUT_MS", 1,
-     3600000},
+     "deadline of each call to the server in ms (transfers get 1 ms more per 64 KiB); the default means "
+     "BP_REMOTE_TIMEOUT_MS when set",
+     1, 3600000},
     {sizeof(bp_param_info), "chunk_bytes", BP_PARAM_INT, "1048576",
-     "bytes per message of this backend's streamed transfers (4096..4194304)", 4096, 4194304},
+     "bytes per message of this backend's streamed transfers; the default means BP_REMOTE_CHUNK_BYTES when set", 4096,
+     4194304},
 };
 
 bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {

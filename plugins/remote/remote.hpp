@@ -30,6 +30,11 @@ namespace bp::remote_plugin {
 
 namespace pb = ::backplane::remote::v1;
 
+// The defaults of the per-call deadline and the transfer chunk (the
+// parameter schema's defaults too).
+inline constexpr int64_t k_default_timeout_ms = 10000;
+inline constexpr int64_t k_default_chunk_bytes = int64_t{1} << 20;
+
 // What the environment says (BP_REMOTE*), read once at enumerate.
 struct client_config {
   std::vector<std::string> servers;  // host:port, in order
