@@ -86,8 +86,8 @@ TEST_F(GraphTest, BadDescriptionsNameTheNodeAndOp) {
   EXPECT_STATUS(reg(q), StatusCode::INVALID_ARGUMENT, "node 2", "unknown op 999");
 
   q = good();
-  q.mutable_tensors(0)->set_type(7);
-  EXPECT_STATUS(reg(q), StatusCode::INVALID_ARGUMENT, "node 0 (NONE)", "unknown type 7");
+  q.mutable_tensors(0)->set_type(BP_TYPE_COUNT);
+  EXPECT_STATUS(reg(q), StatusCode::INVALID_ARGUMENT, "node 0 (NONE)", "unknown type");
 
   q = good();  // the described shape is not what MUL_MAT gives
   q.mutable_tensors(2)->set_ne(0, 4);
