@@ -7,10 +7,11 @@
 //
 // Built with the rest of the tree instrumented (clang):
 //
-//   CC=clang CXX=clang++ BUILD_DIR=build-fuzz BUILD_TYPE=RelWithDebInfo \
-//     BUILD_TARGETS=remote_request_fuzz bash scripts/build.sh \
+//   CC=clang CXX=clang++ BUILD_DIR=build-fuzz BUILD_TYPE=RelWithDebInfo
+//     BUILD_TARGETS=remote_request_fuzz bash scripts/build.sh
 //     -DBP_SANITIZE=address,undefined,fuzzer-no-link -DBP_FUZZ=ON
-//   build-fuzz/bin/remote_request_fuzz -max_len=4096 -runs=200000 \
+//   (one command), then
+//   build-fuzz/bin/remote_request_fuzz -max_len=4096 -runs=200000
 //     tests/fuzz/corpus/remote_request
 //
 // The corpus (seeds and any crash reproducer, named regress-<what>) is
