@@ -1,5 +1,5 @@
 // bp-serve: serves this machine's Backplane devices to plugins/remote
-// clients over gRPC (remote/proto/remote.proto; docs/remote-server.md).
+// clients over gRPC (remote/proto/remote.proto; docs/remote.md).
 //
 //   bp-serve --listen HOST:PORT [--devices SPEC] [--token-file F]
 //            [--tls-cert F --tls-key F [--tls-client-ca F]]
