@@ -66,6 +66,9 @@ struct session {
   std::mutex mu;                     // guards reason and calls
   std::string reason;
   std::set<grpc::ClientContext *> calls;  // cancelled when the session is lost
+  // Calls made in this session (Hello and the Lifeline excluded), logged at
+  // INFO when it closes: how many round trips a workload costs.
+  std::atomic<uint64_t> call_count{0};
 
   // The Lifeline reader.
   grpc::ClientContext lifeline_ctx;

@@ -163,6 +163,7 @@ session::~session() {
 }
 
 call::call(session *s, int64_t timeout_ms, int64_t extra_ms) : s_(s) {
+  s->call_count.fetch_add(1, std::memory_order_relaxed);
   ctx_.set_deadline(after_ms(timeout_ms + extra_ms));
   add_metadata(&ctx_, s, *s->server->config);
   std::lock_guard<std::mutex> lock(s->mu);
@@ -243,6 +244,8 @@ void server_close(server_conn *conn) {
     s = std::move(conn->current);
   }
   if (!s) return;
+  bp_host_logf(conn->host, BP_LOG_INFO, "closing the session with %s after %llu calls", conn->address.c_str(),
+               static_cast<unsigned long long>(s->call_count.load()));
   s->closing.store(true);
   if (!s->lost.load()) {
     grpc::ClientContext ctx;

@@ -1,6 +1,8 @@
 // service_core.cpp: the handlers of remote.proto (service_core.hpp).
 #include "service_core.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -119,6 +121,7 @@ grpc::Status service_core::enter(const call_meta &m, std::shared_ptr<session> *s
   }
   *s = sessions_.find(id);
   if (*s == nullptr) return closed_session();
+  (*s)->calls.fetch_add(1, std::memory_order_relaxed);
   return grpc::Status::OK;
 }
 
@@ -149,6 +152,7 @@ grpc::Status service_core::hello(const call_meta &m, const pb::HelloRequest &req
   reply->set_op_table_fingerprint(fp);
   reply->set_server_id(opt_.server_id);
   reply->set_session(s->id);
+  spdlog::info("session {:016x} opened by a client of Backplane {}", s->id, req.client_version());
   for (size_t i = 0; i < opt_.devices.size(); ++i) {
     bp_device *dev = opt_.devices[i];
     bp_device_info info{};
@@ -187,6 +191,7 @@ grpc::Status service_core::lifeline_attach(const call_meta &m, std::shared_ptr<s
 }
 
 void service_core::lifeline_end(const std::shared_ptr<session> &s) {
+  spdlog::info("session {:016x} ended after {} calls; its objects are freed", s->id, s->calls.load());
   sessions_.close(s->id);
   notify_all();
 }

@@ -6,6 +6,7 @@
 
 #include <backplane/backplane.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -54,6 +55,9 @@ struct session {
   bool closed = false;       // Goodbye, lifeline end, reaping or shutdown
   bool lifeline = false;     // a Lifeline stream is attached
   uint64_t memory_used = 0;  // bytes of buffers
+  // Calls made in the session (Hello and the Lifeline excluded): logged when
+  // it ends, so an operator sees what a workload costs in round trips.
+  std::atomic<uint64_t> calls{0};
   std::map<uint64_t, std::unique_ptr<remote_backend>> backends;
   std::map<uint64_t, std::unique_ptr<remote_buffer>> buffers;
   std::map<uint64_t, std::unique_ptr<remote_graph>> graphs;
