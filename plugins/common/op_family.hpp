@@ -74,6 +74,7 @@ inline const char *op_name(bp_op op) {
                                       "SQRT",     "EXP",  "RELU",    "GELU",    "SILU",      "TANH",     "SIGMOID",
                                       "SUM_ROWS", "MEAN", "ARGMAX",  "NORM",    "RMS_NORM",  "SOFT_MAX", "MUL_MAT",
                                       "GET_ROWS", "CPY",  "CONT",    "CONCAT",  "ROPE"};
+  static_assert(sizeof names / sizeof names[0] == BP_OP_COUNT, "name every bp_op here, in enum order");
   return op >= 0 && op < static_cast<int>(sizeof names / sizeof names[0]) ? names[op] : "?";
 }
 

@@ -73,7 +73,7 @@ class tensor_list {
           return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
                                "tensor '%s' (%s, %s) is %s; a remote backend computes on memory of its own server "
                                "session only: allocate the tensor with the backend's buffer type",
-                               t->name, bp_type_name(t->type), k_op_names[t->op < BP_OP_COUNT ? t->op : 0],
+                               t->name, bp_type_name(t->type), bp::plugins::op_name(t->op),
                                !b ? "in memory of another plugin" : "in memory of another server or session");
         d->set_buffer(b->handle);
         d->set_offset(static_cast<uint64_t>(static_cast<const char *>(t->data) - b->base));

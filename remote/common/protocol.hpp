@@ -50,11 +50,14 @@ inline void fnv1a_u64(uint64_t &h, uint64_t v) {
 // names in enum order (so a renumbered or inserted op changes it), the type
 // names and sizes, and the limits of bp_tensor. Two builds whose
 // fingerprints differ must not exchange graphs. "fnv1a64:" + 16 hex digits.
-inline std::string op_table_fingerprint() {
+// |op_name| spells an op: bp_op_name on the server, the plugins' own table
+// in the remote plugin, which links nothing of libbackplane.
+template <class OpName>
+inline std::string op_table_fingerprint_with(OpName op_name) {
   uint64_t h = 0xcbf29ce484222325ull;
   detail::fnv1a_str(h, "backplane-remote-op-table");
   detail::fnv1a_u64(h, BP_OP_COUNT);
-  for (int op = 0; op < BP_OP_COUNT; ++op) detail::fnv1a_str(h, bp_op_name(static_cast<bp_op>(op)));
+  for (int op = 0; op < BP_OP_COUNT; ++op) detail::fnv1a_str(h, op_name(static_cast<bp_op>(op)));
   detail::fnv1a_u64(h, BP_TYPE_COUNT);
   for (int t = 0; t < BP_TYPE_COUNT; ++t) {
     detail::fnv1a_str(h, bp_type_name(static_cast<bp_type>(t)));
@@ -68,5 +71,8 @@ inline std::string op_table_fingerprint() {
   std::snprintf(out, sizeof out, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
   return out;
 }
+
+// The fingerprint of the linked libbackplane's op table.
+inline std::string op_table_fingerprint() { return op_table_fingerprint_with(bp_op_name); }
 
 }  // namespace bp::remote

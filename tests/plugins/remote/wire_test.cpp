@@ -17,7 +17,8 @@ namespace rp = bp::remote_plugin;
 
 TEST(RemoteWire, FingerprintMatchesTheProtocolLibrary) {
   EXPECT_EQ(rp::op_table_fingerprint(), bp::remote::op_table_fingerprint());
-  for (int op = 0; op < BP_OP_COUNT; ++op) EXPECT_STREQ(rp::k_op_names[op], bp_op_name(static_cast<bp_op>(op)));
+  for (int op = 0; op < BP_OP_COUNT; ++op)
+    EXPECT_STREQ(bp::plugins::op_name(static_cast<bp_op>(op)), bp_op_name(static_cast<bp_op>(op)));
 }
 
 struct RemoteGraphWire : ::testing::Test {
