@@ -63,9 +63,13 @@ void add_devices(plugin_state *plugin, server_conn *conn, const pb::HelloReply &
 bp_status enumerate_devices(plugin_state *plugin, bp_error *err) {
   if (bp_status s = read_config(&plugin->config, err); s != BP_OK) return s;
   const client_config &cfg = plugin->config;
-  if (cfg.servers.empty())
-    return bp_error_setf(err, BP_ERR_UNAVAILABLE,
-                         "no server to ask: set BP_REMOTE=host:port[,host:port...] to the bp-serve addresses");
+  // No server named is the usual state of a machine that uses no remote
+  // devices: no devices, not a problem to report.
+  if (cfg.servers.empty()) {
+    bp_host_logf(plugin->host, BP_LOG_INFO,
+                 "no servers: set BP_REMOTE=host:port[,host:port...] to the bp-serve addresses to use remote devices");
+    return BP_OK;
+  }
   std::string failures;
   for (const std::string &address : cfg.servers) {
     auto conn = std::make_unique<server_conn>();
