@@ -9,8 +9,14 @@
 #include "quant_blocks.hpp"
 
 #if defined(BP_X86_SIMD)
+// GCC takes a target for the region; clang, which ignores that pragma,
+// gets the same features as an attribute on every function in it.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 namespace bp::cpu {
 namespace {
@@ -46,7 +52,11 @@ int rows_avx2(int) { return kRows; }
 
 }  // namespace
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 const qkernels &qkernels_avx2() {
   static const qkernels k = {"avx2", 2, rows_avx2, tile_avx2};

@@ -11,8 +11,14 @@
 #include "quant_blocks.hpp"
 
 #if defined(BP_X86_SIMD)
+// GCC takes a target for the region; clang, which ignores that pragma,
+// gets the same features as an attribute on every function in it.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")
+#endif
 
 namespace bp::cpu {
 namespace plain512 {
@@ -31,7 +37,12 @@ struct Isa {
 }  // namespace plain512
 }  // namespace bp::cpu
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC target("avx512vnni")
+#endif
 
 namespace bp::cpu {
 namespace vnni512 {
@@ -80,7 +91,11 @@ int rows_avx512(int) { return kRows; }
 
 }  // namespace
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 const qkernels &qkernels_avx512() {
   static const qkernels k = {"avx512", 4, rows_avx512, tile_plain};
