@@ -135,7 +135,12 @@ bp_status wrong_kind(const kv &v, const char *fn, const char *want) {
 extern "C" {
 
 BP_API const char *bp_gguf_kind_name(bp_gguf_kind kind) {
-  const char *n = bp::gguf::kind_name(static_cast<uint32_t>(kind));
+  // Callers may pass any number: read its bits as one, not as the enum
+  // (loading a value outside the enum's range is undefined).
+  static_assert(sizeof kind == sizeof(uint32_t), "bp_gguf_kind is 32 bits");
+  uint32_t raw = 0;
+  std::memcpy(&raw, &kind, sizeof raw);
+  const char *n = bp::gguf::kind_name(raw);
   return n ? n : "?";
 }
 

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -250,8 +251,19 @@ TEST_F(RemoteFaults, TwoClientsAtOnceBothGetTheRightLogits) {
   ASSERT_TRUE(server.start(serve_cpu())) << server.log();
   set_remote(server.address());
   const std::string run = std::string(BP_TEST_BIN_DIR) + "/bp-run";
+  // Under AddressSanitizer, LeakSanitizer's exit-time tracer crashed (signal
+  // 11 while stopping gRPC's threads) in one of two such children, failing
+  // the exit status with no leak found. These children skip the leak check;
+  // Remote.RunMatchesCpuAlone runs bp-run on a remote device with it.
+  const char *asan = std::getenv("ASAN_OPTIONS");
+  const std::string saved = asan ? asan : "";
+  setenv("ASAN_OPTIONS", (saved.empty() ? std::string("detect_leaks=0") : saved + ":detect_leaks=0").c_str(), 1);
   const pid_t a = spawn({run, "--device", "remote:0", "--runs", "5"});
   const pid_t b = spawn({run, "--device", "remote:0", "--runs", "5"});
+  if (asan)
+    setenv("ASAN_OPTIONS", saved.c_str(), 1);
+  else
+    unsetenv("ASAN_OPTIONS");
   ASSERT_GT(a, 0);
   ASSERT_GT(b, 0);
   EXPECT_EQ(wait_exit(a), 0);
