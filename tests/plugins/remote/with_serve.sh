@@ -52,6 +52,13 @@ done
 BP_REMOTE=$addresses
 export BP_REMOTE
 echo "with_serve: BP_REMOTE=$BP_REMOTE" >&2
-"$@"
+# Under AddressSanitizer the client runs without the exit-time leak check:
+# LeakSanitizer's tracer crashed (signal 11) stopping the gRPC threads of a
+# client process, failing a run that found no leak. The servers keep it, and
+# so do the in-process remote tests.
+case "${ASAN_OPTIONS-}" in
+  *detect_leaks=1*) ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" "$@" ;;
+  *) "$@" ;;
+esac
 rc=$?
 exit $rc
