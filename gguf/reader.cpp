@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstring>
 
+#include "core/tensor_util.hpp"
 #include "gguf/internal.hpp"
 
 using bp::core::api_guard;
@@ -135,12 +136,8 @@ bp_status wrong_kind(const kv &v, const char *fn, const char *want) {
 extern "C" {
 
 BP_API const char *bp_gguf_kind_name(bp_gguf_kind kind) {
-  // Callers may pass any number: read its bits as one, not as the enum
-  // (loading a value outside the enum's range is undefined).
-  static_assert(sizeof kind == sizeof(uint32_t), "bp_gguf_kind is 32 bits");
-  uint32_t raw = 0;
-  std::memcpy(&raw, &kind, sizeof raw);
-  const char *n = bp::gguf::kind_name(raw);
+  const int raw = bp::core::enum_value(kind);  // callers may pass any number
+  const char *n = raw < 0 ? nullptr : bp::gguf::kind_name(static_cast<uint32_t>(raw));
   return n ? n : "?";
 }
 

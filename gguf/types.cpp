@@ -1,7 +1,7 @@
 // types.cpp: Backplane's types and the file format's type ids, both ways.
 #include <cstdint>
-#include <cstring>
 
+#include "core/tensor_util.hpp"
 #include "gguf/internal.hpp"
 
 namespace bp::gguf {
@@ -35,12 +35,9 @@ bool backplane_type_of(uint32_t file_type, bp_type *out) {
 
 extern "C" BP_API uint32_t bp_gguf_file_type_of(bp_type type) {
   BP_API_SCOPE();
-  // Callers may pass any number: compare its bits, never load it as the enum.
-  static_assert(sizeof type == sizeof(uint32_t), "bp_type is 32 bits");
-  uint32_t raw = 0;
-  std::memcpy(&raw, &type, sizeof raw);
+  const int raw = bp::core::enum_value(type);  // callers may pass any number
   for (const auto &p : bp::gguf::kPairs) {
-    if (static_cast<uint32_t>(p.type) == raw) return p.file_type;
+    if (static_cast<int>(p.type) == raw) return p.file_type;
   }
   return UINT32_MAX;
 }
