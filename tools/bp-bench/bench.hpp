@@ -110,6 +110,10 @@ std::string openblas_corename();
 // its calls (the benchmark body is called several times per benchmark).
 void release_cached_setup();
 
+// graph_cases.cpp: graph registration (graph/build_per_node/N: a DAG of N
+// nodes built by N calls of bp_graph_build, N = 1024 .. 65536), fitted to O(N).
+void register_graph_benches();
+
 // remote_cases.cpp: transfers to remote:0, a TCP loopback reference and a
 // registered graph's round trip, when BP_REMOTE is set (else one skip line).
 void register_remote_benches();

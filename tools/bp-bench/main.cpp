@@ -190,6 +190,7 @@ int main(int argc, char **argv) {
     }
     entries.push_back(bp::bench::register_reference_bench(c, work, opt.threads));
   }
+  bp::bench::register_graph_benches();
   bp::bench::register_remote_benches();
   // The quantized products, when the filter asks for them (a plain run stays short).
   if (opt.filter.find("Quant") != std::string::npos) {
