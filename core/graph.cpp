@@ -4,6 +4,7 @@
 // The walk uses an explicit stack so deep chains (long sequences of ops)
 // cannot overflow the C stack. Leafs are the op NONE tensors; everything else,
 // views included, is a node (backends skip views via bp_op_is_view).
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string>
@@ -29,27 +30,50 @@ std::string name_of(const bp_tensor *t) {
                     : std::string("(unnamed)");
 }
 
+// Makes g->members hold exactly what is in g->nodes and g->leafs. Both
+// lists are duplicate-free, so equal sizes mean the set is current; a graph
+// whose lists were filled without bp_graph_build gets it rebuilt once here.
+void sync_members(bp_graph *g) {
+  if (g->members.size() == g->nodes.size() + g->leafs.size()) return;
+  g->members.clear();
+  g->members.reserve(g->nodes.size() + g->leafs.size());
+  g->members.insert(g->nodes.begin(), g->nodes.end());
+  g->members.insert(g->leafs.begin(), g->leafs.end());
+}
+
+// Capacity for |extra| more entries, growing geometrically (a plain reserve
+// of size + 1 on every call would copy the whole list each time).
+void make_room(std::vector<bp_tensor *> &list, size_t extra) {
+  const size_t need = list.size() + extra;
+  if (need > list.capacity()) list.reserve(std::max(need, 2 * list.capacity()));
+}
+
+// Walks only tensors that are not yet in the graph (g->members): a tensor
+// already there is done, with all it depends on, so a source found in the set
+// is not entered. Building a graph of n tensors by n calls, one per node in
+// any order, thus costs O(n) in all, and one call costs O(what it adds).
 bp_status build_impl(bp_graph *g, bp_tensor *out) {
+  sync_members(g);
+  if (g->members.count(out) != 0) {
+    out->flags |= BP_TENSOR_FLAG_OUTPUT;
+    return BP_OK;
+  }
+  // Marks of the tensors this walk met (none of them in the graph yet). New
+  // entries go to the side until the walk succeeds, so a failed build leaves
+  // the graph as it was.
   std::unordered_map<const bp_tensor *, mark> marks;
-  marks.reserve(g->nodes.size() + g->leafs.size() + 64);
-  for (bp_tensor *t : g->nodes) marks[t] = mark::done;
-  for (bp_tensor *t : g->leafs) marks[t] = mark::done;
-  // New entries go to the side until the walk succeeds, so a failed build
-  // leaves the graph as it was.
   std::vector<bp_tensor *> new_nodes, new_leafs;
   std::vector<frame> stack;
-  if (marks.count(out) == 0) {
-    stack.push_back({out, 0});
-    marks[out] = mark::in_progress;
-  }
+  stack.push_back({out, 0});
+  marks[out] = mark::in_progress;
   while (!stack.empty()) {
     frame &f = stack.back();
     if (f.next_src < BP_MAX_SRC) {
       bp_tensor *s = f.t->src[f.next_src++];
-      if (s == nullptr) continue;
+      if (s == nullptr || g->members.count(s) != 0) continue;
       auto it = marks.find(s);
       if (it == marks.end()) {
-        marks[s] = mark::in_progress;
+        marks.emplace(s, mark::in_progress);
         stack.push_back({s, 0});  // invalidates |f|: not used below
       } else if (it->second == mark::in_progress) {
         return set_errorf(BP_ERR_INVALID_ARGUMENT,
@@ -72,6 +96,19 @@ bp_status build_impl(bp_graph *g, bp_tensor *out) {
                         g->max_nodes, is_leaf ? "leafs" : "nodes");
     }
     list.push_back(t);
+  }
+  // Commit. Room in the lists first, then the set, then the appends, which
+  // no longer allocate: all or nothing. None of the new tensors was in the
+  // set before, so erasing all of them undoes a partial insert.
+  make_room(g->nodes, new_nodes.size());
+  make_room(g->leafs, new_leafs.size());
+  try {
+    g->members.insert(new_nodes.begin(), new_nodes.end());
+    g->members.insert(new_leafs.begin(), new_leafs.end());
+  } catch (...) {
+    for (bp_tensor *t : new_nodes) g->members.erase(t);
+    for (bp_tensor *t : new_leafs) g->members.erase(t);
+    throw;
   }
   g->nodes.insert(g->nodes.end(), new_nodes.begin(), new_nodes.end());
   g->leafs.insert(g->leafs.end(), new_leafs.begin(), new_leafs.end());
@@ -155,6 +192,7 @@ BP_API void bp_graph_clear(bp_graph *graph) {
   if (!handle_ok(graph, TAG_GRAPH)) return (void)bad_handle("bp_graph_clear", "graph", graph, TAG_GRAPH);
   graph->nodes.clear();
   graph->leafs.clear();
+  graph->members.clear();
 }
 
 BP_API size_t bp_graph_node_count(const bp_graph *graph) {

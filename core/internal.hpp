@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "abi/tables.hpp"  // BP_HAS_SLOT
@@ -194,6 +195,11 @@ struct bp_graph {
   uint32_t tag = bp::core::TAG_GRAPH;
   std::vector<bp_tensor *> nodes;  // ops, topological order
   std::vector<bp_tensor *> leafs;  // inputs and weights (op == NONE)
+  // Every tensor in nodes or leafs, so that bp_graph_build walks only what is
+  // new to the graph (n calls cost O(n) in all). bp_graph_build and
+  // bp_graph_clear keep it; a graph whose lists were filled directly (the
+  // scheduler's per-backend copies) gets it rebuilt at its first build.
+  std::unordered_set<const bp_tensor *> members;
   size_t max_nodes = 4096;
   bp::core::live_mark live;         // last: see live_mark
   const bp_context *ctx = nullptr;  // not retained: for NULL propagation only (checked live)
