@@ -1,5 +1,5 @@
 // graph_test.cpp: graph building (order, dedup, leafs, limits, deep chains,
-// cycles) and validation of nodes edited after building.
+// cycles, building node by node) and validation of nodes edited after building.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -181,6 +181,122 @@ TEST_F(GraphTest, CyclesAreRejected) {
   EXPECT_EQ(bp_graph_build(g, y), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("cycle"), std::string::npos) << bp_last_error();
   EXPECT_EQ(bp_graph_node_count(g), 0u);
+}
+
+// ---- building by many calls ------------------------------------------------
+// A client may list every node and build once per node (bp-serve does); the
+// graph remembers what it holds, so each call walks only what is new.
+
+// A DAG where node i uses node i-1 and node i/2, over two leafs.
+std::vector<bp_tensor *> dag_of(bp_context *ctx, int n) {
+  std::vector<bp_tensor *> t;
+  bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 3), *b = bp_tensor_new_1d(ctx, BP_TYPE_F32, 3);
+  for (int i = 0; i < n; ++i) {
+    bp_tensor *prev = i ? t.back() : a;
+    bp_tensor *far = i ? t[(size_t)i / 2] : b;
+    t.push_back(i % 4 == 3 ? bp_mul(ctx, bp_exp(ctx, prev), far) : bp_add(ctx, prev, far));
+  }
+  return t;
+}
+
+TEST_F(GraphTest, BuildingNodeByNodeGivesTheSameGraphAsOneCall) {
+  std::vector<bp_tensor *> t = dag_of(ctx, 60);
+  ASSERT_NE(t.back(), nullptr) << bp_last_error();
+  for (bp_tensor *x : t) ASSERT_EQ(bp_graph_build(g, x), BP_OK) << bp_last_error();
+  bp_graph *once = bp_graph_new(ctx, 0);
+  ASSERT_EQ(bp_graph_build(once, t.back()), BP_OK) << bp_last_error();
+  EXPECT_EQ(nodes_of(g), nodes_of(once));
+  EXPECT_EQ(leafs_of(g), leafs_of(once));
+  EXPECT_EQ(bp_graph_node_count(g), 75u);  // 60 listed, 15 EXPs only reached through src[]
+  EXPECT_EQ(bp_graph_leaf_count(g), 2u);
+  EXPECT_EQ(bp_graph_validate(g), BP_OK) << bp_last_error();
+  for (bp_tensor *x : t) EXPECT_TRUE(x->flags & BP_TENSOR_FLAG_OUTPUT);
+  bp_graph_free(once);
+}
+
+TEST_F(GraphTest, BuildingWhatTheGraphHoldsAddsNothing) {
+  std::vector<bp_tensor *> t = dag_of(ctx, 20);
+  ASSERT_EQ(bp_graph_build(g, t.back()), BP_OK) << bp_last_error();
+  const std::vector<bp_tensor *> nodes = nodes_of(g), leafs = leafs_of(g);
+  EXPECT_FALSE(t[5]->flags & BP_TENSOR_FLAG_OUTPUT);
+  for (bp_tensor *x : {t[5], t.front(), t.back(), t[5]->src[0], leafs[0]})
+    EXPECT_EQ(bp_graph_build(g, x), BP_OK) << bp_last_error();
+  EXPECT_EQ(nodes_of(g), nodes);
+  EXPECT_EQ(leafs_of(g), leafs);
+  EXPECT_TRUE(t[5]->flags & BP_TENSOR_FLAG_OUTPUT);  // still flagged as an output
+  // After a clear the graph holds nothing: building again walks it all.
+  bp_graph_clear(g);
+  ASSERT_EQ(bp_graph_build(g, t[5]), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_graph_node(g, bp_graph_node_count(g) - 1), t[5]);
+  EXPECT_EQ(bp_graph_leaf_count(g), 2u);
+  ASSERT_EQ(bp_graph_build(g, t.back()), BP_OK) << bp_last_error();
+  EXPECT_EQ(nodes_of(g).size(), nodes.size());
+  EXPECT_EQ(bp_graph_validate(g), BP_OK) << bp_last_error();
+}
+
+// Correctness at bp-serve's node limit, one call per node (no timing here:
+// bp-bench's graph/build_per_node measures it).
+TEST(GraphLimitsTest, AChainOfSixtyFiveThousandNodesBuildsOneCallPerNode) {
+  bp_context *ctx = bp_context_new(0);
+  const size_t n = 65536;
+  std::vector<bp_tensor *> chain;
+  bp_tensor *x = bp_tensor_new_1d(ctx, BP_TYPE_F32, 1);
+  for (size_t i = 0; i < n; ++i) chain.push_back(x = bp_neg(ctx, x));
+  ASSERT_NE(x, nullptr) << bp_last_error();
+  bp_graph *g = bp_graph_new(ctx, n);
+  for (bp_tensor *t : chain) ASSERT_EQ(bp_graph_build(g, t), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_graph_node_count(g), n);
+  EXPECT_EQ(bp_graph_leaf_count(g), 1u);
+  EXPECT_EQ(bp_graph_node(g, 0), chain.front());
+  EXPECT_EQ(bp_graph_node(g, n - 1), chain.back());
+  EXPECT_EQ(bp_graph_validate(g), BP_OK) << bp_last_error();
+  // One more is past max_nodes, and changes nothing.
+  bp_tensor *over = bp_neg(ctx, x);
+  EXPECT_EQ(bp_graph_build(g, over), BP_ERR_RESOURCE_EXHAUSTED);
+  EXPECT_NE(std::string(bp_last_error()).find("more than 65536 nodes (max_nodes)"), std::string::npos)
+      << bp_last_error();
+  EXPECT_EQ(bp_graph_node_count(g), n);
+  bp_graph_free(g);
+  bp_context_free(ctx);
+}
+
+TEST_F(CoreTest, AFailedBuildOnAGrownGraphLeavesItAsItWas) {
+  bp_graph *g = bp_graph_new(ctx, 8);
+  bp_tensor *a = f32(4);
+  std::vector<bp_tensor *> chain;
+  for (bp_tensor *x = a; chain.size() < 6;) chain.push_back(x = bp_neg(ctx, x));
+  for (bp_tensor *x : chain) ASSERT_EQ(bp_graph_build(g, x), BP_OK) << bp_last_error();
+  const std::vector<bp_tensor *> nodes = nodes_of(g), leafs = leafs_of(g);
+
+  // Three new nodes on top of six: past max_nodes = 8.
+  bp_tensor *y = bp_exp(ctx, bp_abs(ctx, bp_neg(ctx, chain.back())));
+  bp_clear_error();
+  EXPECT_EQ(bp_graph_build(g, y), BP_ERR_RESOURCE_EXHAUSTED);
+  EXPECT_NE(std::string(bp_last_error()).find("more than 8 nodes (max_nodes)"), std::string::npos) << bp_last_error();
+  EXPECT_EQ(nodes_of(g), nodes);
+  EXPECT_EQ(leafs_of(g), leafs);
+  EXPECT_FALSE(y->flags & BP_TENSOR_FLAG_OUTPUT);
+
+  // A cycle among new tensors above the graph.
+  bp_tensor *p = bp_sqr(ctx, chain.back());
+  bp_tensor *q = bp_tensor_set_name(bp_sqrt(ctx, p), "q");
+  p->src[1] = q;  // an edit that makes a cycle
+  bp_clear_error();
+  EXPECT_EQ(bp_graph_build(g, q), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bp_last_error()).find("tensor 'q' depends on itself (a cycle through src[])"),
+            std::string::npos)
+      << bp_last_error();
+  EXPECT_EQ(nodes_of(g), nodes);
+  EXPECT_EQ(leafs_of(g), leafs);
+
+  // The failed walks left nothing behind: what fits still builds, in order.
+  p->src[1] = nullptr;
+  ASSERT_EQ(bp_graph_build(g, q), BP_OK) << bp_last_error();
+  std::vector<bp_tensor *> want = nodes;
+  want.insert(want.end(), {p, q});
+  EXPECT_EQ(nodes_of(g), want);
+  EXPECT_EQ(bp_graph_validate(g), BP_OK) << bp_last_error();
+  bp_graph_free(g);
 }
 
 // validate re-runs the op table on nodes edited after building.
