@@ -86,7 +86,8 @@ if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then
   # clang, not gcc: its UBSan checks more (e.g. -fsanitize=enum, an
   # out-of-range value loaded from a plugin into an enum), and building with
   # it keeps the sources clang-clean.
-  CC=clang CXX=clang++ BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo bash scripts/build.sh -DBP_SANITIZE=address,undefined
+  CC=clang CXX=clang++ BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo bash scripts/build.sh -DBP_SANITIZE=address,undefined \
+    -DBP_FUZZ=ON
   # allocator_may_return_null: the out-of-memory tests ask for absurd sizes and
   # expect a status, which ASan would otherwise turn into an abort.
   # LSan suppressions name only the Vulkan and OpenCL drivers' own libraries
@@ -110,6 +111,19 @@ if [ "${BP_SKIP_SANITIZERS:-0}" != 1 ]; then
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ./build-asan/gguf_fuzz -max_len=4096 -max_total_time=60 -print_final_stats=1 "$gguf_new" tests/fuzz/corpus/gguf
   rm -rf "$gguf_new"
+
+  if [ -x build-asan/bin/remote_request_fuzz ]; then
+    echo "== bp-serve request fuzzer (libFuzzer + ASan + UBSan, 60 s from the committed seeds)"
+    # The hostile client at the protocol level: every handler fed mutated
+    # messages; a crash, a sanitizer report or an UNKNOWN status fails.
+    remote_new=$(mktemp -d)
+    ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:use_sigaltstack=0 \
+    LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      ./build-asan/bin/remote_request_fuzz -max_len=4096 -max_total_time=60 -print_final_stats=1 \
+        "$remote_new" tests/fuzz/corpus/remote_request
+    rm -rf "$remote_new"
+  fi
 
   echo "== thread sanitizer (registry, scheduler, cpu plugin)"
   BUILD_DIR=build-tsan BUILD_TYPE=RelWithDebInfo BUILD_TARGETS="bp_test_registry bp_test_scheduler bp_test_plugins_cpu bp_test_plugins_common bp_fixtures bp-cpu bp-blas" \

@@ -57,8 +57,7 @@ struct server_conn;
 // Lifeline breaks or a call finds the server gone; never found again.
 struct session {
   server_conn *server = nullptr;
-  uint64_t id = 0;
-  std::string id_text;  // decimal, for the metadata
+  std::string id_text;  // the server's session id (hex), for the metadata
   pb::HelloReply hello;
 
   std::atomic<bool> lost{false};

@@ -124,8 +124,7 @@ bp_status open_session(server_conn *conn, std::shared_ptr<session> *out, bp_erro
                          BP_VERSION_STRING, op_table_fingerprint().c_str());
   auto s = std::make_shared<session>();
   s->server = conn;
-  s->id = reply.session();
-  s->id_text = std::to_string(reply.session());
+  s->id_text = reply.session();
   s->hello = std::move(reply);
   add_metadata(&s->lifeline_ctx, s.get(), cfg);
   session *raw = s.get();

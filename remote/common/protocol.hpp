@@ -13,10 +13,10 @@
 namespace bp::remote {
 
 // Bumped on any incompatible change of remote.proto or of what a field means.
-inline constexpr uint32_t k_protocol_version = 1;
+inline constexpr uint32_t k_protocol_version = 2;
 
 // gRPC metadata keys (lower case, as HTTP/2 requires).
-inline constexpr const char *k_session_key = "bp-session";  // decimal session id, every call but Hello
+inline constexpr const char *k_session_key = "bp-session";  // hex session id, every call but Hello
 inline constexpr const char *k_token_key = "bp-token";      // the shared secret, when the server has one
 
 // Data moves in chunks of at most this many bytes by default (SetTensor,

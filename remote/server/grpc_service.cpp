@@ -9,22 +9,38 @@
 namespace bp::remote::server {
 namespace {
 
-// The metadata values of one call, copied out of gRPC's string_refs.
+// The metadata values of one call, copied out of gRPC's string_refs, and
+// the connection it came on.
 struct meta_values {
-  std::string token, session;
+  std::string token, session, peer;
   call_meta meta;
-  explicit meta_values(const grpc::ServerContext *c) {
+  explicit meta_values(grpc::ServerContext *c) {
     const auto &md = c->client_metadata();
     if (auto it = md.find(k_token_key); it != md.end()) {
       token.assign(it->second.data(), it->second.size());
       meta.token = &token;
+      meta.token_repeated = md.count(k_token_key) > 1;
     }
     if (auto it = md.find(k_session_key); it != md.end()) {
       session.assign(it->second.data(), it->second.size());
       meta.session = &session;
     }
+    // The peer address names the TCP connection (its port differs for each);
+    // with TLS client certificates the identity is part of it too.
+    peer = c->peer();
+    if (auto auth = c->auth_context(); auth && auth->IsPeerAuthenticated()) {
+      for (const auto &id : auth->GetPeerIdentity()) peer += "|" + std::string(id.data(), id.size());
+    }
+    meta.peer = &peer;
+    meta.cancelled = [c] { return c->IsCancelled() || c->deadline() < std::chrono::system_clock::now(); };
   }
 };
+
+grpc::Status idle_status(const char *what, std::chrono::milliseconds idle) {
+  return {grpc::StatusCode::DEADLINE_EXCEEDED, std::string(what) + ": the stream moved no data for " +
+                                                   std::to_string(idle.count()) +
+                                                   " ms (bp-serve --stream-idle-timeout): it was ended"};
+}
 
 }  // namespace
 
@@ -92,10 +108,17 @@ grpc::Status grpc_service::BufferMemset(grpc::ServerContext *c, const pb::Buffer
 grpc::Status grpc_service::SetTensor(grpc::ServerContext *c, grpc::ServerReader<pb::SetTensorChunk> *rd, pb::Empty *) {
   set_stream st;
   // The token and session are checked before the first message is read.
-  if (grpc::Status s = core_.set_tensor_begin(meta_values(c).meta, &st); !s.ok()) return s;
+  meta_values mv(c);
+  if (grpc::Status s = core_.set_tensor_begin(mv.meta, &st); !s.ok()) return s;
+  stream_watchdog::watch watch(watchdog_, c);
   pb::SetTensorChunk msg;
   while (rd->Read(&msg)) {
+    watch.touch();
     if (grpc::Status s = core_.set_tensor_chunk(&st, msg); !s.ok()) return s;
+  }
+  if (watch.expired()) {
+    core_.log_refusal(*st.call.s, refusal::stream_idle, "a SetTensor stream sent nothing");
+    return idle_status("SetTensor", watchdog_.idle());
   }
   if (c->IsCancelled()) return {grpc::StatusCode::CANCELLED, "SetTensor: the client cancelled"};
   return core_.set_tensor_finish(&st);
@@ -103,7 +126,18 @@ grpc::Status grpc_service::SetTensor(grpc::ServerContext *c, grpc::ServerReader<
 
 grpc::Status grpc_service::GetTensor(grpc::ServerContext *c, const pb::GetTensorRequest *q,
                                      grpc::ServerWriter<pb::DataChunk> *w) {
-  return core_.get_tensor(meta_values(c).meta, *q, [&](const pb::DataChunk &d) { return w->Write(d); });
+  meta_values mv(c);
+  stream_watchdog::watch watch(watchdog_, c);
+  grpc::Status st = core_.get_tensor(mv.meta, *q, [&](const pb::DataChunk &d) {
+    const bool ok = w->Write(d);
+    watch.touch();
+    return ok;
+  });
+  if (watch.expired()) {
+    core_.log_stream_idle(mv.meta);
+    return idle_status("GetTensor", watchdog_.idle());
+  }
+  return st;
 }
 grpc::Status grpc_service::CopyBuffer(grpc::ServerContext *c, const pb::CopyBufferRequest *q, pb::Empty *) {
   return core_.copy_buffer(meta_values(c).meta, *q);

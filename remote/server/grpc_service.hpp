@@ -7,12 +7,16 @@
 
 #include "remote.grpc.pb.h"
 #include "service_core.hpp"
+#include "stream_watchdog.hpp"
 
 namespace bp::remote::server {
 
 class grpc_service final : public pb::Remote::Service {
  public:
-  grpc_service(service_core &core, std::chrono::milliseconds heartbeat) : core_(core), heartbeat_(heartbeat) {}
+  // |stream_idle|: how long SetTensor and GetTensor may wait for their peer
+  // before they end with DEADLINE_EXCEEDED (0: no limit).
+  grpc_service(service_core &core, std::chrono::milliseconds heartbeat, std::chrono::milliseconds stream_idle)
+      : core_(core), heartbeat_(heartbeat), watchdog_(stream_idle) {}
 
   grpc::Status Hello(grpc::ServerContext *c, const pb::HelloRequest *q, pb::HelloReply *r) override;
   grpc::Status Lifeline(grpc::ServerContext *c, const pb::LifelineRequest *q,
@@ -38,6 +42,7 @@ class grpc_service final : public pb::Remote::Service {
  private:
   service_core &core_;
   std::chrono::milliseconds heartbeat_;
+  stream_watchdog watchdog_;
 };
 
 }  // namespace bp::remote::server

@@ -5,13 +5,40 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "protocol.hpp"
 
 namespace bp::remote::server {
 
 bool is_loopback_host(const std::string &host) {
-  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
-  return host.rfind("127.", 0) == 0;
+  std::string name = host;
+  if (name.size() >= 2 && name.front() == '[' && name.back() == ']') name = name.substr(1, name.size() - 2);
+  if (name.empty()) return false;
+  // Resolved, not matched as text: "127.attacker.example" is a DNS name
+  // that can point anywhere.
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo *list = nullptr;
+  if (getaddrinfo(name.c_str(), nullptr, &hints, &list) != 0 || list == nullptr) return false;
+  bool all_loopback = true;
+  for (const addrinfo *a = list; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto *in = reinterpret_cast<const sockaddr_in *>(a->ai_addr);
+      all_loopback = all_loopback && (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    } else if (a->ai_family == AF_INET6) {
+      const auto *in6 = reinterpret_cast<const sockaddr_in6 *>(a->ai_addr);
+      all_loopback = all_loopback && IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+    } else {
+      all_loopback = false;
+    }
+  }
+  freeaddrinfo(list);
+  return all_loopback;
 }
 
 bool split_host_port(const std::string &listen, std::string *host, int *port) {
@@ -29,7 +56,8 @@ bool split_host_port(const std::string &listen, std::string *host, int *port) {
   return true;
 }
 
-server::server(server_config cfg) : cfg_(std::move(cfg)), core_(cfg_.service), service_(core_, cfg_.heartbeat) {}
+server::server(server_config cfg)
+    : cfg_(std::move(cfg)), core_(cfg_.service), service_(core_, cfg_.heartbeat, cfg_.stream_idle) {}
 
 server::~server() { stop(std::chrono::milliseconds(0)); }
 
@@ -65,10 +93,13 @@ bool server::start(std::string *error) {
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  // Each session holds a thread for its lifeline; bound the pool.
-  if (cfg_.service.max_sessions != 0) {
+  // A session holds a thread for its lifeline and one per call in flight,
+  // at most max_session_calls: the pool has room for every session's share
+  // plus a reserve for Hello and refusals, so no session can take another's.
+  if (cfg_.service.max_sessions != 0 && cfg_.service.max_session_calls != 0) {
     grpc::ResourceQuota quota("bp-serve");
-    quota.SetMaxThreads(static_cast<int>(4 * cfg_.service.max_sessions + 16));
+    quota.SetMaxThreads(
+        static_cast<int>(cfg_.service.max_sessions * (cfg_.service.max_session_calls + 1) + k_thread_reserve));
     b.SetResourceQuota(quota);
   }
   server_ = b.BuildAndStart();

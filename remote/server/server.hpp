@@ -14,16 +14,24 @@
 
 namespace bp::remote::server {
 
+// Server threads kept beyond the sessions' shares (Hello, refused calls).
+inline constexpr size_t k_thread_reserve = 16;
+
 struct server_config {
   std::string listen;        // HOST:PORT ([v6]:PORT); port 0 picks a free one
   std::string tls_cert_pem;  // with tls_key_pem: TLS; both empty: plaintext
   std::string tls_key_pem;
   std::string tls_client_ca_pem;  // when set, clients must present a certificate it signed
   std::chrono::milliseconds heartbeat{5000};
+  // SetTensor and GetTensor streams that move no data for this long are
+  // ended with DEADLINE_EXCEEDED (0: never).
+  std::chrono::milliseconds stream_idle{30000};
   service_options service;
 };
 
-// True for "localhost", 127.0.0.0/8 and ::1 (bracketed or not).
+// True when |host| (a name or address, IPv6 bracketed or not) resolves, and
+// every address it resolves to is loopback (127.0.0.0/8, ::1). A name that
+// does not resolve is not loopback.
 bool is_loopback_host(const std::string &host);
 // Splits HOST:PORT; false when it is not of that form.
 bool split_host_port(const std::string &listen, std::string *host, int *port);

@@ -4,7 +4,13 @@
 // (grpc_service.hpp), the tests and the fuzzer call the same code.
 //
 // Every method checks the token first (before any allocation), then finds
-// the session named in the metadata and holds its lock while it works.
+// the session named in the metadata (only if this connection opened it),
+// counts the call against the session's calls in flight and holds the
+// session's lock while it works.
+//
+// The handlers live in three files by area: service_core.cpp (sessions,
+// limits), service_buffers.cpp (buffers and data), service_graphs.cpp
+// (backends and graphs).
 #pragma once
 
 #include <backplane/backplane.h>
@@ -26,24 +32,52 @@ namespace bp::remote::server {
 
 namespace pb = ::backplane::remote::v1;
 
-// What a call carries besides its messages (gRPC metadata); nullptr: absent.
+// What a call carries besides its messages; nullptr: absent.
 struct call_meta {
-  const std::string *token = nullptr;
-  const std::string *session = nullptr;
+  const std::string *token = nullptr;    // the bp-token metadata
+  const std::string *session = nullptr;  // the bp-session metadata
+  // The connection the call came on (gRPC peer address and TLS identity):
+  // a session answers only to the connection that opened it. nullptr: "".
+  const std::string *peer = nullptr;
+  bool token_repeated = false;  // bp-token sent more than once: refused
+  // True once the client cancelled or its deadline passed; long handlers
+  // (GraphRegister) stop then. Empty: never.
+  std::function<bool()> cancelled;
 };
 
 struct service_options {
-  std::string token;                 // empty: no token required
-  uint64_t max_memory = 0;           // bytes of buffers per session, 0: no limit
-  uint32_t max_handles = 4096;       // backends + buffers + graphs per session
-  size_t max_sessions = 64;          // 0: no limit
-  std::vector<bp_device *> devices;  // what clients see, in this order
-  std::string server_id;             // stable across restarts of this server
+  std::string token;               // empty: no token required
+  uint64_t max_memory = 0;         // bytes of buffers per session, 0: no limit
+  uint32_t max_handles = 4096;     // backends + buffers + graphs per session
+  size_t max_sessions = 64;        // 0: no limit
+  uint32_t max_session_calls = 8;  // calls and streams in flight per session (the Lifeline aside)
+  uint32_t max_threads = 0;        // worker threads a session's backends start per device; 0: the cores
+  uint64_t max_graph_memory = uint64_t{256} << 20;  // bytes of registered graphs per session, 0: no limit
+  std::vector<bp_device *> devices;                 // what clients see, in this order
+  std::string server_id;                            // stable across restarts of this server
+};
+
+// What the server keeps per tensor of a registered graph (the tensor, its
+// graph entries and the wire description while it is rebuilt), charged
+// against --max-graph-memory: about five times what a chain graph keeps
+// on x86-64 (tests/remote/server/security_test.cpp measures it).
+inline constexpr uint64_t k_graph_bytes_per_tensor = 1024;
+
+// One call in flight in a session: counted while it lives, so a session
+// holds at most max_session_calls of the server's threads.
+struct session_call {
+  std::shared_ptr<session> s;
+  session_call() = default;
+  session_call(const session_call &) = delete;
+  session_call &operator=(const session_call &) = delete;
+  ~session_call() {
+    if (s) s->in_flight.fetch_sub(1);
+  }
 };
 
 // The state of one SetTensor stream between its messages.
 struct set_stream {
-  std::shared_ptr<session> s;
+  session_call call;
   bool have_header = false;
   uint64_t buffer = 0, offset = 0, size = 0, written = 0;
 };
@@ -80,7 +114,8 @@ class service_core {
   grpc::Status set_tensor_begin(const call_meta &m, set_stream *st);
   grpc::Status set_tensor_chunk(set_stream *st, const pb::SetTensorChunk &msg);
   grpc::Status set_tensor_finish(set_stream *st);
-  // GetTensor: |write| sends one chunk; false when the peer is gone.
+  // GetTensor: |write| sends one chunk; false when the peer is gone. The
+  // session's lock is not held while |write| waits for the peer.
   grpc::Status get_tensor(const call_meta &m, const pb::GetTensorRequest &req,
                           const std::function<bool(const pb::DataChunk &)> &write);
   grpc::Status copy_buffer(const call_meta &m, const pb::CopyBufferRequest &req);
@@ -89,8 +124,12 @@ class service_core {
   grpc::Status graph_compute(const call_meta &m, const pb::Handle &req);
   grpc::Status graph_free(const call_meta &m, const pb::Handle &req);
 
-  // UNAUTHENTICATED unless the call carries the token (when there is one).
+  // UNAUTHENTICATED unless the call carries the token once (when there is one).
   grpc::Status authorize(const call_meta &m) const;
+  // Logs, once per session, that |s| refused a call for reason |r|.
+  void log_refusal(session &s, refusal r, const std::string &why);
+  // log_refusal(stream_idle) for the session a call names, if it is its own.
+  void log_stream_idle(const call_meta &m);
   // Closes sessions with no lifeline |grace| after their Hello.
   size_t reap(std::chrono::steady_clock::duration grace);
   // Refuses new calls (UNAVAILABLE) and ends every lifeline.
@@ -102,8 +141,25 @@ class service_core {
   const service_options &options() const { return opt_; }
 
  private:
-  // Token, session lookup and lock: the preamble of every call but Hello.
-  grpc::Status enter(const call_meta &m, std::shared_ptr<session> *s);
+  // Token, session lookup (this connection's only) and the call count: the
+  // preamble of every call but Hello.
+  grpc::Status enter(const call_meta &m, session_call *call);
+  // enter, then |body| with the session locked and open.
+  template <class Body>
+  grpc::Status with_session(const call_meta &m, Body &&body) {
+    session_call call;
+    if (grpc::Status st = enter(m, &call); !st.ok()) return st;
+    std::lock_guard<std::mutex> l(call.s->mu);
+    if (call.s->closed) return closed_session();
+    return body(*call.s);
+  }
+  static grpc::Status closed_session();
+  // RESOURCE_EXHAUSTED for a handle quota reached in |s|, or OK.
+  grpc::Status check_handles(session &s);
+  // The worker threads a BackendOpen on |device| starts, with the params it
+  // will be opened with (threads= made explicit), or a refusal.
+  grpc::Status plan_threads(session &s, uint32_t device, const pb::BackendOpenRequest &req, std::string *params,
+                            uint32_t *threads);
   void notify_all();
 
   service_options opt_;

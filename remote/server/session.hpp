@@ -1,6 +1,7 @@
 // session.hpp: what one client owns on the server, and the table of live
-// sessions. Every object a client names is a random 64-bit handle in its
-// own session's maps; a handle from another session or a freed one is
+// sessions. A session is named by 128 random bits and belongs to the
+// connection that opened it; every object it holds is a random 64-bit
+// handle in its own maps. A handle from another session or a freed one is
 // simply absent (NOT_FOUND), and the address behind it is never sent.
 #pragma once
 
@@ -12,8 +13,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace bp::remote::server {
@@ -35,6 +36,7 @@ struct remote_buffer {
 struct remote_backend {
   bp_backend *backend = nullptr;
   uint32_t device = 0;
+  uint32_t threads = 0;  // worker threads it starts (threads= minus the caller's; 0 without threads=)
   ~remote_backend();
 };
 
@@ -42,19 +44,33 @@ struct remote_backend {
 struct remote_graph {
   uint64_t backend = 0;        // the backend handle it runs on
   std::set<uint64_t> buffers;  // buffer handles its tensors live in
+  uint64_t memory = 0;         // what it is charged against the session's graph memory
   bp_context *ctx = nullptr;
   bp_graph *graph = nullptr;
   bp_graph_plan *plan = nullptr;  // when the backend has plans
   ~remote_graph();
 };
 
+// Kinds of refusal a session is told about every time but the log records
+// once per session, so a misbehaving client cannot flood it.
+enum class refusal : uint32_t { calls, threads, graph_memory, memory, handles, stream_idle, count };
+const char *refusal_name(refusal r);
+
 struct session {
-  uint64_t id = 0;
+  std::string id;    // 32 hex digits (128 random bits)
+  std::string peer;  // the connection that opened it (gRPC peer and TLS identity)
   clock::time_point created;
-  std::mutex mu;             // every handler holds it while it uses the session's objects
-  bool closed = false;       // Goodbye, lifeline end, reaping or shutdown
-  bool lifeline = false;     // a Lifeline stream is attached
-  uint64_t memory_used = 0;  // bytes of buffers
+  std::mutex mu;                         // every handler holds it while it uses the session's objects
+  bool closed = false;                   // Goodbye, lifeline end, reaping or shutdown
+  bool lifeline = false;                 // a Lifeline stream is attached
+  uint64_t memory_used = 0;              // bytes of buffers
+  uint64_t graph_memory = 0;             // bytes charged for registered graphs
+  std::map<uint32_t, uint32_t> threads;  // device index -> worker threads its backends started
+  // Calls and streams running now (the Lifeline excluded): bounded per
+  // session so that one client cannot hold the server's whole thread pool.
+  std::atomic<uint32_t> in_flight{0};
+  std::atomic<uint32_t> refusals_logged{0};  // bit per refusal kind
+  std::atomic<bool> foreign_logged{false};   // a call from another connection named it
   // Calls made in the session (Hello and the Lifeline excluded): logged when
   // it ends, so an operator sees what a workload costs in round trips.
   std::atomic<uint64_t> calls{0};
@@ -63,17 +79,21 @@ struct session {
   std::map<uint64_t, std::unique_ptr<remote_graph>> graphs;
 
   size_t handle_count() const { return backends.size() + buffers.size() + graphs.size(); }
-  // A fresh non-zero handle not used in this session.
+  // A fresh random non-zero handle not used in this session; 0 when the
+  // kernel gives no randomness.
   uint64_t new_handle();
+  // True the first time this session meets refusal |r|: log it then.
+  bool first_refusal(refusal r);
+  // Frees one graph, backend or buffer and returns what it was charged.
+  void erase_graph(uint64_t h);
+  void erase_backend(uint64_t h);
+  void erase_buffer(uint64_t h);
   // Frees every graph that runs on |backend| or uses |buffer| (0: none):
   // their tensors must not outlive the memory they point into.
   void drop_graphs_using(uint64_t backend, uint64_t buffer);
   // Frees everything, graphs first, then buffers, then backends.
   void free_all();
   ~session() { free_all(); }
-
- private:
-  std::mt19937_64 rng_{std::random_device{}()};
 };
 
 // The live sessions. Handlers take a shared_ptr: a session removed while a
@@ -81,11 +101,19 @@ struct session {
 class session_table {
  public:
   explicit session_table(size_t max_sessions) : max_(max_sessions) {}
-  // nullptr when max_sessions are open.
-  std::shared_ptr<session> open();
-  std::shared_ptr<session> find(uint64_t id);
-  // Removes |id| (closed = true); its objects go when the last user lets go.
-  void close(uint64_t id);
+  // A new session owned by |peer|. nullptr with |why| set when
+  // max_sessions are open or no random id could be made.
+  std::shared_ptr<session> open(const std::string &peer, std::string *why);
+  // The session |id| when |peer| opened it. nullptr otherwise, with
+  // *foreign set when it exists but belongs to another connection.
+  std::shared_ptr<session> find(const std::string &id, const std::string &peer, bool *foreign = nullptr);
+  // True the first time a call from another connection names |id|.
+  bool first_foreign_call(const std::string &id);
+  // True while |id| is open (for the lifeline's own wait).
+  bool alive(const std::string &id);
+  // Removes |id| (closed = true); its objects go when the last user lets
+  // go. Large frees are handed back to the OS so an idle server is small.
+  void close(const std::string &id);
   // Closes sessions that have no lifeline attached |grace| after Hello.
   size_t reap(clock::time_point now, clock::duration grace);
   void close_all();
@@ -94,8 +122,7 @@ class session_table {
  private:
   std::mutex mu_;
   size_t max_;
-  std::map<uint64_t, std::shared_ptr<session>> sessions_;
-  std::mt19937_64 rng_{std::random_device{}()};
+  std::map<std::string, std::shared_ptr<session>> sessions_;
 };
 
 }  // namespace bp::remote::server

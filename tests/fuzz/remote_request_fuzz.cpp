@@ -39,7 +39,12 @@ struct harness {
   std::string token = "fuzz", session;
   uint64_t handles[4] = {};  // [1], [2]: buffers of 4096 bytes, [3]: a backend
 
-  srv::call_meta meta() const { return {&token, &session}; }
+  srv::call_meta meta() const {
+    srv::call_meta m;
+    m.token = &token;
+    m.session = &session;
+    return m;
+  }
 
   harness() {
     bp_log_set_level(BP_LOG_OFF);
@@ -62,8 +67,10 @@ struct harness {
     q.set_protocol_version(bp::remote::k_protocol_version);
     q.set_op_table_fingerprint(bp::remote::op_table_fingerprint());
     pb::HelloReply r;
-    if (!core->hello({&token, nullptr}, q, &r).ok()) std::abort();
-    session = std::to_string(r.session());
+    srv::call_meta hello_meta;
+    hello_meta.token = &token;
+    if (!core->hello(hello_meta, q, &r).ok()) std::abort();
+    session = r.session();
     for (int i = 1; i <= 2; ++i) {
       pb::BufferAllocRequest a;
       a.set_size(4096);

@@ -3,7 +3,9 @@
 //
 //   bp-serve --listen HOST:PORT [--devices SPEC] [--token-file F]
 //            [--tls-cert F --tls-key F [--tls-client-ca F]]
-//            [--max-memory BYTES] [--max-clients N] [--insecure]
+//            [--max-memory BYTES] [--max-clients N] [--max-handles N]
+//            [--max-session-calls N] [--max-threads N] [--max-graph-memory BYTES]
+//            [--stream-idle-timeout MS] [--session-grace S] [--insecure]
 //
 // With port 0 it picks a free port. Once listening it prints
 // "bp-serve: listening on HOST:PORT" on stdout. SIGINT or SIGTERM stop it:
@@ -116,6 +118,10 @@ int main(int argc, char **argv) {
   size_t max_clients = 16;
   uint32_t max_handles = 4096;
   int session_grace_s = 30;
+  uint32_t max_session_calls = 8;
+  uint32_t max_threads = 0;
+  uint64_t max_graph_memory = uint64_t{256} << 20;
+  int stream_idle_ms = 30000;
   bool insecure = false;
   app.add_option("--listen", listen, "HOST:PORT to listen on (port 0: a free port, printed on stdout)")->required();
   app.add_option("--devices", devices_spec, "';'-separated device specs to serve (default: every non-remote device)");
@@ -129,6 +135,19 @@ int main(int argc, char **argv) {
   app.add_option("--session-grace", session_grace_s, "seconds a session may live without a lifeline")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  app.add_option("--max-session-calls", max_session_calls,
+                 "calls and streams one session may have in flight at once (0: no limit, and no thread pool bound)")
+      ->capture_default_str();
+  app.add_option("--max-threads", max_threads,
+                 "worker threads one session's backends may start on each device (0: this machine's cores)")
+      ->capture_default_str();
+  app.add_option("--max-graph-memory", max_graph_memory,
+                 "bytes of registered graphs each session may hold (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--stream-idle-timeout", stream_idle_ms,
+                 "milliseconds a SetTensor or GetTensor stream may move no data before it is ended (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600000));
   app.add_flag("--insecure", insecure,
                "allow a non-loopback address without both a token and TLS (only on a network you trust)");
   if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
@@ -151,7 +170,8 @@ int main(int argc, char **argv) {
   }
   if (!srv::is_loopback_host(host) && (token_file.empty() || tls_cert.empty()) && !insecure) {
     spdlog::error(
-        "refusing to listen on {} without {}: anyone who reaches it could use this machine's devices; add "
+        "refusing to listen on {} (not every address it resolves to is loopback) without {}: anyone who reaches it "
+        "could use this machine's devices; add "
         "--token-file and --tls-cert/--tls-key, listen on 127.0.0.1 behind a tunnel, or pass --insecure on "
         "a network you trust",
         host, token_file.empty() ? (tls_cert.empty() ? "a token and TLS" : "a token") : "TLS");
@@ -175,6 +195,10 @@ int main(int argc, char **argv) {
   cfg.service.max_memory = max_memory;
   cfg.service.max_sessions = max_clients;
   cfg.service.max_handles = max_handles;
+  cfg.service.max_session_calls = max_session_calls;
+  cfg.service.max_threads = max_threads;
+  cfg.service.max_graph_memory = max_graph_memory;
+  cfg.stream_idle = std::chrono::milliseconds(stream_idle_ms);
   if (!pick_devices(devices_spec, &cfg.service.devices)) return 2;
   if (cfg.service.devices.empty()) {
     spdlog::error("no device to serve: bp-devices lists what this machine has");

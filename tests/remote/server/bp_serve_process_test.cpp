@@ -152,12 +152,12 @@ TEST(BpServeProcess, TokenDevicesAndCleanStop) {
   ASSERT_TRUE(st.ok()) << st.error_message();
   ASSERT_EQ(r.devices_size(), 1);
   EXPECT_EQ(r.devices(0).type(), static_cast<uint32_t>(BP_DEVICE_TYPE_CPU));
-  EXPECT_NE(r.session(), 0u);
+  EXPECT_EQ(r.session().size(), 32u);
 
   // A lifeline: heartbeats until the server stops, then UNAVAILABLE.
   grpc::ClientContext lctx;
   lctx.AddMetadata(bp::remote::k_token_key, token);
-  lctx.AddMetadata(bp::remote::k_session_key, std::to_string(r.session()));
+  lctx.AddMetadata(bp::remote::k_session_key, r.session());
   auto reader = stub->Lifeline(&lctx, pb::LifelineRequest());
   pb::Heartbeat hb;
   ASSERT_TRUE(reader->Read(&hb));
@@ -185,7 +185,7 @@ TEST(BpServeProcess, StreamsBytesInChunksAndACancelledLifelineEndsTheSession) {
   auto stub = pb::Remote::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
   pb::HelloReply hr;
   ASSERT_TRUE(hello(*stub, nullptr, &hr).ok());
-  const session_ctx s{std::to_string(hr.session())};
+  const session_ctx s{hr.session()};
   auto lctx = std::make_unique<grpc::ClientContext>();
   lctx->AddMetadata(bp::remote::k_session_key, s.id);
   auto lifeline = stub->Lifeline(lctx.get(), pb::LifelineRequest());

@@ -1,5 +1,6 @@
 // listen_test.cpp: the --listen address rules: HOST:PORT parsing and which
-// hosts count as loopback (the only ones served without token and TLS).
+// hosts count as loopback (the only ones served without token and TLS):
+// those whose every resolved address is loopback.
 #include <gtest/gtest.h>
 
 #include "server.hpp"
@@ -26,7 +27,11 @@ TEST(Listen, SplitsHostAndPort) {
 TEST(Listen, LoopbackHosts) {
   for (const char *h : {"127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"})
     EXPECT_TRUE(srv::is_loopback_host(h)) << h;
-  for (const char *h : {"0.0.0.0", "10.0.0.1", "[::]", "::", "example.org", "128.0.0.1", "localhost.evil.org"}) {
+  // Resolved, not matched as text: a DNS name that starts like a loopback
+  // address is a name like any other (and one that does not resolve is not
+  // loopback).
+  for (const char *h : {"0.0.0.0", "10.0.0.1", "[::]", "::", "example.org", "128.0.0.1", "localhost.evil.org",
+                        "127.attacker.example", "127.0.0.1.nip.io.invalid", "", "[]", "[127.0.0.1]x"}) {
     EXPECT_FALSE(srv::is_loopback_host(h)) << h;
   }
 }

@@ -30,11 +30,18 @@ inline bp_device *cpu_device() {
 
 inline const char *k_token = "test-token-0123456789";
 
-// One client's view: its metadata strings.
+// One client's view: its metadata strings and the connection it calls on.
 struct client {
   std::string token = k_token;
   std::string session;
-  srv::call_meta meta() const { return {&token, session.empty() ? nullptr : &session}; }
+  std::string peer = "ipv4:127.0.0.1:40000";
+  srv::call_meta meta() const {
+    srv::call_meta m;
+    m.token = &token;
+    m.session = session.empty() ? nullptr : &session;
+    m.peer = &peer;
+    return m;
+  }
 };
 
 class ServerTest : public ::testing::Test {
@@ -53,8 +60,9 @@ class ServerTest : public ::testing::Test {
     c = open();
   }
 
-  client open() {
+  client open(const std::string &peer = "ipv4:127.0.0.1:40000") {
     client cl;
+    cl.peer = peer;
     pb::HelloRequest q;
     q.set_protocol_version(bp::remote::k_protocol_version);
     q.set_op_table_fingerprint(bp::remote::op_table_fingerprint());
@@ -62,7 +70,7 @@ class ServerTest : public ::testing::Test {
     pb::HelloReply r;
     grpc::Status st = core->hello(cl.meta(), q, &r);
     EXPECT_TRUE(st.ok()) << st.error_message();
-    cl.session = std::to_string(r.session());
+    cl.session = r.session();
     return cl;
   }
 

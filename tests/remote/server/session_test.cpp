@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <thread>
 
 #include "server_test_util.hpp"
 #include "token.hpp"
@@ -51,7 +52,7 @@ TEST_F(ServerTest, HelloListsTheDevicesAndQuotas) {
   pb::HelloReply r;
   client cl;
   ASSERT_TRUE(core->hello(cl.meta(), q, &r).ok());
-  EXPECT_NE(r.session(), 0u);
+  EXPECT_EQ(r.session().size(), 32u);
   ASSERT_EQ(r.devices_size(), 1);
   EXPECT_EQ(r.devices(0).index(), 0u);
   EXPECT_EQ(r.devices(0).type(), static_cast<uint32_t>(BP_DEVICE_TYPE_CPU));
@@ -59,6 +60,9 @@ TEST_F(ServerTest, HelloListsTheDevicesAndQuotas) {
   EXPECT_EQ(r.devices(0).caps() & BP_DEVICE_CAP_HOST_MEMORY, 0u);  // not across the network
   EXPECT_EQ(r.session_memory_quota(), 1u << 20);
   EXPECT_EQ(r.session_handle_quota(), 16u);
+  EXPECT_EQ(r.session_call_quota(), 8u);
+  EXPECT_EQ(r.session_thread_quota(), std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(r.session_graph_memory_quota(), uint64_t{256} << 20);
   EXPECT_EQ(r.op_table_fingerprint(), bp::remote::op_table_fingerprint());
   EXPECT_EQ(r.max_message_bytes(), bp::remote::k_max_message_bytes);
 }
@@ -70,7 +74,9 @@ TEST_F(ServerTest, VersionOrOpTableMismatchIsFailedPrecondition) {
   q.set_op_table_fingerprint(bp::remote::op_table_fingerprint());
   pb::HelloReply r;
   client cl;
-  EXPECT_STATUS(core->hello(cl.meta(), q, &r), StatusCode::FAILED_PRECONDITION, "protocol 2", "protocol 1", "9.9.9",
+  const std::string theirs = "protocol " + std::to_string(bp::remote::k_protocol_version + 1);
+  const std::string ours_v = "protocol " + std::to_string(bp::remote::k_protocol_version);
+  EXPECT_STATUS(core->hello(cl.meta(), q, &r), StatusCode::FAILED_PRECONDITION, theirs.c_str(), ours_v.c_str(), "9.9.9",
                 bp_version_string());
   q.set_protocol_version(bp::remote::k_protocol_version);
   q.set_op_table_fingerprint("fnv1a64:0000000000000000");
@@ -86,7 +92,8 @@ TEST_F(ServerTest, EveryCallNeedsTheToken) {
   std::vector<const std::string *> bad_tokens = {nullptr};
   for (const std::string &w : wrong) bad_tokens.push_back(&w);
   for (const std::string *bad : bad_tokens) {
-    srv::call_meta m{bad, &c.session};
+    srv::call_meta m = c.meta();
+    m.token = bad;
     pb::Handle h;
     h.set_id(buf);
     pb::Empty e;
@@ -162,11 +169,12 @@ TEST_F(ServerTest, HandlesAreSessionScopedAndDieWithTheirSession) {
   EXPECT_STATUS(core->graph_compute(c.meta(), h), StatusCode::NOT_FOUND);
   // Sessions: unknown, malformed, closed.
   client ghost = c;
-  ghost.session = "1";
+  ghost.session = std::string(32, '1');
   EXPECT_STATUS(core->backend_synchronize(ghost.meta(), hb), StatusCode::NOT_FOUND, "Hello again");
   ghost.session = "12x";
   EXPECT_STATUS(core->backend_synchronize(ghost.meta(), hb), StatusCode::INVALID_ARGUMENT, "bp-session");
-  ghost.session = "99999999999999999999999";
+  ghost.session = c.session;
+  ghost.session[0] = 'G';
   EXPECT_STATUS(core->backend_synchronize(ghost.meta(), hb), StatusCode::INVALID_ARGUMENT, "bp-session");
   ASSERT_TRUE(core->goodbye(c.meta()).ok());
   EXPECT_STATUS(core->backend_synchronize(c.meta(), hb), StatusCode::NOT_FOUND);
