@@ -110,7 +110,10 @@ void log(bp_log_level level, const char *source, const std::string &message);
 void logf(bp_log_level level, const char *source, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool log_enabled(bp_log_level level);
 
-// Handle tags catch NULL and wrong-type handles (docs/failures.md #24).
+// Handle tags catch NULL and wrong-type handles (docs/failures.md #24). The
+// GGUF tags are listed here too (gguf/ retires its handles through the
+// helpers below), so every tag of libbackplane is unique and named in
+// messages; core/ never reads a GGUF struct.
 enum handle_tag : uint32_t {
   TAG_PLUGIN = 0x504c5547u,
   TAG_DEVICE = 0x44455643u,
@@ -123,6 +126,9 @@ enum handle_tag : uint32_t {
   TAG_SCHED = 0x53434844u,
   TAG_GALLOCR = 0x47414c43u,
   TAG_PLAN = 0x504c414eu,
+  TAG_GGUF_FILE = 0x47475546u,     // "GGUF"
+  TAG_GGUF_WEIGHTS = 0x47475754u,  // "GGWT"
+  TAG_GGUF_WRITER = 0x47475752u,   // "GGWR"
   TAG_DEAD = 0xdeadbeefu,
 };
 

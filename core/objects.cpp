@@ -35,6 +35,12 @@ const char *tag_name(uint32_t tag) {
       return "a graph allocator";
     case TAG_PLAN:
       return "a graph plan";
+    case TAG_GGUF_FILE:
+      return "a GGUF file";
+    case TAG_GGUF_WEIGHTS:
+      return "a set of GGUF weights";
+    case TAG_GGUF_WRITER:
+      return "a GGUF writer";
     case TAG_DEAD:
       return "a freed handle";
     default:

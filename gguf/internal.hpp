@@ -1,8 +1,10 @@
 // internal.hpp: the structs behind gguf.h's handles (not installed).
 //
-// gguf/ sits above core/: it builds on the public C API and core's error
-// recording (set_error, api_guard); core/ never calls into it (the build
-// gives core/ no path to these headers).
+// gguf/ sits above core/: it builds on the public C API, core's error
+// recording (set_error, api_guard) and core's handle scheme (the TAG_GGUF_*
+// tags, live_mark, free_check, retire_handle, bad_handle of core/internal.hpp),
+// so a closed handle is recognised like any other (docs/ownership.md); core/
+// never calls into it (the build gives core/ no path to these headers).
 #pragma once
 
 #include <memory>
@@ -15,11 +17,6 @@
 #include "gguf/parse.hpp"
 
 namespace bp::gguf {
-
-inline constexpr uint32_t kTagFile = 0x47475546u;     // "GGUF"
-inline constexpr uint32_t kTagWeights = 0x47475754u;  // "GGWT"
-inline constexpr uint32_t kTagWriter = 0x47475752u;   // "GGWR"
-inline constexpr uint32_t kTagDead = 0xdeadbeefu;
 
 // The file's bytes: a private read-write mapping (pages written by a caller
 // through a host buffer are copied on write, the file never changes) or
@@ -40,20 +37,31 @@ struct mapping {
 // The Backplane type of a file type id; false when Backplane holds none.
 bool backplane_type_of(uint32_t file_type, bp_type *out);
 
+// True when |h| carries |tag|; otherwise records INVALID_ARGUMENT naming |fn|
+// and the parameter |what| (NULL, closed, or another type) and returns false.
+template <typename T>
+bool handle_check(const T *h, core::handle_tag tag, const char *fn, const char *what) {
+  if (core::handle_ok(h, tag)) return true;
+  core::bad_handle(fn, what, h, tag);
+  return false;
+}
+
 }  // namespace bp::gguf
 
 struct bp_gguf {
-  uint32_t tag = bp::gguf::kTagFile;
+  uint32_t tag = bp::core::TAG_GGUF_FILE;
   std::shared_ptr<bp::gguf::mapping> map;
   bp::gguf::file_info info;
   std::unordered_map<std::string, size_t> key_index, tensor_index;
+  bp::core::live_mark live;  // last: see live_mark
 };
 
 struct bp_gguf_weights {
-  uint32_t tag = bp::gguf::kTagWeights;
+  uint32_t tag = bp::core::TAG_GGUF_WEIGHTS;
   std::shared_ptr<bp::gguf::mapping> map;  // held while tensors live in its pages
   std::vector<bp_buffer *> buffers;
   size_t n_tensors = 0;
   uint64_t bytes = 0;
   bool mapped = false;
+  bp::core::live_mark live;  // last: see live_mark
 };

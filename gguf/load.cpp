@@ -174,9 +174,7 @@ BP_API bp_status bp_gguf_load(const bp_gguf *file, bp_context *ctx, bp_device *d
     const char *fn = "bp_gguf_load";
     if (out_weights == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out_weights is NULL", fn);
     *out_weights = nullptr;
-    if (file == nullptr || file->tag != bp::gguf::kTagFile) {
-      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: the file handle is NULL or not open", fn);
-    }
+    if (!bp::gguf::handle_check(file, bp::core::TAG_GGUF_FILE, fn, "file")) return BP_ERR_INVALID_ARGUMENT;
     if (ctx == nullptr || dev == nullptr)
       return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: ctx and dev must not be NULL", fn);
     bp_gguf_load_options opt{sizeof(bp_gguf_load_options), BP_GGUF_LOAD_AUTO, nullptr, 0};
@@ -268,19 +266,14 @@ BP_API bp_status bp_gguf_load(const bp_gguf *file, bp_context *ctx, bp_device *d
 BP_API void bp_gguf_weights_free(bp_gguf_weights *weights) {
   BP_API_SCOPE();
   if (weights == nullptr) return;
-  if (weights->tag != bp::gguf::kTagWeights) {
-    set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_gguf_weights_free: not a handle bp_gguf_load returned (or already freed)");
-    return;
-  }
+  // Asks the set of live handles before reading |weights| (a second free).
+  if (!bp::core::free_check(weights, bp::core::TAG_GGUF_WEIGHTS, "bp_gguf_weights_free", "weights")) return;
   for (bp_buffer *b : weights->buffers) bp_buffer_free(b);
-  weights->tag = bp::gguf::kTagDead;
-  delete weights;
+  bp::core::retire_handle(weights);
 }
 
 static bool weights_ok(const bp_gguf_weights *w, const char *fn) {
-  if (w != nullptr && w->tag == bp::gguf::kTagWeights) return true;
-  set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: the weights handle is NULL or freed", fn);
-  return false;
+  return bp::gguf::handle_check(w, bp::core::TAG_GGUF_WEIGHTS, fn, "weights");
 }
 
 BP_API bool bp_gguf_weights_mapped(const bp_gguf_weights *weights) {

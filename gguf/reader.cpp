@@ -30,10 +30,7 @@ mapping::~mapping() {
 namespace {
 
 bool file_ok(const bp_gguf *f, const char *fn) {
-  if (f != nullptr && f->tag == bp::gguf::kTagFile) return true;
-  set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: the file handle is %s", fn,
-             f == nullptr ? "NULL" : "not one bp_gguf_open returned (or already closed)");
-  return false;
+  return bp::gguf::handle_check(f, bp::core::TAG_GGUF_FILE, fn, "file");
 }
 
 // Parses the mapping and indexes keys and names; takes |map|.
@@ -199,9 +196,10 @@ BP_API bp_status bp_gguf_open_memory(const void *data, size_t size, bp_gguf **ou
 BP_API void bp_gguf_close(bp_gguf *file) {
   BP_API_SCOPE();
   if (file == nullptr) return;
-  if (!file_ok(file, "bp_gguf_close")) return;
-  file->tag = bp::gguf::kTagDead;
-  delete file;
+  // Asks the set of live handles before reading |file|: a second close is
+  // refused without touching the freed storage.
+  if (!bp::core::free_check(file, bp::core::TAG_GGUF_FILE, "bp_gguf_close", "file")) return;
+  bp::core::retire_handle(file);
 }
 
 BP_API uint32_t bp_gguf_version(const bp_gguf *file) {

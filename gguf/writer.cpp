@@ -28,11 +28,12 @@ struct pending_tensor {
 }  // namespace
 
 struct bp_gguf_writer {
-  uint32_t tag = bp::gguf::kTagWriter;
+  uint32_t tag = bp::core::TAG_GGUF_WRITER;
   uint32_t alignment = 32;
   std::vector<std::pair<std::string, std::vector<uint8_t>>> kvs;  // key, encoded kind + value
   std::set<std::string> keys, names;
   std::vector<pending_tensor> tensors;
+  bp::core::live_mark live;  // last: see live_mark
 };
 
 namespace {
@@ -55,9 +56,7 @@ void put_string(std::vector<uint8_t> &out, const char *s, uint64_t n) {
 }
 
 bool writer_ok(const bp_gguf_writer *w, const char *fn) {
-  if (w != nullptr && w->tag == bp::gguf::kTagWriter) return true;
-  set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: the writer handle is NULL or freed", fn);
-  return false;
+  return bp::gguf::handle_check(w, bp::core::TAG_GGUF_WRITER, fn, "writer");
 }
 
 bp_status check_key(const bp_gguf_writer *w, const char *key, const char *fn) {
@@ -121,9 +120,10 @@ BP_API bp_status bp_gguf_writer_new(bp_gguf_writer **out_writer) {
 
 BP_API void bp_gguf_writer_free(bp_gguf_writer *writer) {
   BP_API_SCOPE();
-  if (writer == nullptr || !writer_ok(writer, "bp_gguf_writer_free")) return;
-  writer->tag = bp::gguf::kTagDead;
-  delete writer;
+  if (writer == nullptr) return;
+  // Asks the set of live handles before reading |writer| (a second free).
+  if (!bp::core::free_check(writer, bp::core::TAG_GGUF_WRITER, "bp_gguf_writer_free", "writer")) return;
+  bp::core::retire_handle(writer);
 }
 
 BP_API bp_status bp_gguf_writer_set_alignment(bp_gguf_writer *writer, uint32_t alignment) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -310,6 +311,47 @@ TEST(BpTestOps, UnavailablePluginIsSkippedNotFailed) {
   result r = run(bin("bp-test-ops") + " --plugin " + plugin + " 2>&1");
   EXPECT_EQ(r.status, 77) << r.out;
   EXPECT_NE(r.out.find("SKIPPED"), std::string::npos) << r.out;
+}
+
+// A device that is listed but whose backend will not start (backend_init
+// answers UNAVAILABLE) is a broken plugin: exit 1 with the plugin's message,
+// never "no such device here" and 77.
+TEST(BpTestOps, ListedDeviceWhoseBackendFailsIsAFailureNotASkip) {
+  const std::string plugin = std::string(BP_TEST_FIXTURE_DIR) + "/libbp-backend_unavailable.so";
+  if (!exists(plugin)) GTEST_SKIP() << plugin << " is not built";
+  result r = run(bin("bp-test-ops") + " --plugin " + plugin + " -o ADD 2>&1");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("fake: device FAKE0 is listed, but its driver would not start"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("SKIPPED"), std::string::npos) << r.out;
+}
+
+// Through --device: a spec naming a plugin that lists no device here still
+// skips (77); one naming a listed device that will not start fails (1), alone
+// or beside a skipped one.
+TEST(BpTestOps, OnlyASpecMatchingNoDeviceIsSkipped) {
+  const std::string none = std::string(BP_TEST_FIXTURE_DIR) + "/libbp-lazy_unavailable.so";
+  const std::string broken = std::string(BP_TEST_FIXTURE_DIR) + "/libbp-backend_unavailable.so";
+  if (!exists(none) || !exists(broken)) GTEST_SKIP() << "the fixtures are not built";
+  char tmpl[] = "/tmp/bp_tools_test_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::filesystem::copy_file(none, dir + "/libbp-lazy_unavailable.so");
+  std::filesystem::copy_file(broken, dir + "/libbp-backend_unavailable.so");
+  const std::string tool = "BP_PLUGIN_PATH=" + dir + " " + bin("bp-test-ops") + " -o ADD";
+
+  result r = run(tool + " --device lazy_unavailable 2>&1");
+  EXPECT_EQ(r.status, 77) << r.out;
+  EXPECT_NE(r.out.find("SKIPPED, no such device here"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fake: no fake driver answered"), std::string::npos) << r.out;
+
+  r = run(tool + " --device backend_unavailable 2>&1");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("fake: device FAKE0 is listed, but its driver would not start"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("SKIPPED"), std::string::npos) << r.out;
+
+  r = run(tool + " --device lazy_unavailable --device backend_unavailable:0 2>&1");
+  EXPECT_EQ(r.status, 1) << r.out;
+  std::filesystem::remove_all(dir);
 }
 
 // ---- bp-run ----------------------------------------------------------------

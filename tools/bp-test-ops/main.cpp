@@ -5,11 +5,13 @@
 // and at least one backend was tested; 1 on a failure; 2 for bad usage;
 // 77 (the automake/CTest "skipped" convention) when --plugin names a plugin
 // that has no device on this machine (UNAVAILABLE), when every --device
-// names a plugin without a device here, or when --require-description is not
-// met (e.g. BP_CPU_ISA=avx512 on a CPU without AVX-512: the cpu device's
-// description names the kernels that run, so a run of another path is a
-// skip, not a pass). ctest's conformance entries (tests/CMakeLists.txt) rely
-// on both.
+// matches no device here (it names a plugin that lists none), or when
+// --require-description is not met (e.g. BP_CPU_ISA=avx512 on a CPU without
+// AVX-512: the cpu device's description names the kernels that run, so a run
+// of another path is a skip, not a pass). A device that is listed but whose
+// backend fails to start is a failure (1) with the plugin's message, never a
+// skip, whatever status the plugin gives. ctest's conformance entries
+// (tests/CMakeLists.txt) rely on both.
 //
 //   bp-test-ops                       every device found
 //   bp-test-ops --device cpu:threads=1 -o MUL_MAT -o ROPE   (-b is the older name)
@@ -58,6 +60,17 @@ struct backend_run {
 std::string last_error() {
   const char *e = bp_last_error();
   return e && *e ? e : "(no message)";
+}
+
+// True when |spec| matches no device here: it names a plugin that lists no
+// device ("auto": no plugin lists one). Resolved from the device lists
+// alone, without starting a backend. A spec whose device is listed is not
+// such a spec, even when its backend fails to start.
+bool spec_matches_no_device(const std::string &spec) {
+  const std::string name = spec.substr(0, spec.find(':'));
+  if (name == "auto") return bp_device_count() == 0;
+  const bp_plugin *p = bp_plugin_find(name.c_str());
+  return p == nullptr || bp_plugin_device_count(p) == 0;
 }
 
 // The spec of every device, optionally only those of |plugin|.
@@ -110,12 +123,16 @@ void run_backend(backend_run &run, const std::vector<conf::case_desc> &cases, co
                  bool verbose, FILE *out) {
   bp_backend *be = nullptr;
   if (const bp_status st = bp_backend_new(run.spec.c_str(), &be); st != BP_OK || !be) {
-    run.error = last_error();
+    run.error = last_error();  // before any other call replaces it
     run.name = run.label = run.spec;
-    // UNAVAILABLE: the plugin loaded but found no device on this machine.
-    run.skipped = st == BP_ERR_UNAVAILABLE;
-    std::fprintf(out, "[%s] %s: %s\n", run.spec.c_str(),
-                 run.skipped ? "SKIPPED, no such device here" : "cannot create the backend", run.error.c_str());
+    // UNAVAILABLE is a skip only when the plugin loaded but lists no device
+    // here. A plugin may also answer UNAVAILABLE from a listed device's
+    // backend_init (its driver would not start): that device is broken.
+    run.skipped = st == BP_ERR_UNAVAILABLE && spec_matches_no_device(run.spec);
+    const char *what = run.skipped                ? "SKIPPED, no such device here"
+                       : st == BP_ERR_UNAVAILABLE ? "FAILED, the device is listed but its backend did not start"
+                                                  : "cannot create the backend";
+    std::fprintf(out, "[%s] %s: %s\n", run.spec.c_str(), what, run.error.c_str());
     return;
   }
   run.name = bp_backend_name(be);
