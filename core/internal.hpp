@@ -50,7 +50,8 @@ bool restore_previous_failure();
 // thread forgets the previous call's outcome, so a successful call leaves
 // BP_OK and "" and a failing one only its own message. Nested public calls
 // (a failure path that frees a buffer) change nothing on entry.
-// tests/core/api_rule_test.cpp checks that every definition opens one.
+// NullArgs.EveryDefinitionOpensTheApiScope (tests/core/null_args_test.cpp)
+// checks that every definition opens one.
 class api_scope {
  public:
   api_scope() noexcept;

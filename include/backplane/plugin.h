@@ -35,7 +35,8 @@
  *  - Strings a plugin returns are static or live until the plugin's
  *    shutdown; the host copies what it keeps.
  *
- * Minimal plugin: see plugins/cpu/plugin.cpp and docs/plugin-guide.md.
+ * The plugin to copy: examples/plugin-c/plugin.c, walked through in
+ * docs/plugin-guide.md (plugins/cpu/ is the full-size one to read).
  */
 #ifndef BACKPLANE_PLUGIN_H_
 #define BACKPLANE_PLUGIN_H_

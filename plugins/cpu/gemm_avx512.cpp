@@ -267,9 +267,7 @@ BP_AVX512 void bcast_tile(const void *const *a, const void *const *a_next, int64
     // L1, one line of one row per k, so the copy above finds them there, and
     // the block after it into L2, so that DRAM's latency is hidden behind
     // two blocks of FMAs, not one; past the tile's last block, the next
-    // tile's first blocks. (One block ahead, into L1 only, and nothing for
-    // the next tile: M = K = 4096, N = 16, 151 -> 172 GFLOP/s median on a
-    // 2-core Zen 4 VM; N = 32 190 -> 194.)
+    // tile's first blocks, so a new tile starts without a DRAM stall.
     const block_ref next = block_after(a, a_next, k0, kc, kb, 1), after = block_after(a, a_next, k0, kc, kb, 2);
     constexpr int64_t kLinesPerRow = kCopy / kLineElems;
     for (int64_t k = 0; k < n; ++k) {
@@ -305,11 +303,9 @@ using bcast_fn = void (*)(const void *const *, const void *const *, int64_t, int
 // run in halves) each a[m][k] feeds one FMA, as a {1to16} memory operand
 // (one load and one FMA, no separate broadcast); 12 rows keep 12
 // accumulators, 3x the FMA latency at one 512-bit FMA per cycle, and
-// measured best against 16 and 24. It replaced a 256-bit 12 x 2 tile,
-// which broadcast each a[m][k] into two FMAs: on a 2-core Zen 4 VM,
-// M = K = 4096 N = 16, 144 -> 161 GFLOP/s median in alternating runs
-// (0.62 -> 0.69 of the FMA peak); in a standalone loop with a and b in L2
-// it ran at 0.96 of one core's peak against 0.87 for the 256-bit tile.
+// measured best against 16 and 24. A 256-bit tile would broadcast each
+// a[m][k] into two FMAs, one broadcast per two FMAs instead of none, which
+// is why the 512-bit memory-operand form is used.
 constexpr int bcast_rows(int nv) { return nv == 3 ? 8 : 12; }
 
 template <bool F16>
