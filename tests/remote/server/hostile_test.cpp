@@ -23,7 +23,7 @@ using namespace bp_test;
 using grpc::StatusCode;
 using namespace std::chrono_literals;
 
-constexpr auto k_idle = 600ms;  // the stream idle deadline of these servers
+constexpr auto k_idle = 1500ms;  // the stream idle deadline of these servers (long enough for a loaded CI machine)
 
 class HostileTest : public ::testing::Test {
  protected:
@@ -175,8 +175,15 @@ TEST_F(HostileTest, StuckWritersAreEndedAndNeverLockOthersOut) {
   EXPECT_EQ(refused, 8);
   EXPECT_EQ(idle, 4);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
-  // The session works again once its streams are gone.
-  EXPECT_TRUE(memset(bad, buf, 16).ok());
+  // The session works again once its streams are gone: the client hears of
+  // a cancel before the server's handler has returned and let go of its
+  // slot, so this may take a moment.
+  grpc::Status again = memset(bad, buf, 16);
+  for (int i = 0; i < 100 && again.error_code() == StatusCode::RESOURCE_EXHAUSTED; ++i) {
+    std::this_thread::sleep_for(20ms);
+    again = memset(bad, buf, 16);
+  }
+  EXPECT_TRUE(again.ok()) << again.error_message();
 }
 
 TEST_F(HostileTest, AReaderThatStopsHoldsNoLockAndIsEnded) {
