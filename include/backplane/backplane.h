@@ -12,6 +12,18 @@
  * status and message, so a caller may check once at the end of a chain.
  * Nothing here aborts on user input.
  *
+ * Threads: the registry (discovery, loading, listing plugins and devices,
+ * bp_backend_new*), errors, logging, bp_quantize / bp_dequantize and the
+ * static-name functions may be called from any thread at once. Every other
+ * object (context and its tensors, graph, buffer, backend, event, graph
+ * plan, graph allocator, scheduler) is used by one thread at a time: the
+ * application owns it and serialises its use; different objects, even of one
+ * device, may be used from different threads at the same time.
+ *
+ * Lifetimes: a pointer a getter returns is borrowed; its comment says how
+ * long it lives (with its owner object, while its plugin is loaded, or
+ * static storage).
+ *
  * Usage:
  *   bp_context *ctx = bp_context_new(0);
  *   bp_tensor *a = bp_tensor_new_2d(ctx, BP_TYPE_F32, 4, 3);
@@ -406,7 +418,7 @@ BP_API void bp_context_free(bp_context *ctx);
 BP_API size_t bp_context_tensor_count(const bp_context *ctx);
 /* i-th tensor in creation order, NULL past the end. Borrowed; lives with ctx. */
 BP_API bp_tensor *bp_context_tensor(const bp_context *ctx, size_t i);
-/* First tensor named |name|, or NULL. */
+/* First tensor named |name|, or NULL. Borrowed; lives with ctx. */
 BP_API bp_tensor *bp_context_find(const bp_context *ctx, const char *name);
 
 /* New tensor of |n_dims| (1..4) dims, contiguous strides, no memory yet.
@@ -497,7 +509,7 @@ BP_API bp_tensor *bp_rope(bp_context *ctx, bp_tensor *a, bp_tensor *pos, int n_d
 BP_API bp_tensor *bp_op_new(bp_context *ctx, bp_op op, bp_tensor *const *src, int n_src, const int32_t *params,
                             int n_params);
 
-/* Static op name ("ADD"), or "?" . */
+/* Op name ("ADD"), or "?". Static storage: valid for the process's life. */
 BP_API const char *bp_op_name(bp_op op);
 /* Estimated floating point operations and bytes moved by node |t|. */
 BP_API uint64_t bp_op_flops(const bp_tensor *t);
@@ -518,7 +530,9 @@ BP_API bp_status bp_graph_build(bp_graph *graph, bp_tensor *t);
 /* Removes every node and leaf. */
 BP_API void bp_graph_clear(bp_graph *graph);
 BP_API size_t bp_graph_node_count(const bp_graph *graph);
-BP_API bp_tensor *bp_graph_node(const bp_graph *graph, size_t i); /* negative-free; NULL past end */
+/* i-th node / leaf in topological order, NULL past the end. Borrowed: the
+ * tensor lives with its context (not with the graph). */
+BP_API bp_tensor *bp_graph_node(const bp_graph *graph, size_t i);
 BP_API size_t bp_graph_leaf_count(const bp_graph *graph);
 BP_API bp_tensor *bp_graph_leaf(const bp_graph *graph, size_t i);
 /* Checks every node's shapes and types against the op table again (a caller
@@ -575,7 +589,9 @@ BP_API bp_status bp_registry_discover(void);
 BP_API size_t bp_plugin_count(void);
 /* Borrowed; valid until bp_plugin_unload or bp_runtime_shutdown. */
 BP_API bp_plugin *bp_plugin_get(size_t i);
+/* The loaded plugin called |name|, or NULL. Borrowed, as bp_plugin_get. */
 BP_API bp_plugin *bp_plugin_find(const char *name);
+/* The plugin's strings. Borrowed; valid while the plugin is loaded. */
 BP_API const char *bp_plugin_name(const bp_plugin *p);
 BP_API const char *bp_plugin_version(const bp_plugin *p);
 BP_API const char *bp_plugin_path(const bp_plugin *p);
@@ -591,6 +607,8 @@ BP_API size_t bp_plugin_device_count(const bp_plugin *p);
  * message is borrowed, valid until the plugin is unloaded. Enumerates the
  * devices first if that has not happened yet. */
 BP_API bp_status bp_plugin_status(const bp_plugin *p, const char **out_message);
+/* i-th device of |p|, NULL past the end. Borrowed; valid while the plugin
+ * is loaded. */
 BP_API bp_device *bp_plugin_device(const bp_plugin *p, size_t i);
 /* Unloads |p| (shutdown, then dlclose). FAILED_PRECONDITION while any of its
  * backends, buffers or events live. Honours BP_DISABLE_UNLOAD=1 (no dlclose). */
@@ -603,6 +621,7 @@ BP_API bp_status bp_rejected_get(size_t i, const char **out_path, bp_status *out
 
 /* Every device of every loaded plugin, in plugin then device order. */
 BP_API size_t bp_device_count(void);
+/* Borrowed; valid while its plugin is loaded. */
 BP_API bp_device *bp_device_get(size_t i);
 
 typedef struct bp_device_info {
@@ -619,6 +638,7 @@ typedef struct bp_device_info {
 } bp_device_info;
 /* Fills |out| (strings borrowed; valid while the plugin is loaded). */
 BP_API bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out);
+/* "cpu", "gpu", ...: static storage. */
 BP_API const char *bp_device_type_name(bp_device_type type);
 
 /* Unloads every plugin and ends the registry: registry calls after it return
@@ -639,6 +659,7 @@ typedef enum bp_buffer_usage {
   BP_BUFFER_USAGE_COMPUTE = 2
 } bp_buffer_usage;
 
+/* Borrowed; valid while the buffer type's plugin is loaded. */
 BP_API const char *bp_buffer_type_name(const bp_buffer_type *buft);
 /* Allocates |size| bytes (0 allowed). Caller owns; release with bp_buffer_free. */
 BP_API bp_status bp_buffer_type_alloc(bp_buffer_type *buft, size_t size, bp_buffer **out_buffer);
@@ -647,18 +668,22 @@ BP_API size_t bp_buffer_type_max_size(const bp_buffer_type *buft);
 /* Bytes |t| needs in a buffer of this type (>= bp_tensor_nbytes). */
 BP_API size_t bp_buffer_type_alloc_size(const bp_buffer_type *buft, const bp_tensor *t);
 BP_API bool bp_buffer_type_is_host(const bp_buffer_type *buft);
+/* The device the buffer type belongs to. Borrowed; valid while its plugin is
+ * loaded. */
 BP_API bp_device *bp_buffer_type_device(const bp_buffer_type *buft);
 /* The device's default buffer type. Borrowed; valid while the plugin is loaded. */
 BP_API bp_buffer_type *bp_device_buffer_type(bp_device *dev);
-/* Pinned host buffer type of the device, or NULL. */
+/* Pinned host buffer type of the device, or NULL. Borrowed; valid while the
+ * plugin is loaded. */
 BP_API bp_buffer_type *bp_device_host_buffer_type(bp_device *dev);
 /* Wraps caller memory; |ptr| must outlive the buffer. Caller owns the buffer. */
 BP_API bp_status bp_device_buffer_from_host_ptr(bp_device *dev, void *ptr, size_t size, bp_buffer **out_buffer);
 
 BP_API void bp_buffer_free(bp_buffer *buf); /* NULL ok; never fails */
 BP_API size_t bp_buffer_size(const bp_buffer *buf);
-/* Base address (opaque for device buffers). */
+/* Base address (opaque for device buffers). Valid until the buffer is freed. */
 BP_API void *bp_buffer_base(const bp_buffer *buf);
+/* The buffer's type. Borrowed; valid while its plugin is loaded. */
 BP_API bp_buffer_type *bp_buffer_get_type(const bp_buffer *buf);
 BP_API bool bp_buffer_is_host(const bp_buffer *buf);
 /* Fills the whole buffer with |value|. */
@@ -698,6 +723,8 @@ BP_API bp_status bp_backend_new_on_device(bp_device *dev, const char *params, bp
 BP_API void bp_backend_free(bp_backend *backend); /* NULL ok */
 /* "cpu:0" style; borrowed, lives with the backend. */
 BP_API const char *bp_backend_name(const bp_backend *backend);
+/* The backend's device and default buffer type. Borrowed; valid while its
+ * plugin is loaded. */
 BP_API bp_device *bp_backend_get_device(const bp_backend *backend);
 BP_API bp_buffer_type *bp_backend_buffer_type(bp_backend *backend);
 /* Allocates a buffer of the backend's default type. Caller owns; release with
@@ -803,6 +830,8 @@ BP_API size_t bp_sched_copy_count(const bp_sched *sched);
 BP_API size_t bp_sched_get_buffer_size(const bp_sched *sched, bp_backend *backend);
 /* Pins |node| to |backend| for the next alloc/compute. */
 BP_API bp_status bp_sched_set_tensor_backend(bp_sched *sched, bp_tensor *node, bp_backend *backend);
+/* The backend |node| was assigned to, or NULL. Borrowed (one of the
+ * scheduler's backends, which the caller owns). */
 BP_API bp_backend *bp_sched_get_tensor_backend(const bp_sched *sched, const bp_tensor *node);
 /* Assigns, splits and allocates |graph|. */
 BP_API bp_status bp_sched_alloc_graph(bp_sched *sched, bp_graph *graph);
