@@ -7,6 +7,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "host_buffer.hpp"
+#include "memory_window.hpp"
 
 namespace bp::plugins {
 namespace {
@@ -21,20 +22,11 @@ struct host_buffer {
   bool owned = false;  // false: wraps caller memory (buffer_from_host_ptr)
 };
 
-// Range check shared by set/get/memset: the host already checked it, but a
-// plugin must not write outside its memory whatever it is handed.
+// Range check shared by set/get/memset (host memory has no liveness to check).
 bp_status check_range(const host_buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what,
                       bp_error *err) {
-  if (!b || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer and a tensor", what);
-  if (size == 0) return BP_OK;
-  if (!t->data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s on tensor '%s' without memory", what, t->name);
-  const char *base = static_cast<const char *>(b->data);
-  const char *p = static_cast<const char *>(t->data);
-  if (p < base || offset > b->size || size > b->size - offset ||
-      static_cast<size_t>(p - base) > b->size - offset - size)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s of %zu bytes at offset %zu of tensor '%s' leaves its buffer",
-                         what, size, offset, t->name);
-  return BP_OK;
+  if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer", what);
+  return window_check({static_cast<const char *>(b->data), b->size}, t, offset, size, what, err);
 }
 
 void buffer_free(void *buf) noexcept {

@@ -20,20 +20,12 @@ cl_buffer *as_buffer(void *buf) {
   return b && b->magic == cl_buffer{}.magic ? b : nullptr;
 }
 
-// The host checked the range already; a plugin still never touches memory
-// outside its buffer whatever it is handed.
+// The device's liveness first, then the shared range check.
 bp_status check_range(const cl_buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what,
                       bp_error *err) {
-  if (!b || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer and a tensor", what);
+  if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer", what);
   if (bp_status s = device_check(b->dev, err); s != BP_OK) return s;
-  if (size == 0) return BP_OK;
-  if (!t->data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s on tensor '%s' without memory", what, t->name);
-  const char *p = static_cast<const char *>(t->data);
-  if (p < b->base || static_cast<size_t>(p - b->base) > b->size || offset > b->size || size > b->size - offset ||
-      static_cast<size_t>(p - b->base) > b->size - offset - size)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s of %zu bytes at offset %zu of tensor '%s' leaves its buffer",
-                         what, size, offset, t->name);
-  return BP_OK;
+  return plugins::window_check({b->base, b->size}, t, offset, size, what, err);
 }
 
 // Every buffer call waits for its transfer queue (blocking transfers, or a
@@ -101,13 +93,14 @@ bp_status buffer_memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t of
 bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     cl_buffer *db = as_buffer(buf);
-    if (!db || !src || !dst) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs src and dst");
-    cl_buffer *sb = buffer_of(src);
+    if (!db) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs a buffer");
+    cl_buffer *sb = src ? buffer_of(src) : nullptr;
     // Device-side copies only between buffers of one context; anything else
     // goes through the host's generic path.
-    if (!sb || sb->dev->context != db->dev->context || src->type != dst->type || !bp_tensor_is_contiguous(src) ||
-        !bp_tensor_is_contiguous(dst) || bp_tensor_nbytes(src) != bp_tensor_nbytes(dst))
-      return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "copy_tensor copies contiguous tensors within one device");
+    if (bp_status s = plugins::copy_precondition(sb && sb->dev->context == db->dev->context, src, dst,
+                                                 "within one device", err);
+        s != BP_OK)
+      return s;
     const size_t n = bp_tensor_nbytes(src);
     bp_status s = check_range(db, dst, 0, n, "copy_tensor", err);
     if (s != BP_OK || n == 0) return s;

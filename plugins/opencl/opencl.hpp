@@ -22,6 +22,7 @@
 
 #include "backplane/plugin.h"
 #include "cl_status.hpp"
+#include "plugins/common/memory_window.hpp"
 #include "plugins/common/plugin_common.hpp"
 
 namespace bp::opencl {

@@ -24,20 +24,13 @@ uint64_t offset_of(const bp_tensor *t, const remote_buffer *b) {
   return static_cast<uint64_t>(static_cast<const char *>(t->data) - b->base);
 }
 
-// The host checked the range already; a plugin still never sends a range
-// outside its buffer whatever it is handed.
+// The session's liveness first, then the shared range check: a range
+// outside the buffer is never sent.
 bp_status check_range(const remote_buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what,
                       bp_error *err) {
-  if (!b || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer and a tensor", what);
+  if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer", what);
   if (bp_status s = session_check(b->sess.get(), err); s != BP_OK) return s;
-  if (size == 0) return BP_OK;
-  if (!t->data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s on tensor '%s' without memory", what, t->name);
-  const char *p = static_cast<const char *>(t->data);
-  if (p < b->base || static_cast<size_t>(p - b->base) > b->size || offset > b->size || size > b->size - offset ||
-      static_cast<size_t>(p - b->base) > b->size - offset - size)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s of %zu bytes at offset %zu of tensor '%s' leaves its buffer",
-                         what, size, offset, t->name);
-  return BP_OK;
+  return plugins::window_check({b->base, b->size}, t, offset, size, what, err);
 }
 
 int64_t timeout_of(const remote_buffer *b) { return b->dev->plugin->config.timeout_ms; }
@@ -108,14 +101,14 @@ bp_status buffer_memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t of
 bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     remote_buffer *db = as_buffer(buf);
-    if (!db || !src || !dst) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs src and dst");
-    remote_buffer *sb = buffer_of(src);
+    if (!db) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs a buffer");
+    remote_buffer *sb = src ? buffer_of(src) : nullptr;
     // Server-side copies only between buffers of one session; anything else
     // goes through the host's generic path.
-    if (!sb || sb->sess != db->sess || src->type != dst->type || !bp_tensor_is_contiguous(src) ||
-        !bp_tensor_is_contiguous(dst) || bp_tensor_nbytes(src) != bp_tensor_nbytes(dst))
-      return bp_error_setf(err, BP_ERR_UNIMPLEMENTED,
-                           "copy_tensor copies contiguous tensors between buffers of one server session");
+    if (bp_status s = plugins::copy_precondition(sb && sb->sess == db->sess, src, dst,
+                                                 "between buffers of one server session", err);
+        s != BP_OK)
+      return s;
     const size_t n = bp_tensor_nbytes(src);
     if (bp_status s = check_range(db, dst, 0, n, "copy_tensor", err); s != BP_OK || n == 0) return s;
     if (bp_status s = check_range(sb, src, 0, n, "copy_tensor", err); s != BP_OK) return s;

@@ -208,16 +208,11 @@ bool is_our_buffer(const bp_tensor *t) {
 
 namespace {
 
+// The device's liveness first, then the shared range check.
 bp_status check_range(vk_buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what, bp_error *err) {
-  if (!b || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer and a tensor", what);
-  if (size == 0) return BP_OK;
-  if (!t->data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s on tensor '%s' without memory", what, t->name);
-  const char *base = static_cast<const char *>(b->base), *p = static_cast<const char *>(t->data);
-  if (p < base || offset > b->size || size > b->size - offset ||
-      static_cast<size_t>(p - base) > b->size - offset - size)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s of %zu bytes at offset %zu of tensor '%s' leaves its buffer",
-                         what, size, offset, t->name);
-  return device_check(b->dev, err);
+  if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer", what);
+  if (bp_status s = device_check(b->dev, err); s != BP_OK) return s;
+  return plugins::window_check({static_cast<const char *>(b->base), b->size}, t, offset, size, what, err);
 }
 
 // Copies between host memory and bytes [at, at+size) of |b| through a
@@ -293,13 +288,12 @@ bp_status buffer_memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t of
 bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *db = static_cast<vk_buffer *>(buf);
-    if (!db || !src || !dst) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs src and dst");
-    auto *sb = static_cast<vk_buffer *>(src->buffer_ctx);
+    if (!db) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs a buffer");
+    auto *sb = src ? static_cast<vk_buffer *>(src->buffer_ctx) : nullptr;
+    if (bp_status s = plugins::copy_precondition(sb && sb->dev == db->dev, src, dst, "within one device", err);
+        s != BP_OK)
+      return s;
     const size_t n = bp_tensor_nbytes(src);
-    if (!sb || sb->dev != db->dev || src->type != dst->type || !bp_tensor_is_contiguous(src) ||
-        !bp_tensor_is_contiguous(dst) || n != bp_tensor_nbytes(dst))
-      return bp_error_setf(err, BP_ERR_UNIMPLEMENTED,
-                           "copy_tensor only copies contiguous same-size tensors of one device");
     if (bp_status s = check_range(db, dst, 0, n, "copy_tensor", err); s != BP_OK || n == 0) return s;
     if (bp_status s = device_wait_all(db->dev, err); s != BP_OK) return s;
     VkBufferCopy region{tensor_offset(src), tensor_offset(dst), n};

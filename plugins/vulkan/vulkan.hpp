@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backplane/plugin.h"
+#include "plugins/common/memory_window.hpp"
 #include "plugins/common/plugin_common.hpp"
 
 namespace bp::vk {
