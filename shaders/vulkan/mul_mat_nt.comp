@@ -14,7 +14,7 @@
 // a's batch counts, d_nb in floats, d_ne = (M, N, B2, B3), p.x = K / 4.
 //
 // EPILOGUE (constant_id 0): the graph's next node applied to the product in
-// the same dispatch (ops.cpp, plan_fused): 1 ADD and 2 MUL with a tensor of
+// the same dispatch (fusion.cpp, plan_fused): 1 ADD and 2 MUL with a tensor of
 // the product's shape and strides at float offset p.z, 3 SILU; the result
 // goes to float offset p.y. Both live in the binding of d, which the plugin
 // widens to cover them. The product itself is still stored.
