@@ -49,7 +49,7 @@ bool plan_fused(const planner &p, const bp_tensor *next, std::vector<dispatch> &
         !bp_tensor_is_contiguous(next) || !bp_tensor_same_shape(n, next) || !(row || bp_tensor_same_shape(m, n)) ||
         !next_ok())
       return false;
-    return plan_rows_vec4(p, n->op == BP_OP_NORM ? 3 : 4, out, next);
+    return plan_rows_vec4(p, rows_code(n->op), out, next);
   }
   return false;
 }

@@ -20,9 +20,34 @@
 #include <initializer_list>
 #include <vector>
 
+#include "shaders/vulkan/op_codes.h"
 #include "vulkan.hpp"
 
 namespace bp::vk {
+
+// ---- the shaders' op codes --------------------------------------------------
+
+// The specialization constant each shader's OP takes for |op|
+// (shaders/vulkan/op_codes.h): binary.comp, unary.comp (SCALE, CLAMP and the
+// unary ops) and rows.comp (the row reductions and SOFT_MAX).
+constexpr uint32_t binary_code(bp_op op) { return static_cast<uint32_t>(op - BP_OP_ADD); }
+constexpr uint32_t unary_code(bp_op op) { return static_cast<uint32_t>(op - BP_OP_SCALE); }
+constexpr uint32_t rows_code(bp_op op) { return static_cast<uint32_t>(op - BP_OP_SUM_ROWS); }
+
+static_assert(binary_code(BP_OP_ADD) == BP_VK_BINARY_ADD && binary_code(BP_OP_SUB) == BP_VK_BINARY_SUB &&
+                  binary_code(BP_OP_MUL) == BP_VK_BINARY_MUL && binary_code(BP_OP_DIV) == BP_VK_BINARY_DIV,
+              "binary.comp's OP codes (op_codes.h) no longer match bp_op");
+static_assert(unary_code(BP_OP_SCALE) == BP_VK_UNARY_SCALE && unary_code(BP_OP_CLAMP) == BP_VK_UNARY_CLAMP &&
+                  unary_code(BP_OP_NEG) == BP_VK_UNARY_NEG && unary_code(BP_OP_ABS) == BP_VK_UNARY_ABS &&
+                  unary_code(BP_OP_SQR) == BP_VK_UNARY_SQR && unary_code(BP_OP_SQRT) == BP_VK_UNARY_SQRT &&
+                  unary_code(BP_OP_EXP) == BP_VK_UNARY_EXP && unary_code(BP_OP_RELU) == BP_VK_UNARY_RELU &&
+                  unary_code(BP_OP_GELU) == BP_VK_UNARY_GELU && unary_code(BP_OP_SILU) == BP_VK_UNARY_SILU &&
+                  unary_code(BP_OP_TANH) == BP_VK_UNARY_TANH && unary_code(BP_OP_SIGMOID) == BP_VK_UNARY_SIGMOID,
+              "unary.comp's OP codes (op_codes.h) no longer match bp_op");
+static_assert(rows_code(BP_OP_SUM_ROWS) == BP_VK_ROWS_SUM_ROWS && rows_code(BP_OP_MEAN) == BP_VK_ROWS_MEAN &&
+                  rows_code(BP_OP_ARGMAX) == BP_VK_ROWS_ARGMAX && rows_code(BP_OP_NORM) == BP_VK_ROWS_NORM &&
+                  rows_code(BP_OP_RMS_NORM) == BP_VK_ROWS_RMS_NORM && rows_code(BP_OP_SOFT_MAX) == BP_VK_ROWS_SOFT_MAX,
+              "rows.comp's OP codes (op_codes.h) no longer match bp_op");
 
 // ---- types ------------------------------------------------------------------
 
@@ -113,9 +138,9 @@ bp_status plan_concat(const planner &p, std::vector<dispatch> &out);
 bp_status plan_get_rows(const planner &p, std::vector<dispatch> &out);
 bp_status plan_rope(const planner &p, std::vector<dispatch> &out);
 
-// NORM, RMS_NORM, SOFT_MAX (|op|: rows.comp's OP code) on dense f32 rows of
-// a multiple of 4: one invocation per row through texel buffers (rows.comp,
-// VEC4). |mul|, for a norm, is a MUL of the norm's result that
+// NORM, RMS_NORM, SOFT_MAX (|op|: the BP_VK_ROWS_* code) on dense f32 rows
+// of a multiple of 4: one invocation per row through texel buffers
+// (rows.comp, VEC4). |mul|, for a norm, is a MUL of the norm's result that
 // runs in the same dispatch (plan_fused checked its shapes); false (nothing
 // appended) when a binding does not fit.
 bool plan_rows_vec4(const planner &p, uint32_t op, std::vector<dispatch> &out, const bp_tensor *mul = nullptr);

@@ -19,7 +19,7 @@ bool contiguous_all(std::initializer_list<const bp_tensor *> ts) {
 bp_status plan_binary(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
   dispatch d;
-  d.spec[0] = static_cast<uint32_t>(n->op - BP_OP_ADD);
+  d.spec[0] = binary_code(n->op);
   d.n_spec = 1;
   const int64_t count = bp_tensor_nelements(n);
   const bool row_bias = b->ne[0] == a->ne[0] && bp_tensor_nrows(b) == 1;
@@ -52,7 +52,7 @@ bp_status plan_binary(const planner &p, std::vector<dispatch> &out) {
 bp_status plan_unary(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0];
   dispatch d;
-  d.spec[0] = static_cast<uint32_t>(n->op - BP_OP_SCALE);
+  d.spec[0] = unary_code(n->op);
   d.n_spec = 1;
   if (bp_status st = general(p, a->type == BP_TYPE_F32 ? "unary_f32" : "unary_f16", n, a, nullptr, d); st != BP_OK)
     return st;
@@ -64,7 +64,7 @@ bp_status plan_unary(const planner &p, std::vector<dispatch> &out) {
 }
 
 bool plan_rows_vec4(const planner &p, uint32_t op, std::vector<dispatch> &out, const bp_tensor *mul) {
-  const bp_tensor *n = p.node, *a = n->src[0], *mask = op == 5 ? n->src[1] : nullptr;
+  const bp_tensor *n = p.node, *a = n->src[0], *mask = op == BP_VK_ROWS_SOFT_MAX ? n->src[1] : nullptr;
   if (!p.be->opt.fast_paths || a->ne[0] % 4 || !bp_tensor_is_contiguous(a) || !bp_tensor_is_contiguous(n)) return false;
   if (mask && (mask->type != BP_TYPE_F32 || !bp_tensor_rows_contiguous(mask) || !strides_in(mask, 16))) return false;
   dispatch d;
@@ -105,9 +105,8 @@ bool plan_rows_vec4(const planner &p, uint32_t op, std::vector<dispatch> &out, c
 bp_status plan_rows(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0];
   dispatch d;
-  static const uint32_t codes[] = {0, 1, 2, 3, 4};  // SUM_ROWS MEAN ARGMAX NORM RMS_NORM
-  const uint32_t op = codes[n->op - BP_OP_SUM_ROWS];
-  if (op >= 3 && p.dev()->type == BP_DEVICE_TYPE_CPU && plan_rows_vec4(p, op, out)) return BP_OK;
+  const uint32_t op = rows_code(n->op);
+  if (op >= BP_VK_ROWS_NORM && p.dev()->type == BP_DEVICE_TYPE_CPU && plan_rows_vec4(p, op, out)) return BP_OK;
   row_spec(p, d, op);
   if (bp_status st = general(p, "rows", n, a, nullptr, d); st != BP_OK) return st;
   copy_params(d, n, 0, 1);
@@ -119,7 +118,7 @@ bp_status plan_rows(const planner &p, std::vector<dispatch> &out) {
 
 bp_status plan_soft_max(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0], *mask = n->src[1];
-  if (p.dev()->type == BP_DEVICE_TYPE_CPU && plan_rows_vec4(p, 5, out)) return BP_OK;
+  if (p.dev()->type == BP_DEVICE_TYPE_CPU && plan_rows_vec4(p, BP_VK_ROWS_SOFT_MAX, out)) return BP_OK;
   dispatch d;
   row_spec(p, d, 0);
   const char *variant = mask && mask->type == BP_TYPE_F16 ? "soft_max_f16" : "soft_max_f32";

@@ -11,9 +11,6 @@
 namespace bp::vk {
 namespace {
 
-// mul_mat_nt.comp's EPILOGUE codes.
-constexpr uint32_t kEpilogueAdd = 1, kEpilogueMul = 2, kEpilogueSilu = 3;
-
 // Any layout: one invocation per output element over storage buffers.
 bp_status plan_mul_mat_general(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node;
@@ -100,7 +97,9 @@ bp_status plan_mul_mat_nt(const planner &p, const bp_tensor *after, std::vector<
     d.pc.d_off = offs[0];
     d.pc.p[1] = offs[1];
     d.pc.p[2] = offs[2];
-    d.spec[0] = after->op == BP_OP_ADD ? kEpilogueAdd : after->op == BP_OP_MUL ? kEpilogueMul : kEpilogueSilu;
+    d.spec[0] = after->op == BP_OP_ADD   ? BP_VK_EPILOGUE_ADD
+                : after->op == BP_OP_MUL ? BP_VK_EPILOGUE_MUL
+                                         : BP_VK_EPILOGUE_SILU;
     d.n_spec = 1;
     if (operand) add_range(d.reads, operand);
     add_range(d.writes, after);
