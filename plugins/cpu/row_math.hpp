@@ -2,7 +2,8 @@
 // SOFT_MAX, the unary ops, and the dense F32 rows of ADD SUB MUL DIV SCALE)
 // over dense float rows, picked at run time by cpu_isa() (plugins/common/isa.hpp):
 // AVX-512 or AVX2 when the CPU has them, portable C++ otherwise (the plugin
-// is built for baseline x86-64).
+// is built for baseline x86-64). row_math.cpp picks; the loops are in
+// row_math_avx512.cpp, row_math_avx2.cpp and row_math_kernels.hpp (portable).
 //
 // Sums accumulate in double in every version, so long rows keep their
 // accuracy; the vector ones keep 8 to 32 partial sums, which changes the

@@ -8,7 +8,8 @@
 // sub-allocated VkDeviceMemory blocks, with whole-buffer texel views made
 // once. A backend (backend.cpp) records into command buffers that it submits
 // on flush; graph.cpp turns a node list into dispatches with barriers only on
-// hazards; ops.cpp knows each op's shader, push constants and bindings.
+// hazards; the planners (plan.hpp: ops_support.cpp, plan.cpp and the files it
+// names) know each op's shader, push constants and bindings.
 #ifndef BP_PLUGIN_VULKAN_VULKAN_HPP_
 #define BP_PLUGIN_VULKAN_VULKAN_HPP_
 
@@ -218,8 +219,8 @@ bp_status device_run_once(device_state *dev, F &&record, bp_error *err);
 
 // ---- backend.cpp -----------------------------------------------------------
 
-// Which MUL_MAT shaders run (ops.cpp, plan_mul_mat): those shaped for a CPU
-// driver (one invocation per output or per register tile: mul_mv,
+// Which MUL_MAT shaders run (plan_matmul.cpp, plan_mul_mat): those shaped
+// for a CPU driver (one invocation per output or per register tile: mul_mv,
 // mul_mat_nt) or for a GPU (a workgroup per row: mul_mv_wg; shared-memory
 // blocks: mul_mat_shared).
 enum class mul_mat_mode {
@@ -234,7 +235,7 @@ struct backend_options {
   uint32_t tile_cols = 0;  // 0: the device's choice
   mul_mat_mode mul_mat = mul_mat_mode::automatic;
   bool profile = false;  // time each dispatch (graph_compute only), log a table
-  bool fuse = true;      // two nodes per dispatch where it pays (ops.cpp, plan_fused)
+  bool fuse = true;      // two nodes per dispatch where it pays (fusion.cpp, plan_fused)
 };
 
 // Per-dispatch GPU time by op and shader variant, summed over the backend's
@@ -287,7 +288,7 @@ struct vk_event {
   uint64_t value = 0;
 };
 
-// ---- ops.cpp ---------------------------------------------------------------
+// ---- ops_support.cpp, plan.cpp (plan.hpp) ----------------------------------
 
 struct binding {
   vk_buffer *buf = nullptr;  // NULL: the dummy
@@ -315,7 +316,7 @@ struct dispatch {
 
 bool op_supported(const device_state *dev, const backend_options &opt, const bp_tensor *node);
 // Appends |node|'s dispatches. |next| is the graph's following node or NULL: where the two fuse into one
-// dispatch (ops.cpp, plan_fused), *consumed is 2, else 1.
+// dispatch (fusion.cpp, plan_fused), *consumed is 2, else 1.
 bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next, std::vector<dispatch> &out,
                   uint32_t *consumed, bp_error *err);
 

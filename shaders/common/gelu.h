@@ -2,8 +2,9 @@
 // common subset of GLSL 4.50 and OpenCL C 1.2. shaders/vulkan/unary.comp
 // includes it (glslang's #include); shaders/opencl/elementwise.cl includes it
 // too, and plugins/opencl/embed_sources.cmake pastes it in at build time. The
-// cpu plugin's loops (plugins/cpu/row_math.cpp) compute the same expression
-// with the same constants. docs/ops.md states it:
+// cpu plugin's loops (plugins/cpu/row_math_kernels.hpp, row_math_avx2.cpp,
+// row_math_avx512.cpp) compute the same expression with the same constants.
+// docs/ops.md states it:
 //
 //   gelu(x) = x * sigmoid(2u) = x / (1 + exp(-2u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
 //

@@ -1,5 +1,5 @@
-// binary.comp: ADD SUB MUL DIV. OP (specialization constant 0): 0 add,
-// 1 sub, 2 mul, 3 div.
+// binary.comp: ADD SUB MUL DIV. OP (specialization constant 0): the op's
+// BP_VK_BINARY_* code (op_codes.h).
 //
 // Variants (CMake):
 // - A_T and B_T each float or float16_t: any layout, out[i] = a[i] op
@@ -15,12 +15,17 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "op_codes.h"
 
 layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint OP = 0;
+layout(constant_id = 0) const uint OP = BP_VK_BINARY_ADD;
 
 // x op y, for floats and vec4s alike.
-#define APPLY(x, y) (OP == 0 ? (x) + (y) : OP == 1 ? (x) - (y) : OP == 2 ? (x) * (y) : full_range_div(x, y))
+#define APPLY(x, y)                                                        \
+  (OP == BP_VK_BINARY_ADD   ? (x) + (y)                                    \
+   : OP == BP_VK_BINARY_SUB ? (x) - (y)                                    \
+   : OP == BP_VK_BINARY_MUL ? (x) * (y)                                    \
+                            : full_range_div(x, y))
 
 #ifdef VEC4
 // 1 where b is one row repeated: its index wraps every p.x texels. Same-shape

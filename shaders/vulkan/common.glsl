@@ -45,7 +45,7 @@ uint offset_of(uvec4 c, uvec4 nb) { return c.x * nb.x + c.y * nb.y + c.z * nb.z 
 // Elementwise shaders on any layout give each invocation a run of up to RUN
 // elements along dim 0: coords_of's integer divisions (emulated lane by
 // lane on CPU drivers) are paid once per run, not once per element. The
-// plugin dispatches ceil(ne.x / RUN) * rows invocations (ops.cpp, runs_of).
+// plugin dispatches ceil(ne.x / RUN) * rows invocations (dispatch.cpp, runs_of).
 const uint RUN = 8;
 
 // The first element of invocation |i|'s run of shape |ne|, and its length;

@@ -9,7 +9,7 @@
 //
 // On CPU-type drivers (lavapipe) barriers and shared memory are what is
 // slow (docs/plugins/vulkan.md), so the plugin uses mul_mat_nt there; this shader
-// runs on GPU-type devices (ops.cpp, shared_tile_for).
+// runs on GPU-type devices (plan_matmul.cpp, shared_tile_for).
 //
 // Invocation (tx, ty) owns rows m = (j * TX + tx) * 4 + i and columns
 // n = (j * TY + ty) * 4 + i (j < TM / 4 or TN / 4, i < 4): consecutive

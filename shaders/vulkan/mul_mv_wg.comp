@@ -4,7 +4,7 @@
 // consecutive (coalesced), each fetched texel of a feeds all N columns (a,
 // the weights, is read once), and the N partial sums are reduced across the
 // workgroup (reduce.glsl). mul_mv.comp, one invocation per output reading
-// its own row, suits CPU drivers instead (ops.cpp, plan_mul_mat).
+// its own row, suits CPU drivers instead (plan_matmul.cpp, plan_mul_mat).
 //
 // Workgroups loop over rows (x may be capped below M); z is the batch.
 // Push constants as mul_mv's: a_nb / b_nb in texels, d_nb in floats,

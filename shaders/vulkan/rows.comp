@@ -1,8 +1,8 @@
 // rows.comp: the ops that reduce rows along dim 0. Two variants (CMake):
 //
 // - general: SUM_ROWS, MEAN, ARGMAX, NORM and RMS_NORM over any layout of the
-//   f32 input, one workgroup per row. OP (constant_id 2): 0 SUM_ROWS 1 MEAN
-//   2 ARGMAX 3 NORM 4 RMS_NORM. p.x: eps. The output is written as raw
+//   f32 input, one workgroup per row. OP (constant_id 2): the op's
+//   BP_VK_ROWS_* code (op_codes.h). p.x: eps. The output is written as raw
 //   32-bit words (f32 bits, or the i32 index of ARGMAX) so one binding
 //   serves both types.
 //
@@ -12,7 +12,7 @@
 //   an RGBA32F storage texel buffer. On lavapipe a workgroup per row pays a
 //   task per row and the scalar SSBO loop; here 64 rows share a workgroup
 //   and the sampler gathers 128 bits per lane (docs/plugins/vulkan.md, "On lavapipe"). OP
-//   (constant_id 0): 3 NORM, 4 RMS_NORM, 5 SOFT_MAX. p.x: eps or scale; p.y:
+//   (constant_id 0): BP_VK_ROWS_NORM, _RMS_NORM or _SOFT_MAX. p.x: eps or scale; p.y:
 //   1 when SOFT_MAX has a mask (f32, rows contiguous, strides b_nb in
 //   texels). Offsets in texels; n = rows.
 //
@@ -26,6 +26,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "op_codes.h"
 
 // NORM and RMS_NORM's factor: 1 / sqrt(mean square + eps), the mean square
 // of x - mean (NORM) or of x (RMS_NORM) over a row of n0 elements.
@@ -33,7 +34,7 @@ float norm_factor(float sum_of_squares, float n0, float eps) { return 1.0 / sqrt
 
 #ifdef VEC4
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint OP = 4;
+layout(constant_id = 0) const uint OP = BP_VK_ROWS_RMS_NORM;
 layout(constant_id = 1) const uint MUL_AFTER = 0;
 
 layout(binding = 0) uniform samplerBuffer a;
@@ -69,7 +70,7 @@ void main() {
   if (row >= pc.n) return;
   const uint n4 = pc.a_ne.x / 4;
   const int base = int(pc.a_off + row * n4), out_base = int(pc.d_off + row * n4);
-  if (OP == 5) {
+  if (OP == BP_VK_ROWS_SOFT_MAX) {
     const uvec4 c = coords_of(row, uvec4(pc.a_ne.y, pc.a_ne.z, pc.a_ne.w, 1));
     const int mbase = int(pc.b_off + c.x * pc.b_nb.y + (c.y % pc.b_ne.z) * pc.b_nb.z + (c.z % pc.b_ne.w) * pc.b_nb.w);
     const bool has_mask = pc.p.y != 0u;
@@ -111,10 +112,10 @@ void main() {
   }
   const float n0 = float(pc.a_ne.x), eps = param_f(0);
   vec4 s4 = vec4(0.0);
-  FOR_TEXELS(n4, const vec4 x = texelFetch(a, base + i); s4 += OP == 4 ? x * x : x);
+  FOR_TEXELS(n4, const vec4 x = texelFetch(a, base + i); s4 += OP == BP_VK_ROWS_RMS_NORM ? x * x : x);
   const float sum = (s4.x + s4.y) + (s4.z + s4.w);
   float mean = 0.0, inv;
-  if (OP == 3) {
+  if (OP == BP_VK_ROWS_NORM) {
     mean = sum / n0;
     vec4 v4 = vec4(0.0);
     for (int i = 0; i < int(n4); ++i) {
@@ -145,7 +146,7 @@ void main() {
 #else
 #include "reduce.glsl"
 
-layout(constant_id = 2) const uint OP = 0;
+layout(constant_id = 2) const uint OP = BP_VK_ROWS_SUM_ROWS;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 2) writeonly buffer D { uint d[]; };
@@ -158,7 +159,7 @@ void main() {
   const uvec4 c = coords_of(row * n0, pc.a_ne);
   const uint base = pc.a_off + offset_of(c, pc.a_nb), s0 = pc.a_nb.x;
 
-  if (OP == 2) {
+  if (OP == BP_VK_ROWS_ARGMAX) {
     float best = -1.0 / 0.0;
     uint where = 0xffffffffu;
     for (uint i = lane; i < n0; i += step) {
@@ -177,17 +178,17 @@ void main() {
   float sum = 0.0;
   for (uint i = lane; i < n0; i += step) {
     const float x = a[base + i * s0];
-    sum += OP == 4 ? x * x : x;
+    sum += OP == BP_VK_ROWS_RMS_NORM ? x * x : x;
   }
   sum = wg_sum(sum);
-  if (OP == 0 || OP == 1) {
-    if (lane == 0) d[pc.d_off + row] = floatBitsToUint(OP == 1 ? sum / float(n0) : sum);
+  if (OP == BP_VK_ROWS_SUM_ROWS || OP == BP_VK_ROWS_MEAN) {
+    if (lane == 0) d[pc.d_off + row] = floatBitsToUint(OP == BP_VK_ROWS_MEAN ? sum / float(n0) : sum);
     return;
   }
   const uint out_base = pc.d_off + offset_of(c, pc.d_nb), o0 = pc.d_nb.x;
   const float eps = param_f(0);
   float mean = 0.0, inv;
-  if (OP == 3) {
+  if (OP == BP_VK_ROWS_NORM) {
     mean = sum / float(n0);
     float var = 0.0;
     for (uint i = lane; i < n0; i += step) {

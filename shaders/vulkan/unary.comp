@@ -1,32 +1,32 @@
 // unary.comp: SCALE, CLAMP and the unary ops on any layout, f32 or f16 (T,
-// the same type in and out). OP (specialization constant) = bp_op - SCALE:
-// 0 scale 1 clamp 2 neg 3 abs 4 sqr 5 sqrt 6 exp 7 relu 8 gelu 9 silu
-// 10 tanh 11 sigmoid. p.x, p.y: scale or min/max.
+// the same type in and out). OP (specialization constant): the op's
+// BP_VK_UNARY_* code (op_codes.h, bp_op - SCALE). p.x, p.y: scale or min/max.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "op_codes.h"
 #include "../common/gelu.h"
 
 layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint OP = 0;
+layout(constant_id = 0) const uint OP = BP_VK_UNARY_SCALE;
 
 layout(std430, binding = 0) readonly buffer A { T a[]; };
 layout(std430, binding = 2) writeonly buffer D { T d[]; };
 
 float apply(float x) {
-  if (OP == 0) return x * param_f(0);
+  if (OP == BP_VK_UNARY_SCALE) return x * param_f(0);
   // NaN stays NaN (docs/ops.md): GLSL's min and max may drop it.
-  if (OP == 1) return isnan(x) ? x : min(max(x, param_f(0)), param_f(1));
-  if (OP == 2) return -x;
-  if (OP == 3) return abs(x);
-  if (OP == 4) return x * x;
-  if (OP == 5) return sqrt(x);
-  if (OP == 6) return exp(x);
-  if (OP == 7) return max(x, 0.0);
-  if (OP == 8) return bp_gelu(x);  // shaders/common/gelu.h
-  if (OP == 9) return silu(x);
-  if (OP == 10) return stable_tanh(x);
-  return 1.0 / (1.0 + exp(-x));
+  if (OP == BP_VK_UNARY_CLAMP) return isnan(x) ? x : min(max(x, param_f(0)), param_f(1));
+  if (OP == BP_VK_UNARY_NEG) return -x;
+  if (OP == BP_VK_UNARY_ABS) return abs(x);
+  if (OP == BP_VK_UNARY_SQR) return x * x;
+  if (OP == BP_VK_UNARY_SQRT) return sqrt(x);
+  if (OP == BP_VK_UNARY_EXP) return exp(x);
+  if (OP == BP_VK_UNARY_RELU) return max(x, 0.0);
+  if (OP == BP_VK_UNARY_GELU) return bp_gelu(x);  // shaders/common/gelu.h
+  if (OP == BP_VK_UNARY_SILU) return silu(x);
+  if (OP == BP_VK_UNARY_TANH) return stable_tanh(x);
+  return 1.0 / (1.0 + exp(-x));  // BP_VK_UNARY_SIGMOID
 }
 
 void main() {

@@ -43,7 +43,7 @@ struct op_case {
   double weight_bytes() const { return static_cast<double>(bp_row_size(a_type, k)) * static_cast<double>(m); }
 };
 
-// The cases a plain `bp-bench` runs, in order.
+// The cases a plain `bp-bench` runs, in order (cases.cpp).
 std::vector<op_case> default_cases();
 
 // MUL_MAT with quantized weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K: groups
@@ -70,6 +70,8 @@ struct entry {
   double weight_bytes = 0;  // MUL_MAT: bytes of a (op_case::weight_bytes); else 0
 };
 
+// backend_bench.cpp: the benchmarks of a case on a backend.
+
 // Flops (MUL_MAT) or bytes read + written of |c|, from the core's own
 // estimates (bp_op_flops, bp_op_bytes) of the graph's node. 0 with |why| set
 // when the graph cannot be built.
@@ -82,18 +84,18 @@ bool backend_supports(bp_backend *be, const op_case &c, std::string &why);
 // Registers the benchmark of |c| on |be| (borrowed; must outlive the run).
 entry register_backend_bench(const op_case &c, double work, bp_backend *be, const std::string &spec,
                              const std::string &ref_name);
-// Registers the reference of |c| with |threads| threads (OpenBLAS threads for
-// sgemm, memcpy split over that many std::threads).
+// references.cpp: registers the reference of |c| with |threads| threads
+// (OpenBLAS threads for sgemm, memcpy split over that many std::threads).
 // |prefix| goes before the name ("Quant/": the quantized cases' references).
 entry register_reference_bench(const op_case &c, double work, int threads, const std::string &prefix = "");
 
-// The machine references, measured with |threads| threads outside Google
-// Benchmark (so a --benchmark_filter never drops them), best of 5 runs:
-// a register-only FMA loop of the widest vector ISA the CPU has (the compute
-// ceiling, FLOP/s), and memcpy of kDramBytes, far past the caches (the DRAM
-// ceiling, bytes read + written per second), and a read-only pass over
-// kDramBytes (the ceiling of a product that streams its weights from DRAM,
-// bytes read per second).
+// machine.cpp: the machine references, measured with |threads| threads
+// outside Google Benchmark (so a --benchmark_filter never drops them), best
+// of 5 runs: a register-only FMA loop of the widest vector ISA the CPU has
+// (the compute ceiling, FLOP/s), and memcpy of kDramBytes, far past the
+// caches (the DRAM ceiling, bytes read + written per second), and a
+// read-only pass over kDramBytes (the ceiling of a product that streams its
+// weights from DRAM, bytes read per second).
 constexpr double kDramBytes = 256.0 * 1024 * 1024;
 struct machine_rate {
   double rate = 0;
@@ -103,11 +105,13 @@ machine_rate measure_peak(int threads);
 machine_rate measure_dram(int threads);
 machine_rate measure_dram_read(int threads);
 
-// Which kernel OpenBLAS chose (openblas_get_corename: "Haswell", "SkylakeX", ...).
+// Which kernel OpenBLAS chose (openblas_get_corename: "Haswell", "SkylakeX", ...;
+// references.cpp).
 std::string openblas_corename();
 
 // Frees the buffers, graphs and host arrays the last benchmark kept between
-// its calls (the benchmark body is called several times per benchmark).
+// its calls (the benchmark body is called several times per benchmark;
+// harness.hpp).
 void release_cached_setup();
 
 // graph_cases.cpp: graph registration (graph/build_per_node/N: a DAG of N

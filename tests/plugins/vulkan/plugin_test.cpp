@@ -461,7 +461,7 @@ INSTANTIATE_TEST_SUITE_P(
 namespace {
 
 // A norm followed by a MUL of its result runs as one dispatch on CPU-type
-// devices (ops.cpp, plan_fused): the product by a weight row and by a
+// devices (fusion.cpp, plan_fused): the product by a weight row and by a
 // same-shape tensor, the norm still readable by a later node, and the
 // product written over the norm's own memory (the allocator's in-place
 // reuse). On other devices the same graph runs unfused: same answers.
