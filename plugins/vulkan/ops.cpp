@@ -15,7 +15,9 @@ namespace {
 bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
 
 // The quantized types the shaders decode (shaders/common/quant.h); their
-// variants are named "<shader>_<type name>" (CMakeLists.txt).
+// variants are named "<shader>_<type name>" (CMakeLists.txt). Q5_K and BF16
+// (values past Q6_K) have no shaders: their nodes are declined and the
+// scheduler runs them elsewhere.
 bool is_quant(bp_type t) { return t >= BP_TYPE_Q8_0 && t <= BP_TYPE_Q6_K; }
 
 bool uses_f16(const bp_tensor *node) {
