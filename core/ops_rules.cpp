@@ -195,7 +195,8 @@ bp_status rule_soft_max(rule_io &io) {
 bp_status rule_mul_mat(rule_io &io) {
   const bp_tensor *a = io.src[0], *b = io.src[1];
   if (need_type(io, 0,
-                {BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) ||
+                {BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q5_K,
+                 BP_TYPE_Q6_K, BP_TYPE_BF16}) ||
       need_type(io, 1, {BP_TYPE_F32})) {
     return BP_ERR_INVALID_ARGUMENT;
   }
@@ -227,7 +228,7 @@ bp_status rule_get_rows(rule_io &io) {
   const bp_tensor *a = io.src[0], *ids = io.src[1];
   if (need_type(io, 0,
                 {BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_I32, BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K,
-                 BP_TYPE_Q6_K}) ||
+                 BP_TYPE_Q5_K, BP_TYPE_Q6_K, BP_TYPE_BF16}) ||
       need_type(io, 1, {BP_TYPE_I32})) {
     return BP_ERR_INVALID_ARGUMENT;
   }
@@ -249,8 +250,8 @@ bp_status check_conversion(const rule_io &io, bp_type from, bp_type to) {
   if ((is_float(from) && is_float(to)) || (from == BP_TYPE_I32 && to == BP_TYPE_I32)) return BP_OK;
   if (from == BP_TYPE_F32 && bp_type_is_quantized(to)) return BP_OK;
   return fail(io, std::string("cannot convert ") + bp_type_name(from) + " to " + bp_type_name(to) +
-                      ": only f32 <-> f16, i32 -> i32 and f32 -> quantized (q8_0 q4_0 q5_0 q4_K q6_K) copies are "
-                      "supported");
+                      ": only f32 <-> f16, i32 -> i32 and f32 -> quantized (q8_0 q4_0 q5_0 q4_K q5_K q6_K bf16) "
+                      "copies are supported");
 }
 
 // Quantizing works row by row: each row must fill whole blocks of |to|.

@@ -15,9 +15,10 @@ struct pair {
 
 // Every Backplane type with its id in the file format.
 const pair kPairs[] = {
-    {BP_TYPE_F32, 0},  {BP_TYPE_F16, 1},  {BP_TYPE_I32, 26},  {BP_TYPE_Q8_0, 8},
-    {BP_TYPE_Q4_0, 2}, {BP_TYPE_Q5_0, 6}, {BP_TYPE_Q4_K, 12}, {BP_TYPE_Q6_K, 14},
+    {BP_TYPE_F32, 0},  {BP_TYPE_F16, 1},   {BP_TYPE_I32, 26},  {BP_TYPE_Q8_0, 8},  {BP_TYPE_Q4_0, 2},
+    {BP_TYPE_Q5_0, 6}, {BP_TYPE_Q4_K, 12}, {BP_TYPE_Q6_K, 14}, {BP_TYPE_Q5_K, 13}, {BP_TYPE_BF16, 30},
 };
+static_assert(sizeof kPairs / sizeof kPairs[0] == BP_TYPE_COUNT, "every bp_type needs its GGUF id here");
 
 }  // namespace
 

@@ -22,12 +22,16 @@ void quantize_q4_0(const float *src, void *dst, int64_t n);
 void quantize_q5_0(const float *src, void *dst, int64_t n);
 void quantize_q4_k(const float *src, void *dst, int64_t n);
 void quantize_q6_k(const float *src, void *dst, int64_t n);
+void quantize_q5_k(const float *src, void *dst, int64_t n);
+void quantize_bf16(const float *src, void *dst, int64_t n);
 
 void dequantize_q8_0(const void *src, float *dst, int64_t n);
 void dequantize_q4_0(const void *src, float *dst, int64_t n);
 void dequantize_q5_0(const void *src, float *dst, int64_t n);
 void dequantize_q4_k(const void *src, float *dst, int64_t n);
 void dequantize_q6_k(const void *src, float *dst, int64_t n);
+void dequantize_q5_k(const void *src, float *dst, int64_t n);
+void dequantize_bf16(const void *src, float *dst, int64_t n);
 
 // The rounding both K-quant searches use: round half to even through the
 // float adder (adding 1.5 * 2^23 leaves the integer in the low mantissa

@@ -1,5 +1,6 @@
 // quant_api.cpp: bp_quantize and bp_dequantize, the C entry points to the
-// reference quantizers of this folder (plus f32 copy and f16 conversion).
+// reference quantizers of this folder (plus f32 copy, f16 and bf16
+// conversion).
 #include <cstring>
 
 #include "core/quant/quant.hpp"
@@ -24,6 +25,30 @@ void dequantize_f16(const void *src, float *dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = bp_fp16_to_fp32(in[i]);
 }
 
+// bf16 is the top half of an f32: round to nearest even on the 16 bits
+// dropped; a NaN keeps its sign and top payload bits and is made quiet (an
+// f32 NaN whose payload sits only in the low bits would otherwise become
+// infinity). Subnormals round like any other value.
+void quantize_bf16(const float *src, void *dst, int64_t n) {
+  auto *out = static_cast<uint16_t *>(dst);
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, &src[i], sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      out[i] = static_cast<uint16_t>((u >> 16) | 0x40u);
+    } else {
+      out[i] = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+  }
+}
+void dequantize_bf16(const void *src, float *dst, int64_t n) {
+  const auto *in = static_cast<const uint16_t *>(src);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = static_cast<uint32_t>(in[i]) << 16;
+    std::memcpy(&dst[i], &u, sizeof u);
+  }
+}
+
 // The codec of |type|, or {} for i32 and unknown values.
 codec codec_of(int type) {
   switch (type) {
@@ -41,6 +66,10 @@ codec codec_of(int type) {
       return {quantize_q4_k, dequantize_q4_k};
     case BP_TYPE_Q6_K:
       return {quantize_q6_k, dequantize_q6_k};
+    case BP_TYPE_Q5_K:
+      return {quantize_q5_k, dequantize_q5_k};
+    case BP_TYPE_BF16:
+      return {quantize_bf16, dequantize_bf16};
     default:
       return {nullptr, nullptr};
   }
@@ -52,7 +81,8 @@ bp_status check_type(const char *fn, int type, const codec &c) {
     return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: i32 holds integers, not floats: copy them as they are", fn);
   }
   return set_errorf(BP_ERR_INVALID_ARGUMENT,
-                    "%s: unknown type %d: use BP_TYPE_F32, BP_TYPE_F16 or a quantized BP_TYPE_Q* value", fn, type);
+                    "%s: unknown type %d: use BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 or a quantized BP_TYPE_Q* value",
+                    fn, type);
 }
 
 bp_status check_row(const char *fn, bp_type type, int64_t n, const char *what) {

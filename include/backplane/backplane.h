@@ -137,7 +137,9 @@ BP_API void bp_log_set_callback(bp_log_callback callback, void *user_data);
 
 /* Element types. The quantized ones store blocks of values in GGUF's exact
  * byte layout (docs/types.md): a row of a quantized tensor is whole blocks,
- * nb[0] is the size of one block and nb[1] the size of one row. */
+ * nb[0] is the size of one block and nb[1] the size of one row. BF16 counts
+ * as quantized (a weight encoding with blocks of one value). Values are only
+ * appended. */
 typedef enum bp_type {
   BP_TYPE_F32 = 0,
   BP_TYPE_F16 = 1,
@@ -147,6 +149,8 @@ typedef enum bp_type {
   BP_TYPE_Q5_0 = 5, /* 32 values: f16 d; uint8 qh[4]; uint8 qs[16]           */
   BP_TYPE_Q4_K = 6, /* 256 values: f16 d, dmin; uint8 scales[12], qs[128]     */
   BP_TYPE_Q6_K = 7, /* 256 values: uint8 ql[128], qh[64]; int8 scales[16]; f16 d */
+  BP_TYPE_Q5_K = 8, /* 256 values: f16 d, dmin; uint8 scales[12], qh[32], qs[128] */
+  BP_TYPE_BF16 = 9, /* 1 value: the top 16 bits of an f32 (bfloat16)           */
   BP_TYPE_COUNT
 } bp_type;
 
@@ -234,7 +238,8 @@ typedef struct bp_tensor {
 } bp_tensor;
 
 /* Inline helpers shared by the core and plugins: one source of truth. */
-/* Values per block: 1 for f32/f16/i32, 32 for Q8_0/Q4_0/Q5_0, 256 for Q4_K/Q6_K. */
+/* Values per block: 1 for f32/f16/i32/bf16, 32 for Q8_0/Q4_0/Q5_0, 256 for
+ * Q4_K/Q5_K/Q6_K. */
 static inline int64_t bp_type_block_size(bp_type type) {
   switch (type) {
     case BP_TYPE_Q8_0:
@@ -242,13 +247,14 @@ static inline int64_t bp_type_block_size(bp_type type) {
     case BP_TYPE_Q5_0:
       return 32;
     case BP_TYPE_Q4_K:
+    case BP_TYPE_Q5_K:
     case BP_TYPE_Q6_K:
       return 256;
     default:
       return 1;
   }
 }
-/* Bytes per block (per element for f32/f16/i32); 0 for an unknown type. */
+/* Bytes per block (per element for f32/f16/i32/bf16); 0 for an unknown type. */
 static inline size_t bp_type_size(bp_type type) {
   switch (type) {
     case BP_TYPE_F32:
@@ -267,6 +273,10 @@ static inline size_t bp_type_size(bp_type type) {
       return 144;
     case BP_TYPE_Q6_K:
       return 210;
+    case BP_TYPE_Q5_K:
+      return 176;
+    case BP_TYPE_BF16:
+      return 2;
     default:
       return 0;
   }
@@ -275,6 +285,8 @@ static inline size_t bp_type_size(bp_type type) {
 static inline size_t bp_row_size(bp_type type, int64_t n) {
   return bp_type_size(type) * (size_t)n / (size_t)bp_type_block_size(type);
 }
+/* True for the weight encodings (Q8_0 .. Q6_K, Q5_K and BF16): read only by
+ * MUL_MAT as a and GET_ROWS as the table, written by CPY and CONT from f32. */
 static inline bool bp_type_is_quantized(bp_type type) {
   return (int)type >= (int)BP_TYPE_Q8_0 && (int)type < (int)BP_TYPE_COUNT;
 }
@@ -296,6 +308,10 @@ static inline const char *bp_type_name(bp_type type) {
       return "q4_K";
     case BP_TYPE_Q6_K:
       return "q6_K";
+    case BP_TYPE_Q5_K:
+      return "q5_K";
+    case BP_TYPE_BF16:
+      return "bf16";
     default:
       return "?";
   }

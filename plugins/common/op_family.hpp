@@ -79,7 +79,7 @@ inline const char *op_name(bp_op op) {
 }
 
 // True when the node or one of its sources has a quantized type (Q8_0 ..
-// Q6_K). A backend without kernels for those types declines such a node in
+// Q6_K, Q5_K, BF16: bp_type_is_quantized). A backend without kernels for those types declines such a node in
 // supports_op, so the scheduler places it on a backend that has them.
 inline bool touches_quantized(const bp_tensor *node) {
   if (!node) return false;

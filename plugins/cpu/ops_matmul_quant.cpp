@@ -41,6 +41,12 @@ bool qtype_of(bp_type t, qtype *out) {
     case BP_TYPE_Q6_K:
       *out = qtype::q6_k;
       return true;
+    case BP_TYPE_Q5_K:
+      *out = qtype::q5_k;
+      return true;
+    case BP_TYPE_BF16:
+      *out = qtype::bf16;
+      return true;
     default:
       return false;
   }
@@ -54,7 +60,7 @@ bool quant_rows_dense(const bp_tensor *t, qtype *q) {
 bool mul_mat_q_supports(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
   qtype q = qtype::q8_0;
-  if (!quant_rows_dense(a, &q) || b->type != BP_TYPE_F32 || t->type != BP_TYPE_F32) return false;
+  if (!quant_rows_dense(a, &q) || q == qtype::bf16 || b->type != BP_TYPE_F32 || t->type != BP_TYPE_F32) return false;
   return t->nb[0] == sizeof(float) && t->nb[1] % sizeof(float) == 0 && a->ne[0] == b->ne[0] && t->ne[0] == a->ne[1] &&
          t->ne[1] == b->ne[1] && t->ne[2] == b->ne[2] && t->ne[3] == b->ne[3] && b->ne[2] % a->ne[2] == 0 &&
          b->ne[3] % a->ne[3] == 0;

@@ -1,16 +1,18 @@
 // quant.hpp: the cpu plugin's quantized weights (GGUF block formats Q8_0,
-// Q4_0, Q5_0, Q4_K, Q6_K): row (de)quantizers for GET_ROWS and CPY, and the
-// integer-dot kernels of MUL_MAT with quantized a and F32 b.
+// Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, and BF16): row (de)quantizers for GET_ROWS
+// and CPY, and the integer-dot kernels of MUL_MAT with quantized a and F32 b
+// (BF16 a has float kernels of its own, ops_matmul_bf16.cpp).
 //
 // MUL_MAT quantizes each column of b (a row of b along K) once into blocks
 // of 32 int8 with a float scale (act_* below), then multiplies blocks as
 // integers: a 32-value block of a times a 32-value block of b is one exact
 // int32 sum, scaled by the two blocks' float scales. Every weight format is
 // walked in "super-blocks" of 8 blocks of 32 (its own 256-value super-block
-// for Q4_K and Q6_K, 8 consecutive blocks for the 32-value formats), so one
+// for Q4_K, Q5_K and Q6_K, 8 consecutive blocks for the 32-value formats), so one
 // kernel shape serves them all: per block, lane-wise scales (Q6_K has a
 // scale per 16 values); per super-block, one vector of offsets (the formats'
-// -8, -16, -32 zero points and Q4_K's minimums) against the blocks' sums of b.
+// -8, -16, -32 zero points and Q4_K's and Q5_K's minimums) against the
+// blocks' sums of b.
 #ifndef BP_PLUGIN_CPU_QUANT_HPP_
 #define BP_PLUGIN_CPU_QUANT_HPP_
 
@@ -21,14 +23,14 @@
 
 namespace bp::cpu {
 
-enum class qtype { q8_0, q4_0, q5_0, q4_k, q6_k };
-constexpr int kQTypes = 5;
+enum class qtype { q8_0, q4_0, q5_0, q4_k, q6_k, q5_k, bf16 };
+constexpr int kQTypes = 7;
 
 struct qformat {
-  int block_values;  // values per block: 32, or 256 for the K formats
+  int block_values;  // values per block: 32, 256 for the K formats, 1 for BF16
   int block_bytes;   // bytes per block
 };
-constexpr qformat kQFormats[kQTypes] = {{32, 34}, {32, 18}, {32, 22}, {256, 144}, {256, 210}};
+constexpr qformat kQFormats[kQTypes] = {{32, 34}, {32, 18}, {32, 22}, {256, 144}, {256, 210}, {256, 176}, {1, 2}};
 inline const qformat &format_of(qtype q) { return kQFormats[static_cast<int>(q)]; }
 inline size_t qrow_bytes(qtype q, int64_t n) {
   return static_cast<size_t>(n / format_of(q).block_values) * static_cast<size_t>(format_of(q).block_bytes);
@@ -37,10 +39,10 @@ inline size_t qrow_bytes(qtype q, int64_t n) {
 // Row |n| values (a multiple of the block size) of |src| as floats, with
 // the formats' reference formulas (bit-equal to the core's bp_dequantize).
 void dequantize_row(qtype q, const void *src, float *dst, int64_t n);
-// |n| floats (a multiple of the block size) into blocks. Q8_0, Q4_0 and
-// Q5_0 follow the reference rounding (bit-equal to bp_quantize); Q4_K and
-// Q6_K use this file's own scale search: every value within half a step
-// (plus the rounding of the f16 scales) of its input, not bit-equal to
+// |n| floats (a multiple of the block size) into blocks. Q8_0, Q4_0, Q5_0
+// and BF16 follow the reference rounding (bit-equal to bp_quantize); Q4_K,
+// Q5_K and Q6_K use this file's own scale search: every value within half a
+// step (plus the rounding of the f16 scales) of its input, not bit-equal to
 // bp_quantize.
 void quantize_row(qtype q, const float *src, void *dst, int64_t n);
 
@@ -83,9 +85,14 @@ const qkernels &qkernels_for_cpu();
 bool qtype_of(bp_type t, qtype *out);
 // True when |t| is quantized with whole blocks per row, blocks dense.
 bool quant_rows_dense(const bp_tensor *t, qtype *q);
-// MUL_MAT with quantized a (dense blocks), F32 b, F32 dst with dense rows.
+// MUL_MAT with quantized a (dense blocks, not BF16), F32 b, F32 dst with
+// dense rows.
 bool mul_mat_q_supports(const bp_tensor *t);
 void mul_mat_q_run(const bp_tensor *t, int ith, int nth);
+// MUL_MAT with BF16 a (dense rows), F32 b, F32 dst with dense rows
+// (ops_matmul_bf16.cpp).
+bool mul_mat_bf16_supports(const bp_tensor *t);
+void mul_mat_bf16_run(const bp_tensor *t, int ith, int nth);
 
 }  // namespace bp::cpu
 

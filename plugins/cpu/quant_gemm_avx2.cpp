@@ -44,6 +44,10 @@ qtile_fn tile_avx2(qtype q, int rm, int rn) {
       return tiles_of<f_q4_k, kRows, 1, 2>::get(rm, rn);
     case qtype::q6_k:
       return tiles_of<f_q6_k, kRows, 1, 2>::get(rm, rn);
+    case qtype::q5_k:
+      return tiles_of<f_q5_k, kRows, 1, 2>::get(rm, rn);
+    case qtype::bf16:  // float kernels of its own (ops_matmul_bf16.cpp)
+      break;
   }
   return nullptr;
 }

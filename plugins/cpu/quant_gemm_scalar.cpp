@@ -31,15 +31,18 @@ void block_terms(const uint8_t *row, int64_t j, int q[32], float scale[2], float
         q[i + 16] = ((b[kQ5QsOff + i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1u) << 4)) - 16;
       }
     }
-  } else if constexpr (Q == qtype::q4_k) {
-    const uint8_t *b = row + (j / 8) * 144;
+  } else if constexpr (Q == qtype::q4_k || Q == qtype::q5_k) {
+    const uint8_t *b = row + (j / 8) * format_of(Q).block_bytes;
     const int sub = static_cast<int>(j % 8);
     int sc, m;
     scale_min(b + kQ4KScalesOff, sub, &sc, &m);
     scale[0] = scale[1] = bp_fp16_to_fp32(u16_at(b)) * static_cast<float>(sc);
     off[0] = off[1] = -(bp_fp16_to_fp32(u16_at(b + kQ4KDminOff)) * static_cast<float>(m));
-    const uint8_t *qs = b + kQ4KQsOff + 32 * (sub / 2);
+    const uint8_t *qs = b + (Q == qtype::q4_k ? kQ4KQsOff : kQ5KQsOff) + 32 * (sub / 2);
     for (int i = 0; i < 32; ++i) q[i] = (sub & 1) ? qs[i] >> 4 : qs[i] & 0xF;
+    if constexpr (Q == qtype::q5_k) {
+      for (int i = 0; i < 32; ++i) q[i] |= ((b[kQ5KQhOff + i] >> sub) & 1) << 4;
+    }
   } else {
     const uint8_t *b = row + (j / 8) * 210;
     const int sub = static_cast<int>(j % 8), h = sub / 4, t = sub % 4;
@@ -87,6 +90,10 @@ qtile_fn tile_baseline(qtype q, int, int) {
       return pair_tile<qtype::q4_k>;
     case qtype::q6_k:
       return pair_tile<qtype::q6_k>;
+    case qtype::q5_k:
+      return pair_tile<qtype::q5_k>;
+    case qtype::bf16:  // float kernels of its own (ops_matmul_bf16.cpp)
+      break;
   }
   return nullptr;
 }

@@ -91,9 +91,11 @@ struct f_q5_0 : simple_format<22, 6, 16> {
   }
 };
 
-struct f_q4_k {
+// Q4_K and Q5_K: 8 sub-blocks of 32 with a 6-bit scale and min each.
+template <size_t Bytes>
+struct kmin_format {
   static constexpr bool kLane = false, kMin = true, kSigned = false;
-  static constexpr size_t kSuper = 144;
+  static constexpr size_t kSuper = Bytes;
   // The 6-bit scales and mins of the 8 sub-blocks, unpacked 4 at a time in
   // 32-bit words (quant_blocks.hpp's scale_min, byte-parallel).
   static void prep(const uint8_t *sb, int, row_prep *p) {
@@ -111,10 +113,24 @@ struct f_q4_k {
     _mm256_store_ps(p->lo, mins);
     _mm256_store_ps(p->hi, mins);
   }
+};
+
+struct f_q4_k : kmin_format<144> {
   static __m256i quants(const uint8_t *sb, int j) {
     const __m256i v = load32(sb + 16 + 32 * (j / 2));
     const __m256i m = _mm256_set1_epi8(0x0F);
     return (j & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m) : _mm256_and_si256(v, m);
+  }
+};
+
+struct f_q5_k : kmin_format<176> {
+  // Q4_K's nibbles (at byte 48), and bit j of each of the 32 qh bytes as 16.
+  static __m256i quants(const uint8_t *sb, int j) {
+    const __m256i v = load32(sb + 48 + 32 * (j / 2));
+    const __m256i m = _mm256_set1_epi8(0x0F);
+    const __m256i lo = (j & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m) : _mm256_and_si256(v, m);
+    const __m256i qh = _mm256_srl_epi16(load32(sb + 16), _mm_cvtsi32_si128(j));
+    return _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(qh, 4), _mm256_set1_epi8(0x10)));
   }
 };
 

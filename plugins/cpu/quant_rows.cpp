@@ -64,6 +64,27 @@ void dequant_block(qtype q, const uint8_t *b, float *y) {
       }
       break;
     }
+    case qtype::q5_k: {
+      const float d = f16(b), dmin = f16(b + kQ4KDminOff);
+      const uint8_t *sc = b + kQ4KScalesOff, *qh = b + kQ5KQhOff, *qs = b + kQ5KQsOff;
+      for (int c = 0; c < 4; ++c) {
+        int s0, m0, s1, m1;
+        scale_min(sc, 2 * c, &s0, &m0);
+        scale_min(sc, 2 * c + 1, &s1, &m1);
+        const float d0 = d * static_cast<float>(s0), n0 = dmin * static_cast<float>(m0);
+        const float d1 = d * static_cast<float>(s1), n1 = dmin * static_cast<float>(m1);
+        for (int i = 0; i < 32; ++i) {
+          const int lo = (qs[32 * c + i] & 0xF) | (((qh[i] >> (2 * c)) & 1) << 4);
+          const int hi = (qs[32 * c + i] >> 4) | (((qh[i] >> (2 * c + 1)) & 1) << 4);
+          y[64 * c + i] = d0 * static_cast<float>(lo) - n0;
+          y[64 * c + 32 + i] = d1 * static_cast<float>(hi) - n1;
+        }
+      }
+      break;
+    }
+    case qtype::bf16:
+      y[0] = bf16_to_f32(u16_at(b));
+      break;
     case qtype::q6_k: {
       const float d = f16(b + kQ6KDOff);
       const uint8_t *ql = b, *qh = b + kQ6KQhOff;
@@ -136,9 +157,10 @@ int clamp_round(float v, int lo, int hi) {
   return static_cast<int>(std::min(static_cast<float>(hi), std::max(static_cast<float>(lo), std::nearbyint(v))));
 }
 
-// Q4_K: each sub-block's range [min(0, lowest), highest] in 15 steps; the
-// steps and minimums in 6 bits against the block's largest (d, dmin).
-void quant_q4_k(const float *x, uint8_t *b) {
+// Q4_K and Q5_K: each sub-block's range [min(0, lowest), highest] in
+// |nmax| steps; the steps and minimums in 6 bits against the block's
+// largest (d, dmin). codes[i] gets value i's code (0..nmax).
+void quant_kmin(const float *x, uint8_t *b, int nmax, uint8_t *codes) {
   float step[8], low[8];
   float max_step = 0.0f, max_low = 0.0f;
   for (int j = 0; j < 8; ++j) {
@@ -147,7 +169,7 @@ void quant_q4_k(const float *x, uint8_t *b) {
       lo = std::min(lo, x[32 * j + i]);
       hi = std::max(hi, x[32 * j + i]);
     }
-    step[j] = (hi - lo) / 15.0f;
+    step[j] = (hi - lo) / static_cast<float>(nmax);
     low[j] = -lo;
     max_step = std::max(max_step, step[j]);
     max_low = std::max(max_low, low[j]);
@@ -155,11 +177,11 @@ void quant_q4_k(const float *x, uint8_t *b) {
   put_f16(b, max_step / 63.0f);
   put_f16(b + kQ4KDminOff, max_low / 63.0f);
   const float d = f16(b), dmin = f16(b + kQ4KDminOff);
-  uint8_t *s = b + kQ4KScalesOff, *qs = b + kQ4KQsOff;
+  uint8_t *s = b + kQ4KScalesOff;
   std::memset(s, 0, 12);
   int sc[8], m[8];
   for (int j = 0; j < 8; ++j) {
-    // Round the step up so the sub-block's highest value stays within 15 steps.
+    // Round the step up so the sub-block's highest value stays within nmax steps.
     sc[j] = d > 0.0f ? std::min(63, static_cast<int>(std::ceil(step[j] / d))) : 0;
     m[j] = dmin > 0.0f ? clamp_round(low[j] / dmin, 0, 63) : 0;
     if (j < 4) {
@@ -174,16 +196,32 @@ void quant_q4_k(const float *x, uint8_t *b) {
   for (int j = 0; j < 8; ++j) {
     const float dj = d * static_cast<float>(sc[j]), mj = dmin * static_cast<float>(m[j]);
     const float inv = dj > 0.0f ? 1.0f / dj : 0.0f;
-    for (int i = 0; i < 32; ++i) {
-      const int q = clamp_round((x[32 * j + i] + mj) * inv, 0, 15);
-      const int c = j / 2, at = 32 * c + i;
-      if (j % 2 == 0) {
-        qs[at] = static_cast<uint8_t>(q);
-      } else {
-        qs[at] = static_cast<uint8_t>(qs[at] | (q << 4));
-      }
-    }
+    for (int i = 0; i < 32; ++i)
+      codes[32 * j + i] = static_cast<uint8_t>(clamp_round((x[32 * j + i] + mj) * inv, 0, nmax));
   }
+}
+
+// Sub-blocks 2c and 2c + 1 share the 32 bytes of chunk c: low and high nibbles.
+void quant_q4_k(const float *x, uint8_t *b) {
+  uint8_t q[256];
+  quant_kmin(x, b, 15, q);
+  for (int c = 0; c < 4; ++c)
+    for (int i = 0; i < 32; ++i)
+      b[kQ4KQsOff + 32 * c + i] = static_cast<uint8_t>(q[64 * c + i] | (q[64 * c + 32 + i] << 4));
+}
+
+// As Q4_K, the fifth bit of sub-block j's value i at bit j of qh[i].
+void quant_q5_k(const float *x, uint8_t *b) {
+  uint8_t q[256];
+  quant_kmin(x, b, 31, q);
+  uint8_t *qh = b + kQ5KQhOff;
+  std::memset(qh, 0, 32);
+  for (int c = 0; c < 4; ++c)
+    for (int i = 0; i < 32; ++i) {
+      const int lo = q[64 * c + i], hi = q[64 * c + 32 + i];
+      b[kQ5KQsOff + 32 * c + i] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+      qh[i] = static_cast<uint8_t>(qh[i] | ((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+    }
 }
 
 // Q6_K: each group of 16 values scaled so its largest magnitude maps to
@@ -221,6 +259,10 @@ void quant_q6_k(const float *x, uint8_t *b) {
 void dequantize_row(qtype q, const void *src, float *dst, int64_t n) {
   const qformat f = format_of(q);
   const auto *b = static_cast<const uint8_t *>(src);
+  if (q == qtype::bf16) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(u16_at(b + 2 * i));
+    return;
+  }
   for (int64_t i = 0; i < n / f.block_values; ++i) dequant_block(q, b + i * f.block_bytes, dst + i * f.block_values);
 }
 
@@ -246,6 +288,14 @@ void quantize_row(qtype q, const float *src, void *dst, int64_t n) {
       case qtype::q6_k:
         quant_q6_k(x, blk);
         break;
+      case qtype::q5_k:
+        quant_q5_k(x, blk);
+        break;
+      case qtype::bf16: {
+        const uint16_t h = f32_to_bf16(x[0]);
+        std::memcpy(blk, &h, sizeof h);
+        break;
+      }
     }
   }
 }

@@ -71,7 +71,8 @@ bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, bp_error *err);
 
 // Type code used by the kernels' -D options: 0 f32, 1 f16, 2 i32.
 inline int type_code(bp_type t) { return t == BP_TYPE_F16 ? 1 : t == BP_TYPE_I32 ? 2 : 0; }
-// The quantized types quant.cl decodes (shaders/common/quant.h).
+// The quantized types quant.cl decodes (shaders/common/quant.h). Q5_K and
+// BF16 (values past Q6_K) have no kernels: their nodes are declined.
 inline bool is_quant(bp_type t) { return t >= BP_TYPE_Q8_0 && t <= BP_TYPE_Q6_K; }
 
 }  // namespace bp::opencl

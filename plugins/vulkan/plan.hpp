@@ -54,7 +54,9 @@ static_assert(rows_code(BP_OP_SUM_ROWS) == BP_VK_ROWS_SUM_ROWS && rows_code(BP_O
 inline bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
 
 // The quantized types the shaders decode (shaders/common/quant.h); their
-// variants are named "<shader>_<type name>" (CMakeLists.txt).
+// variants are named "<shader>_<type name>" (CMakeLists.txt). Q5_K and BF16
+// (values past Q6_K) have no shaders: their nodes are declined and the
+// scheduler runs them elsewhere.
 inline bool is_quant(bp_type t) { return t >= BP_TYPE_Q8_0 && t <= BP_TYPE_Q6_K; }
 
 // ---- ops_support.cpp ----------------------------------------------------------

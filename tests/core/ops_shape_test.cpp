@@ -216,7 +216,8 @@ TEST_F(CoreTest, ContAndCast) {
   EXPECT_EQ(bp_cont(ctx, i32(2))->type, BP_TYPE_I32);
   EXPECT_FAILS_WITH(bp_cast(ctx, f32(2), BP_TYPE_I32), "bp_cast", "cannot convert f32 to i32");
   EXPECT_FAILS_WITH(bp_cast(ctx, i32(2), BP_TYPE_F16), "cannot convert i32 to f16");
-  EXPECT_FAILS_WITH(bp_cast(ctx, f32(2), (bp_type)9), "unknown type 9");
+  const std::string unknown = "unknown type " + std::to_string(BP_TYPE_COUNT);  // the first value past the enum
+  EXPECT_FAILS_WITH(bp_cast(ctx, f32(2), BP_TYPE_COUNT), unknown.c_str());
 }
 
 TEST_F(CoreTest, ConcatAlongEachDim) {

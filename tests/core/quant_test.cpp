@@ -4,6 +4,7 @@
 // power-of-two length, and dequantization must be bit-exact.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -103,10 +104,11 @@ TEST_P(QuantGolden, RoundTripStaysNearTheInput) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantGolden,
-                         ::testing::Values(BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K),
+                         ::testing::Values(BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
+                                           BP_TYPE_Q5_K, BP_TYPE_BF16),
                          [](const ::testing::TestParamInfo<bp_type> &info) {
                            std::string s = bp_type_name(info.param);
-                           s[0] = 'Q';
+                           s[0] = static_cast<char>(std::toupper(s[0]));
                            return s;
                          });
 
@@ -151,7 +153,7 @@ TEST(Quantize, BadArgumentsNameTheFix) {
 // conversion on the way).
 TEST(Quantize, NonFiniteInputsDoNotFail) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) {
+  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16}) {
     SCOPED_TRACE(bp_type_name(t));
     std::vector<float> x(256, 0.5f);
     x[3] = inf;
@@ -167,13 +169,53 @@ TEST(Quantize, NonFiniteInputsDoNotFail) {
 // All-zero and constant blocks: the scale of a zero block is +0 and every
 // code decodes to 0; a constant block decodes to the constant within f16.
 TEST(Quantize, ZeroBlocksDecodeToZero) {
-  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) {
+  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16}) {
     SCOPED_TRACE(bp_type_name(t));
     std::vector<float> x(256, 0.0f), y(256, 1.0f);
     std::vector<uint8_t> q(bp_row_size(t, 256));
     ASSERT_EQ(bp_quantize(t, x.data(), q.data(), 1, 256), q.size());
     ASSERT_EQ(bp_dequantize(t, q.data(), y.data(), 256), BP_OK);
     for (float v : y) EXPECT_EQ(v, 0.0f);
+  }
+}
+
+// BF16 by hand, from the bit patterns: the top 16 bits of the f32 rounded
+// to nearest even on the 16 dropped; NaN stays NaN (made quiet, sign kept),
+// infinities and values that round past the largest bf16 become infinity.
+TEST(Quantize, Bf16RoundsToNearestEvenAndKeepsNaN) {
+  struct row {
+    uint32_t in;
+    uint16_t out;
+  };
+  const row rows[] = {
+      {0x3f800000u, 0x3f80},  // 1
+      {0x3f808000u, 0x3f80},  // half way, even below: down
+      {0x3f818000u, 0x3f82},  // half way, odd below: up
+      {0x3f808001u, 0x3f81},  // just past half: up
+      {0x3f807fffu, 0x3f80},  // just below half: down
+      {0xbf818000u, 0xbf82},  // negative ties the same way
+      {0x7f7fffffu, 0x7f80},  // the largest f32 rounds to infinity
+      {0x7f800000u, 0x7f80},  // +inf
+      {0xff800000u, 0xff80},  // -inf
+      {0x7fc00000u, 0x7fc0},  // quiet NaN
+      {0x7f800001u, 0x7fc0},  // signalling NaN, payload in the low bits only: quiet, not inf
+      {0xff800001u, 0xffc0},  // ... with its sign
+      {0x7fa00000u, 0x7fe0},  // signalling NaN with high payload: quiet bit set, payload kept
+      {0x00000001u, 0x0000},  // the smallest denormal rounds to zero
+      {0x00018000u, 0x0002},  // denormals round like the rest
+      {0x80000000u, 0x8000},  // -0
+  };
+  for (const row &r : rows) {
+    float x;
+    std::memcpy(&x, &r.in, 4);
+    uint16_t h = 0x1234;
+    ASSERT_EQ(bp_quantize(BP_TYPE_BF16, &x, &h, 1, 1), 2u) << bp_last_error();
+    EXPECT_EQ(h, r.out) << std::hex << "input 0x" << r.in;
+    float back;
+    ASSERT_EQ(bp_dequantize(BP_TYPE_BF16, &h, &back, 1), BP_OK);
+    uint32_t bits;
+    std::memcpy(&bits, &back, 4);
+    EXPECT_EQ(bits, static_cast<uint32_t>(r.out) << 16);
   }
 }
 

@@ -20,7 +20,8 @@ struct type_row {
 const type_row k_types[] = {
     {BP_TYPE_F32, "f32", 1, 4},       {BP_TYPE_F16, "f16", 1, 2},       {BP_TYPE_I32, "i32", 1, 4},
     {BP_TYPE_Q8_0, "q8_0", 32, 34},   {BP_TYPE_Q4_0, "q4_0", 32, 18},   {BP_TYPE_Q5_0, "q5_0", 32, 22},
-    {BP_TYPE_Q4_K, "q4_K", 256, 144}, {BP_TYPE_Q6_K, "q6_K", 256, 210},
+    {BP_TYPE_Q4_K, "q4_K", 256, 144}, {BP_TYPE_Q6_K, "q6_K", 256, 210}, {BP_TYPE_Q5_K, "q5_K", 256, 176},
+    {BP_TYPE_BF16, "bf16", 1, 2},
 };
 
 TEST(QuantTypes, TableMatchesTheGgufBlockSizes) {
@@ -30,9 +31,14 @@ TEST(QuantTypes, TableMatchesTheGgufBlockSizes) {
     EXPECT_EQ(bp_type_block_size(r.type), r.block);
     EXPECT_EQ(bp_type_size(r.type), r.bytes);
     EXPECT_EQ(bp_row_size(r.type, 4 * r.block), 4 * r.bytes);
-    EXPECT_EQ(bp_type_is_quantized(r.type), r.block > 1);
+    // The weight encodings: the block types and bf16.
+    EXPECT_EQ(bp_type_is_quantized(r.type), r.block > 1 || r.type == BP_TYPE_BF16);
   }
-  EXPECT_EQ(static_cast<int>(BP_TYPE_COUNT), 8);
+  // Values are appended, never renumbered (the plugin ABI).
+  EXPECT_EQ(static_cast<int>(BP_TYPE_Q6_K), 7);
+  EXPECT_EQ(static_cast<int>(BP_TYPE_Q5_K), 8);
+  EXPECT_EQ(static_cast<int>(BP_TYPE_BF16), 9);
+  EXPECT_EQ(static_cast<int>(BP_TYPE_COUNT), 10);
   EXPECT_EQ(bp_type_size(BP_TYPE_COUNT), 0u);
   EXPECT_STREQ(bp_type_name(BP_TYPE_COUNT), "?");
 }
@@ -93,7 +99,7 @@ TEST_F(CoreTest, QuantizedReshapeAndPermuteKeepDimZero) {
 }
 
 TEST_F(CoreTest, MulMatTakesQuantizedWeightsAndF32Activations) {
-  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) {
+  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16}) {
     SCOPED_TRACE(bp_type_name(t));
     bp_tensor *w = bp_tensor_new_2d(ctx, t, 256, 5);
     bp_tensor *y = bp_mul_mat(ctx, w, f32(256, 3));
@@ -110,6 +116,40 @@ TEST_F(CoreTest, GetRowsOfAQuantizedTableGivesF32) {
   bp_tensor *rows = bp_get_rows(ctx, table, i32(4));
   expect_shape(rows, 64, 4, 1, 1);
   EXPECT_EQ(rows->type, BP_TYPE_F32);
+  for (bp_type t : {BP_TYPE_Q5_K, BP_TYPE_BF16}) {
+    bp_tensor *r = bp_get_rows(ctx, bp_tensor_new_2d(ctx, t, 256, 10), i32(4));
+    ASSERT_NE(r, nullptr) << bp_type_name(t) << ": " << bp_last_error();
+    expect_shape(r, 256, 4, 1, 1);
+    EXPECT_EQ(r->type, BP_TYPE_F32);
+  }
+}
+
+// Q5_K is a block type like Q4_K; BF16 has blocks of one value but is a
+// weight encoding all the same: dense rows, dim 0 first, read only by
+// MUL_MAT and GET_ROWS, written only from f32.
+TEST_F(CoreTest, Q5KAndBf16FollowTheQuantizedRules) {
+  bp_tensor *q5 = bp_tensor_new_2d(ctx, BP_TYPE_Q5_K, 512, 3);
+  ASSERT_NE(q5, nullptr) << bp_last_error();
+  EXPECT_EQ(q5->nb[0], 176u);
+  EXPECT_EQ(q5->nb[1], 352u);
+  EXPECT_EQ(bp_tensor_nbytes(q5), 3u * 352);
+  EXPECT_FAILS_WITH(bp_tensor_new_1d(ctx, BP_TYPE_Q5_K, 100), "q5_K rows hold whole blocks of 256 values");
+  bp_tensor *bf = bp_tensor_new_2d(ctx, BP_TYPE_BF16, 5, 3);  // any row length
+  ASSERT_NE(bf, nullptr) << bp_last_error();
+  EXPECT_EQ(bf->nb[0], 2u);
+  EXPECT_EQ(bf->nb[1], 10u);
+  EXPECT_EQ(bp_tensor_nbytes(bf), 30u);
+  EXPECT_TRUE(bp_tensor_is_contiguous(bf));
+  bp_tensor *c = bp_cast(ctx, f32(5, 3), BP_TYPE_BF16);
+  ASSERT_NE(c, nullptr) << bp_last_error();
+  EXPECT_EQ(c->type, BP_TYPE_BF16);
+  EXPECT_NE(bp_cpy(ctx, f32(5, 3), bf), nullptr) << bp_last_error();
+  const char *hint = "quantized tensors are read only by MUL_MAT";
+  EXPECT_FAILS_WITH(bp_add(ctx, bf, bf), "bp_add", "bf16", hint);
+  EXPECT_FAILS_WITH(bp_add(ctx, q5, q5), "bp_add", "q5_K", hint);
+  EXPECT_FAILS_WITH(bp_cast(ctx, bf, BP_TYPE_F32), "cannot convert bf16 to f32");
+  EXPECT_FAILS_WITH(bp_cast(ctx, f16(5, 3), BP_TYPE_BF16), "cannot convert f16 to bf16");
+  EXPECT_FAILS_WITH(bp_mul_mat(ctx, f32(5, 2), bf), "the type must be f32");
 }
 
 TEST_F(CoreTest, CpyAndContQuantizeF32Only) {

@@ -247,7 +247,7 @@ TEST(GgufRoundTrip, TensorsOfEverySupportedTypeLoad) {
   bp_gguf_tensor_info ti{};
   ti.struct_size = sizeof ti;
   // Each Backplane type under the format's id for it.
-  const uint32_t ids[] = {0, 1, 26, 8, 2, 6, 12, 14};
+  const uint32_t ids[] = {0, 1, 26, 8, 2, 6, 12, 14, 13, 30};
   static_assert(sizeof ids / sizeof ids[0] == BP_TYPE_COUNT, "a type without its GGUF id here");
   for (size_t i = 0; i < made.size(); ++i) {
     ASSERT_EQ(bp_gguf_tensor_get_info(g.f, i, &ti), BP_OK);

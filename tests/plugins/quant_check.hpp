@@ -19,6 +19,8 @@
 
 namespace bp_quant_test {
 
+// The types the GPU plugins have kernels for; they decline Q5_K and BF16
+// (check_runs_on_cpu below).
 inline const bp_type kQuantTypes[] = {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K};
 
 // Weights with a spread of magnitudes per row (so block scales differ) and
@@ -134,6 +136,97 @@ inline void check_get_rows(bp_backend *be, bp_type type, int64_t K, int64_t R, i
   bp_buffer_free(buf);
   bp_graph_free(g);
   bp_context_free(ctx);
+}
+
+// A backend |first| without kernels for |type| declines MUL_MAT of such
+// weights, GET_ROWS of such a table and the quantizing CONT; a schedule
+// "first;cpu" with the weights in |first|'s memory (marked as weights) runs
+// those nodes on cpu, the weights copied over, and gets the double
+// reference: docs/ops.md's bound for MUL_MAT (cpu quantizes b to 8 bits per
+// 32 for the block types), exact rows for GET_ROWS, bp_quantize's bytes for
+// BF16 and values within a step for Q5_K.
+inline void check_runs_on_cpu(bp_backend *first, bp_type type) {
+  SCOPED_TRACE(std::string("declined ") + bp_type_name(type));
+  const int64_t unit = bp_type_block_size(type) > 1 ? bp_type_block_size(type) : 40;
+  const int64_t K = 2 * unit, M = 7, N = 3, n_ids = 4;
+  bp_backend *cpu = nullptr;
+  ASSERT_EQ(bp_backend_new("cpu", &cpu), BP_OK) << bp_last_error();
+  bp_context *wctx = bp_context_new(0), *ctx = bp_context_new(0);
+  bp_tensor *w = bp_tensor_new_2d(wctx, type, K, M);
+  bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, N);
+  bp_tensor *ids = bp_tensor_new_1d(ctx, BP_TYPE_I32, n_ids);
+  ASSERT_TRUE(w && x && ids) << bp_last_error();
+  bp_tensor_set_flags(x, BP_TENSOR_FLAG_INPUT);
+  bp_tensor_set_flags(ids, BP_TENSOR_FLAG_INPUT);
+  bp_tensor *y = bp_mul_mat(ctx, w, x), *r = bp_get_rows(ctx, w, ids), *q = bp_cast(ctx, x, type);
+  ASSERT_TRUE(y && r && q) << bp_last_error();
+  for (bp_tensor *t : {y, r, q}) {
+    bp_tensor_set_flags(t, BP_TENSOR_FLAG_OUTPUT);
+    EXPECT_FALSE(bp_backend_supports_op(first, t)) << bp_op_name(t->op);
+    EXPECT_TRUE(bp_backend_supports_op(cpu, t)) << bp_op_name(t->op);
+  }
+  bp_graph *g = bp_graph_new(ctx, 0);
+  for (bp_tensor *t : {y, r, q}) ASSERT_EQ(bp_graph_build(g, t), BP_OK) << bp_last_error();
+  bp_buffer *wbuf = nullptr;
+  ASSERT_EQ(bp_context_alloc_tensors(wctx, first, &wbuf), BP_OK) << bp_last_error();
+  bp_buffer_set_usage(wbuf, BP_BUFFER_USAGE_WEIGHTS);
+  const quant_weights wq = make_weights(type, K, M, 77);
+  ASSERT_EQ(bp_tensor_set(w, wq.bytes.data(), 0, wq.bytes.size()), BP_OK) << bp_last_error();
+  bp_backend *order[2] = {first, cpu};
+  bp_sched *sched = bp_sched_new(order, nullptr, 2, 0, false);
+  ASSERT_NE(sched, nullptr) << bp_last_error();
+  ASSERT_EQ(bp_sched_alloc_graph(sched, g), BP_OK) << bp_last_error();
+  for (bp_tensor *t : {y, r, q}) EXPECT_EQ(bp_sched_get_tensor_backend(sched, t), cpu) << bp_op_name(t->op);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> xv(static_cast<size_t>(K * N));
+  for (float &v : xv) v = dist(rng);
+  const std::vector<int32_t> iv = {6, 0, 3, 6};
+  ASSERT_EQ(bp_tensor_set(x, xv.data(), 0, xv.size() * 4), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_tensor_set(ids, iv.data(), 0, iv.size() * 4), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_sched_graph_compute(sched, g), BP_OK) << bp_last_error();
+
+  std::vector<float> yv(static_cast<size_t>(M * N)), rv(static_cast<size_t>(K * n_ids));
+  ASSERT_EQ(bp_tensor_get(y, yv.data(), 0, yv.size() * 4), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_tensor_get(r, rv.data(), 0, rv.size() * 4), BP_OK) << bp_last_error();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      const float *wr = &wq.deq[static_cast<size_t>(m * K)];
+      const float *xr = &xv[static_cast<size_t>(n * K)];
+      double ref = 0, quant = 0, mag = 0;
+      for (int64_t k0 = 0; k0 < K; k0 += 32) {
+        double amax = 0, sum_w = 0;
+        for (int64_t k = k0; k < k0 + 32 && k < K; ++k) amax = std::fmax(amax, std::fabs(xr[k]));
+        for (int64_t k = k0; k < k0 + 32 && k < K; ++k) {
+          ref += static_cast<double>(wr[k]) * xr[k];
+          sum_w += std::fabs(wr[k]);
+          mag += std::fabs(wr[k]) * (std::fabs(xr[k]) + amax / 127);
+        }
+        quant += 9.0 / 16 * amax / 127 * sum_w;
+      }
+      const double bound = (type == BP_TYPE_BF16 ? 0 : quant) + 2.0 * (K + 1) * 0x1p-24 * mag + 1e-30;
+      EXPECT_NEAR(yv[static_cast<size_t>(n * M + m)], ref, bound) << "y[" << m << ", " << n << "]";
+    }
+  for (int64_t i = 0; i < n_ids; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      ASSERT_EQ(rv[static_cast<size_t>(i * K + k)], wq.deq[static_cast<size_t>(iv[static_cast<size_t>(i)] * K + k)])
+          << "row " << i << " [" << k << "]";
+  std::vector<unsigned char> qb(bp_row_size(type, K) * N), want(qb.size());
+  ASSERT_EQ(bp_tensor_get(q, qb.data(), 0, qb.size()), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_quantize(type, xv.data(), want.data(), N, K), want.size()) << bp_last_error();
+  if (type == BP_TYPE_BF16) {
+    EXPECT_EQ(qb, want);
+  } else {
+    std::vector<float> back(xv.size());
+    ASSERT_EQ(bp_dequantize(type, qb.data(), back.data(), K * N), BP_OK) << bp_last_error();
+    for (size_t i = 0; i < xv.size(); ++i) EXPECT_NEAR(back[i], xv[i], 0.125) << i;
+  }
+  bp_sched_free(sched);
+  bp_buffer_free(wbuf);
+  bp_graph_free(g);
+  bp_context_free(ctx);
+  bp_context_free(wctx);
+  bp_backend_free(cpu);
 }
 
 // The profile lines ("profile: <op> <variant> N dispatches") logged while

@@ -6,6 +6,7 @@
 // a wrong scale) fail the comparison.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -22,13 +23,18 @@ namespace conf = bp::conformance;
 
 namespace {
 
-const bp_type k_types[] = {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K};
+const bp_type k_types[] = {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K,
+                           BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16};
 
 std::string type_label(const ::testing::TestParamInfo<bp_type> &info) {
   std::string s = bp_type_name(info.param);
-  s[0] = 'Q';
+  s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
   return s;
 }
+
+// Values per unit of a row: a block, or 32 for BF16 (blocks of one value),
+// so b can be quantized in blocks of 32 on every type.
+int64_t unit_of(bp_type t) { return bp_type_block_size(t) > 1 ? bp_type_block_size(t) : 32; }
 
 std::vector<uint8_t> golden(const std::string &name) {
   std::ifstream f(std::string(BP_TEST_SOURCE_DIR) + "/data/quant/" + name, std::ios::binary);
@@ -64,12 +70,20 @@ std::vector<float> random_values(uint64_t seed, int64_t n, int kind) {
 
 // The bytes of |q| with the two nibbles (or halves) of each block's codes
 // swapped, or its first scale doubled: what a kernel with the wrong layout
-// or scale would read.
+// or scale would read. For BF16: each value's two bytes swapped, or each
+// value doubled.
 enum class mutation { swap_nibbles, double_scale };
 std::vector<uint8_t> mutate(bp_type t, std::vector<uint8_t> q, mutation m) {
   const size_t bs = bp_type_size(t);
   for (size_t b0 = 0; b0 < q.size(); b0 += bs) {
     uint8_t *blk = q.data() + b0;
+    if (t == BP_TYPE_BF16) {
+      uint16_t h = static_cast<uint16_t>(blk[0] | (blk[1] << 8));
+      h = m == mutation::double_scale ? static_cast<uint16_t>(h + 0x0080) : static_cast<uint16_t>((h >> 8) | (h << 8));
+      blk[0] = static_cast<uint8_t>(h);
+      blk[1] = static_cast<uint8_t>(h >> 8);
+      continue;
+    }
     if (m == mutation::double_scale) {
       // f16 exponent + 1 (every scale here is a normal half).
       const size_t at = t == BP_TYPE_Q6_K ? 208 : 0;
@@ -92,6 +106,9 @@ std::vector<uint8_t> mutate(bp_type t, std::vector<uint8_t> q, mutation m) {
         break;
       case BP_TYPE_Q4_K:
         first = 16, count = 128;
+        break;
+      case BP_TYPE_Q5_K:
+        first = 48, count = 128;
         break;
       case BP_TYPE_Q6_K:
         first = 0, count = 128;
@@ -172,7 +189,7 @@ struct mul_mat_setup {
   conf::expected want;
 
   mul_mat_setup(bp_type t, int64_t blocks, const std::vector<uint8_t> *weights = nullptr)
-      : K(bp_type_block_size(t) * blocks), M(9), N(5) {
+      : K(unit_of(t) * blocks), M(9), N(5) {
     std::vector<uint8_t> q = weights ? *weights : quantize(t, random_values(11, K * M, 0), K);
     w = conf::dequantize_blocks(t, q.data(), K * M);
     const std::vector<float> bf = random_values(12, K * N, 0);
@@ -253,7 +270,7 @@ TEST_P(QuantReference, MulMatBoundCatchesWrongWeights) {
 INSTANTIATE_TEST_SUITE_P(Types, QuantReference, ::testing::ValuesIn(k_types), type_label);
 
 TEST(QuantCases, EveryTypeHasEachOpAndTheFeatureTag) {
-  int per_type[8] = {};
+  int per_type[BP_TYPE_COUNT] = {};
   for (const conf::case_desc &c : conf::conformance_cases({"MUL_MAT", "GET_ROWS", "CPY", "CONT"})) {
     bool quant = false;
     for (const conf::input_spec &in : c.inputs) quant = quant || bp_type_is_quantized(in.type);

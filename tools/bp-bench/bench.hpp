@@ -46,7 +46,7 @@ struct op_case {
 // The cases a plain `bp-bench` runs, in order (cases.cpp).
 std::vector<op_case> default_cases();
 
-// MUL_MAT with quantized weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K: groups
+// MUL_MAT with quantized weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q5_K, BF16: groups
 // "Quant/MUL_MAT_<type>"), run only when --benchmark_filter names "Quant"
 // (quant_cases.cpp): M = K = 4096 with N = 1, 8, 32, 512 against OpenBLAS
 // sgemm on the f32 product of the same shape ("Quant/MUL_MAT_f32"), and

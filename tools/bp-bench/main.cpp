@@ -54,7 +54,7 @@ const char kUsage[] =
     "same threads: the FMA peak of the widest vector ISA, memcpy of 256 MiB (DRAM) and a\n"
     "read-only pass over 256 MiB (DRAM read, the roofline of products that stream weights).\n"
     "\n"
-    "Products with quantized weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K) run only when the filter\n"
+    "Products with quantized weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q5_K, BF16) run only when the filter\n"
     "names them: --benchmark_filter=Quant/ (against sgemm on the f32 product of the same shape).\n"
     "\n"
     "Google Benchmark's flags follow (e.g. --benchmark_filter=REGEX, --benchmark_min_time=SECONDS,\n"

@@ -5,7 +5,7 @@ namespace bp::bench {
 
 std::vector<op_case> quant_cases() {
   std::vector<op_case> cases;
-  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) {
+  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16}) {
     op_case c;
     c.op = op_kind::mul_mat, c.a_type = t, c.k = 4096;
     // A decoder's 4096 x 4096 weight times one token, a few, and a prompt.

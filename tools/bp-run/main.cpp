@@ -35,10 +35,11 @@ int main(int argc, char **argv) {
           [](std::string &s) { return s.find('-') != std::string::npos ? std::string("the seed must be 0 or more") : ""; },
           "UINT"));
   std::string weights = "f32";
-  CLI::Option *weights_opt = app.add_option("--weights", weights,
-                 "type of the 2-D weights: f32, or q8_0, q4_0, q5_0, q4_k, q6_k (quantized by bp_quantize; the "
-                 "report adds the memory saved and the logits' NMSE against f32 weights)")
-      ->check(CLI::IsMember({"f32", "q8_0", "q4_0", "q5_0", "q4_k", "q6_k"}, CLI::ignore_case));
+  CLI::Option *weights_opt =
+      app.add_option("--weights", weights,
+                     "type of the 2-D weights: f32, or q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, bf16 (quantized by "
+                     "bp_quantize; the report adds the memory saved and the logits' NMSE against f32 weights)")
+          ->check(CLI::IsMember({"f32", "q8_0", "q4_0", "q5_0", "q4_k", "q5_k", "q6_k", "bf16"}, CLI::ignore_case));
   app.add_option("--runs", opt.runs, "timed runs (min and median are reported)")->check(CLI::Range(1, 100000));
   app.add_option("--dot", opt.dot_path, "write the split graph as Graphviz to FILE")
       ->check(CLI::Validator([](std::string &s) { return s.empty() ? std::string("the path is empty") : ""; },
@@ -58,7 +59,8 @@ int main(int argc, char **argv) {
     }
   }
   // --load takes the weights' type from the file unless --weights names one.
-  for (bp_type t : {BP_TYPE_F32, BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) {
+  for (bp_type t : {BP_TYPE_F32, BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q5_K, BP_TYPE_Q6_K,
+                    BP_TYPE_BF16}) {
     std::string name = bp_type_name(t);
     for (char &ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     std::string want = weights;

@@ -1,5 +1,6 @@
-// cases_quant.cpp: the quantized types Q8_0, Q4_0, Q5_0, Q4_K and Q6_K:
-// MUL_MAT of quantized weights by f32 (K of 1, 2 and 7 blocks, odd M and N,
+// cases_quant.cpp: the quantized types Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q5_K
+// and BF16: MUL_MAT of quantized weights by f32 (K of 1, 2 and 7 blocks, or
+// of 37 values for BF16, whose blocks are single values; odd M and N,
 // batches, broadcasts, block-aligned windows and permuted weights,
 // non-contiguous b), GET_ROWS of a quantized table, and CPY / CONT from f32
 // into each type. All carry the feature "quant".
@@ -20,7 +21,12 @@ namespace {
 
 using L = layout_kind;
 constexpr bp_type f32 = BP_TYPE_F32, i32 = BP_TYPE_I32;
-const bp_type k_quant_types[] = {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K};
+const bp_type k_quant_types[] = {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K,
+                                 BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16};
+
+// The unit of the cases' row lengths: a block, or for BF16 (a block of one
+// value) 37 values, so K has a tail past any vector width.
+int64_t unit_of(bp_type t) { return bp_type_block_size(t) > 1 ? bp_type_block_size(t) : 37; }
 
 case_desc quant_case(const char *op, std::string name) {
   case_desc c;
@@ -31,7 +37,7 @@ case_desc quant_case(const char *op, std::string name) {
 }
 
 void add_mul_mat(std::vector<case_desc> &out, bp_type t) {
-  const int64_t B = bp_type_block_size(t);
+  const int64_t B = unit_of(t);
   struct mm {
     shape a, b;
     L la = L::contiguous, lb = L::contiguous;
@@ -63,7 +69,7 @@ void add_mul_mat(std::vector<case_desc> &out, bp_type t) {
 }
 
 void add_get_rows(std::vector<case_desc> &out, bp_type t) {
-  const int64_t B = bp_type_block_size(t);
+  const int64_t B = unit_of(t);
   struct gr {
     shape a;
     int64_t n;
@@ -94,7 +100,7 @@ void add_get_rows(std::vector<case_desc> &out, bp_type t) {
 }
 
 void add_cpy(std::vector<case_desc> &out, bp_type t) {
-  const int64_t B = bp_type_block_size(t);
+  const int64_t B = unit_of(t);
   struct cp {
     shape ne;
     L ls, ld;
@@ -119,7 +125,7 @@ void add_cpy(std::vector<case_desc> &out, bp_type t) {
 }
 
 void add_cont(std::vector<case_desc> &out, bp_type t) {
-  const int64_t B = bp_type_block_size(t);
+  const int64_t B = unit_of(t);
   struct ct {
     shape ne;
     L lay;

@@ -50,6 +50,36 @@ double q4_k_value(const uint8_t *blk, int j) {
   return d * sc * q - dmin * m;
 }
 
+// Element j (0..255) of a Q5_K super-block: Q4_K's scales and mins (same
+// bytes 0..15), the low 4 bits from qs (at byte 48) as Q4_K's nibbles, and
+// bit 4 from bit s of qh[j % 32] (at byte 16), s = j / 32 the sub-block.
+double q5_k_value(const uint8_t *blk, int j) {
+  const double d = half_at(blk), dmin = half_at(blk + 2);
+  const uint8_t *s = blk + 4;
+  const int sub = j / 32;
+  int sc, m;
+  if (sub < 4) {
+    sc = s[sub] & 0x3f;
+    m = s[sub + 4] & 0x3f;
+  } else {
+    sc = (s[sub + 4] & 0x0f) | ((s[sub - 4] >> 6) << 4);
+    m = (s[sub + 4] >> 4) | ((s[sub] >> 6) << 4);
+  }
+  const int chunk = j / 64, within = j % 64;
+  const uint8_t byte = blk[48 + 32 * chunk + within % 32];
+  const int lo = within < 32 ? (byte & 0x0f) : (byte >> 4);
+  const int hi = (blk[16 + j % 32] >> sub) & 1;
+  return d * sc * (lo + 16 * hi) - dmin * m;
+}
+
+// A bf16: the top 16 bits of an f32.
+double bf16_value(const uint8_t *p) {
+  const uint32_t u = static_cast<uint32_t>(p[0] | (p[1] << 8)) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 // Element j (0..255) of a Q6_K super-block: two halves of 128; in a half,
 // quarter g (32 values) takes its low 4 bits from ql[l + 32 (g & 1)] (low
 // nibble for g < 2, high for g >= 2) and its top 2 bits from bits 2g..2g+1
@@ -113,6 +143,12 @@ std::vector<double> dequantize_blocks(bp_type type, const uint8_t *bytes, int64_
       case BP_TYPE_Q6_K:
         out[i] = q6_k_value(blk, j);
         break;
+      case BP_TYPE_Q5_K:
+        out[i] = q5_k_value(blk, j);
+        break;
+      case BP_TYPE_BF16:
+        out[i] = bf16_value(blk);
+        break;
       default:
         throw std::invalid_argument(std::string("no reader for type ") + bp_type_name(type));
     }
@@ -163,6 +199,27 @@ std::vector<double> quantization_bound(bp_type type, const double *x, int64_t n)
           std::fill(out + 32 * s, out + 32 * s + 32, range[s] / 15 + (largest + largest_min) / 32);
         break;
       }
+      case BP_TYPE_Q5_K: {
+        // As Q4_K with 31 steps per sub-block: about r / 31; the 6-bit
+        // scale's and min's rounding (half of their largest / 63) reach the
+        // top code 31 as about R / 126 and M / 126: (R + M) / 64 covers both.
+        double range[8], largest = 0, largest_min = 0;
+        for (int s = 0; s < 8; ++s) {
+          const double *xs = xb + 32 * s;
+          const double lo = std::min(0.0, *std::min_element(xs, xs + 32)), hi = *std::max_element(xs, xs + 32);
+          range[s] = hi - lo;
+          largest = std::max(largest, range[s]);
+          largest_min = std::max(largest_min, -lo);
+        }
+        for (int s = 0; s < 8; ++s)
+          std::fill(out + 32 * s, out + 32 * s + 32, range[s] / 31 + (largest + largest_min) / 64);
+        break;
+      }
+      case BP_TYPE_BF16:
+        // Round to nearest: half a unit in the last of 8 significant bits,
+        // at most 2^-8 of the value (2^-134 among the subnormals).
+        out[0] = std::fabs(xb[0]) * 0x1p-8 + 0x1p-134;
+        break;
       case BP_TYPE_Q6_K: {
         // Per sub-block of 16: step about amax / 32, a whole step allowed
         // for the search and the clamp at +31; the int8 scale errs by half

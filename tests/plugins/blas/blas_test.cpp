@@ -265,7 +265,8 @@ TEST_F(Blas, RefusesEveryOtherOp) {
 // quantized table and quantizing copies go to another backend.
 TEST_F(Blas, DeclinesQuantizedTensors) {
   bp_tensor *b = bp_tensor_new_2d(ctx_, BP_TYPE_F32, 256, 64);
-  for (bp_type type : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) {
+  for (bp_type type :
+       {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16}) {
     bp_tensor *w = bp_tensor_new_2d(ctx_, type, 256, 64);
     for (bp_tensor *t : {bp_mul_mat(ctx_, w, b), bp_get_rows(ctx_, w, bp_tensor_new_1d(ctx_, BP_TYPE_I32, 4)),
                          bp_cast(ctx_, b, type)}) {

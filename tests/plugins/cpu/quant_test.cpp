@@ -1,5 +1,5 @@
-// quant_test.cpp: the cpu plugin's quantized types (Q8_0, Q4_0, Q5_0, Q4_K,
-// Q6_K) through its C ABI: MUL_MAT with quantized a and F32 b against a
+// quant_test.cpp: the cpu plugin's quantized block types (Q8_0, Q4_0, Q5_0,
+// Q4_K, Q6_K, Q5_K; BF16 in bf16_test.cpp) through its C ABI: MUL_MAT with quantized a and F32 b against a
 // double-precision product of the weights as this file decodes them (its own
 // decoder, from the GGUF layouts), bit-equal across thread counts, with
 // odd row and column tails and K of 1, 2 and 7 blocks; GET_ROWS from a
@@ -20,11 +20,8 @@ struct qt {
   int block;  // values per block
   int bytes;  // bytes per block
 };
-const qt kTypes[] = {{BP_TYPE_Q8_0, 32, 34},
-                     {BP_TYPE_Q4_0, 32, 18},
-                     {BP_TYPE_Q5_0, 32, 22},
-                     {BP_TYPE_Q4_K, 256, 144},
-                     {BP_TYPE_Q6_K, 256, 210}};
+const qt kTypes[] = {{BP_TYPE_Q8_0, 32, 34},   {BP_TYPE_Q4_0, 32, 18},   {BP_TYPE_Q5_0, 32, 22},
+                     {BP_TYPE_Q4_K, 256, 144}, {BP_TYPE_Q6_K, 256, 210}, {BP_TYPE_Q5_K, 256, 176}};
 
 double h2d(const uint8_t *p) {
   uint16_t h;
@@ -50,8 +47,10 @@ void decode_block(bp_type t, const uint8_t *b, double *y) {
       }
       break;
     }
-    case BP_TYPE_Q4_K: {
+    case BP_TYPE_Q4_K:
+    case BP_TYPE_Q5_K: {
       const uint8_t *s = b + 4;
+      const int qs_at = t == BP_TYPE_Q4_K ? 16 : 48;
       for (int i = 0; i < 256; ++i) {
         const int j = i / 32;  // sub-block
         int sc, m;
@@ -62,8 +61,9 @@ void decode_block(bp_type t, const uint8_t *b, double *y) {
           sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
           m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
         }
-        const uint8_t byte = b[16 + 32 * (j / 2) + i % 32];
-        const int q = j % 2 ? byte >> 4 : byte & 15;
+        const uint8_t byte = b[qs_at + 32 * (j / 2) + i % 32];
+        int q = j % 2 ? byte >> 4 : byte & 15;
+        if (t == BP_TYPE_Q5_K) q += ((b[16 + i % 32] >> j) & 1) * 16;  // bit j of qh[i % 32]
         y[i] = h2d(b) * sc * q - h2d(b + 2) * m;
       }
       break;
@@ -97,7 +97,7 @@ void put_half(uint8_t *p, float v) {
 }
 
 // Random blocks: random quant bits, scales in [0.005, 0.05] (Q6_K's int8
-// scales and Q4_K's 6-bit ones stay random).
+// scales and Q4_K's and Q5_K's 6-bit ones stay random).
 void fill_q(const bp_tensor *x, const qt &t, std::mt19937 &rng) {
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> scale(0.005f, 0.05f);
@@ -110,7 +110,7 @@ void fill_q(const bp_tensor *x, const qt &t, std::mt19937 &rng) {
       put_half(b + 208, scale(rng));
     } else {
       put_half(b, scale(rng));
-      if (t.type == BP_TYPE_Q4_K) put_half(b + 2, scale(rng));
+      if (t.type == BP_TYPE_Q4_K || t.type == BP_TYPE_Q5_K) put_half(b + 2, scale(rng));
     }
   }
 }
@@ -365,6 +365,9 @@ TEST(CpuQuant, CopyQuantizesWithinAStep) {
             case BP_TYPE_Q4_K:
               step = (hi - lo) / 15 + 2.0 / 63;
               break;  // |values| <= 1: dmin's grid
+            case BP_TYPE_Q5_K:
+              step = (hi - lo) / 31 + 2.0 / 63;
+              break;
             default:
               step = amax / 32 + row_amax / 32 / 127;
               break;

@@ -30,6 +30,8 @@ class OpenclQuant : public ::testing::TestWithParam<bp_type> {
   bp_backend *be_ = nullptr;
 };
 
+class OpenclQuantDeclined : public OpenclQuant {};
+
 TEST_P(OpenclQuant, MulMatMatchesDoubleReference) {
   const bp_type t = GetParam();
   const int64_t qk = bp_type_block_size(t);
@@ -44,6 +46,11 @@ TEST_P(OpenclQuant, GetRowsMatchesDoubleReference) {
   const int64_t qk = bp_type_block_size(t);
   check_get_rows(be_, t, qk, 5, 7);
   check_get_rows(be_, t, 3 * qk, 40, 17);
+}
+
+// No kernels for Q5_K and BF16: declined, and run on cpu in "opencl;cpu".
+TEST_F(OpenclQuantDeclined, Q5KAndBf16RunOnCpu) {
+  for (bp_type t : {BP_TYPE_Q5_K, BP_TYPE_BF16}) check_runs_on_cpu(be_, t);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, OpenclQuant, ::testing::ValuesIn(kQuantTypes),

@@ -102,6 +102,16 @@ TEST_P(VulkanQuant, GetRowsMatchesDoubleReference) {
   bp_backend_free(be);
 }
 
+// No shaders for Q5_K and BF16: declined, and run on cpu in "vulkan;cpu".
+class VulkanQuantDeclined : public VulkanQuant {};
+
+TEST_F(VulkanQuantDeclined, Q5KAndBf16RunOnCpu) {
+  bp_backend *be = make("");
+  ASSERT_NE(be, nullptr);
+  for (bp_type t : {BP_TYPE_Q5_K, BP_TYPE_BF16}) check_runs_on_cpu(be, t);
+  bp_backend_free(be);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, VulkanQuant, ::testing::ValuesIn(kQuantTypes),
                          [](const ::testing::TestParamInfo<bp_type> &i) { return std::string(bp_type_name(i.param)); });
 

@@ -1,12 +1,15 @@
-// q4_k.cpp: Q4_K, super-blocks of 256 values in 8 sub-blocks of 32
-// (docs/types.md). Value = d * sc[j] * q - dmin * m[j], q in 0..15, with
-// 6-bit sub-block scales sc and mins m packed into 12 bytes.
+// q4_k_q5_k.cpp: Q4_K and Q5_K, super-blocks of 256 values in 8 sub-blocks
+// of 32 (docs/types.md). Value = d * sc[j] * q - dmin * m[j], q in 0..15
+// (Q4_K) or 0..31 (Q5_K, its fifth bit kept apart in qh), with 6-bit
+// sub-block scales sc and mins m packed into 12 bytes.
 //
 // The reference search, per sub-block: weights w = rms(x) + |x|; start from
-// the min/max fit, then try 21 candidate inverse scales (nmax + rmin +
-// delta * step) / (max - min) and keep the weighted least-squares scale and
-// min of the one with the smallest weighted squared error. Then the eight
-// scales and mins are themselves quantized to 6 bits against their maxima.
+// the min/max fit, then try candidate inverse scales (nmax + rmin + delta *
+// step) / (max - min) and keep the weighted least-squares scale and min of
+// the one with the smallest weighted squared error (Q4_K: nmax 15, rmin -1,
+// 21 candidates; Q5_K: nmax 31, rmin -0.5, 16 candidates). Then the eight
+// scales and mins are themselves quantized to 6 bits against their maxima,
+// and every value is coded again against the scales as stored.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,16 +21,24 @@ namespace {
 
 constexpr int k_super = 256;
 constexpr int k_sub = 32;
-constexpr int k_bytes = 144;
-constexpr int k_nmax = 15;
-// Candidate inverse scales: (k_nmax + k_rmin + k_rdelta * s) / (max - min), s = 0..k_steps.
-constexpr float k_rmin = -1.0f;
+constexpr int k_q4_bytes = 144;
+constexpr int k_q5_bytes = 176;
 constexpr float k_rdelta = 0.1f;
-constexpr int k_steps = 20;
+
+// One format's search: codes 0..nmax; candidate inverse scales
+// (nmax + rmin + k_rdelta * s) / (max - min), s = 0..steps.
+struct search {
+  int nmax;
+  float rmin;
+  int steps;
+};
+constexpr search k_q4_search = {15, -1.0f, 20};
+constexpr search k_q5_search = {31, -0.5f, 15};
 
 // Fits x[i] ~ scale * L[i] - min_out (min_out >= 0) for one sub-block and
 // returns scale. L gets the codes; aux is scratch.
-float fit_scale_min(const float *x, const float *w, uint8_t *L, uint8_t *aux, float *min_out) {
+float fit_scale_min(const search &sp, const float *x, const float *w, uint8_t *L, uint8_t *aux, float *min_out) {
+  const int nmax = sp.nmax;
   float lo = x[0], hi = x[0];
   float sum_w = w[0];
   float sum_x = sum_w * x[0];
@@ -43,20 +54,20 @@ float fit_scale_min(const float *x, const float *w, uint8_t *L, uint8_t *aux, fl
     *min_out = -lo;
     return 0.0f;
   }
-  float iscale = k_nmax / (hi - lo);
+  float iscale = nmax / (hi - lo);
   float scale = 1 / iscale;
   float best_err = 0;
   for (int i = 0; i < k_sub; ++i) {
     const int l = round_nearest(iscale * (x[i] - lo));
-    L[i] = static_cast<uint8_t>(std::max(0, std::min(k_nmax, l)));
+    L[i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
     const float diff = scale * L[i] + lo - x[i];
     best_err += w[i] * (diff * diff);
   }
-  for (int s = 0; s <= k_steps; ++s) {
-    iscale = (k_rmin + k_rdelta * s + k_nmax) / (hi - lo);
+  for (int s = 0; s <= sp.steps; ++s) {
+    iscale = (sp.rmin + k_rdelta * s + nmax) / (hi - lo);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
     for (int i = 0; i < k_sub; ++i) {
-      const int l = std::max(0, std::min(k_nmax, round_nearest(iscale * (x[i] - lo))));
+      const int l = std::max(0, std::min(nmax, round_nearest(iscale * (x[i] - lo))));
       aux[i] = static_cast<uint8_t>(l);
       sum_l += w[i] * l;
       sum_l2 += w[i] * l * l;
@@ -111,8 +122,10 @@ void pack_scale_min(int j, uint8_t sc, uint8_t m, uint8_t *s) {
   }
 }
 
-void quantize_super(const float *x, uint8_t *out) {
-  uint8_t L[k_super], aux[k_sub];
+// The common part of both formats: d, dmin and the packed scales at
+// out[0..15], the codes (0..sp.nmax) of the 256 values in L.
+void quantize_super(const search &sp, const float *x, uint8_t *out, uint8_t *L) {
+  uint8_t aux[k_sub];
   float w[k_sub], scales[k_super / k_sub], mins[k_super / k_sub];
   float max_scale = 0, max_min = 0;
   for (int j = 0; j < k_super / k_sub; ++j) {
@@ -121,7 +134,7 @@ void quantize_super(const float *x, uint8_t *out) {
     for (int l = 0; l < k_sub; ++l) sum_x2 += xs[l] * xs[l];
     const float rms = std::sqrt(sum_x2 / k_sub);
     for (int l = 0; l < k_sub; ++l) w[l] = rms + std::fabs(xs[l]);
-    scales[j] = fit_scale_min(xs, w, L + k_sub * j, aux, &mins[j]);
+    scales[j] = fit_scale_min(sp, xs, w, L + k_sub * j, aux, &mins[j]);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -149,40 +162,102 @@ void quantize_super(const float *x, uint8_t *out) {
     const float dm = bp_fp16_to_fp32(mh) * m;
     for (int i = 0; i < k_sub; ++i) {
       const int l = round_nearest((x[k_sub * j + i] + dm) / d);
-      L[k_sub * j + i] = static_cast<uint8_t>(std::max(0, std::min(15, l)));
+      L[k_sub * j + i] = static_cast<uint8_t>(std::max(0, std::min(sp.nmax, l)));
     }
   }
-  // qs: each 32 bytes hold sub-block 2k in the low nibbles and 2k+1 in the high.
+}
+
+// Q4_K's qs: each 32 bytes hold sub-block 2k in the low nibbles and 2k+1 in
+// the high.
+void pack_q4(const uint8_t *L, uint8_t *out) {
   uint8_t *q = out + 16;
   for (int j = 0; j < k_super; j += 64, q += 32) {
     for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
   }
 }
 
+// Q5_K: the low four bits as Q4_K's qs (at byte 48), the fifth bit of value
+// 64 c + l in bit 2c of qh[l] and of value 64 c + 32 + l in bit 2c + 1.
+void pack_q5(const uint8_t *L, uint8_t *out) {
+  uint8_t *qh = out + 16, *q = out + 48;
+  std::memset(qh, 0, 32);
+  for (int c = 0; c < 4; ++c, q += 32) {
+    for (int l = 0; l < 32; ++l) {
+      const int lo = L[64 * c + l], hi = L[64 * c + 32 + l];
+      q[l] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
+      qh[l] = static_cast<uint8_t>(qh[l] | ((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+    }
+  }
+}
+
+// Sub-blocks 2c and 2c + 1's scale and offset: value = d * q - o.
+void sub_pair(const uint8_t *in, int c, float d, float dmin, float s[2], float o[2]) {
+  uint8_t sc0, m0, sc1, m1;
+  unpack_scale_min(2 * c, in + 4, &sc0, &m0);
+  unpack_scale_min(2 * c + 1, in + 4, &sc1, &m1);
+  s[0] = d * sc0;
+  o[0] = dmin * m0;
+  s[1] = d * sc1;
+  o[1] = dmin * m1;
+}
+
 }  // namespace
 
 void quantize_q4_k(const float *src, void *dst, int64_t n) {
   auto *out = static_cast<uint8_t *>(dst);
-  for (int64_t b = 0; b < n / k_super; ++b) quantize_super(src + b * k_super, out + b * k_bytes);
+  uint8_t L[k_super];
+  for (int64_t b = 0; b < n / k_super; ++b, out += k_q4_bytes) {
+    quantize_super(k_q4_search, src + b * k_super, out, L);
+    pack_q4(L, out);
+  }
+}
+
+void quantize_q5_k(const float *src, void *dst, int64_t n) {
+  auto *out = static_cast<uint8_t *>(dst);
+  uint8_t L[k_super];
+  for (int64_t b = 0; b < n / k_super; ++b, out += k_q5_bytes) {
+    quantize_super(k_q5_search, src + b * k_super, out, L);
+    pack_q5(L, out);
+  }
 }
 
 void dequantize_q4_k(const void *src, float *dst, int64_t n) {
   const auto *in = static_cast<const uint8_t *>(src);
-  for (int64_t b = 0; b < n / k_super; ++b, in += k_bytes, dst += k_super) {
+  for (int64_t b = 0; b < n / k_super; ++b, in += k_q4_bytes, dst += k_super) {
     uint16_t dh, mh;
     std::memcpy(&dh, in, 2);
     std::memcpy(&mh, in + 2, 2);
     const float d = bp_fp16_to_fp32(dh), dmin = bp_fp16_to_fp32(mh);
     const uint8_t *q = in + 16;
-    for (int j = 0; j < k_super / 64; ++j, q += 32) {
-      uint8_t sc0, m0, sc1, m1;
-      unpack_scale_min(2 * j, in + 4, &sc0, &m0);
-      unpack_scale_min(2 * j + 1, in + 4, &sc1, &m1);
-      const float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
-      float *y = dst + 64 * j;
+    for (int c = 0; c < k_super / 64; ++c, q += 32) {
+      float s[2], o[2];
+      sub_pair(in, c, d, dmin, s, o);
+      float *y = dst + 64 * c;
       for (int l = 0; l < 32; ++l) {
-        y[l] = d0 * (q[l] & 0x0f) - o0;
-        y[l + 32] = d1 * (q[l] >> 4) - o1;
+        y[l] = s[0] * (q[l] & 0x0f) - o[0];
+        y[l + 32] = s[1] * (q[l] >> 4) - o[1];
+      }
+    }
+  }
+}
+
+void dequantize_q5_k(const void *src, float *dst, int64_t n) {
+  const auto *in = static_cast<const uint8_t *>(src);
+  for (int64_t b = 0; b < n / k_super; ++b, in += k_q5_bytes, dst += k_super) {
+    uint16_t dh, mh;
+    std::memcpy(&dh, in, 2);
+    std::memcpy(&mh, in + 2, 2);
+    const float d = bp_fp16_to_fp32(dh), dmin = bp_fp16_to_fp32(mh);
+    const uint8_t *qh = in + 16, *q = in + 48;
+    for (int c = 0; c < k_super / 64; ++c, q += 32) {
+      float s[2], o[2];
+      sub_pair(in, c, d, dmin, s, o);
+      float *y = dst + 64 * c;
+      for (int l = 0; l < 32; ++l) {
+        const int lo = (q[l] & 0x0f) | (((qh[l] >> (2 * c)) & 1) << 4);
+        const int hi = (q[l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4);
+        y[l] = s[0] * lo - o[0];
+        y[l + 32] = s[1] * hi - o[1];
       }
     }
   }
