@@ -259,7 +259,7 @@ def test_views_and_odd_shapes(spec, rng):
         (tx.reshape(21, 13), x.reshape(21, 13)),
         (tx.reshape((-1,)), x.reshape(-1)),
         (tx.T, np.swapaxes(x, -1, -2)),
-        (bp.permute(tx, 1, 2, 0, 3), np.transpose(x, (1, 0, 2))),
+        (bp.permute(tx, 1, 2, 0, 3), np.transpose(x, (1, 2, 0))),   # ne dim i -> ax_i
         (bp.view(tx, (7, 13), offset=7 * 13 * 4), x[1]),
     ]
     for t, want in cases:
