@@ -188,8 +188,8 @@ BackendP backend_from(const py::handle &h) {
     call_nogil([&] { return bp_backend_new_on_device(dev, "", &be); });
     return std::make_shared<BackendH>(be);
   }
-  fail(BP_ERR_INVALID_ARGUMENT, "expected a Backend, a Device or a spec string, got " +
-                                    py::str(py::type::of(h)).cast<std::string>());
+  fail(BP_ERR_INVALID_ARGUMENT,
+       "expected a Backend, a Device or a spec string, got " + py::str(py::type::of(h)).cast<std::string>());
 }
 
 std::vector<BackendP> backends_from(const py::handle &h) {
@@ -241,7 +241,8 @@ void init_devices(py::module_ &m) {
       .def_readonly("memory_free", &Device::memory_free)
       .def_readonly("caps", &Device::caps)
       .def_readonly("params", &Device::params)
-      .def_property_readonly("host_memory", [](const Device &d) { return (d.cap_bits & BP_DEVICE_CAP_HOST_MEMORY) != 0; })
+      .def_property_readonly("host_memory",
+                             [](const Device &d) { return (d.cap_bits & BP_DEVICE_CAP_HOST_MEMORY) != 0; })
       .def(
           "backend",
           [](const Device &d, const std::string &params) {
@@ -286,8 +287,9 @@ void init_devices(py::module_ &m) {
       .def("close", [](Backend &b) { b.h.reset(); })
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](Backend &b, py::args) { b.h.reset(); })
-      .def("__repr__",
-           [](const Backend &b) { return b.h ? "Backend('" + str(bp_backend_name(b.h->be)) + "')" : "Backend(closed)"; });
+      .def("__repr__", [](const Backend &b) {
+        return b.h ? "Backend('" + str(bp_backend_name(b.h->be)) + "')" : "Backend(closed)";
+      });
   m.def("backends", &make_backends, py::arg("specs"),
         "One Backend per spec of a ';' list, in order (bp_backend_new_list): a scheduler's priority list.");
 }

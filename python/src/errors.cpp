@@ -61,13 +61,14 @@ void register_errors(py::module_ &m) {
   };
   for (auto &g : g_classes) g = base.inc_ref().ptr();
   for (const auto &c : kClasses) {
-    py::tuple bases = *c.builtin ? py::make_tuple(base, py::module_::import("builtins").attr(c.builtin))
-                                 : py::make_tuple(base);
+    py::tuple bases =
+        *c.builtin ? py::make_tuple(base, py::module_::import("builtins").attr(c.builtin)) : py::make_tuple(base);
     g_classes[c.status] = make(c.name, bases, c.doc).inc_ref().ptr();
   }
   py::object oom = make("OutOfMemory", py::make_tuple(base, py::module_::import("builtins").attr("MemoryError")),
                         "Out of host or device memory.");
-  g_classes[BP_ERR_OUT_OF_HOST_MEMORY] = make("OutOfHostMemory", py::make_tuple(oom), "Out of host memory.").inc_ref().ptr();
+  g_classes[BP_ERR_OUT_OF_HOST_MEMORY] =
+      make("OutOfHostMemory", py::make_tuple(oom), "Out of host memory.").inc_ref().ptr();
   g_classes[BP_ERR_OUT_OF_DEVICE_MEMORY] =
       make("OutOfDeviceMemory", py::make_tuple(oom), "Out of device memory.").inc_ref().ptr();
 

@@ -164,18 +164,30 @@ bp_gguf_kind parse_kind(const std::string &k) {
 
 const char *np_kind(bp_gguf_kind k) {
   switch (k) {
-    case BP_GGUF_U8: return "uint8";
-    case BP_GGUF_I8: return "int8";
-    case BP_GGUF_U16: return "uint16";
-    case BP_GGUF_I16: return "int16";
-    case BP_GGUF_U32: return "uint32";
-    case BP_GGUF_I32: return "int32";
-    case BP_GGUF_F32: return "float32";
-    case BP_GGUF_BOOL: return "uint8";
-    case BP_GGUF_U64: return "uint64";
-    case BP_GGUF_I64: return "int64";
-    case BP_GGUF_F64: return "float64";
-    default: return nullptr;
+    case BP_GGUF_U8:
+      return "uint8";
+    case BP_GGUF_I8:
+      return "int8";
+    case BP_GGUF_U16:
+      return "uint16";
+    case BP_GGUF_I16:
+      return "int16";
+    case BP_GGUF_U32:
+      return "uint32";
+    case BP_GGUF_I32:
+      return "int32";
+    case BP_GGUF_F32:
+      return "float32";
+    case BP_GGUF_BOOL:
+      return "uint8";
+    case BP_GGUF_U64:
+      return "uint64";
+    case BP_GGUF_I64:
+      return "int64";
+    case BP_GGUF_F64:
+      return "float64";
+    default:
+      return nullptr;
   }
 }
 
@@ -184,8 +196,8 @@ bp_gguf_kind guess_kind(const py::handle &v) {
   if (py::isinstance<py::int_>(v)) return BP_GGUF_I64;
   if (py::isinstance<py::float_>(v)) return BP_GGUF_F32;
   if (py::isinstance<py::str>(v) || py::isinstance<py::bytes>(v)) return BP_GGUF_STRING;
-  fail(BP_ERR_INVALID_ARGUMENT, "cannot store a " + py::str(py::type::of(v)).cast<std::string>() +
-                                    " in gguf metadata: pass kind=");
+  fail(BP_ERR_INVALID_ARGUMENT,
+       "cannot store a " + py::str(py::type::of(v)).cast<std::string>() + " in gguf metadata: pass kind=");
 }
 
 std::string string_bytes(const py::handle &v) {
@@ -294,16 +306,17 @@ void init_gguf(py::module_ &m) {
                                  d[py::str(bp_gguf_kv_key(f.get(), i))] = value(f.get(), i);
                                return d;
                              })
-      .def("kind",
-           [](const File &f, const std::string &key) {
-             size_t i = 0;
-             check(bp_gguf_find_key(f.get(), key.c_str(), &i));
-             bp_gguf_value_info vi{};
-             vi.struct_size = sizeof vi;
-             check(bp_gguf_kv_info(f.get(), i, &vi));
-             return py::make_tuple(bp_gguf_kind_name(vi.kind), bp_gguf_kind_name(vi.elem_kind), vi.count);
-           },
-           py::arg("key"), "(kind, element kind, count) of a key.")
+      .def(
+          "kind",
+          [](const File &f, const std::string &key) {
+            size_t i = 0;
+            check(bp_gguf_find_key(f.get(), key.c_str(), &i));
+            bp_gguf_value_info vi{};
+            vi.struct_size = sizeof vi;
+            check(bp_gguf_kv_info(f.get(), i, &vi));
+            return py::make_tuple(bp_gguf_kind_name(vi.kind), bp_gguf_kind_name(vi.elem_kind), vi.count);
+          },
+          py::arg("key"), "(kind, element kind, count) of a key.")
       .def_property_readonly("tensors",
                              [](const File &f) {
                                std::vector<TensorInfo> out;
@@ -351,8 +364,8 @@ void init_gguf(py::module_ &m) {
       .def("add", &add_value, py::arg("key"), py::arg("value"), py::arg("kind") = py::none(),
            "Adds a metadata value: bool, int (i64 unless kind=), float (f32 unless kind=), str or bytes, or a "
            "list / NumPy array of them.")
-      .def("add_tensor", &add_tensor, py::arg("name"), py::arg("data"), py::arg("type") = py::none(),
-           py::kw_only(), py::arg("shape") = py::none(), py::arg("file_type") = py::none(),
+      .def("add_tensor", &add_tensor, py::arg("name"), py::arg("data"), py::arg("type") = py::none(), py::kw_only(),
+           py::arg("shape") = py::none(), py::arg("file_type") = py::none(),
            "Adds a tensor from a NumPy array (converted or quantized to |type|), raw blocks, or a Tensor.")
       .def(
           "write",

@@ -59,9 +59,7 @@ int infer_ndim(const bp_tensor *t, int hint) {
 
 Tensor wrap(const CtxP &c, bp_tensor *t, int ndim_hint) { return Tensor{c, check_ptr(t), infer_ndim(t, ndim_hint)}; }
 
-std::mutex &buffer_lock(const void *buffer) {
-  return g_buffer_locks[(reinterpret_cast<uintptr_t>(buffer) >> 4) % 64];
-}
+std::mutex &buffer_lock(const void *buffer) { return g_buffer_locks[(reinterpret_cast<uintptr_t>(buffer) >> 4) % 64]; }
 
 std::string type_name(bp_type t) { return bp_type_name(t); }
 
@@ -143,8 +141,7 @@ PYBIND11_MODULE(_backplane, m) {
         return out;
       });
   m.def(
-      "current_context", []() { return Context{current_ctx()}; },
-      "The context new tensors go to on this thread.");
+      "current_context", []() { return Context{current_ctx()}; }, "The context new tensors go to on this thread.");
 
   init_devices(m);
   init_tensor(m);

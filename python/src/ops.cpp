@@ -167,8 +167,8 @@ Tensor getitem(const Tensor &a, const py::object &key) {
 
 Tensor permute(const Tensor &a, int ax0, int ax1, int ax2, int ax3) {
   CtxP c = current_ctx();
-  int hint = std::max(a.ndim, 1 + std::max({a.ndim > 0 ? ax0 : 0, a.ndim > 1 ? ax1 : 0, a.ndim > 2 ? ax2 : 0,
-                                            a.ndim > 3 ? ax3 : 0}));
+  int hint = std::max(
+      a.ndim, 1 + std::max({a.ndim > 0 ? ax0 : 0, a.ndim > 1 ? ax1 : 0, a.ndim > 2 ? ax2 : 0, a.ndim > 3 ? ax3 : 0}));
   return result(c, bp_permute(c->ctx, a.t, ax0, ax1, ax2, ax3), {&a}, hint);
 }
 
@@ -321,8 +321,9 @@ void init_ops(py::module_ &m) {
         int nd = 1;
         for (const auto &x : srcs) s.push_back(x.t), nd = std::max(nd, x.ndim);
         CtxP c = current_ctx();
-        Tensor r = wrap(c, check_ptr(bp_op_new(c->ctx, parse_op(name), s.data(), static_cast<int>(s.size()),
-                                               params.data(), static_cast<int>(params.size()))),
+        Tensor r = wrap(c,
+                        check_ptr(bp_op_new(c->ctx, parse_op(name), s.data(), static_cast<int>(s.size()), params.data(),
+                                            static_cast<int>(params.size()))),
                         nd);
         for (const auto &x : srcs) c->add_dep(x.ctx);
         return r;
@@ -338,7 +339,8 @@ void init_ops(py::module_ &m) {
   cls.def("__add__", [](const Tensor &a, const py::object &b) { return binary(bp_add, a, b); })
       .def("__radd__", [](const Tensor &a, const py::object &b) { return binary(bp_add, a, b); })
       .def("__sub__", [](const Tensor &a, const py::object &b) { return binary(bp_sub, a, b); })
-      .def("__rsub__", [](const Tensor &a, const py::object &b) { return unary1(bp_neg, binary(bp_sub, a, b), a.ndim); })
+      .def("__rsub__",
+           [](const Tensor &a, const py::object &b) { return unary1(bp_neg, binary(bp_sub, a, b), a.ndim); })
       .def("__mul__",
            [](const Tensor &a, const py::object &b) {
              if (py::isinstance<py::float_>(b) || py::isinstance<py::int_>(b)) {
@@ -363,7 +365,8 @@ void init_ops(py::module_ &m) {
              return binary(bp_div, full, py::cast(a));
            })
       .def("__matmul__", &matmul)
-      .def("__rmatmul__", [](const Tensor &a, const py::object &b) { return matmul(operand(b, BP_TYPE_F32), py::cast(a)); })
+      .def("__rmatmul__",
+           [](const Tensor &a, const py::object &b) { return matmul(operand(b, BP_TYPE_F32), py::cast(a)); })
       .def("__neg__", [](const Tensor &a) { return unary1(bp_neg, a, a.ndim); })
       .def("__abs__", [](const Tensor &a) { return unary1(bp_abs, a, a.ndim); })
       .def("__getitem__", &getitem)
@@ -371,10 +374,12 @@ void init_ops(py::module_ &m) {
       .def("transpose", &transpose)
       .def("cont", &cont)
       .def("cast", &cast, py::arg("type"))
-      .def("reshape", [](const Tensor &a, py::args shape) {
-        if (shape.size() == 1 && !py::isinstance<py::int_>(shape[0])) return reshape(a, shape[0].cast<std::vector<int64_t>>());
-        return reshape(a, shape.cast<std::vector<int64_t>>());
-      })
+      .def("reshape",
+           [](const Tensor &a, py::args shape) {
+             if (shape.size() == 1 && !py::isinstance<py::int_>(shape[0]))
+               return reshape(a, shape[0].cast<std::vector<int64_t>>());
+             return reshape(a, shape.cast<std::vector<int64_t>>());
+           })
       .def("view", &view, py::arg("shape"), py::arg("strides") = std::vector<int64_t>{}, py::arg("offset") = 0)
       .def("permute", &permute, py::arg("ax0"), py::arg("ax1"), py::arg("ax2") = 2, py::arg("ax3") = 3);
 }

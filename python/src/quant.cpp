@@ -61,15 +61,17 @@ py::array host_bytes(const py::handle &data, bp_type &type, const std::vector<in
     } else {
       bool ok = a0.dtype().equal(dt) && (a0.flags() & py::array::c_style) && a0.writeable();
       if (!ok)
-        fail(BP_ERR_INVALID_ARGUMENT, "copy=False wraps the array itself: it must be C-contiguous, writeable and of "
-                                      "dtype " + py::str(py::handle(dt)).cast<std::string>() + " (got " +
-                                          py::str(py::handle(a0.dtype())).cast<std::string>() + ")");
+        fail(BP_ERR_INVALID_ARGUMENT,
+             "copy=False wraps the array itself: it must be C-contiguous, writeable and of "
+             "dtype " +
+                 py::str(py::handle(dt)).cast<std::string>() + " (got " +
+                 py::str(py::handle(a0.dtype())).cast<std::string>() + ")");
       a = a0;
     }
     std::vector<int64_t> s = shape ? *shape : shape_of(a);
     if (count(s) != a.size())
-      fail(BP_ERR_INVALID_ARGUMENT, "shape= has " + std::to_string(count(s)) + " elements, the data " +
-                                        std::to_string(a.size()));
+      fail(BP_ERR_INVALID_ARGUMENT,
+           "shape= has " + std::to_string(count(s)) + " elements, the data " + std::to_string(a.size()));
     if (copy || shape) a = a.attr("reshape")(std::vector<py::ssize_t>(s.begin(), s.end()));
     *out_shape = s;
     return a;
@@ -87,8 +89,8 @@ py::array host_bytes(const py::handle &data, bp_type &type, const std::vector<in
       s.back() = s.back() / tsize * blck;
     }
     if (s.empty() || s.back() % blck)
-      fail(BP_ERR_INVALID_ARGUMENT, "a " + type_name(type) + " row holds whole blocks of " + std::to_string(blck) +
-                                        " values");
+      fail(BP_ERR_INVALID_ARGUMENT,
+           "a " + type_name(type) + " row holds whole blocks of " + std::to_string(blck) + " values");
     int64_t want = count(s) / blck * tsize;
     if (a0.nbytes() != want)
       fail(BP_ERR_INVALID_ARGUMENT, "raw " + type_name(type) + " data of " + std::to_string(a0.nbytes()) +
@@ -124,9 +126,9 @@ void init_quant(py::module_ &m) {
       "dequantize",
       [](const py::handle &data, const py::handle &type_arg, const std::vector<int64_t> &shape) {
         bp_type type = parse_type(type_arg);
-        py::buffer_info info = py::buffer(np().attr("ascontiguousarray")(
-                                              np().attr("frombuffer")(data, py::dtype::of<uint8_t>())))
-                                   .request();
+        py::buffer_info info =
+            py::buffer(np().attr("ascontiguousarray")(np().attr("frombuffer")(data, py::dtype::of<uint8_t>())))
+                .request();
         int64_t n = count(shape);
         int64_t blck = bp_type_block_size(type);
         if (n % blck == 0) {

@@ -56,8 +56,8 @@ void set_from(const Tensor &x, const py::handle &data) {
   int64_t n = 1;
   for (auto d : shape) n *= d;
   if (n != bp_tensor_nelements(t))
-    fail(BP_ERR_INVALID_ARGUMENT, "set: the array has " + std::to_string(n) + " elements, the tensor " +
-                                      std::to_string(bp_tensor_nelements(t)));
+    fail(BP_ERR_INVALID_ARGUMENT,
+         "set: the array has " + std::to_string(n) + " elements, the tensor " + std::to_string(bp_tensor_nelements(t)));
   if (!t->data) {
     if (t->op != BP_OP_NONE)
       fail(BP_ERR_FAILED_PRECONDITION, "set: an op's result gets memory when its graph is computed");
@@ -160,8 +160,8 @@ py::class_<Tensor> &tensor_class() { return *g_tensor_class; }
 
 Tensor new_leaf(const CtxP &c, bp_type type, const std::vector<int64_t> &np_shape) {
   if (np_shape.size() > BP_MAX_DIMS)
-    fail(BP_ERR_INVALID_ARGUMENT, "a tensor has at most 4 dimensions, this shape has " +
-                                      std::to_string(np_shape.size()));
+    fail(BP_ERR_INVALID_ARGUMENT,
+         "a tensor has at most 4 dimensions, this shape has " + std::to_string(np_shape.size()));
   int64_t ne[BP_MAX_DIMS] = {1, 1, 1, 1};
   int n = static_cast<int>(np_shape.size());
   for (int i = 0; i < n; ++i) ne[i] = np_shape[n - 1 - i];
@@ -177,8 +177,10 @@ void init_tensor(py::module_ &m) {
   auto &cls = *g_tensor_class;
   cls.def_property_readonly("shape", [](const Tensor &x) { return py::tuple(py::cast(np_shape_of(x))); })
       .def_property_readonly("ndim", [](const Tensor &x) { return x.ndim; })
-      .def_property_readonly("ne", [](const Tensor &x) { return tuple4(x.t->ne); }, "Backplane's dims, fastest first.")
-      .def_property_readonly("nb", [](const Tensor &x) { return tuple4(x.t->nb); }, "Byte strides per ne dim.")
+      .def_property_readonly(
+          "ne", [](const Tensor &x) { return tuple4(x.t->ne); }, "Backplane's dims, fastest first.")
+      .def_property_readonly(
+          "nb", [](const Tensor &x) { return tuple4(x.t->nb); }, "Byte strides per ne dim.")
       .def_property_readonly("type", [](const Tensor &x) { return type_name(x.t->type); })
       .def_property_readonly("dtype", [](const Tensor &x) { return dtype_of(x.t->type); })
       .def_property_readonly("op", [](const Tensor &x) { return std::string(bp_op_name(x.t->op)); })
@@ -216,8 +218,8 @@ void init_tensor(py::module_ &m) {
       });
 
   m.def("tensor", &make_tensor, py::arg("data"), py::arg("type") = py::none(), py::kw_only(),
-        py::arg("device") = py::none(), py::arg("copy") = true, py::arg("name") = py::none(),
-        py::arg("usage") = "any", py::arg("shape") = py::none(),
+        py::arg("device") = py::none(), py::arg("copy") = true, py::arg("name") = py::none(), py::arg("usage") = "any",
+        py::arg("shape") = py::none(),
         "A leaf tensor holding |data| (a NumPy array or anything np.asarray takes). Without a device it has no "
         "memory until a graph holding it is computed (the scheduler places it; its values are written then). "
         "With device= (a Device, Backend or spec) it is allocated there now; copy=False wraps the array's "
