@@ -291,3 +291,16 @@ def test_every_op_is_reachable():
             continue
         fn = names.get(op, op.lower())
         assert callable(getattr(bp, fn)), op
+
+
+def test_tensor_on_each_device(spec, rng):
+    """A tensor allocated on the device (device=) round-trips and feeds a compute there."""
+    x = rng.uniform(-1, 1, (3, 5, 7)).astype(F32)
+    t = bp.tensor(x, device=spec)
+    assert t.has_memory
+    np.testing.assert_array_equal(np.asarray(t), x)
+    np.testing.assert_array_equal(np.asarray(t[1:, :, 2:6]), x[1:, :, 2:6])
+    t.set(x * 2)
+    np.testing.assert_array_equal(np.asarray(t), x * 2)
+    got, _ = run(bp.sqr(t), spec)
+    check(got, (2 * x.astype(np.float64)) ** 2, TOL_F32)
