@@ -7,6 +7,7 @@
 #   dev      headers, CMake package, .pc files, the .so link, the export
 #            map, docs and examples                    -> libbackplane-dev
 #   tools    bp-devices, bp-test-ops, bp-run, bp-bench -> backplane-tools
+#   python   the Python module backplane (python/)      -> python3-backplane
 include(CMakePackageConfigHelpers)
 
 set(BP_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Backplane)
@@ -52,6 +53,9 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime dev tools)
+if(BP_PYTHON_BUILT)
+  list(APPEND CPACK_COMPONENTS_ALL python)
+endif()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 # Depends on spdlog, libstdc++, OpenBLAS ... as dpkg-shlibdeps finds them, and
@@ -75,4 +79,14 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME backplane-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION "Backplane command-line tools: bp-devices, bp-test-ops, bp-run, bp-bench")
 set(CPACK_COMPONENT_TOOLS_DEPENDS runtime)
+# The module is built for the python3 it was configured with (its ABI tag is
+# in the file name), and imports NumPy.
+set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-backplane)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+set(CPACK_COMPONENT_PYTHON_DESCRIPTION "Backplane for Python: the backplane module (tensors, graphs, devices, GGUF)")
+set(CPACK_COMPONENT_PYTHON_DEPENDS runtime)
+if(BP_PYTHON_BUILT)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+      "python3 (>= ${Python3_VERSION_MAJOR}.${Python3_VERSION_MINOR}), python3 (<< ${Python3_VERSION_MAJOR}.${BP_PY_NEXT_MINOR}), python3-numpy")
+endif()
 include(CPack)

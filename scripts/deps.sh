@@ -14,6 +14,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       clang
       # gRPC: the remote protocol library and bp-serve (remote/).
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+      # The Python module (python/) and its tests (tests/python).
+      pybind11-dev python3-dev python3-numpy python3-pytest
       ccache)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -9,8 +9,11 @@
 #     `cc $(pkg-config --cflags --libs backplane)`;
 #  4. the C plugin, dropped into a folder on BP_PLUGIN_PATH, is listed by
 #     bp-devices, passes bp-test-ops --plugin and runs in bp-run;
-#  5. `cpack -G DEB` packages: contents, dependencies, and the tools run from
-#     the packages unpacked into a scratch root.
+#  5. the Python module, when it was built, imports from the moved install
+#     (PYTHONPATH at its site folder), finds the install's own plugins and
+#     runs an op;
+#  6. `cpack -G DEB` packages: contents, dependencies, and the tools (and the
+#     Python module) run from the packages unpacked into a scratch root.
 # Needs an existing build; takes about a minute beyond it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,12 +88,40 @@ grep -qE "^  cexample:0 +[1-9]" "$tmp/run.txt" || { cat "$tmp/run.txt"; fail "bp
 "$tmp/ex-app-cpp/app-cpp" cpu
 unset BP_PLUGIN_PATH PKG_CONFIG_PATH
 
+# The Python module: built when pybind11 was found (python/CMakeLists.txt).
+py=${BP_PYTHON:-/usr/bin/python3}
+[ -x "$py" ] || py=python3
+have_py=0
+compgen -G "$build/python/backplane/_backplane*.so" >/dev/null && have_py=1
+py_check() {  # prefix root: import the module installed there, list its plugins, run one op
+  local mod site
+  mod=$(find "$1" -name '_backplane*.so' -path '*/backplane/*' | head -n 1)
+  [ -n "$mod" ] || fail "the Python module is not installed under $1"
+  site=$(dirname "$(dirname "$mod")")
+  env -u BP_PLUGIN_PATH PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 "$py" - "$1" <<'PY' || fail "the Python module under $1"
+import sys
+import numpy as np
+import backplane as bp
+root = sys.argv[1]
+cpu = [p for p in bp.plugins() if p.name == "cpu"]
+assert cpu and cpu[0].path.startswith(root), [p.path for p in bp.plugins()]
+assert bp.__file__.startswith(root), bp.__file__
+out = bp.compute(bp.tensor(np.ones((2, 3), np.float32)) @ bp.tensor(np.ones((3, 4), np.float32)))
+assert (out == 3).all(), out
+print("python: backplane", bp.__version__, "from", bp.__file__.rsplit("/", 2)[0], "runs on", cpu[0].path)
+PY
+}
+if [ "$have_py" = 1 ]; then
+  step "the Python module from the moved install"
+  py_check "$P"
+fi
+
 step "Debian packages (cpack -G DEB)"
 # (cpack warns that the plugins have no SONAME: right for dlopen'ed modules.)
 (cd "$build" && cpack -G DEB -B "$tmp/deb" >"$tmp/cpack.log" 2>&1) || { cat "$tmp/cpack.log"; fail "cpack -G DEB"; }
 shopt -s nullglob
 debs=("$tmp"/deb/*.deb)
-[ ${#debs[@]} -eq 3 ] || fail "expected 3 .deb files, got: ${debs[*]##*/}"
+[ ${#debs[@]} -eq $((3 + have_py)) ] || fail "expected $((3 + have_py)) .deb files, got: ${debs[*]##*/}"
 for d in "${debs[@]}"; do
   echo "-- ${d##*/}: $(dpkg-deb -f "$d" Package) depends on: $(dpkg-deb -f "$d" Depends)"
   dpkg-deb -c "$d" >"$tmp/contents.txt"
@@ -104,6 +135,10 @@ for d in "${debs[@]}"; do
                         dpkg-deb -f "$d" Depends | grep -q 'libbackplane[0-9]* (= ' || fail "dev package Depends" ;;
     backplane-tools)    grep -q 'bin/bp-devices' "$tmp/contents.txt" || fail "tools package contents"
                         dpkg-deb -f "$d" Depends | grep -q 'libbackplane[0-9]* (= ' || fail "tools package Depends" ;;
+    python3-backplane)  grep -q '/backplane/_backplane.*\.so$' "$tmp/contents.txt" &&
+                        grep -q '/backplane/__init__\.pyi$' "$tmp/contents.txt" || fail "python package contents"
+                        dpkg-deb -f "$d" Depends | grep -q 'libbackplane[0-9]* (= ' &&
+                        dpkg-deb -f "$d" Depends | grep -q 'python3-numpy' || fail "python package Depends" ;;
     *) fail "unexpected package ${d##*/}" ;;
   esac
   dpkg-deb -x "$d" "$tmp/root"
@@ -113,4 +148,5 @@ env -u BP_PLUGIN_PATH "$tmp/root/usr/bin/bp-devices" >"$tmp/devices.txt" 2>&1
 grep -q "$tmp/root/usr/lib.*/backplane/plugins/libbp-cpu.so" "$tmp/devices.txt" ||
   { cat "$tmp/devices.txt"; fail "the packaged bp-devices does not find the packaged cpu plugin"; }
 if grep -rlaF -e "$build" -e "$src/" "$tmp/root"; then fail "packaged files name the build or source tree"; fi
+[ "$have_py" = 0 ] || py_check "$tmp/root"
 echo "== install test: ok"
