@@ -227,6 +227,9 @@ struct bp_plugin {
   std::vector<std::unique_ptr<bp_device>> devices;
   std::atomic<long> live_objects{0};  // backends, buffers, events alive
   bool loaded = true;
+  // Its place in the registry's list: the order an eager discovery would
+  // have loaded it in, whenever it was loaded (registry/demand.cpp).
+  uint64_t order = 0;
   // Device enumeration (registry/devices.cpp): at load, or deferred to first
   // use when the plugin has an enumerate slot. |enumerated| is set (release)
   // after |devices| and the outcome below were written under state_mutex.

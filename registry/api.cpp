@@ -1,8 +1,10 @@
 // api.cpp: the public read side of the registry (plugins, devices, rejects).
 //
-// Every listing call runs discovery once first (thread-safe, call_once) and
-// reads the lists under the state mutex only, so it never waits for plugin
-// code. Handles are checked for NULL and for their tag (docs/failures.md #24).
+// Every listing call first loads every plugin file found (thread-safe; at
+// most once per file, registry/demand.cpp), bp_plugin_find only the files
+// that may provide its name, and then reads the lists under the state mutex
+// only, so it never waits for plugin code. Handles are checked for NULL and
+// for their tag (docs/failures.md #24).
 #include <cstring>
 
 #include "core/tensor_util.hpp"
@@ -24,8 +26,8 @@ bool valid_device(const bp_device *d, const char *fn) {
   return false;
 }
 
-// Runs discovery once; false (error set) after bp_runtime_shutdown.
-bool discovered() { return bp::registry::ensure_discovered() != BP_ERR_FAILED_PRECONDITION; }
+// Loads every plugin file found; false (error set) after bp_runtime_shutdown.
+bool discovered() { return bp::registry::ensure_all_loaded() != BP_ERR_FAILED_PRECONDITION; }
 
 }  // namespace
 
@@ -55,7 +57,7 @@ BP_API bp_plugin *bp_plugin_find(const char *name) {
     bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_plugin_find: name is NULL");
     return nullptr;
   }
-  if (!discovered()) return nullptr;
+  if (ensure_named_loaded(name) == BP_ERR_FAILED_PRECONDITION) return nullptr;
   std::unique_lock<std::mutex> lock(state().state_mutex);
   bp_plugin *p = find_by_name_locked(name);
   lock.unlock();

@@ -2,8 +2,9 @@
 //
 // bp_backend_new("cpu:threads=2"), bp_backend_new_list("vulkan;cpu") and
 // bp_backend_new_on_device(dev, "threads=2"): parse (pure), resolve against
-// the registry (params.cpp), then hand validated, default-filled parameters
-// to core's backend_create. No lock is held while the plugin runs.
+// the registry (params.cpp, which loads only the plugins a spec names:
+// demand.cpp), then hand validated, default-filled parameters to core's
+// backend_create. No lock is held while the plugin runs.
 #include "registry/registry_internal.hpp"
 
 namespace bp::registry {
@@ -33,7 +34,7 @@ BP_API bp_status bp_backend_new(const char *spec, bp_backend **out_backend) {
     if (!spec)
       return bp::core::set_error(BP_ERR_INVALID_ARGUMENT,
                                  "bp_backend_new: spec is NULL; pass e.g. \"cpu\" or \"auto\"");
-    if (bp_status st = bp::registry::ensure_discovered()) return st;
+    if (bp_status st = check_not_shut_down()) return st;
     spec_parse_result parsed = parse_spec(spec);
     if (parsed.status != BP_OK) return parse_failed(parsed);
     return create_from(parsed.specs.front(), "device spec " + quote_for_message(spec), out_backend);
@@ -52,7 +53,7 @@ BP_API bp_status bp_backend_new_list(const char *list, bp_backend **out, size_t 
     if (!out_count)
       return bp::core::set_error(BP_ERR_INVALID_ARGUMENT,
                                  "bp_backend_new_list: out_count is NULL: pass a size_t to receive how many were made");
-    if (bp_status st = bp::registry::ensure_discovered()) return st;
+    if (bp_status st = check_not_shut_down()) return st;
     spec_parse_result parsed = parse_spec_list(list);
     if (parsed.status != BP_OK) return parse_failed(parsed);
     if (parsed.specs.size() > capacity)
@@ -60,6 +61,13 @@ BP_API bp_status bp_backend_new_list(const char *list, bp_backend **out, size_t 
                                   "bp_backend_new_list: the list names %zu backends but capacity is %zu; pass a larger "
                                   "array",
                                   parsed.specs.size(), capacity);
+    // The plugins the list names load together, in search order.
+    load_need need;
+    for (const parsed_spec &s : parsed.specs) {
+      need.all = need.all || s.name == "auto";
+      need.names.push_back(s.name);
+    }
+    if (bp_status st = ensure_loaded(need)) return st;
     const std::string context = "device list " + quote_for_message(list);
     for (size_t i = 0; i < parsed.specs.size(); ++i) {
       out[i] = nullptr;

@@ -5,7 +5,8 @@
 // ignored too, since they would depend on the CWD), folders added with
 // bp_registry_add_path, then <dir of libbackplane.so>/backplane/plugins.
 // Never the current directory (docs/failures.md #20). Only regular files named
-// libbp-*.so; folders and files are deduplicated by realpath.
+// libbp-*.so; folders and files are deduplicated by realpath. The scan opens
+// no file: registry/demand.cpp loads each when it is needed.
 //
 // No build-tree folder is compiled in: the build tree already keeps its
 // plugins next to its library (build/lib/backplane/plugins), so the rule
@@ -120,19 +121,19 @@ std::vector<std::string> candidates_in(const std::string &folder) {
   return files;
 }
 
-bp_status run_discovery() {
-  if (in_load_on_this_thread()) return BP_OK;
-  std::lock_guard<std::mutex> load_lock(state().load_mutex);
-  load_scope scope;
-  if (state().shut_down.load()) return check_not_shut_down();
+void scan_folders_locked() {
+  registry_state &s = state();
+  std::vector<candidate> found;
   for (const std::string &folder : search_folders()) {
     bp::core::logf(BP_LOG_DEBUG, "registry", "searching %s", folder.c_str());
     for (const std::string &file : candidates_in(folder)) {
       bp::core::logf(BP_LOG_DEBUG, "registry", "candidate %s", file.c_str());
-      load_plugin_file(file, nullptr, true);  // failures are recorded in the rejected list
+      found.push_back({file, names_from_file(file), next_order_locked(), true});
     }
   }
-  return BP_OK;
+  s.candidates = std::move(found);
+  s.scanned = true;
+  s.all_loaded.store(false);
 }
 
 }  // namespace bp::registry
@@ -171,15 +172,7 @@ BP_API bp_status bp_registry_discover(void) {
     if (in_load_on_this_thread())
       return bp::core::set_error(BP_ERR_FAILED_PRECONDITION,
                                  "bp_registry_discover called from inside a plugin load (a log callback?)");
-    bool ran = false;
-    std::call_once(state().first_discovery, [&] {
-      ran = true;
-      state().paths_changed.store(false);
-      state().first_discovery_status = run_discovery();
-    });
-    if (ran) return state().first_discovery_status;
-    state().paths_changed.store(false);
-    return run_discovery();
+    return ensure_loaded(load_need{true, {}}, true);  // the folders again, every file
   });
 }
 
@@ -194,7 +187,10 @@ BP_API bp_status bp_registry_load(const char *path, bp_plugin **out_plugin) {
                                  "bp_registry_load called from inside a plugin load (a log callback?)");
     std::lock_guard<std::mutex> load_lock(state().load_mutex);
     load_scope scope;
-    return load_plugin_file(path, out_plugin);
+    // Found files of the same name load first, as if discovery had loaded
+    // them all: the name stays theirs (ALREADY_EXISTS here), as it would.
+    load_named_candidates_locked(names_from_file(path));
+    return load_plugin_file(path, out_plugin, false, next_order_locked());
   });
 }
 

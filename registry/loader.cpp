@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -52,9 +53,9 @@ std::string dl_error_text() {
   return e ? e : "unknown dlopen error";
 }
 
-bp_status reject(const std::string &path, bp_status status, const std::string &message,
-                 bp_log_level level = BP_LOG_WARN) {
-  record_rejection(path, status, message);
+bp_status reject_at(uint64_t order, const std::string &path, bp_status status, const std::string &message,
+                    bp_log_level level) {
+  record_rejection(path, status, message, order);
   if (status == BP_ERR_UNAVAILABLE) level = BP_LOG_INFO;
   bp::core::log(level, "registry", "refused " + path + ": " + message);
   return bp::core::set_error(status, message);
@@ -65,11 +66,27 @@ std::string base_name(const std::string &path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// "ref" for libbp-ref.so; empty for any other base name.
+std::string name_in(const std::string &base) {
+  if (base.size() > 9 && base.compare(0, 6, "libbp-") == 0 && base.compare(base.size() - 3, 3, ".so") == 0)
+    return base.substr(6, base.size() - 9);
+  return {};
+}
+
+// Publishes |p| in the plugin list at its order (state_mutex taken here).
+void insert_plugin(std::unique_ptr<bp_plugin> p) {
+  std::lock_guard<std::mutex> lock(state().state_mutex);
+  auto &list = state().plugins;
+  const uint64_t order = p->order;
+  auto at = std::upper_bound(list.begin(), list.end(), order,
+                             [](uint64_t o, const std::unique_ptr<bp_plugin> &q) { return o < q->order; });
+  list.insert(at, std::move(p));
+}
+
 // "ref" for .../libbp-ref.so; the whole base name (quoted safely) otherwise.
 std::string file_plugin_name(const std::string &path) {
   std::string base = base_name(path);
-  if (base.size() > 9 && base.compare(0, 6, "libbp-") == 0 && base.compare(base.size() - 3, 3, ".so") == 0)
-    base = base.substr(6, base.size() - 9);
+  if (std::string n = name_in(base); !n.empty()) base = n;
   return quote_for_message(base).substr(0, 200);
 }
 
@@ -139,7 +156,21 @@ bool defined_by(void *handle, const void *sym) {
 
 }  // namespace
 
-bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool from_search) {
+std::vector<std::string> names_from_file(const std::string &path) {
+  std::vector<std::string> names;
+  if (std::string n = name_in(base_name(path)); !n.empty()) names.push_back(n);
+  char real_buf[PATH_MAX];
+  if (realpath(absolute(path).c_str(), real_buf)) {
+    std::string n = name_in(base_name(real_buf));
+    if (!n.empty() && (names.empty() || names.front() != n)) names.push_back(n);
+  }
+  return names;
+}
+
+bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool from_search, uint64_t order) {
+  // Every refusal is listed at this load's place in the order.
+  auto reject = [order](const std::string &path, bp_status status, const std::string &message,
+                        bp_log_level level = BP_LOG_WARN) { return reject_at(order, path, status, message, level); };
   const std::string abs = absolute(path_in);
   char real_buf[PATH_MAX];
   if (!realpath(abs.c_str(), real_buf)) {
@@ -232,6 +263,7 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
   p->version = strings.version;
   p->description = strings.description;
   p->path = real;
+  p->order = order;
   p->host.struct_size = sizeof(bp_host_api);
   p->host.abi_major = BP_PLUGIN_ABI_VERSION;
   p->host.abi_minor = BP_PLUGIN_ABI_MINOR;
@@ -279,10 +311,7 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
   }
 
   bp_plugin *loaded = p.get();
-  {
-    std::lock_guard<std::mutex> lock(state().state_mutex);
-    state().plugins.push_back(std::move(p));
-  }
+  insert_plugin(std::move(p));
   forget_rejection(real);
   if (loaded->enumerated.load())
     bp::core::logf(BP_LOG_INFO, "registry", "loaded plugin '%s' %s from %s (%zu devices)", loaded->name.c_str(),

@@ -234,11 +234,23 @@ bp_status resolve_spec(const parsed_spec &spec, const std::string &context, reso
   bp_device *dev = nullptr;
   std::string message;
   bp_status st;
-  // Only the plugin the spec names is enumerated (all of them for "auto").
-  if (spec.name == "auto")
+  // Only the plugin the spec names is loaded and enumerated (all of them
+  // for "auto"). A name no file provides loads the others too, so the
+  // message below lists every plugin there is.
+  if (spec.name == "auto") {
+    if (bp_status ls = ensure_all_loaded()) return ls;
     ensure_all_devices();
-  else
+  } else {
+    if (bp_status ls = ensure_named_loaded(spec.name)) return ls;
+    bool found;
+    {
+      std::lock_guard<std::mutex> lock(state().state_mutex);
+      found = find_by_name_locked(spec.name) != nullptr;
+    }
+    if (!found)
+      if (bp_status ls = ensure_all_loaded()) return ls;
     ensure_devices_named(spec.name);
+  }
   {
     std::lock_guard<std::mutex> lock(state().state_mutex);
     st = pick_device_locked(spec, context, dev, message);

@@ -39,15 +39,20 @@ bool in_load_on_this_thread() { return t_load_depth > 0; }
 load_scope::load_scope() { ++t_load_depth; }
 load_scope::~load_scope() { --t_load_depth; }
 
-void record_rejection(const std::string &path, bp_status status, const std::string &message) {
+void record_rejection(const std::string &path, bp_status status, const std::string &message, uint64_t order) {
   std::lock_guard<std::mutex> lock(state().state_mutex);
-  for (rejected_entry &r : state().rejected)
+  auto &list = state().rejected;
+  for (rejected_entry &r : list)
     if (r.path == path) {
       r.status = status;
       r.message = message;
       return;
     }
-  state().rejected.push_back({path, status, message});
+  // In the order an eager discovery would have refused them, whatever
+  // loaded first.
+  auto at = std::upper_bound(list.begin(), list.end(), order,
+                             [](uint64_t o, const rejected_entry &r) { return o < r.order; });
+  list.insert(at, {path, status, message, order});
 }
 
 void forget_rejection(const std::string &path) {
@@ -126,20 +131,6 @@ static bp_status unload_one(bp_plugin *p) {
   close_plugin(owned.get(), true);
   bp::core::logf(BP_LOG_INFO, "registry", "unloaded plugin '%s'", name.c_str());
   return BP_OK;
-}
-
-bp_status ensure_discovered() {
-  if (bp_status st = check_not_shut_down()) return st;
-  // Inside a load (e.g. a log callback fired by a plugin's init): use what
-  // is loaded now rather than deadlock on the load mutex.
-  if (in_load_on_this_thread()) return BP_OK;
-  registry_state &s = state();
-  std::call_once(s.first_discovery, [&] {
-    s.paths_changed.store(false);
-    s.first_discovery_status = run_discovery();
-  });
-  if (s.paths_changed.exchange(false)) return run_discovery();
-  return s.first_discovery_status;
 }
 
 }  // namespace bp::registry

@@ -40,16 +40,32 @@ struct rejected_entry {
   std::string path;
   bp_status status = BP_OK;
   std::string message;
+  uint64_t order = 0;  // as bp_plugin::order: the list is kept in this order
+};
+
+// A libbp-*.so file found by the folder scan, not necessarily opened yet
+// (registry/demand.cpp). Guarded by load_mutex.
+struct candidate {
+  std::string path;                // <folder>/libbp-<name>.so as found
+  std::vector<std::string> names;  // the plugin names its file name allows
+  uint64_t order = 0;              // scan order (search order)
+  bool pending = true;             // not tried since the last scan
 };
 
 struct registry_state {
   std::mutex load_mutex;
   std::mutex state_mutex;
-  std::vector<std::unique_ptr<bp_plugin>> plugins;  // load order
-  std::deque<rejected_entry> rejected;              // one entry per path
+  std::vector<std::unique_ptr<bp_plugin>> plugins;  // by bp_plugin::order
+  std::deque<rejected_entry> rejected;              // one entry per path, by order
   std::vector<std::string> api_paths;               // bp_registry_add_path
-  std::once_flag first_discovery;
-  bp_status first_discovery_status = BP_OK;
+  // Guarded by load_mutex: the last scan's files, whether a scan ran, and
+  // the next order number (candidates and explicit loads share it).
+  std::vector<candidate> candidates;
+  bool scanned = false;
+  uint64_t next_order = 1;
+  // Set (under load_mutex) when every candidate of the last scan was tried;
+  // read without it as the fast path of ensure_loaded.
+  std::atomic<bool> all_loaded{false};
   std::atomic<bool> paths_changed{false};
   std::atomic<bool> shut_down{false};
 };
@@ -77,7 +93,11 @@ using bp::abi::call_slot;
 // handle closed, and the thread's last error set. |from_search| marks a file
 // found by discovery, where a name already loaded from a folder earlier in
 // the search order is an intended override (the file is "shadowed").
-bp_status load_plugin_file(const std::string &path, bp_plugin **out, bool from_search = false);
+// |order| places the plugin (or its rejection) in the lists.
+bp_status load_plugin_file(const std::string &path, bp_plugin **out, bool from_search, uint64_t order);
+// The plugin names a file called |path| may declare (PLG-3): <name> of its
+// base name libbp-<name>.so, and of its resolved path's (a symlink).
+std::vector<std::string> names_from_file(const std::string &path);
 
 // ---- probe.cpp ---------------------------------------------------------
 // True when BP_PLUGIN_PROBE=1 (read with secure_getenv).
@@ -145,11 +165,31 @@ void ensure_devices_named(const std::string &name);
 // The same for every loaded plugin ("auto", global device lists).
 void ensure_all_devices();
 
+// ---- demand.cpp --------------------------------------------------------
+// Discovery in two steps: a scan lists the candidate files of every folder
+// (no dlopen); a file is loaded when something needs a plugin its name
+// allows. What a caller needs:
+struct load_need {
+  bool all = false;                // every candidate (auto, any listing)
+  std::vector<std::string> names;  // else the plugins of these names
+};
+// Scans the folders if no scan ran yet, bp_registry_add_path changed them
+// or |rescan| is set, then loads the untried candidates |need| asks for, in
+// search order (takes load_mutex unless all it needs is loaded). OK, or
+// FAILED_PRECONDITION after bp_runtime_shutdown. Inside a load (a log
+// callback) it loads nothing and returns OK: what is loaded is used.
+bp_status ensure_loaded(const load_need &need, bool rescan = false);
+bp_status ensure_all_loaded();
+bp_status ensure_named_loaded(const std::string &name);
+// For bp_registry_load (load_mutex held): tries the scanned, untried
+// candidates that may provide one of |names|, as an eager discovery would
+// have done before the explicit load.
+void load_named_candidates_locked(const std::vector<std::string> &names);
+// The next order number (load_mutex held).
+uint64_t next_order_locked();
+
 // ---- registry.cpp ------------------------------------------------------
-// Makes sure discovery ran once (thread-safe); later runs again when
-// bp_registry_add_path changed the folders.
-bp_status ensure_discovered();
-void record_rejection(const std::string &path, bp_status status, const std::string &message);
+void record_rejection(const std::string &path, bp_status status, const std::string &message, uint64_t order);
 void forget_rejection(const std::string &path);
 // Loaded plugin whose file is |real_path|, or nullptr (state_mutex held).
 bp_plugin *find_by_path_locked(const std::string &real_path);
@@ -163,8 +203,9 @@ void close_plugin(bp_plugin *p, bool call_shutdown);
 std::vector<std::string> search_folders();
 // libbp-*.so regular files of |folder|, sorted by name (absolute paths).
 std::vector<std::string> candidates_in(const std::string &folder);
-// Runs one discovery pass (takes load_mutex).
-bp_status run_discovery();
+// Lists every folder's candidates afresh, in search order (load_mutex
+// held). Opens no file; every candidate is untried afterwards.
+void scan_folders_locked();
 
 // ---- params.cpp --------------------------------------------------------
 struct resolved_spec {

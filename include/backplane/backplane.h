@@ -599,7 +599,7 @@ BP_API bp_status bp_registry_add_path(const char *folder);
  * Loading the same file again returns the same plugin. ALREADY_EXISTS when
  * another file already gave a plugin that name. Thread-safe. */
 BP_API bp_status bp_registry_load(const char *path, bp_plugin **out_plugin);
-/* Runs discovery now (it otherwise runs on first use). */
+/* Loads every plugin file found now (else each when first needed: api-guide). */
 BP_API bp_status bp_registry_discover(void);
 
 BP_API size_t bp_plugin_count(void);
