@@ -324,7 +324,9 @@ void init_gguf(py::module_ &m) {
                                  bp_gguf_tensor_info in = info_of(f.get(), i);
                                  TensorInfo t;
                                  t.name = in.name;
-                                 t.type = in.type_name;
+                                 // Backplane's name where it holds the type ("q4_K", as bp.TYPES and
+                                 // Tensor.type say), the format's own otherwise ("q4_k" is gguf.h's).
+                                 t.type = in.supported ? bp_type_name(in.type) : in.type_name;
                                  for (int d = static_cast<int>(in.n_dims) - 1; d >= 0; --d) t.shape.push_back(in.ne[d]);
                                  t.file_type = in.file_type;
                                  t.supported = in.supported;

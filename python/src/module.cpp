@@ -73,7 +73,9 @@ bp_type parse_type(const py::handle &h) {
                      })))
         return static_cast<bp_type>(i);
     }
-    fail(BP_ERR_INVALID_ARGUMENT, "unknown type '" + s + "': one of f32, f16, i32, q8_0, q4_0, q5_0, q4_K, q6_K");
+    std::string all;
+    for (int i = 0; i < BP_TYPE_COUNT; ++i) all += std::string(i ? ", " : "") + bp_type_name(static_cast<bp_type>(i));
+    fail(BP_ERR_INVALID_ARGUMENT, "unknown type '" + s + "': one of " + all);
   }
   py::dtype d = py::dtype::from_args(py::reinterpret_borrow<py::object>(h));
   if (d.is(py::dtype::of<float>()) || d.equal(py::dtype::of<float>())) return BP_TYPE_F32;

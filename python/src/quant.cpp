@@ -50,13 +50,15 @@ py::array quantize_rows(const py::array &f32, bp_type type) {
 }
 
 py::array host_bytes(const py::handle &data, bp_type &type, const std::vector<int64_t> *shape,
-                     std::vector<int64_t> *out_shape, bool copy) {
+                     std::vector<int64_t> *out_shape, bool copy, bool transient) {
   py::array a0 = np().attr("asarray")(data);
   if (type == BP_TYPE_COUNT) type = type_of_dtype(a0.dtype());
   if (!bp_type_is_quantized(type)) {
     py::dtype dt = dtype_of(type);
     py::array a;
-    if (copy) {
+    if (copy && transient) {
+      a = np().attr("ascontiguousarray")(a0, dt);  // a copy only where the dtype or layout differs
+    } else if (copy) {
       a = np().attr("array")(a0, dt, py::arg("order") = "C", py::arg("copy") = true);
     } else {
       bool ok = a0.dtype().equal(dt) && (a0.flags() & py::array::c_style) && a0.writeable();
@@ -96,7 +98,7 @@ py::array host_bytes(const py::handle &data, bp_type &type, const std::vector<in
       fail(BP_ERR_INVALID_ARGUMENT, "raw " + type_name(type) + " data of " + std::to_string(a0.nbytes()) +
                                         " bytes; that shape needs " + std::to_string(want));
     py::array a = a0;
-    if (copy || !(a0.flags() & py::array::c_style))
+    if ((copy && !transient) || !(a0.flags() & py::array::c_style))
       a = np().attr("array")(a0, py::arg("order") = "C", py::arg("copy") = true);
     *out_shape = s;
     return a;

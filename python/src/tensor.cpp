@@ -88,7 +88,9 @@ Tensor make_tensor(const py::handle &data, const py::object &type_arg, const py:
   if (!type_arg.is_none()) type = parse_type(type_arg);
   std::vector<int64_t> want;
   if (!shape_arg.is_none()) want = shape_arg.cast<std::vector<int64_t>>();
-  py::array arr = host_bytes(data, type, shape_arg.is_none() ? nullptr : &want, &shape, copy || device.is_none());
+  // With a device and copy=True the bytes go into its buffer below: no host copy of its own is needed.
+  py::array arr = host_bytes(data, type, shape_arg.is_none() ? nullptr : &want, &shape, copy || device.is_none(),
+                             copy && !device.is_none());
   if (type == BP_TYPE_COUNT) type = parse_type(arr.dtype());
   CtxP c = current_ctx();
   Tensor x = new_leaf(c, type, shape);

@@ -12,9 +12,11 @@ namespace bppy {
 // float data quantized with bp_quantize (rows along the last axis) or uint8
 // raw blocks taken as they are. |type| BP_TYPE_COUNT: from the dtype.
 // |shape| (NumPy order, may be NULL) reshapes; *out_shape gets the element
-// shape in NumPy order.
+// shape in NumPy order. |transient|: the caller copies the bytes out before
+// it returns, so with |copy| data already of the type's dtype and C layout is
+// returned as it is (no host copy before a device copy).
 py::array host_bytes(const py::handle &data, bp_type &type, const std::vector<int64_t> *shape,
-                     std::vector<int64_t> *out_shape, bool copy);
+                     std::vector<int64_t> *out_shape, bool copy, bool transient = false);
 // Quantizes float32 rows (C-contiguous, last axis) into raw blocks.
 py::array quantize_rows(const py::array &f32, bp_type type);
 // A new leaf of |type| and NumPy shape in |c|.

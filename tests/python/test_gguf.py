@@ -30,6 +30,8 @@ def gguf_path(tmp_path, rng):
     q = rng.uniform(-1, 1, (4, 256)).astype(np.float32)
     w.add_tensor("w.q4_K", q, "q4_K")                        # quantized on the way in
     w.add_tensor("w.q8_0", bp.quantize(q, "q8_0"), "q8_0")   # raw blocks
+    w.add_tensor("w.q5_K", q, "q5_K")
+    w.add_tensor("w.bf16", bp.quantize(q, "bf16"), "bf16")   # raw bf16 values, 2 bytes each
     t = bp.tensor(data["w.f32"], device="cpu")
     w.add_tensor("w.from_tensor", t)
     path = str(tmp_path / "tiny.gguf")
@@ -64,6 +66,15 @@ def test_round_trip(gguf_path):
         np.testing.assert_array_equal(f.tensor("w.q8_0", dequantize=True),
                                       bp.dequantize(bp.quantize(q, "q8_0"), "q8_0", q.shape))
         assert f.tensor("w.f16", dequantize=True).dtype == np.float32
+        for qt in ("q5_K", "bf16"):
+            info = infos[f"w.{qt}"]
+            assert info.type == qt and info.supported and info.shape == [4, 256]
+            assert info.nbytes == 4 * bp.row_size(qt, 256)
+            raw = f.tensor(f"w.{qt}")
+            assert raw.dtype == np.uint8 and raw.shape == (4, bp.row_size(qt, 256))
+            assert raw.tobytes() == bp.quantize(q, qt).tobytes()
+            np.testing.assert_array_equal(f.tensor(f"w.{qt}", dequantize=True),
+                                          bp.dequantize(bp.quantize(q, qt), qt, q.shape))
 
 
 def test_load_and_compute(gguf_path, spec):
@@ -78,6 +89,20 @@ def test_load_and_compute(gguf_path, spec):
         x = np.ones((2, 64), np.float32)
         got = bp.compute(bp.mul_mat(w, bp.tensor(x)), backends=spec)
         np.testing.assert_allclose(got, x @ data["w.f32"].T.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("qt", ["q5_K", "bf16"])
+def test_load_q5_k_and_bf16(gguf_path, qt):
+    path, _, q = gguf_path
+    with bp.Context():
+        with bp.gguf.open(path) as f:
+            w = f.load("cpu", filter=f"w.{qt}")[f"w.{qt}"]
+        assert w.type == qt and w.shape == (4, 256) and w.has_memory
+        assert np.asarray(w).tobytes() == bp.quantize(q, qt).tobytes()
+        x = np.ones((2, 256), np.float32)
+        got = bp.compute(bp.mul_mat(w, bp.tensor(x)), backends="cpu")
+        wd = bp.dequantize(bp.quantize(q, qt), qt, q.shape).astype(np.float64)
+        np.testing.assert_allclose(got, x @ wd.T, rtol=1e-4, atol=1e-4)
 
 
 def test_errors(tmp_path):

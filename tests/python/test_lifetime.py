@@ -127,3 +127,17 @@ def test_threads_share_a_backend():
     for th in threads:
         th.join()
     assert not errors, errors
+
+
+def test_device_copy_does_not_share_the_array():
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = bp.tensor(arr, device="cpu")             # copied straight into the buffer
+    q = bp.quantize(np.ones((2, 256), np.float32), "q5_K")
+    tq = bp.tensor(q, "q5_K", device="cpu")
+    want_q = q.copy()
+    arr[:] = -1
+    q[:] = 0
+    np.testing.assert_array_equal(np.asarray(t), np.arange(6).reshape(2, 3))
+    assert np.asarray(tq).tobytes() == want_q.tobytes()
+    f64 = bp.tensor(np.arange(6.0)[::2], device="cpu")   # converted and made contiguous on the way
+    np.testing.assert_array_equal(np.asarray(f64), [0, 2, 4])

@@ -148,7 +148,7 @@ def quant_mm_bound(w, x, blk):
     return t1 + t2 + t3
 
 
-@pytest.mark.parametrize("qtype", ["q8_0", "q4_0", "q5_0", "q4_K", "q6_K"])
+@pytest.mark.parametrize("qtype", ["q8_0", "q4_0", "q5_0", "q4_K", "q6_K", "q5_K", "bf16"])
 def test_mul_mat_quantized(spec, rng, qtype):
     K = 256
     w = rng.uniform(-1, 1, (8, K)).astype(F32)
@@ -161,11 +161,12 @@ def test_mul_mat_quantized(spec, rng, qtype):
         pytest.skip(f"{spec} has no {qtype} kernels")
     wd = bp.dequantize(bp.quantize(w, qtype), qtype, w.shape).astype(np.float64)
     want = x.astype(np.float64) @ wd.T
-    bound = quant_mm_bound(wd, x.astype(np.float64), 32 if qtype in ("q8_0", "q4_0", "q5_0") else 256)
+    blk = 32 if qtype in ("q8_0", "q4_0", "q5_0") else 1 if qtype == "bf16" else 256
+    bound = quant_mm_bound(wd, x.astype(np.float64), blk)
     assert np.all(np.abs(got - want) <= bound + 2 ** -24 * np.abs(want))
 
 
-@pytest.mark.parametrize("qtype", ["f32", "f16", "q8_0", "q4_K"])
+@pytest.mark.parametrize("qtype", ["f32", "f16", "q8_0", "q4_K", "q5_K", "bf16"])
 def test_get_rows(spec, rng, qtype):
     table = rng.uniform(-1, 1, (10, 256)).astype(F32)
     ids = np.array([3, 0, 9, 3], np.int32)

@@ -10,7 +10,7 @@ import pytest
 import backplane as bp
 from conftest import SOURCE_DIR
 
-QTYPES = ["q8_0", "q4_0", "q5_0", "q4_K", "q6_K"]
+QTYPES = ["q8_0", "q4_0", "q5_0", "q4_K", "q6_K", "q5_K", "bf16"]
 DATA = os.path.join(SOURCE_DIR, "data", "quant")
 
 
