@@ -29,21 +29,28 @@ double block32_value(bp_type type, const uint8_t *blk, int j) {
   return d * (q - 16);
 }
 
+// The 6-bit scale and min of sub-block |sub| (0..7) from the 12 packed
+// bytes |s| that Q4_K and Q5_K share: sub-blocks 0..3 in the low 6 bits of
+// bytes 0..7, 4..7 split between the nibbles of bytes 8..11 and the top two
+// bits of bytes 0..7.
+void k_scale_min(const uint8_t *s, int sub, int *sc, int *m) {
+  if (sub < 4) {
+    *sc = s[sub] & 0x3f;
+    *m = s[sub + 4] & 0x3f;
+  } else {
+    *sc = (s[sub + 4] & 0x0f) | ((s[sub - 4] >> 6) << 4);
+    *m = (s[sub + 4] >> 4) | ((s[sub] >> 6) << 4);
+  }
+}
+
 // Element j (0..255) of a Q4_K super-block: 8 sub-blocks of 32 with 6-bit
 // scale and min; the qs bytes hold sub-blocks 2c and 2c+1 of chunk c (64
 // values) in the low and high nibbles of the same 32 bytes.
 double q4_k_value(const uint8_t *blk, int j) {
   const double d = half_at(blk), dmin = half_at(blk + 2);
-  const uint8_t *s = blk + 4;
   const int sub = j / 32;
   int sc, m;
-  if (sub < 4) {
-    sc = s[sub] & 0x3f;
-    m = s[sub + 4] & 0x3f;
-  } else {
-    sc = (s[sub + 4] & 0x0f) | ((s[sub - 4] >> 6) << 4);
-    m = (s[sub + 4] >> 4) | ((s[sub] >> 6) << 4);
-  }
+  k_scale_min(blk + 4, sub, &sc, &m);
   const int chunk = j / 64, within = j % 64;
   const uint8_t byte = blk[16 + 32 * chunk + within % 32];
   const int q = within < 32 ? (byte & 0x0f) : (byte >> 4);
@@ -55,16 +62,9 @@ double q4_k_value(const uint8_t *blk, int j) {
 // bit 4 from bit s of qh[j % 32] (at byte 16), s = j / 32 the sub-block.
 double q5_k_value(const uint8_t *blk, int j) {
   const double d = half_at(blk), dmin = half_at(blk + 2);
-  const uint8_t *s = blk + 4;
   const int sub = j / 32;
   int sc, m;
-  if (sub < 4) {
-    sc = s[sub] & 0x3f;
-    m = s[sub + 4] & 0x3f;
-  } else {
-    sc = (s[sub + 4] & 0x0f) | ((s[sub - 4] >> 6) << 4);
-    m = (s[sub + 4] >> 4) | ((s[sub] >> 6) << 4);
-  }
+  k_scale_min(blk + 4, sub, &sc, &m);
   const int chunk = j / 64, within = j % 64;
   const uint8_t byte = blk[48 + 32 * chunk + within % 32];
   const int lo = within < 32 ? (byte & 0x0f) : (byte >> 4);
