@@ -147,7 +147,8 @@ bp_tensor *random_op(round_state &s) {
 }
 
 // Random contents for every leaf with memory: values in [-2, 2], ids in
-// [-1, 8] (some out of range for GET_ROWS).
+// [-1, 8] (some out of range for GET_ROWS); a quantized leaf gets a float's
+// bytes at the start of each block, whatever they decode to.
 void fill_leaves(round_state &s, const bp_graph *g) {
   for (size_t i = 0; i < bp_graph_leaf_count(g); ++i) {
     bp_tensor *t = bp_graph_leaf(g, i);
@@ -160,6 +161,13 @@ void fill_leaves(round_state &s, const bp_graph *g) {
         std::memcpy(&bytes[off], &v, 4);
       } else if (t->type == BP_TYPE_F16) {
         uint16_t v = bp_fp32_to_fp16(std::uniform_real_distribution<float>(-2.0f, 2.0f)(s.rng));
+        std::memcpy(&bytes[off], &v, 2);
+      } else if (es < 4) {
+        // BF16 (2 bytes): the top half of a float is a valid bf16 value.
+        const float f = std::uniform_real_distribution<float>(-2.0f, 2.0f)(s.rng);
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        const uint16_t v = static_cast<uint16_t>(u >> 16);
         std::memcpy(&bytes[off], &v, 2);
       } else {
         float v = std::uniform_real_distribution<float>(-2.0f, 2.0f)(s.rng);
