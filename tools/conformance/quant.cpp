@@ -180,29 +180,16 @@ std::vector<double> quantization_bound(bp_type type, const double *x, int64_t n)
         std::fill(out, out + 32, step * (1.0 + k_f16_scale_slack));
         break;
       }
-      case BP_TYPE_Q4_K: {
-        // Per sub-block of 32 with range r = max - min(min, 0): the fitted
-        // step is about r / 15 (half of that from rounding, the rest for the
-        // search moving scale and min off the extremes). The 6-bit scale and
-        // min each err by half of their super-block's largest / 63, which
-        // over 15 codes is about the largest range R / 8 / 2 and the largest
-        // min M / 126: (R + M) / 32 covers both with room.
-        double range[8], largest = 0, largest_min = 0;
-        for (int s = 0; s < 8; ++s) {
-          const double *xs = xb + 32 * s;
-          const double lo = std::min(0.0, *std::min_element(xs, xs + 32)), hi = *std::max_element(xs, xs + 32);
-          range[s] = hi - lo;
-          largest = std::max(largest, range[s]);
-          largest_min = std::max(largest_min, -lo);
-        }
-        for (int s = 0; s < 8; ++s)
-          std::fill(out + 32 * s, out + 32 * s + 32, range[s] / 15 + (largest + largest_min) / 32);
-        break;
-      }
+      case BP_TYPE_Q4_K:
       case BP_TYPE_Q5_K: {
-        // As Q4_K with 31 steps per sub-block: about r / 31; the 6-bit
-        // scale's and min's rounding (half of their largest / 63) reach the
-        // top code 31 as about R / 126 and M / 126: (R + M) / 64 covers both.
+        // Per sub-block of 32 with range r = max - min(min, 0): the fitted
+        // step is about r / codes (15 for Q4_K, 31 for Q5_K; half of it from
+        // rounding, the rest for the search moving scale and min off the
+        // extremes). The 6-bit scale and min each err by half of their
+        // super-block's largest / 63, which over the codes is about the
+        // largest range R / 126 and the largest min M / 126 per code step:
+        // (R + M) / (2 (codes + 1)) covers both with room.
+        const double codes = type == BP_TYPE_Q4_K ? 15 : 31;
         double range[8], largest = 0, largest_min = 0;
         for (int s = 0; s < 8; ++s) {
           const double *xs = xb + 32 * s;
@@ -212,7 +199,7 @@ std::vector<double> quantization_bound(bp_type type, const double *x, int64_t n)
           largest_min = std::max(largest_min, -lo);
         }
         for (int s = 0; s < 8; ++s)
-          std::fill(out + 32 * s, out + 32 * s + 32, range[s] / 31 + (largest + largest_min) / 64);
+          std::fill(out + 32 * s, out + 32 * s + 32, range[s] / codes + (largest + largest_min) / (2 * (codes + 1)));
         break;
       }
       case BP_TYPE_BF16:
