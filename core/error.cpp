@@ -152,6 +152,15 @@ BP_API const char *bp_last_error(void) { return state().status == BP_OK ? "" : s
 
 BP_API bp_status bp_last_status(void) { return state().status; }
 
+BP_API bp_status bp_report_error(bp_status status, const char *message) {
+  if (status == BP_OK) {
+    state().status = BP_OK;
+    state().message.clear();
+    return BP_OK;
+  }
+  return bp::core::set_error(status, message ? message : "");
+}
+
 BP_API void bp_clear_error(void) {
   bp::core::g_clear_epoch.fetch_add(1, std::memory_order_relaxed);
   state().status = BP_OK;

@@ -16,6 +16,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
       # The Python module (python/) and its tests (tests/python).
       pybind11-dev python3-dev python3-numpy python3-pytest
+      # The model library (models/): PCRE2 for the tokenizers' pre-tokenizer patterns.
+      libpcre2-dev
       ccache)
 missing=()
 for p in "${pkgs[@]}"; do

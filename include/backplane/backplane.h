@@ -104,6 +104,12 @@ BP_API const char *bp_status_name(bp_status status);
 /* Forgets this thread's last status and message, and the first
  * graph-building failure every context remembers. */
 BP_API void bp_clear_error(void);
+/* Makes |status| (not BP_OK) and |message| this thread's last outcome, as a
+ * failed Backplane call would, and returns |status|: for libraries built on
+ * this API (libbackplane-model, bindings) that report through
+ * bp_last_error. A status outside the codes above is recorded as INTERNAL;
+ * BP_OK clears the state like bp_clear_error does for this thread. */
+BP_API bp_status bp_report_error(bp_status status, const char *message);
 
 /* The version of the libbackplane.so loaded at run time, as
  * BP_MAKE_VERSION(major, minor, patch) from backplane/version.h; compare it

@@ -1,0 +1,196 @@
+/* model.h: run llama-family GGUF models (libbackplane-model.so).
+ *
+ * What it is: a loader for the `llama`, `qwen2` and `qwen3` architectures as
+ * llama.cpp writes them to GGUF (hyper-parameters from the file's metadata,
+ * weights by llama.cpp's tensor names), the file's own tokenizer
+ * (SentencePiece-style `llama` or byte-level BPE `gpt2`), contexts that own a
+ * KV cache on the devices of a list such as "vulkan;cpu", and samplers.
+ * It is built on the public API alone (backplane.h, gguf.h), like any
+ * application; docs/models.md says which files run and how fast.
+ *
+ * Errors follow backplane.h: every call returns a bp_status (or a value whose
+ * failure bp_last_status() tells), and bp_last_error() names the cause and
+ * the fix.
+ *
+ * Threads: a bp_model is read-only once loaded and may be shared by threads,
+ * each using its own bp_model_context; a context and a sampler are used by
+ * one thread at a time.
+ *
+ * Usage:
+ *   bp_model *m = NULL;
+ *   if (bp_model_load("tiny.gguf", NULL, &m)) fprintf(stderr, "%s\n", bp_last_error());
+ *   bp_model_context *c = NULL;
+ *   bp_model_context_new(m, NULL, &c);
+ *   bp_token ids[64]; size_t n = 0;
+ *   bp_model_tokenize(m, "Hello", 5, true, false, ids, 64, &n);
+ *   bp_model_context_eval(c, ids, n, false);           // the prompt
+ *   bp_token next = bp_model_context_argmax(c);          // greedy
+ *   ...
+ *   bp_model_context_free(c); bp_model_free(m);
+ */
+#ifndef BACKPLANE_MODEL_H_
+#define BACKPLANE_MODEL_H_
+
+#include "backplane/backplane.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int32_t bp_token;
+typedef struct bp_model bp_model;
+typedef struct bp_model_context bp_model_context;
+typedef struct bp_sampler bp_sampler;
+
+/* ------------------------------------------------------------------------ */
+/* Loading.                                                                  */
+
+typedef struct bp_model_options {
+  uint32_t struct_size; /* caller sets sizeof(bp_model_options) */
+  /* Backends, as bp_backend_new_list takes them ("vulkan;cpu", "cpu:threads=2").
+   * NULL or "" = "cpu". The scheduler splits each graph over the list; the
+   * last entry should be a cpu backend so every op has a home. */
+  const char *devices;
+  /* Layers whose weights go to the first backend of the list; the others go
+   * to the last. -1 (the default) = every layer, when the list has one
+   * entry or the first device can hold them all, else as many as fit. */
+  int32_t offload_layers;
+} bp_model_options;
+
+/* Opens the GGUF file at |path|, checks that it is a model this library runs
+ * (architecture, every hyper-parameter, every tensor's name, type and shape)
+ * before any device memory is allocated, and loads its weights (mapped on
+ * host-memory devices, copied elsewhere). |options| may be NULL.
+ * NOT_FOUND: no such file. INVALID_ARGUMENT: a key or tensor is missing or
+ * misshapen (the message names it and what was expected). UNIMPLEMENTED:
+ * another architecture, or a weight type Backplane does not hold (named).
+ * Caller owns *out_model; release with bp_model_free after its contexts. */
+BP_API bp_status bp_model_load(const char *path, const bp_model_options *options, bp_model **out_model);
+/* Frees the weights and backends. FAILED_PRECONDITION (and nothing freed)
+ * while a context of it lives. NULL is a no-op. */
+BP_API bp_status bp_model_free(bp_model *model);
+
+typedef struct bp_model_info {
+  uint32_t struct_size; /* caller sets sizeof(bp_model_info) */
+  const char *arch;     /* "llama", "qwen2", "qwen3"; borrowed from the model */
+  const char *name;     /* general.name, or "" */
+  const char *tokenizer; /* "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
+  int32_t n_vocab;
+  int32_t n_ctx_train;
+  int32_t n_embd;
+  int32_t n_layer;
+  int32_t n_head;
+  int32_t n_head_kv;
+  int32_t n_ff;
+  int32_t head_dim;
+  uint64_t n_params;     /* weights, counted in values */
+  uint64_t weight_bytes; /* as held on the devices */
+  bp_token bos;          /* -1 when the file has none */
+  bp_token eos;          /* -1 when the file has none */
+  bool add_bos;          /* tokenizer.ggml.add_bos_token (or its default) */
+} bp_model_info;
+BP_API bp_status bp_model_get_info(const bp_model *model, bp_model_info *out);
+
+/* Where the weights went: one entry per backend of the list. */
+BP_API size_t bp_model_backend_count(const bp_model *model);
+typedef struct bp_model_backend_info {
+  uint32_t struct_size; /* caller sets sizeof(bp_model_backend_info) */
+  const char *backend;  /* bp_backend_name; borrowed from the model */
+  int32_t layers;       /* repeating layers whose weights live here */
+  uint64_t weight_bytes;
+  bool mapped; /* the weights are the file's own pages (no copy) */
+} bp_model_backend_info;
+BP_API bp_status bp_model_get_backend_info(const bp_model *model, size_t i, bp_model_backend_info *out);
+
+/* ------------------------------------------------------------------------ */
+/* Tokenizer.                                                                */
+
+/* Splits |len| bytes of UTF-8 at |text| into tokens, with BOS first when
+ * |add_bos| and the vocabulary has one. Special tokens (<s>, <|im_start|>)
+ * are recognised in the text only when |parse_special|; otherwise their text
+ * is split like any other. Writes at most |capacity| ids and sets *out_count
+ * to the number the text needs: RESOURCE_EXHAUSTED when that is more than
+ * |capacity| (call again with a larger array). */
+BP_API bp_status bp_model_tokenize(const bp_model *model, const char *text, size_t len, bool add_bos,
+                                   bool parse_special, bp_token *out, size_t capacity, size_t *out_count);
+/* The bytes token |token| stands for (a byte token gives its one byte, a
+ * SentencePiece word boundary gives a space; control tokens give ""), as a
+ * pointer and length. Borrowed; valid until bp_model_free. */
+BP_API bp_status bp_model_token_text(const bp_model *model, bp_token token, const char **out_data, size_t *out_len);
+/* The vocabulary entry itself, as in the file ("▁the", "<0x0A>"). */
+BP_API bp_status bp_model_token_piece(const bp_model *model, bp_token token, const char **out_data, size_t *out_len);
+/* The text of |n| tokens: the bytes of each in order (byte tokens join into
+ * UTF-8), dropping the space SentencePiece adds at the start of a text when
+ * the first token carries it and |strip_leading_space|. Same buffer rule as
+ * bp_model_tokenize (RESOURCE_EXHAUSTED, *out_len = the bytes needed). */
+BP_API bp_status bp_model_detokenize(const bp_model *model, const bp_token *tokens, size_t n,
+                                     bool strip_leading_space, char *out, size_t capacity, size_t *out_len);
+/* True for a token that ends a generation (EOS, EOT, <|im_end|> ...). */
+BP_API bool bp_model_token_is_end(const bp_model *model, bp_token token);
+
+/* ------------------------------------------------------------------------ */
+/* Contexts: a KV cache and the graphs that use it.                          */
+
+typedef struct bp_model_context_options {
+  uint32_t struct_size; /* caller sets sizeof(bp_model_context_options) */
+  uint32_t n_ctx;       /* positions the KV cache holds; 0 = min(n_ctx_train, 4096) */
+  uint32_t n_batch;     /* tokens per prompt graph; 0 = 512 */
+  bool kv_f32;          /* KV cache in f32 instead of f16 */
+} bp_model_context_options;
+
+/* New context on |model| with an empty KV cache allocated on the devices
+ * that hold each layer. |options| may be NULL. Caller owns *out_context. */
+BP_API bp_status bp_model_context_new(bp_model *model, const bp_model_context_options *options,
+                                      bp_model_context **out_context);
+BP_API void bp_model_context_free(bp_model_context *context); /* NULL ok */
+
+/* Runs |n| tokens at the next positions (in graphs of at most n_batch), so
+ * their keys and values join the cache. Afterwards bp_model_context_logits
+ * holds one row of n_vocab log-its per token when |all_logits|, else the
+ * last token's row only. OUT_OF_RANGE-like errors: RESOURCE_EXHAUSTED when
+ * the tokens would pass n_ctx (nothing is run; the message says how many
+ * positions are left); INVALID_ARGUMENT for an id outside the vocabulary. */
+BP_API bp_status bp_model_context_eval(bp_model_context *context, const bp_token *tokens, size_t n, bool all_logits);
+/* The logits of the last eval: *out_rows rows of n_vocab floats, row-major.
+ * Borrowed; valid until the next eval, reset or free. NULL before an eval. */
+BP_API const float *bp_model_context_logits(const bp_model_context *context, size_t *out_rows);
+/* The id of the largest logit of the last row (greedy decoding); -1 before an eval. */
+BP_API bp_token bp_model_context_argmax(const bp_model_context *context);
+/* Positions used so far (tokens in the KV cache). */
+BP_API uint32_t bp_model_context_position(const bp_model_context *context);
+BP_API uint32_t bp_model_context_size(const bp_model_context *context); /* n_ctx */
+/* Forgets every position from |position| on (0 = empty), so the next eval
+ * starts there. INVALID_ARGUMENT past the current position. */
+BP_API bp_status bp_model_context_rewind(bp_model_context *context, uint32_t position);
+/* Device memory the context holds (KV cache and compute buffers), in bytes. */
+BP_API uint64_t bp_model_context_memory(const bp_model_context *context);
+
+/* ------------------------------------------------------------------------ */
+/* Sampling.                                                                 */
+
+typedef struct bp_sampler_options {
+  uint32_t struct_size;  /* caller sets sizeof(bp_sampler_options) */
+  float temperature;     /* <= 0: greedy (argmax), and the filters below are unused */
+  int32_t top_k;         /* keep the k most likely; <= 0 = all */
+  float top_p;           /* keep the smallest set with this much probability; >= 1 = all */
+  float min_p;           /* drop tokens below min_p x the top probability; 0 = none */
+  float repeat_penalty;  /* > 1 makes the last repeat_last_n tokens less likely; 1 = none */
+  int32_t repeat_last_n; /* how many accepted tokens the penalty looks at; 0 = 64 */
+  uint64_t seed;         /* the same seed, logits and options give the same tokens */
+} bp_sampler_options;
+/* The defaults: greedy, top_k 40, top_p 0.95, min_p 0.05, no penalty, seed 0. */
+BP_API bp_sampler_options bp_sampler_default_options(void);
+BP_API bp_status bp_sampler_new(const bp_sampler_options *options, bp_sampler **out_sampler);
+BP_API void bp_sampler_free(bp_sampler *sampler); /* NULL ok */
+/* Picks a token from |n_vocab| logits (penalty, top-k, top-p, min-p,
+ * temperature, then a draw; in that order) and remembers it for the penalty. */
+BP_API bp_status bp_sampler_sample(bp_sampler *sampler, const float *logits, int32_t n_vocab, bp_token *out_token);
+/* Remembers |token| for the repetition penalty without sampling (prompt tokens). */
+BP_API void bp_sampler_accept(bp_sampler *sampler, bp_token token);
+/* Forgets the history and restarts the random sequence from the seed. */
+BP_API void bp_sampler_reset(bp_sampler *sampler);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BACKPLANE_MODEL_H_ */
