@@ -10,9 +10,7 @@
 namespace bp::model {
 
 // Records |status| and |message| and returns |status|.
-inline bp_status fail(bp_status status, const std::string &message) {
-  return bp_report_error(status, message.c_str());
-}
+inline bp_status fail(bp_status status, const std::string &message) { return bp_report_error(status, message.c_str()); }
 
 // printf-style variant.
 bp_status failf(bp_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -71,9 +71,9 @@ BP_API bp_status bp_model_load(const char *path, const bp_model_options *options
 BP_API bp_status bp_model_free(bp_model *model);
 
 typedef struct bp_model_info {
-  uint32_t struct_size; /* caller sets sizeof(bp_model_info) */
-  const char *arch;     /* "llama", "qwen2", "qwen3"; borrowed from the model */
-  const char *name;     /* general.name, or "" */
+  uint32_t struct_size;  /* caller sets sizeof(bp_model_info) */
+  const char *arch;      /* "llama", "qwen2", "qwen3"; borrowed from the model */
+  const char *name;      /* general.name, or "" */
   const char *tokenizer; /* "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
   int32_t n_vocab;
   int32_t n_ctx_train;
@@ -123,8 +123,8 @@ BP_API bp_status bp_model_token_piece(const bp_model *model, bp_token token, con
  * UTF-8), dropping the space SentencePiece adds at the start of a text when
  * the first token carries it and |strip_leading_space|. Same buffer rule as
  * bp_model_tokenize (RESOURCE_EXHAUSTED, *out_len = the bytes needed). */
-BP_API bp_status bp_model_detokenize(const bp_model *model, const bp_token *tokens, size_t n,
-                                     bool strip_leading_space, char *out, size_t capacity, size_t *out_len);
+BP_API bp_status bp_model_detokenize(const bp_model *model, const bp_token *tokens, size_t n, bool strip_leading_space,
+                                     char *out, size_t capacity, size_t *out_len);
 /* True for a token that ends a generation (EOS, EOT, <|im_end|> ...). */
 BP_API bool bp_model_token_is_end(const bp_model *model, bp_token token);
 

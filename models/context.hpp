@@ -1,0 +1,39 @@
+// context.hpp: what a context holds (the bp_model_context handle of model.h):
+// the KV cache on the backends that hold each layer, a scheduler, and the
+// forward graphs built so far, one per batch shape, reused.
+#pragma once
+
+#include <vector>
+
+#include "graph.hpp"
+#include "model.hpp"
+
+struct bp_model_context {
+  uint32_t magic = 0;  // k_context_magic while alive
+  bp_model *model = nullptr;
+  uint32_t n_batch = 0;
+  bp::model::kv_cache kv;
+  std::vector<bp_context *> kv_ctx;  // one per backend (NULL where no layer lives)
+  std::vector<bp_buffer *> kv_buf;
+  bp_sched *sched = nullptr;
+  std::vector<bp::model::forward_graph> graphs;         // most recently used last
+  const bp::model::forward_graph *allocated = nullptr;  // the graph the scheduler holds
+  uint32_t position = 0;
+  std::vector<float> logits;
+  size_t logit_rows = 0;
+  std::vector<int32_t> host_ids, host_pos;
+  std::vector<float> host_mask;
+};
+
+namespace bp::model {
+
+// Positions the attention of a batch ending at |end| reads: |end| rounded up
+// to k_kv_pad (capped at n_ctx), so decoding reuses one graph for
+// k_kv_pad positions; the padding is masked out.
+constexpr uint32_t k_kv_pad = 128;
+
+bp_status context_create(bp_model *m, const bp_model_context_options &opt, bp_model_context **out);
+void context_destroy(bp_model_context *c);
+bp_status context_eval(bp_model_context *c, const int32_t *tokens, size_t n, bool all_logits);
+
+}  // namespace bp::model

@@ -1,0 +1,186 @@
+// weights.cpp: check_tensors, load_weights.
+#include "weights.hpp"
+
+#include <string>
+
+#include "report.hpp"
+
+namespace bp::model {
+namespace {
+
+std::string shape_text(const int64_t *ne, int n) {
+  std::string s = "[";
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+struct expected {
+  std::string name;
+  int64_t ne0, ne1;  // ne1 = 0 for a vector
+  bool required;
+  bool f32_only;  // norms, biases and rope factors are read by elementwise ops
+};
+
+std::vector<expected> expected_tensors(const hparams &hp, bool *tied) {
+  std::vector<expected> out;
+  const int64_t E = hp.n_embd, Q = hp.n_embd_q(), KV = hp.n_embd_kv(), F = hp.n_ff, V = hp.n_vocab;
+  out.push_back({"token_embd.weight", E, V, true, false});
+  out.push_back({"output_norm.weight", E, 0, true, true});
+  out.push_back({"output.weight", E, V, !*tied, false});
+  out.push_back({"rope_freqs.weight", hp.n_rot / 2, 0, false, true});
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    out.push_back({p + "attn_norm.weight", E, 0, true, true});
+    out.push_back({p + "attn_q.weight", E, Q, true, false});
+    out.push_back({p + "attn_k.weight", E, KV, true, false});
+    out.push_back({p + "attn_v.weight", E, KV, true, false});
+    out.push_back({p + "attn_output.weight", Q, E, true, false});
+    if (hp.kind == arch::qwen2) {
+      out.push_back({p + "attn_q.bias", Q, 0, true, true});
+      out.push_back({p + "attn_k.bias", KV, 0, true, true});
+      out.push_back({p + "attn_v.bias", KV, 0, true, true});
+    }
+    if (hp.kind == arch::qwen3) {
+      out.push_back({p + "attn_q_norm.weight", hp.head_dim, 0, true, true});
+      out.push_back({p + "attn_k_norm.weight", hp.head_dim, 0, true, true});
+    }
+    out.push_back({p + "ffn_norm.weight", E, 0, true, true});
+    out.push_back({p + "ffn_gate.weight", E, F, true, false});
+    out.push_back({p + "ffn_up.weight", E, F, true, false});
+    out.push_back({p + "ffn_down.weight", F, E, true, false});
+  }
+  return out;
+}
+
+int layer_of(const std::string &name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  return std::atoi(name.c_str() + 4);
+}
+
+}  // namespace
+
+bp_status check_tensors(const bp_gguf *file, const hparams &hp, uint64_t *n_params, std::vector<uint64_t> *layer_bytes,
+                        uint64_t *other_bytes) {
+  size_t idx = 0;
+  bool tied = bp_gguf_find_tensor(file, "output.weight", &idx) != BP_OK;
+  *n_params = 0;
+  *other_bytes = 0;
+  layer_bytes->assign(hp.n_layer, 0);
+  for (const expected &e : expected_tensors(hp, &tied)) {
+    const int64_t want[2] = {e.ne0, e.ne1 ? e.ne1 : 1};
+    if (bp_gguf_find_tensor(file, e.name.c_str(), &idx) != BP_OK) {
+      if (!e.required) continue;
+      return fail(BP_ERR_INVALID_ARGUMENT, "the model file has no tensor " + e.name + " (a " + hp.arch_name +
+                                               " model needs it, shaped " + shape_text(want, e.ne1 ? 2 : 1) + ")");
+    }
+    bp_gguf_tensor_info info{};
+    info.struct_size = sizeof info;
+    if (bp_gguf_tensor_get_info(file, idx, &info) != BP_OK) return bp_last_status();
+    bool ok = info.ne[0] == want[0] && info.ne[1] == want[1];
+    for (int d = 2; d < BP_MAX_DIMS; ++d) ok = ok && info.ne[d] == 1;
+    if (!ok)
+      return fail(BP_ERR_INVALID_ARGUMENT, "the model file's tensor " + e.name + " is shaped " +
+                                               shape_text(info.ne, static_cast<int>(info.n_dims)) + " but the " +
+                                               "hyper-parameters make it " + shape_text(want, e.ne1 ? 2 : 1));
+    if (!info.supported)
+      return fail(BP_ERR_UNIMPLEMENTED, "the model file's tensor " + e.name + " has type " + info.type_name +
+                                            ", which Backplane does not hold (it runs f32, f16, bf16, q8_0, q4_0, "
+                                            "q5_0, q4_K, q5_K, q6_K; docs/models.md)");
+    if (e.f32_only && info.type != BP_TYPE_F32)
+      return fail(BP_ERR_UNIMPLEMENTED, "the model file's tensor " + e.name + " has type " + info.type_name +
+                                            ": norms, biases and rope factors must be f32");
+    *n_params += static_cast<uint64_t>(want[0] * want[1]);
+    const int il = layer_of(e.name);
+    (il >= 0 ? (*layer_bytes)[il] : *other_bytes) += info.nbytes;
+  }
+  return BP_OK;
+}
+
+namespace {
+
+bp_status load_into(const bp_gguf *file, backend_share &share, bp_backend *be, const std::string &filter) {
+  bp_gguf_load_options opt{};
+  opt.struct_size = sizeof opt;
+  opt.mode = BP_GGUF_LOAD_AUTO;
+  opt.name_filter = filter.c_str();
+  bp_gguf_weights *w = nullptr;
+  if (bp_gguf_load(file, share.ctx, bp_backend_get_device(be), &opt, &w) != BP_OK)
+    return fail(bp_last_status(),
+                std::string("loading ") + filter + " onto " + bp_backend_name(be) + ": " + bp_last_error());
+  share.loads.push_back(w);
+  share.bytes += bp_gguf_weights_bytes(w);
+  share.mapped = share.mapped && bp_gguf_weights_mapped(w);
+  return BP_OK;
+}
+
+bp_tensor *find(const backend_share &s, const std::string &name) { return bp_context_find(s.ctx, name.c_str()); }
+
+}  // namespace
+
+void free_weights(std::vector<backend_share> *shares) {
+  for (backend_share &s : *shares) {
+    for (bp_gguf_weights *w : s.loads) bp_gguf_weights_free(w);
+    bp_context_free(s.ctx);
+  }
+  shares->clear();
+}
+
+bp_status load_weights(const bp_gguf *file, const hparams &hp, const std::vector<bp_backend *> &backends,
+                       int32_t n_first, std::vector<backend_share> *shares, model_weights *w) {
+  const size_t last = backends.size() - 1;
+  shares->assign(backends.size(), backend_share{});
+  for (backend_share &s : *shares) {
+    s.ctx = bp_context_new(0);
+    if (!s.ctx) {
+      free_weights(shares);
+      return fail(BP_ERR_OUT_OF_HOST_MEMORY, "creating a tensor context for the weights");
+    }
+  }
+  auto backend_of_layer = [&](int il) { return il < n_first ? size_t{0} : last; };
+  const size_t out_be = hp.n_layer > 0 ? backend_of_layer(hp.n_layer - 1) : last;
+  size_t idx = 0;
+  const bool tied = bp_gguf_find_tensor(file, "output.weight", &idx) != BP_OK;
+  const bool has_freqs = bp_gguf_find_tensor(file, "rope_freqs.weight", &idx) == BP_OK;
+  bp_status st = BP_OK;
+  if ((st = load_into(file, (*shares)[last], backends[last], "token_embd.weight")) ||
+      (st = load_into(file, (*shares)[out_be], backends[out_be], "output_norm.weight")) ||
+      (!tied && (st = load_into(file, (*shares)[out_be], backends[out_be], "output.weight"))) ||
+      (has_freqs && (st = load_into(file, (*shares)[last], backends[last], "rope_freqs.weight")))) {
+    free_weights(shares);
+    return st;
+  }
+  w->tok_embd = find((*shares)[last], "token_embd.weight");
+  w->output_norm = find((*shares)[out_be], "output_norm.weight");
+  w->output = tied ? w->tok_embd : find((*shares)[out_be], "output.weight");
+  w->rope_freqs = has_freqs ? find((*shares)[last], "rope_freqs.weight") : nullptr;
+  w->layers.assign(hp.n_layer, layer_weights{});
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const size_t b = backend_of_layer(il);
+    backend_share &s = (*shares)[b];
+    const std::string p = "blk." + std::to_string(il) + ".";
+    if ((st = load_into(file, s, backends[b], p + "*")) != BP_OK) {
+      free_weights(shares);
+      return st;
+    }
+    ++s.layers;
+    layer_weights &L = w->layers[il];
+    L.backend = b;
+    L.attn_norm = find(s, p + "attn_norm.weight");
+    L.wq = find(s, p + "attn_q.weight");
+    L.wk = find(s, p + "attn_k.weight");
+    L.wv = find(s, p + "attn_v.weight");
+    L.wo = find(s, p + "attn_output.weight");
+    L.bq = find(s, p + "attn_q.bias");
+    L.bk = find(s, p + "attn_k.bias");
+    L.bv = find(s, p + "attn_v.bias");
+    L.q_norm = find(s, p + "attn_q_norm.weight");
+    L.k_norm = find(s, p + "attn_k_norm.weight");
+    L.ffn_norm = find(s, p + "ffn_norm.weight");
+    L.w_gate = find(s, p + "ffn_gate.weight");
+    L.w_up = find(s, p + "ffn_up.weight");
+    L.w_down = find(s, p + "ffn_down.weight");
+  }
+  return BP_OK;
+}
+
+}  // namespace bp::model
