@@ -18,7 +18,7 @@ constexpr size_t k_max_graphs = 4;
 bp_status alloc_kv(bp_model_context *c) {
   bp_model *m = c->model;
   const hparams &hp = m->hp;
-  const size_t nb = m->backends.size();
+  const size_t nb = c->backends.size();
   c->kv_ctx.assign(nb, nullptr);
   c->kv_buf.assign(nb, nullptr);
   c->kv.k.assign(hp.n_layer, nullptr);
@@ -35,7 +35,7 @@ bp_status alloc_kv(bp_model_context *c) {
   }
   for (size_t b = 0; b < nb; ++b) {
     if (!c->kv_ctx[b]) continue;
-    if (bp_context_alloc_tensors(c->kv_ctx[b], m->backends[b], &c->kv_buf[b]) != BP_OK)
+    if (bp_context_alloc_tensors(c->kv_ctx[b], c->backends[b], &c->kv_buf[b]) != BP_OK)
       return fail(bp_last_status(), "allocating the KV cache (" + std::to_string(c->kv.n_ctx) + " positions) on " +
                                         m->backend_names[b] + ": " + bp_last_error() +
                                         " (a smaller n_ctx or kv_f32 = false needs less)");
@@ -44,6 +44,19 @@ bp_status alloc_kv(bp_model_context *c) {
     if (bp_buffer_clear(c->kv_buf[b], 0) != BP_OK)
       return fail(bp_last_status(), std::string("clearing the KV cache: ") + bp_last_error());
   }
+  return BP_OK;
+}
+
+bp_status open_backends(bp_model_context *c) {
+  const bp_model *m = c->model;
+  std::vector<bp_backend *> buf(m->backends.size() + 1, nullptr);
+  size_t n = 0;
+  if (bp_backend_new_list(m->devices.c_str(), buf.data(), buf.size(), &n) != BP_OK)
+    return fail(bp_last_status(), "opening the context's backends on \"" + m->devices + "\": " + bp_last_error());
+  c->backends.assign(buf.begin(), buf.begin() + n);
+  if (n != m->backends.size())
+    return failf(BP_ERR_UNAVAILABLE, "the device list \"%s\" gave %zu backends for the context but %zu for the model",
+                 m->devices.c_str(), n, m->backends.size());
   return BP_OK;
 }
 
@@ -66,6 +79,7 @@ void context_destroy(bp_model_context *c) {
   bp_sched_free(c->sched);
   for (bp_buffer *b : c->kv_buf) bp_buffer_free(b);
   for (bp_context *x : c->kv_ctx) bp_context_free(x);
+  for (bp_backend *b : c->backends) bp_backend_free(b);
   if (c->model) c->model->n_contexts.fetch_sub(1);
   c->magic = 0;
   delete c;
@@ -80,9 +94,10 @@ bp_status context_create(bp_model *m, const bp_model_context_options &opt, bp_mo
   c->kv.n_ctx = opt.n_ctx ? opt.n_ctx : static_cast<uint32_t>(std::min(m->hp.n_ctx_train, 4096));
   c->n_batch = opt.n_batch ? opt.n_batch : 512;
   c->kv.type = opt.kv_f32 ? BP_TYPE_F32 : BP_TYPE_F16;
-  bp_status st = alloc_kv(c);
+  bp_status st = open_backends(c);
+  if (st == BP_OK) st = alloc_kv(c);
   if (st == BP_OK) {
-    c->sched = bp_sched_new(m->backends.data(), nullptr, m->backends.size(), graph_capacity(m->hp) + 16, false);
+    c->sched = bp_sched_new(c->backends.data(), nullptr, c->backends.size(), graph_capacity(m->hp) + 16, false);
     if (!c->sched) st = fail(bp_last_status(), std::string("creating the scheduler: ") + bp_last_error());
   }
   if (st != BP_OK) {

@@ -12,6 +12,10 @@ struct bp_model_context {
   uint32_t magic = 0;  // k_context_magic while alive
   bp_model *model = nullptr;
   uint32_t n_batch = 0;
+  // Backends of its own on the model's devices (a backend is one stream of
+  // work: contexts on different threads must not share one); the weights'
+  // buffers belong to the devices, so every backend of a device reads them.
+  std::vector<bp_backend *> backends;
   bp::model::kv_cache kv;
   std::vector<bp_context *> kv_ctx;  // one per backend (NULL where no layer lives)
   std::vector<bp_buffer *> kv_buf;

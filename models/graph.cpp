@@ -82,22 +82,25 @@ bp_status build_forward(const hparams &hp, const model_weights &w, const kv_cach
     k = rope(c, hp, w, k, g->pos);
 
     // Into the cache first: the attention below reads the cache, and the
-    // graph runs its nodes in the order they were added.
-    bp_tensor *k_slot = bp_view_1d(c, kv.k[il], T * Ekv, static_cast<size_t>(shape.p0) * Ekv * kv_es);
-    bp_tensor *v_slot = bp_view_1d(c, kv.v[il], T * Ekv, static_cast<size_t>(shape.p0) * Ekv * kv_es);
+    // graph runs its nodes in the order they were added. K is stored
+    // position-major ([Ekv, n_ctx]); V transposed ([n_ctx, Ekv], each channel's
+    // positions together), so both products below read dense rows and no
+    // per-step transpose of the whole cache is needed.
     const int64_t flat = T * Ekv;
+    bp_tensor *k_slot = bp_view_1d(c, kv.k[il], flat, static_cast<size_t>(shape.p0) * Ekv * kv_es);
+    bp_tensor *v_slot =
+        bp_view_2d(c, kv.v[il], T, Ekv, static_cast<size_t>(kv.n_ctx) * kv_es, static_cast<size_t>(shape.p0) * kv_es);
     bp_status st = BP_OK;
     if ((st = bp_graph_build(g->graph, bp_cpy(c, bp_reshape(c, k, 1, &flat), k_slot))) ||
-        (st = bp_graph_build(g->graph, bp_cpy(c, bp_reshape(c, v, 1, &flat), v_slot)))) {
+        (st = bp_graph_build(g->graph, bp_cpy(c, bp_transpose(c, v), v_slot)))) {
       free_forward(g);
       return st;
     }
 
-    // K as [hd, n_kv, Hkv] and V transposed to [n_kv, hd, Hkv]; query heads
-    // share key/value heads in groups of H / Hkv (MUL_MAT broadcasts dim 2).
+    // K as [hd, n_kv, Hkv] and V as [n_kv, hd, Hkv]; query heads share
+    // key/value heads in groups of H / Hkv (MUL_MAT broadcasts dim 2).
     bp_tensor *K = bp_view_3d(c, kv.k[il], hd, n_kv, Hkv, Ekv * kv_es, hd * kv_es, 0);
-    bp_tensor *Vt =
-        bp_cont(c, bp_permute(c, bp_view_3d(c, kv.v[il], hd, n_kv, Hkv, Ekv * kv_es, hd * kv_es, 0), 1, 0, 2, 3));
+    bp_tensor *Vt = bp_view_3d(c, kv.v[il], n_kv, hd, Hkv, kv.n_ctx * kv_es, kv.n_ctx * hd * kv_es, 0);
     bp_tensor *Q = bp_permute(c, q, 0, 2, 1, 3);                             // [hd, T, H]
     bp_tensor *kq = bp_soft_max(c, bp_mul_mat(c, K, Q), g->mask, kq_scale);  // [n_kv, T, H]
     bp_tensor *kqv = bp_mul_mat(c, Vt, kq);                                  // [hd, T, H]

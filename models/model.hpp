@@ -16,7 +16,8 @@ struct bp_model {
   std::string path;
   bp::model::hparams hp;
   std::unique_ptr<bp::model::tokenizer> tok;
-  std::vector<bp_backend *> backends;  // owned, in priority order
+  std::string devices;                 // the device list as given ("vulkan;cpu")
+  std::vector<bp_backend *> backends;  // owned, in priority order: loading and names only
   std::vector<std::string> backend_names;
   std::vector<bp::model::backend_share> shares;  // one per backend
   bp::model::model_weights w;

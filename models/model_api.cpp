@@ -36,6 +36,7 @@ bp_status open_backends(const char *devices, bp_model *m) {
   if (bp_backend_new_list(list.c_str(), buf, 16, &n) != BP_OK)
     return fail(bp_last_status(), "opening the devices \"" + list + "\": " + bp_last_error());
   if (n == 0) return fail(BP_ERR_INVALID_ARGUMENT, "the device list \"" + list + "\" names no backend");
+  m->devices = list;
   m->backends.assign(buf, buf + n);
   for (bp_backend *b : m->backends) m->backend_names.push_back(bp_backend_name(b));
   return BP_OK;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backplane/model.h"
@@ -236,5 +237,42 @@ INSTANTIATE_TEST_SUITE_P(Lists, ModelDevices, ::testing::Values("vulkan;cpu", "o
                          [](const ::testing::TestParamInfo<std::string> &i) {
                            return i.param.substr(0, i.param.find(';'));
                          });
+
+}  // namespace
+
+namespace {
+
+TEST(ModelContexts, TwoContextsShareOneModelFromTwoThreads) {
+  tiny_config cfg;
+  tiny_weights w;
+  const std::string path = make(cfg, &w);
+  bp_model *m = nullptr;
+  ASSERT_EQ(bp_model_load(path.c_str(), nullptr, &m), BP_OK) << bp_last_error();
+  const auto a = prompt(11, cfg.n_vocab(), 21), b = prompt(13, cfg.n_vocab(), 22);
+  const auto want_a = bp::test::reference_logits(cfg, w, a), want_b = bp::test::reference_logits(cfg, w, b);
+  double err[2] = {1, 1};
+  auto run = [&](const std::vector<int32_t> &ids, const std::vector<double> &want, double *out) {
+    bp_model_context_options opt{};
+    opt.struct_size = sizeof opt;
+    opt.n_ctx = 32;
+    opt.kv_f32 = true;
+    bp_model_context *c = nullptr;
+    if (bp_model_context_new(m, &opt, &c) != BP_OK) return;
+    for (int rep = 0; rep < 5; ++rep) {
+      bp_model_context_rewind(c, 0);
+      if (bp_model_context_eval(c, ids.data(), ids.size(), true) != BP_OK) break;
+      size_t rows = 0;
+      *out = rel_error(bp_model_context_logits(c, &rows), want, want.size());
+    }
+    bp_model_context_free(c);
+  };
+  std::thread t1(run, std::cref(a), std::cref(want_a), &err[0]);
+  std::thread t2(run, std::cref(b), std::cref(want_b), &err[1]);
+  t1.join();
+  t2.join();
+  EXPECT_LT(err[0], 1e-4);
+  EXPECT_LT(err[1], 1e-4);
+  EXPECT_EQ(bp_model_free(m), BP_OK);
+}
 
 }  // namespace
