@@ -92,7 +92,7 @@ bp_status build_forward(const hparams &hp, const model_weights &w, const kv_cach
         bp_view_2d(c, kv.v[il], T, Ekv, static_cast<size_t>(kv.n_ctx) * kv_es, static_cast<size_t>(shape.p0) * kv_es);
     bp_status st = BP_OK;
     if ((st = bp_graph_build(g->graph, bp_cpy(c, bp_reshape(c, k, 1, &flat), k_slot))) ||
-        (st = bp_graph_build(g->graph, bp_cpy(c, bp_transpose(c, v), v_slot)))) {
+        (st = bp_graph_build(g->graph, bp_cpy(c, T == 1 ? bp_reshape_2d(c, v, 1, Ekv) : bp_transpose(c, v), v_slot)))) {
       free_forward(g);
       return st;
     }

@@ -107,6 +107,14 @@ bp_tensor *strided_view(bp_context *ctx, bp_tensor *root, const desc_view &v, si
     if (a1 != b1) return b1;
     return v.nb[a] < v.nb[b];
   });
+  // bp_view_4d's dim 0 is dense (nb[0] = the element size). When the densest
+  // dim that has several elements is strided (one column of a transposed
+  // cache, say), a one-element dim goes first instead, standing for that
+  // element size.
+  if (v.ne[order[0]] != 1 && v.nb[order[0]] != bp_type_size(v.type)) {
+    auto unit = std::find_if(order.begin(), order.end(), [&](int d) { return v.ne[d] == 1; });
+    if (unit != order.end()) std::rotate(order.begin(), unit, unit + 1);
+  }
   int64_t ne[BP_MAX_DIMS];
   size_t nb[BP_MAX_DIMS];
   for (int r = 0; r < BP_MAX_DIMS; ++r) {

@@ -233,9 +233,10 @@ TEST_P(ModelDevices, LogitsMatchTheReferenceOnADeviceList) {
   ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), 1, false), BP_OK) << bp_last_error();
 }
 
-INSTANTIATE_TEST_SUITE_P(Lists, ModelDevices, ::testing::Values("vulkan;cpu", "opencl;cpu", "blas;cpu"),
+INSTANTIATE_TEST_SUITE_P(Lists, ModelDevices, ::testing::Values("vulkan;cpu", "opencl;cpu", "blas;cpu", "remote:0;cpu"),
                          [](const ::testing::TestParamInfo<std::string> &i) {
-                           return i.param.substr(0, i.param.find(';'));
+                           std::string name = i.param.substr(0, i.param.find(';'));
+                           return name.substr(0, name.find(':'));
                          });
 
 }  // namespace
