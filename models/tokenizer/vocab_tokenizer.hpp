@@ -2,6 +2,8 @@
 // token splitting, BOS, token text and detokenizing.
 #pragma once
 
+#include <cstdlib>
+
 #include "special.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "vocab.hpp"
