@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -24,6 +25,14 @@ enum attr : uint32_t {
   kRstrip = 1u << 6,  // whitespace after the token is dropped (Phi-3)
 };
 
+// Lets the maps be searched with a string_view, without a copy per lookup.
+struct text_hash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <typename T>
+using text_map = std::unordered_map<std::string, T, text_hash, std::equal_to<>>;
+
 enum class model_kind { spm, bpe };
 enum class pre_kind { none, dflt, gpt2, llama3, qwen2 };
 
@@ -34,9 +43,9 @@ struct vocab {
   std::vector<float> scores;
   std::vector<uint32_t> attrs;
   std::vector<bool> eog;
-  std::unordered_map<std::string, int32_t> ids;
+  text_map<int32_t> ids;
   // "<len(first)>:<first><second>" -> rank; the length keeps pairs apart.
-  std::unordered_map<std::string, int32_t> merge_ranks;
+  text_map<int32_t> merge_ranks;
   // Tokens split out of the text before tokenizing, longest text first.
   std::vector<int32_t> specials;
   int32_t bos = -1, eos = -1, unk = -1;
@@ -46,7 +55,7 @@ struct vocab {
   bool ignore_merges = false;
 
   int32_t find(std::string_view text) const {
-    auto it = ids.find(std::string(text));
+    auto it = ids.find(text);
     return it == ids.end() ? -1 : it->second;
   }
   static std::string merge_key(std::string_view first, std::string_view second) {

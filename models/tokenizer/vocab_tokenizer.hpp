@@ -75,7 +75,8 @@ class vocab_tokenizer : public tokenizer {
         texts_[id] = normal_text(p);
       } else if (a & kByte) {
         // "<0xXX>"
-        texts_[id] = std::string(1, static_cast<char>(std::strtol(p.substr(3, 2).c_str(), nullptr, 16)));
+        const std::string hex = p.size() > 3 ? p.substr(3, 2) : std::string();
+        texts_[id] = std::string(1, static_cast<char>(std::strtol(hex.c_str(), nullptr, 16)));
       }
     }
   }

@@ -182,6 +182,15 @@ TEST(TokenizerSpm, SpecialTokens) {
   EXPECT_EQ(ids(*t, "<|user|>h", false, false), (V{v.id("<|user|>"), v.id(kSp + "h")}));
 }
 
+// llama.cpp drops the whitespace after special tokens in Phi-3 files, which
+// it recognises by general.name.
+TEST(TokenizerSpm, Phi3StripsAfterSpecials) {
+  const spm_vocab v = make_vocab();
+  EXPECT_EQ(ids(*load(v), "<|user|>  h"), (V{v.id("<|user|>"), v.id(kSp + kSp), v.id(kSp + "h")}));
+  auto phi3 = load(v, [](gguf_builder &b) { b.str("general.name", "Phi-3 mini"); });
+  EXPECT_EQ(ids(*phi3, "<|user|>  h"), (V{v.id("<|user|>"), v.id(kSp + "h")}));
+}
+
 TEST(TokenizerSpm, NoSpacePrefix) {
   const spm_vocab v = make_vocab();
   auto t = load(v, [](gguf_builder &b) {
