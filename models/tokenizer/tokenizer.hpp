@@ -23,8 +23,10 @@ class tokenizer {
   static bp_status from_gguf(const bp_gguf *file, std::unique_ptr<tokenizer> *out);
 
   // Appends the ids of |text| to |out| (BOS first when |add_bos| and the
-  // vocabulary has one); special tokens' text is matched only when
-  // |parse_special|. Invalid UTF-8 is split bytewise, never an error.
+  // vocabulary has one); control tokens' text is matched only when
+  // |parse_special| (user-defined tokens always are, as in llama.cpp).
+  // Invalid UTF-8 is never an error: SentencePiece sends its bytes to byte
+  // tokens, byte-level BPE reads each bad byte as U+FFFD (as llama.cpp does).
   virtual bp_status tokenize(std::string_view text, bool add_bos, bool parse_special,
                              std::vector<int32_t> *out) const = 0;
   // The bytes a token stands for in the output text ("" for control tokens).
