@@ -17,7 +17,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 
 #include "gguf_tool.hpp"
 #include "synth.hpp"
@@ -111,37 +110,36 @@ bool check(const synth_options &o, plan &p, std::string &err) {
          blocks(t, "--ff", o.ff) && (o.tied || blocks(p.output_type, "--embd (output.weight)", o.embd));
 }
 
-// Keeps every tensor's bytes until the file is written (the writer borrows them).
+// Makes each tensor's bytes in |scratch|, where they stay until the file is
+// written (the writer borrows them).
 class tensor_sink {
  public:
-  tensor_sink(bp_gguf_writer *w, uint64_t seed) : w_(w), seed_(seed) {}
+  tensor_sink(bp_gguf_writer *w, synth_scratch &scratch, uint64_t seed) : w_(w), scratch_(scratch), seed_(seed) {}
   bool add(const std::string &name, bp_type type, std::vector<int64_t> ne, synth_fill fill) {
     const int64_t rows = ne.size() > 1 ? ne[1] : 1;
-    data_.push_back(synth_tensor_bytes(seed_, name, fill, type, ne[0], rows));
-    if (data_.back().empty()) return false;
-    return add_bytes(name, type, ne);
+    const size_t n = bp_row_size(type, ne[0]) * static_cast<size_t>(rows);
+    uint8_t *d = scratch_.alloc(n);
+    return synth_tensor_bytes(seed_, name, fill, type, ne[0], rows, d) && add_bytes(name, type, ne, d, n);
   }
-  bool add_f32(const std::string &name, std::vector<float> values) {
-    data_.emplace_back(values.size() * 4);
-    std::memcpy(data_.back().data(), values.data(), values.size() * 4);
-    return add_bytes(name, BP_TYPE_F32, {static_cast<int64_t>(values.size())});
+  bool add_f32(const std::string &name, const std::vector<float> &values) {
+    uint8_t *d = scratch_.alloc(values.size() * 4);
+    std::memcpy(d, values.data(), values.size() * 4);
+    return add_bytes(name, BP_TYPE_F32, {static_cast<int64_t>(values.size())}, d, values.size() * 4);
   }
-  uint64_t bytes() const {
-    uint64_t n = 0;
-    for (const auto &d : data_) n += d.size();
-    return n;
-  }
-  size_t count() const { return data_.size(); }
+  uint64_t bytes() const { return bytes_; }
+  size_t count() const { return count_; }
 
  private:
-  bool add_bytes(const std::string &name, bp_type type, const std::vector<int64_t> &ne) {
-    const auto &d = data_.back();
+  bool add_bytes(const std::string &name, bp_type type, const std::vector<int64_t> &ne, const uint8_t *d, size_t n) {
+    ++count_, bytes_ += n;
     return bp_gguf_writer_add_tensor_data(w_, name.c_str(), bp_gguf_file_type_of(type), static_cast<int>(ne.size()),
-                                          ne.data(), d.data(), d.size()) == BP_OK;
+                                          ne.data(), d, n) == BP_OK;
   }
   bp_gguf_writer *w_;
+  synth_scratch &scratch_;
   uint64_t seed_;
-  std::deque<std::vector<uint8_t>> data_;  // stable addresses
+  size_t count_ = 0;
+  uint64_t bytes_ = 0;
 };
 
 bool put_u32(bp_gguf_writer *w, const std::string &key, uint32_t v) {
@@ -239,7 +237,8 @@ int synth(const synth_options &o) {
   if (!err.empty()) return usage(err);
   bp_gguf_writer *w = nullptr;
   if (bp_gguf_writer_new(&w) != BP_OK) return fail("synth: a writer");
-  tensor_sink sink(w, o.seed);
+  synth_scratch scratch(o.out);
+  tensor_sink sink(w, scratch, o.seed);
   int rc = 0;
   if (!write_metadata(w, o, p, vocab)) {
     rc = fail("synth: metadata");

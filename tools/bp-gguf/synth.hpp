@@ -4,6 +4,7 @@
 //   synth_cli.cpp      the subcommand's flags
 //   synth.cpp          checks the options, writes metadata and tensors
 //   synth_weights.cpp  the seeded values, their scales, quantized in parallel
+//   synth_scratch.cpp  file-backed memory for the bytes until they are written
 //   synth_vocab.cpp    a small BPE trainer and the spm / gpt2 vocabularies
 //   synth_sample.cpp   the text the trainer learns from
 #pragma once
@@ -11,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -55,10 +57,28 @@ struct synth_fill {
 };
 
 // |rows| rows of |n_per_row| values drawn per |fill| and encoded as |type|
-// (rows quantized in parallel). The result is bp_row_size(type, n) * rows
-// bytes; empty with the error set by bp_quantize when that fails.
-std::vector<uint8_t> synth_tensor_bytes(uint64_t seed, const std::string &name, synth_fill fill, bp_type type,
-                                        int64_t n_per_row, int64_t rows);
+// (rows quantized in parallel) into |out|, which holds
+// bp_row_size(type, n_per_row) * rows bytes. False with the error set by
+// bp_quantize when that fails.
+bool synth_tensor_bytes(uint64_t seed, const std::string &name, synth_fill fill, bp_type type, int64_t n_per_row,
+                        int64_t rows, uint8_t *out);
+
+// Memory for tensor bytes that lives until the scratch is destroyed: pages
+// of an unlinked file beside |out_path| (synth_scratch.cpp), else the heap.
+class synth_scratch {
+ public:
+  explicit synth_scratch(const std::string &out_path);
+  ~synth_scratch();
+  synth_scratch(const synth_scratch &) = delete;
+  synth_scratch &operator=(const synth_scratch &) = delete;
+  uint8_t *alloc(size_t n);
+
+ private:
+  int fd_ = -1;
+  uint64_t end_ = 0;
+  std::vector<std::pair<void *, size_t>> maps_;
+  std::deque<std::vector<uint8_t>> heap_;
+};
 
 // LLaMA 3.1's rope scaling factors (factor 8, low 1, high 4, original context
 // 8192) for |head_dim| / 2 frequencies of base |base|: 1 for the high
