@@ -1,4 +1,4 @@
-// gguf_tool.hpp: the three commands of bp-gguf (show, get, check), each in
+// gguf_tool.hpp: the commands of bp-gguf (show, get, check; synth in synth.hpp), each in
 // its own file. Each returns the process exit status: 0 done, 1 a bad file or
 // a failed step (the message on stderr).
 #pragma once

@@ -3,6 +3,7 @@
 //   bp-gguf show FILE [--json]            version, metadata, tensors, totals per type
 //   bp-gguf get FILE TENSOR --out OUT.f32 one tensor as little-endian f32
 //   bp-gguf check FILE [--device SPEC] [--no-cold]  load every tensor, verify, time it against read()
+//   bp-gguf synth OUT --arch A --type T [...]  a seeded random-weight llama-family file
 //
 // Exit status: 0 done, 1 a bad file or a failed step (the message names the
 // field and byte offset for a bad file), 2 bad usage.
@@ -10,6 +11,7 @@
 
 #include "common/cli.hpp"
 #include "gguf_tool.hpp"
+#include "synth.hpp"
 
 int main(int argc, char **argv) {
   CLI::App app{"bp-gguf: show, extract and load GGUF weight files"};
@@ -30,7 +32,10 @@ int main(int argc, char **argv) {
   check->add_flag("--json", json, "print JSON");
   bool no_cold = false;
   check->add_flag("--no-cold", no_cold, "skip the cold runs (they drop the whole machine's page cache)");
+  bp::gguf_tool::synth_options synth_opts;
+  CLI::App *synth = bp::gguf_tool::add_synth_command(app, synth_opts);
   if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
+  if (synth->parsed()) return bp::gguf_tool::synth(synth_opts);
   if (show->parsed()) return bp::gguf_tool::show(path, json);
   if (get->parsed()) return bp::gguf_tool::get(path, tensor, out);
   return bp::gguf_tool::check(path, device, json, !no_cold);
