@@ -1,5 +1,5 @@
-"""Backplane from Python: tensors, graphs, devices and GGUF files over
-libbackplane's C API (docs/python.md).
+"""Backplane from Python: tensors, graphs, devices, GGUF files and
+llama-family models over libbackplane's C API (docs/python.md).
 
     import numpy as np, backplane as bp
     a = bp.tensor(np.ones((2, 3), np.float32))

@@ -152,5 +152,6 @@ void init_ops(py::module_ &m);
 void init_graph(py::module_ &m);
 void init_quant(py::module_ &m);
 void init_gguf(py::module_ &m);
+void init_model(py::module_ &m);
 
 }  // namespace bppy

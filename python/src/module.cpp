@@ -150,6 +150,7 @@ PYBIND11_MODULE(_backplane, m) {
   init_ops(m);
   init_graph(m);
   init_quant(m);
+  init_model(m);
   py::module_ g = m.def_submodule("gguf", "GGUF files: reading, loading and writing.");
   init_gguf(g);
 }
