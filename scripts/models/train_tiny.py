@@ -49,8 +49,10 @@ def make_corpus(path):
 
 
 def chapters(text):
-    """Split at the chapter headings ("Genesis 1"), each chunk keeping its
-    heading and ending in a blank line."""
+    """Chunks for the tokenizer: split before each chapter heading that
+    starts with a letter ("Genesis 1"; "1 Kings 1" stays with the chunk
+    before it). The chunks only bound SentencePiece calls; their ids are
+    concatenated into one stream."""
     parts, cur = [], []
     for line in text.split("\n"):
         if line and not line[0].isdigit() and cur and any(c.strip() for c in cur):
@@ -170,7 +172,7 @@ def train(args, ids, ckpt):
                              {"params": nodecay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95))
     data = torch.tensor(ids, dtype=torch.long)
-    T = cfg["ctx"] - 1
+    T = args.seq - 1
     gen = torch.Generator().manual_seed(args.seed)
     warm = max(1, args.steps // 20)
     t0 = time.time()
@@ -335,9 +337,10 @@ def main():
     ap.add_argument("--work", default="/tmp/tiny-kjv", help="cache folder (corpus, vocab, checkpoint)")
     ap.add_argument("--out", default="models/tiny/tiny-kjv.gguf")
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--steps", type=int, default=260)
+    ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--lr", type=float, default=4e-3)
+    ap.add_argument("--seq", type=int, default=128, help="training window (tokens, BOS included)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--writer", choices=("auto", "backplane", "builtin"), default="auto")
     ap.add_argument("--check-writers", action="store_true",
@@ -355,7 +358,7 @@ def main():
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
 
-    ckpt = os.path.join(args.work, f"ckpt-s{args.seed}-n{args.steps}-b{args.batch}.pt")
+    ckpt = os.path.join(args.work, f"ckpt-s{args.seed}-n{args.steps}-b{args.batch}-t{args.seq}-lr{args.lr}.pt")
     if os.path.exists(ckpt) and not args.retrain:
         model = load_model(ckpt, args.threads)
     else:
