@@ -1,4 +1,4 @@
-// ops_build.cpp: the public op builders of backplane.h (bp_add .. bp_rope,
+// ops_build.cpp: the public op builders of backplane.h (bp_add .. bp_rope_ext,
 // and bp_op_new, the generic one). Each packs its parameters and hands over
 // to the op table (ops::build), so every rule lives in one place.
 #include <cstring>
@@ -192,6 +192,18 @@ BP_API bp_tensor *bp_rope(bp_context *ctx, bp_tensor *a, bp_tensor *pos, int n_d
   BP_API_SCOPE();
   int32_t p[BP_MAX_OP_PARAMS] = {n_dims, mode, f32_bits(freq_base), f32_bits(freq_scale)};
   return op2(ctx, BP_OP_ROPE, a, pos, p);
+}
+
+BP_API bp_tensor *bp_rope_ext(bp_context *ctx, bp_tensor *a, bp_tensor *pos, bp_tensor *freq_factors, int n_dims,
+                              int mode, float freq_base, float freq_scale) {
+  BP_API_SCOPE();
+  int32_t p[BP_MAX_OP_PARAMS] = {n_dims, mode, f32_bits(freq_base), f32_bits(freq_scale)};
+  // Without factors the node is bp_rope's (two sources), so plugins and
+  // serialisers that predate the third source see nothing new.
+  return bp::core::build_guard(ctx, [&] {
+    bp_tensor *src[3] = {a, pos, freq_factors};
+    return build(ctx, BP_OP_ROPE, src, freq_factors ? 3 : 2, p, "bp_rope_ext");
+  });
 }
 
 // The generic builder: the caller names the op (a program that rebuilds a

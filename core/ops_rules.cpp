@@ -23,6 +23,7 @@ const char *src_name(const rule_io &io, int i) {
       default: break;
     }
   }
+  if (i == 2 && io.op == BP_OP_ROPE) return "freq_factors";
   return k_src_names[i];
 }
 
@@ -337,6 +338,21 @@ bp_status rule_rope(rule_io &io) {
   }
   if (!(scale > 0.0f) || !std::isfinite(scale)) {
     return fail(io, "freq_scale = " + std::to_string(scale) + ": it must be finite and > 0 (1 means no scaling)");
+  }
+  if (const bp_tensor *ff = io.src[2]) {
+    if (need_type(io, 2, {BP_TYPE_F32})) return BP_ERR_INVALID_ARGUMENT;
+    if (ff->ne[1] != 1 || ff->ne[2] != 1 || ff->ne[3] != 1) {
+      return fail(io, desc(io, 2) + ": freq_factors must be 1-D, one factor per rotated pair (reshape it to [" +
+                          std::to_string(ff->ne[0] * ff->ne[1] * ff->ne[2] * ff->ne[3]) + "])");
+    }
+    if (ff->ne[0] < n_dims / 2) {
+      return fail(io, desc(io, 2) + " is too short for n_dims = " + std::to_string(n_dims) +
+                          ": freq_factors needs at least n_dims/2 = " + std::to_string(n_dims / 2) +
+                          " elements, one per rotated pair");
+    }
+    if (!bp_tensor_is_contiguous(ff)) {
+      return fail(io, desc(io, 2) + ": freq_factors must be contiguous: copy it with bp_cont first");
+    }
   }
   io.out_type = BP_TYPE_F32;
   copy_shape(io, a);

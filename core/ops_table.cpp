@@ -44,7 +44,7 @@ const op_info k_ops[] = {
     {"CPY", "bp_cpy", 2, 2, rule_cpy, false},
     {"CONT", "bp_cont", 1, 1, rule_cont, false},
     {"CONCAT", "bp_concat", 2, 2, rule_concat, false},
-    {"ROPE", "bp_rope", 2, 2, rule_rope, true},
+    {"ROPE", "bp_rope", 2, 3, rule_rope, true},
 };
 static_assert(sizeof k_ops / sizeof k_ops[0] == BP_OP_COUNT, "the op table must list every bp_op in enum order");
 

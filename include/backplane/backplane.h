@@ -199,7 +199,8 @@ typedef enum bp_op {
   BP_OP_CPY,    /* writes src0 into src1 (a view of src1 is the result) */
   BP_OP_CONT,   /* contiguous copy, may convert type */
   BP_OP_CONCAT, /* i[0] = dim */
-  BP_OP_ROPE,   /* i[0] = n_dims, i[1] = mode, f[2] = freq_base, f[3] = freq_scale; src1 = positions */
+  BP_OP_ROPE,   /* i[0] = n_dims, i[1] = mode, f[2] = freq_base, f[3] = freq_scale; src1 = positions,
+                   src2 = optional frequency factors */
   BP_OP_COUNT
 } bp_op;
 
@@ -517,6 +518,10 @@ BP_API bp_tensor *bp_concat(bp_context *ctx, bp_tensor *a, bp_tensor *b, int dim
 /* Rotary embedding of a [D, H, T, B] by i32 positions [T]; |n_dims| <= D, even. */
 BP_API bp_tensor *bp_rope(bp_context *ctx, bp_tensor *a, bp_tensor *pos, int n_dims, int mode, float freq_base,
                           float freq_scale);
+/* bp_rope with f32 frequency factors [>= n_dims/2] (NULL: none): pair i's angle is divided
+ * by freq_factors[i] (LLaMA 3.1's rope_freqs.weight). */
+BP_API bp_tensor *bp_rope_ext(bp_context *ctx, bp_tensor *a, bp_tensor *pos, bp_tensor *freq_factors, int n_dims,
+                              int mode, float freq_base, float freq_scale);
 
 /* Any computed op by number, for programs that rebuild a graph from a
  * description: |src| holds |n_src| sources (as many as the op takes; an

@@ -2,8 +2,10 @@
 // p = pos[t]. Pair i (0 <= i < n_dims/2) is rotated by
 // theta_i = p * freq_scale * freq_base^(-2i/n_dims). NORMAL rotates the
 // neighbours (2i, 2i+1); NEOX rotates (i, i + n_dims/2). Dims >= n_dims are
-// copied unchanged.
+// copied unchanged. An optional src[2] holds frequency factors: theta_i is
+// divided by ff[i].
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "kernels.hpp"
@@ -17,7 +19,10 @@ bool rope_supports(const bp_tensor *t) {
   if (!bp_tensor_same_shape(t, a) || pos->ne[0] < a->ne[2]) return false;
   const int32_t n_dims = bp_tensor_param_i32(t, 0);
   const int32_t mode = bp_tensor_param_i32(t, 1);
-  return n_dims >= 2 && n_dims % 2 == 0 && n_dims <= a->ne[0] && (mode == BP_ROPE_NORMAL || mode == BP_ROPE_NEOX);
+  if (!(n_dims >= 2 && n_dims % 2 == 0 && n_dims <= a->ne[0] && (mode == BP_ROPE_NORMAL || mode == BP_ROPE_NEOX)))
+    return false;
+  const bp_tensor *ff = t->src[2];
+  return !ff || (has_valid_shape(ff) && ff->type == BP_TYPE_F32 && ff->ne[0] >= n_dims / 2);
 }
 
 void rope_run(const bp_tensor *t, int ith, int nth) {
@@ -32,8 +37,15 @@ void rope_run(const bp_tensor *t, int ith, int nth) {
   // Per-pair cos/sin for the current position, rebuilt when it changes.
   std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
   std::vector<double> inv_freq(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i)
+  const bp_tensor *ff = t->src[2];
+  for (int64_t i = 0; i < half; ++i) {
     inv_freq[i] = std::pow(freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(n_dims));
+    if (ff) {
+      float f;
+      std::memcpy(&f, elem_ptr(ff, i, 0, 0, 0), sizeof f);
+      inv_freq[i] /= static_cast<double>(f);
+    }
+  }
   bool have = false;
   int32_t cached = 0;
 

@@ -276,15 +276,16 @@ bp_status run_concat(backend_ctx *be, const bp_tensor *t, bp_error *err) {
 
 bp_status run_rope(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   cl_kernel k = nullptr;
-  if (bp_status s = get_kernel(be, "rope", "", "rope", &k, err); s != BP_OK) return s;
+  const bp_tensor *ff = t->src[2];
+  if (bp_status s = get_kernel(be, "rope", ff ? "-DFREQ_FACTORS=1" : "", "rope", &k, err); s != BP_OK) return s;
   // One work-item per pair (or copied column) and position; each loops over
   // the heads (rope.cl).
   const int64_t cols = bp_tensor_param_i32(t, 0) / 2 + (t->ne[0] - bp_tensor_param_i32(t, 0));
   size_t g[2] = {static_cast<size_t>(cols), static_cast<size_t>(t->ne[2] * t->ne[3])}, l[2] = {local_for(cols), 1};
-  return launch(be, k)
-      .tensor(t->src[0])
-      .tensor(t->src[1])
-      .tensor(t)
+  launch l_rope(be, k);
+  l_rope.tensor(t->src[0]).tensor(t->src[1]);
+  if (ff) l_rope.tensor(ff);
+  return l_rope.tensor(t)
       .arg(cl_int(bp_tensor_param_i32(t, 0)))
       .arg(cl_int(bp_tensor_param_i32(t, 1) == BP_ROPE_NEOX ? 1 : 0))
       .arg(bp_tensor_param_f32(t, 2))
@@ -341,9 +342,11 @@ bool supports(const bp_tensor *t) {
     }
     case BP_OP_ROPE: {
       const int32_t n_dims = bp_tensor_param_i32(t, 0), mode = bp_tensor_param_i32(t, 1);
+      const bp_tensor *ff = t->src[2];
       return t->type == BP_TYPE_F32 && a->type == BP_TYPE_F32 && b->type == BP_TYPE_I32 && bp_tensor_same_shape(t, a) &&
              b->ne[0] >= a->ne[2] && n_dims >= 2 && n_dims % 2 == 0 && n_dims <= a->ne[0] &&
-             (mode == BP_ROPE_NORMAL || mode == BP_ROPE_NEOX);
+             (mode == BP_ROPE_NORMAL || mode == BP_ROPE_NEOX) &&
+             (!ff || (ff->type == BP_TYPE_F32 && ff->ne[0] >= n_dims / 2));
     }
     default:
       return false;

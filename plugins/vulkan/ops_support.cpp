@@ -31,7 +31,7 @@ bool op_supported(const device_state *dev, const backend_options &opt, const bp_
   const bp_tensor *a = node->src[0], *b = node->src[1];
   if (!a) return false;
   if (uses_f16(node) && !opt.f16) return false;
-  for (const bp_tensor *t : {node, a, b})
+  for (const bp_tensor *t : {node, a, b, static_cast<const bp_tensor *>(node->src[2])})
     if (!fits(dev, t)) return false;
   switch (plugins::family_of(node->op)) {
     case plugins::op_family::binary:
@@ -63,8 +63,11 @@ bool op_supported(const device_state *dev, const backend_options &opt, const bp_
              bp_tensor_param_i32(node, 0) >= 0 && bp_tensor_param_i32(node, 0) < 4;
     case BP_OP_ROPE: {
       const int32_t n_dims = bp_tensor_param_i32(node, 0), mode = bp_tensor_param_i32(node, 1);
+      const bp_tensor *ff = node->src[2];
+      // rope_ff_f32 indexes the factors densely from their offset.
+      const bool ff_ok = !ff || (ff->type == BP_TYPE_F32 && ff->ne[0] >= n_dims / 2 && bp_tensor_is_contiguous(ff));
       return b && a->type == BP_TYPE_F32 && b->type == BP_TYPE_I32 && n_dims >= 2 && n_dims % 2 == 0 &&
-             n_dims <= a->ne[0] && (mode == BP_ROPE_NORMAL || mode == BP_ROPE_NEOX);
+             n_dims <= a->ne[0] && (mode == BP_ROPE_NORMAL || mode == BP_ROPE_NEOX) && ff_ok;
     }
     default:
       return false;

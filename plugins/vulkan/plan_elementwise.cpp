@@ -209,9 +209,14 @@ bp_status plan_get_rows(const planner &p, std::vector<dispatch> &out) {
 }
 
 bp_status plan_rope(const planner &p, std::vector<dispatch> &out) {
-  const bp_tensor *n = p.node, *a = n->src[0];
+  const bp_tensor *n = p.node, *a = n->src[0], *ff = n->src[2];
   dispatch d;
-  if (bp_status st = general(p, "rope_f32", n, a, n->src[1], d); st != BP_OK) return st;
+  if (bp_status st = general(p, ff ? "rope_ff_f32" : "rope_f32", n, a, n->src[1], d); st != BP_OK) return st;
+  if (ff) {
+    // rope.comp reads the factors' offset from b_nb.y (the push constants have no other free word).
+    if (bp_status st = bind_ssbo(p, ff, &d.bind[3], &d.pc.b_nb[1]); st != BP_OK) return st;
+    add_range(d.reads, ff);
+  }
   d.pc.p[0] = static_cast<uint32_t>(bp_tensor_param_i32(n, 0));
   d.pc.p[1] = static_cast<uint32_t>(bp_tensor_param_i32(n, 1));
   d.pc.p[2] = static_cast<uint32_t>(n->op_params[2]);

@@ -7,6 +7,8 @@
 // plugin does, so long positions keep their accuracy, and double pow, cos
 // and sin are what this kernel's time went to when each head paid for them
 // (a third of bp-run --device opencl on PoCL).
+// FREQ_FACTORS=1 adds f32 frequency factors ff (after pos): pair x's angle
+// is divided by ff[x].
 
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -15,7 +17,18 @@ typedef double angle_t;
 typedef float angle_t;
 #endif
 
-__kernel void rope(TENSOR(a), TENSOR(pos), TENSOR(d), int n_dims, int neox, float freq_base, float freq_scale) {
+#ifndef FREQ_FACTORS
+#define FREQ_FACTORS 0
+#endif
+
+#if FREQ_FACTORS
+#define FF_ARG TENSOR(ff),
+#else
+#define FF_ARG
+#endif
+
+__kernel void rope(TENSOR(a), TENSOR(pos), FF_ARG TENSOR(d), int n_dims, int neox, float freq_base,
+                   float freq_scale) {
   const long half_dims = n_dims / 2;
   const long x = get_global_id(0);
   if (x >= half_dims + (d_ne.x - n_dims)) return;
@@ -27,8 +40,10 @@ __kernel void rope(TENSOR(a), TENSOR(pos), TENSOR(d), int n_dims, int neox, floa
     return;
   }
   const int p = *(__global const int *)ELEM_PTR(pos, i2, 0, 0, 0);
-  const angle_t theta =
-      (angle_t)p * (angle_t)freq_scale * pow((angle_t)freq_base, (angle_t)(-2 * x) / (angle_t)n_dims);
+  angle_t theta = (angle_t)p * (angle_t)freq_scale * pow((angle_t)freq_base, (angle_t)(-2 * x) / (angle_t)n_dims);
+#if FREQ_FACTORS
+  theta /= (angle_t)(*(__global const float *)ELEM_PTR(ff, x, 0, 0, 0));
+#endif
   const float c = (float)cos(theta), s = (float)sin(theta);
   const long j0 = neox ? x : 2 * x;
   const long j1 = neox ? x + half_dims : 2 * x + 1;

@@ -3,15 +3,26 @@
 // n_dims that passes through. p = (n_dims, mode, freq_base, freq_scale).
 // The angle is reduced to [-pi, pi] before sin/cos: positions times
 // frequencies reach tens of radians, where the driver's sin/cos lose digits.
+// FREQ_FACTORS=1 (variant rope_ff_f32): f32 frequency factors at binding 3
+// divide pair j's angle by ff[j]. Their element offset rides in b_nb.y: the
+// push-constant block is the 128 bytes every device guarantees, p is full,
+// and pos (b) is 1-D so only b_nb.x is its own.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+
+#ifndef FREQ_FACTORS
+#define FREQ_FACTORS 0
+#endif
 
 layout(local_size_x = 256) in;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer P { int pos[]; };
 layout(std430, binding = 2) writeonly buffer D { float d[]; };
+#if FREQ_FACTORS
+layout(std430, binding = 3) readonly buffer F { float ff[]; };
+#endif
 
 void main() {
   const uint i = flat_invocation();
@@ -32,6 +43,9 @@ void main() {
   const float p = float(pos[pc.b_off + c.z * pc.b_nb.x]);
   const float inv_freq = exp2(-2.0 * float(j) / float(n_dims) * log2(param_f(2)));
   float theta = p * param_f(3) * inv_freq;
+#if FREQ_FACTORS
+  theta /= ff[pc.b_nb.y + j];
+#endif
   // Cody-Waite reduction by 2 pi in two parts.
   const float turns = round(theta * 0.15915494309189535);
   theta = (theta - turns * 6.28125) - turns * 0.0019353071795864769;

@@ -63,6 +63,10 @@ TEST_F(CoreTest, OpNewMatchesTheTypedBuilders) {
   bp_tensor *rp[] = {x, pos};
   const int32_t rope[] = {8, BP_ROPE_NEOX, bits(10000.0f), bits(1.0f)};
   expect_same_node(bp_op_new(ctx, BP_OP_ROPE, rp, 2, rope, 4), bp_rope(ctx, x, pos, 8, BP_ROPE_NEOX, 10000.0f, 1.0f));
+  bp_tensor *ff = f32(4);
+  bp_tensor *rpf[] = {x, pos, ff};
+  expect_same_node(bp_op_new(ctx, BP_OP_ROPE, rpf, 3, rope, 4),
+                   bp_rope_ext(ctx, x, pos, ff, 8, BP_ROPE_NEOX, 10000.0f, 1.0f));
   // Parameters given in full (trailing zeros) are the same as fewer words.
   const int32_t concat_padded[] = {1};
   expect_same_node(bp_op_new(ctx, BP_OP_CONCAT, cc, 2, concat_padded, 1), bp_concat(ctx, a, m, 1));

@@ -265,6 +265,29 @@ TEST_F(CoreTest, RopeParametersAndShapes) {
   EXPECT_FAILS_WITH(bp_rope(ctx, a, pos, 32, 0, 1e4f, -1.0f), "freq_scale");
 }
 
+TEST_F(CoreTest, RopeFrequencyFactors) {
+  bp_tensor *a = f32(64, 4, 7, 2);  // [D, H, T, B]
+  bp_tensor *pos = i32(7);
+  bp_tensor *ff = f32(16);
+  bp_tensor *r = bp_rope_ext(ctx, a, pos, ff, 32, BP_ROPE_NEOX, 500000.0f, 1.0f);
+  expect_shape(r, 64, 4, 7, 2);
+  EXPECT_EQ(r->op, BP_OP_ROPE);
+  EXPECT_EQ(r->src[1], pos);
+  EXPECT_EQ(r->src[2], ff);
+  EXPECT_EQ(r->op_params[0], 32);
+  EXPECT_EQ(param_f(r, 2), 500000.0f);
+  EXPECT_NE(bp_rope_ext(ctx, a, pos, f32(40), 32, 0, 1e4f, 1.0f), nullptr);  // more factors than pairs
+  bp_tensor *plain = bp_rope_ext(ctx, a, pos, nullptr, 32, 0, 1e4f, 1.0f);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->src[2], nullptr);
+
+  EXPECT_FAILS_WITH(bp_rope_ext(ctx, a, pos, f32(15), 32, 0, 1e4f, 1.0f), "bp_rope_ext", "freq_factors [15,1,1,1] f32",
+                    "at least n_dims/2 = 16");
+  EXPECT_FAILS_WITH(bp_rope_ext(ctx, a, pos, f16(16), 32, 0, 1e4f, 1.0f), "freq_factors", "must be f32");
+  EXPECT_FAILS_WITH(bp_rope_ext(ctx, a, pos, i32(16), 32, 0, 1e4f, 1.0f), "must be f32");
+  EXPECT_FAILS_WITH(bp_rope_ext(ctx, a, pos, f32(8, 2), 32, 0, 1e4f, 1.0f), "must be 1-D", "[16]");
+}
+
 TEST_F(CoreTest, NullInputsPropagateAndKeepTheFirstError) {
   bp_tensor *a = f32(4, 3);
   bp_clear_error();

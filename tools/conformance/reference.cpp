@@ -288,6 +288,7 @@ reference_fn concat() {
 reference_fn rope() {
   return [](const std::vector<host_input> &in, const op_args &args) {
     const host_input &pos = in[1];
+    const host_input *ff = in.size() > 2 ? &in[2] : nullptr;  // frequency factors, one per pair
     const int64_t n_dims = args.i[0];
     const bool neox = args.i[1] == BP_ROPE_NEOX;
     const double base = args.f[2], fscale = args.f[3];
@@ -295,7 +296,8 @@ reference_fn rope() {
       const double p = pos.at(i2, 0, 0, 0);
       const std::vector<double> x = r;
       for (int64_t i = 0; i < n_dims / 2; ++i) {
-        const double theta = p * fscale * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(n_dims));
+        double theta = p * fscale * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(n_dims));
+        if (ff) theta /= ff->at(i, 0, 0, 0);
         const double c = std::cos(theta), s = std::sin(theta);
         const int64_t j0 = neox ? i : 2 * i, j1 = neox ? i + n_dims / 2 : 2 * i + 1;
         r[j0] = x[j0] * c - x[j1] * s;

@@ -29,7 +29,7 @@ reference_fn cpy_into_leaf();
 // CONT / bp_cast: logical copy of input 0 converted to args.type.
 reference_fn cont();
 reference_fn concat();  // dim = i[0]
-reference_fn rope();    // n_dims i[0], mode i[1], freq_base f[2], freq_scale f[3]
+reference_fn rope();    // n_dims i[0], mode i[1], freq_base f[2], freq_scale f[3]; in[2]: freq factors
 
 // Quantized types (reference_quant.cpp), with a bound per element: MUL_MAT
 // of a quantized a (mul_mat_quant_bound), CPY into a quantized leaf and
