@@ -30,11 +30,7 @@ void free_forward(forward_graph *g) {
 namespace {
 
 bp_tensor *rope(bp_context *c, const hparams &hp, const model_weights &w, bp_tensor *t, bp_tensor *pos) {
-  if (w.rope_freqs) {
-    bp_report_error(BP_ERR_UNIMPLEMENTED, "rope_freqs.weight (LLaMA 3.1 frequency factors) is not applied yet");
-    return nullptr;
-  }
-  return bp_rope(c, t, pos, hp.n_rot, hp.rope_mode, hp.rope_base, hp.rope_scale);
+  return bp_rope_ext(c, t, pos, w.rope_freqs, hp.n_rot, hp.rope_mode, hp.rope_base, hp.rope_scale);
 }
 
 }  // namespace

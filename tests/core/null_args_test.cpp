@@ -90,7 +90,8 @@ const std::map<std::string, row> &table() {
       NEUTRAL(bp_log_get_level),
       NEUTRAL(bp_log_set_callback),
       {"bp_log_set_level", {kind::neutral, BP_OK, [] { bp_log_set_level(bp_log_get_level()); }}},
-      SPECIAL(bp_clear_error),  // ClearErrorForgetsTheState
+      SPECIAL(bp_clear_error),   // ClearErrorForgetsTheState
+      SPECIAL(bp_report_error),  // ReportErrorSetsTheState
       // contexts and tensors
       {"bp_context_new", {kind::ok, BP_OK, [] { bp_context_free(bp_context_new(0)); }}},
       OK(bp_context_free),
@@ -292,14 +293,10 @@ std::set<std::string> header_functions() {
 // Thin variants report under the name of the function they forward to.
 std::string message_name(const std::string &fn) {
   static const std::map<std::string, std::string> alias = {
-      {"bp_tensor_new_1d", "bp_tensor_new"},
-      {"bp_tensor_new_2d", "bp_tensor_new"},
-      {"bp_tensor_new_3d", "bp_tensor_new"},
-      {"bp_tensor_new_4d", "bp_tensor_new"},
-      {"bp_reshape_2d", "bp_reshape"},
-      {"bp_reshape_3d", "bp_reshape"},
-      {"bp_reshape_4d", "bp_reshape"},
-      {"bp_context_alloc_tensors_from_buft", "bp_context_alloc_tensors"},
+      {"bp_tensor_new_1d", "bp_tensor_new"}, {"bp_tensor_new_2d", "bp_tensor_new"},
+      {"bp_tensor_new_3d", "bp_tensor_new"}, {"bp_tensor_new_4d", "bp_tensor_new"},
+      {"bp_reshape_2d", "bp_reshape"},       {"bp_reshape_3d", "bp_reshape"},
+      {"bp_reshape_4d", "bp_reshape"},       {"bp_context_alloc_tensors_from_buft", "bp_context_alloc_tensors"},
   };
   const auto it = alias.find(fn);
   return it == alias.end() ? fn : it->second;
@@ -379,6 +376,19 @@ TEST(NullArgs, ClearErrorForgetsTheState) {
   EXPECT_STREQ(bp_last_error(), "");
 }
 
+TEST(NullArgs, ReportErrorSetsTheState) {
+  EXPECT_EQ(bp_report_error(BP_ERR_UNIMPLEMENTED, "from a layer above"), BP_ERR_UNIMPLEMENTED);
+  EXPECT_EQ(bp_last_status(), BP_ERR_UNIMPLEMENTED);
+  EXPECT_STREQ(bp_last_error(), "from a layer above");
+  EXPECT_EQ(bp_report_error(BP_ERR_INVALID_ARGUMENT, nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(bp_last_error(), "");
+  EXPECT_EQ(bp_report_error(9999, "out of range"), BP_ERR_INTERNAL);  // not a status: recorded as INTERNAL
+  EXPECT_EQ(bp_last_status(), BP_ERR_INTERNAL);
+  EXPECT_EQ(bp_report_error(BP_OK, "ignored"), BP_OK);
+  EXPECT_EQ(bp_last_status(), BP_OK);
+  EXPECT_STREQ(bp_last_error(), "");
+}
+
 // The mechanism: every definition of a header function in core/ and
 // registry/ opens the API scope first thing (BP_API_SCOPE, or api_guard /
 // api_guard_ptr / build_guard, which open one), except the neutral ones.
@@ -406,7 +416,7 @@ TEST(NullArgs, EveryDefinitionOpensTheApiScope) {
   for (const std::string &n : names) {
     const auto it = table().find(n);
     if (it != table().end() && it->second.k == kind::neutral) continue;
-    if (n == "bp_clear_error") continue;
+    if (n == "bp_clear_error" || n == "bp_report_error") continue;  // they set the state themselves
     if (!scoped.count(n))
       undefined += " " + n;
     else if (!scoped[n])

@@ -277,3 +277,32 @@ TEST(ModelContexts, TwoContextsShareOneModelFromTwoThreads) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ModelForward, RopeFrequencyFactorsDivideEachPairsFrequency) {
+  tiny_config cfg;
+  cfg.rope_freqs = true;
+  tiny_weights w;
+  const std::string path = make(cfg, &w);
+  loaded m;
+  ASSERT_EQ(bp_model_load(path.c_str(), nullptr, &m.model), BP_OK) << bp_last_error();
+  bp_model_context_options opt{};
+  opt.struct_size = sizeof opt;
+  opt.n_ctx = 64;
+  opt.kv_f32 = true;
+  ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
+  const auto ids = prompt(40, cfg.n_vocab(), 9);
+  ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
+  size_t rows = 0;
+  const float *logits = bp_model_context_logits(m.ctx, &rows);
+  const auto want = bp::test::reference_logits(cfg, w, ids);
+  EXPECT_LT(rel_error(logits, want, want.size()), 1e-4);
+  // Without the factors the reference differs: the test sees them.
+  tiny_weights plain = w;
+  plain.values.erase("rope_freqs.weight");
+  const auto other = bp::test::reference_logits(cfg, plain, ids);
+  EXPECT_GT(rel_error(logits, other, other.size()), 1e-2);
+}
+
+}  // namespace
