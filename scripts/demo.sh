@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, list plugins and devices,
-# then run the demo decoder graph on the default device.
+# run the demo decoder graph on the default device, then generate text with a
+# real (small) model: models/tiny/tiny-kjv.gguf, a llama trained on the King
+# James Bible (models/tiny/README.md). Your own GGUF file runs the same way:
+#   ./build/bin/bp-generate --model FILE.gguf --device "vulkan;cpu" -p "..." -n 64
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 bash scripts/build.sh
 ./build/bin/bp-devices
 ./build/bin/bp-run --device "${BP_DEVICE:-auto}"
+./build/bin/bp-generate --model models/tiny/tiny-kjv.gguf --device "${BP_DEVICE:-cpu}" \
+  -p "In the beginning God created" -n 48 --temp 0.7 --seed 1
