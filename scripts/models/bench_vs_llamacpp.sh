@@ -9,6 +9,11 @@
 # BUILD_DIR holds bin/bp-gguf and bin/bp-generate; NODE_DIR holds
 # node_modules/node-llama-cpp (tests/models/llamacpp/setup.sh NODE_DIR
 # installs it). TYPES defaults to "q4_0 q8_0 q4_K", DEVICE to cpu:threads=2.
+# With LLAMA_BENCH=path/to/llama-bench (built from the llama.cpp source that
+# node-llama-cpp carries: git clone its llama/gitRelease.bundle, cmake
+# -DGGML_NATIVE=ON, ninja llama-bench) llama.cpp's figures come from
+# llama-bench itself; else from node-llama-cpp's prebuilt library, whose
+# per-call overhead in JavaScript lowers its tg figure.
 # The files go to $BP_BENCH_DIR (default /tmp/bp-bench-1b) and are kept.
 set -eu
 build=$1
@@ -24,7 +29,15 @@ for t in $types; do
   [ -f "$f" ] || "$build/bin/bp-gguf" synth "$f" --arch llama --type "$t" --vocab spm --embd 2048 --layers 16 \
     --heads 32 --kv-heads 8 --ff 8192 --n-vocab 32000 --ctx 2048 >&2
   bp=$("$build/bin/bp-generate" --model "$f" --device "$device" --bench --pp 512 --tg 128 --reps 3 --json)
-  ll=$(node "$here/llamacpp_bench.mjs" "$f" --pp 512 --tg 128 --reps 3 --threads $threads --node-dir "$node_dir")
+  if [ -n "${LLAMA_BENCH:-}" ]; then
+    ll=$("$LLAMA_BENCH" -m "$f" -t $threads -p 512 -n 128 -r 3 -o json 2>/dev/null | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(json.dumps({"pp_tokens_per_s": [x["avg_ts"] for x in r if x["n_prompt"]][0],
+                  "tg_tokens_per_s": [x["avg_ts"] for x in r if x["n_gen"]][0]}))')
+  else
+    ll=$(node "$here/llamacpp_bench.mjs" "$f" --pp 512 --tg 128 --reps 3 --threads $threads --node-dir "$node_dir")
+  fi
   python3 - "$t" "$device" "$bp" "$ll" <<'PY'
 import json, sys
 t, dev, bp, ll = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
