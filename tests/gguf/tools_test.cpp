@@ -13,25 +13,12 @@
 #include "backplane/gguf.h"
 #include "gguf_bytes.hpp"
 #include "gguf_test_util.hpp"
+#include "support/run_command.hpp"
 
 namespace {
 
-struct result {
-  int status = -1;
-  std::string out;
-};
-
-result run(const std::string &cmd) {
-  result r;
-  FILE *p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using result = bp::test::command_result;
+constexpr auto run = bp::test::run_command;
 
 std::string bin(const std::string &tool) { return std::string(BP_TEST_BIN_DIR) + "/" + tool; }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "support/run_command.hpp"
 #include "tools/bp-generate/stream.hpp"
 
 namespace {
@@ -79,23 +80,8 @@ TEST(GenerateStream, StopStringsAreHeldBackAndNeverPrinted) {
 
 // ---- the binary ------------------------------------------------------------
 
-struct result {
-  int status = -1;
-  std::string out;
-};
-
-// Runs |cmd| through the shell; stdout captured (add 2>&1 for stderr).
-result run(const std::string &cmd) {
-  result r;
-  FILE *p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using result = bp::test::command_result;
+constexpr auto run = bp::test::run_command;
 
 bool exists(const std::string &path) {
   struct stat st;

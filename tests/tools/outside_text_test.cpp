@@ -12,28 +12,15 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include "support/run_command.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-struct result {
-  int status = -1;
-  std::string out;
-};
-
-result run(const std::string &cmd) {
-  result r;
-  FILE *p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
-  return r;
-}
+using result = bp::test::command_result;
+constexpr auto run = bp::test::run_command;
 
 std::string bin(const std::string &tool) { return std::string(BP_TEST_BIN_DIR) + "/" + tool; }
 

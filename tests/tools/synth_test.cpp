@@ -18,25 +18,14 @@
 #include <vector>
 
 #include "backplane/gguf.h"
+#include "support/run_command.hpp"
 
 namespace {
 
-struct result {
-  int status = -1;
-  std::string out;  // stdout and stderr
-};
+using result = bp::test::command_result;
 
-result run(const std::string &cmd) {
-  result r;
-  FILE *p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+// Standard error too: the messages are what these tests read.
+result run(const std::string &cmd) { return bp::test::run_command(cmd + " 2>&1"); }
 
 std::string tool() { return std::string(BP_TEST_BIN_DIR) + "/bp-gguf"; }
 

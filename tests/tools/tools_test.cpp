@@ -12,28 +12,14 @@
 #include <string>
 
 #include "conformance/conformance.hpp"
+#include "support/run_command.hpp"
 
 namespace {
 
 using json = nlohmann::json;
 
-struct result {
-  int status = -1;
-  std::string out;
-};
-
-// Runs |cmd| through the shell; stdout captured, stderr passed through.
-result run(const std::string &cmd) {
-  result r;
-  FILE *p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using result = bp::test::command_result;
+constexpr auto run = bp::test::run_command;
 
 std::string bin(const std::string &tool) { return std::string(BP_TEST_BIN_DIR) + "/" + tool; }
 bool exists(const std::string &path) {
