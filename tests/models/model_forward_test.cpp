@@ -34,6 +34,17 @@ std::string make(const tiny_config &cfg, tiny_weights *w, const std::string &ski
   return path;
 }
 
+// Context options: |n_ctx| positions, an f32 or f16 cache, |n_batch| tokens
+// per prompt graph (0 = the default).
+bp_model_context_options context_options(uint32_t n_ctx, bool kv_f32, uint32_t n_batch = 0) {
+  bp_model_context_options opt{};
+  opt.struct_size = sizeof opt;
+  opt.n_ctx = n_ctx;
+  opt.n_batch = n_batch;
+  opt.kv_f32 = kv_f32;
+  return opt;
+}
+
 std::vector<int32_t> prompt(int n, int n_vocab, uint32_t seed) {
   std::vector<int32_t> ids;
   for (int i = 0; i < n; ++i) ids.push_back(static_cast<int32_t>((seed * 2654435761u + i * 40503u) % n_vocab));
@@ -72,11 +83,7 @@ TEST_P(ModelForward, PromptLogitsMatchTheReference) {
   const std::string path = make(cfg, &w);
   loaded m;
   ASSERT_EQ(bp_model_load(path.c_str(), nullptr, &m.model), BP_OK) << bp_last_error();
-  bp_model_context_options opt{};
-  opt.struct_size = sizeof opt;
-  opt.n_ctx = 64;
-  opt.n_batch = 7;  // the 19-token prompt runs as 7 + 7 + 5
-  opt.kv_f32 = fc.kv_f32;
+  const bp_model_context_options opt = context_options(64, fc.kv_f32, 7);  // the 19-token prompt runs as 7 + 7 + 5
   ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
   const auto ids = prompt(19, cfg.n_vocab(), 7);
   ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
@@ -127,10 +134,7 @@ TEST(ModelForward, TiedOutputUsesTheTokenTable) {
   const std::string path = make(cfg, &w);
   loaded m;
   ASSERT_EQ(bp_model_load(path.c_str(), nullptr, &m.model), BP_OK) << bp_last_error();
-  bp_model_context_options opt{};
-  opt.struct_size = sizeof opt;
-  opt.n_ctx = 32;
-  opt.kv_f32 = true;
+  const bp_model_context_options opt = context_options(32, true);
   ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
   const auto ids = prompt(5, cfg.n_vocab(), 3);
   ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), false), BP_OK) << bp_last_error();
@@ -148,9 +152,7 @@ TEST(ModelErrors, AContextPastItsLengthIsAClearErrorAndRunsNothing) {
   const std::string path = make(cfg, &w);
   loaded m;
   ASSERT_EQ(bp_model_load(path.c_str(), nullptr, &m.model), BP_OK) << bp_last_error();
-  bp_model_context_options opt{};
-  opt.struct_size = sizeof opt;
-  opt.n_ctx = 8;
+  const bp_model_context_options opt = context_options(8, false);
   ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
   const auto ids = prompt(6, cfg.n_vocab(), 1);
   ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), false), BP_OK) << bp_last_error();
@@ -218,10 +220,7 @@ TEST_P(ModelDevices, LogitsMatchTheReferenceOnADeviceList) {
   bi.struct_size = sizeof bi;
   ASSERT_EQ(bp_model_get_backend_info(m.model, 0, &bi), BP_OK);
   EXPECT_EQ(bi.layers, 1);
-  bp_model_context_options opt{};
-  opt.struct_size = sizeof opt;
-  opt.n_ctx = 32;
-  opt.kv_f32 = true;
+  const bp_model_context_options opt = context_options(32, true);
   ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
   const auto ids = prompt(9, cfg.n_vocab(), 5);
   ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
@@ -253,10 +252,7 @@ TEST(ModelContexts, TwoContextsShareOneModelFromTwoThreads) {
   const auto want_a = bp::test::reference_logits(cfg, w, a), want_b = bp::test::reference_logits(cfg, w, b);
   double err[2] = {1, 1};
   auto run = [&](const std::vector<int32_t> &ids, const std::vector<double> &want, double *out) {
-    bp_model_context_options opt{};
-    opt.struct_size = sizeof opt;
-    opt.n_ctx = 32;
-    opt.kv_f32 = true;
+    const bp_model_context_options opt = context_options(32, true);
     bp_model_context *c = nullptr;
     if (bp_model_context_new(m, &opt, &c) != BP_OK) return;
     for (int rep = 0; rep < 5; ++rep) {
@@ -287,10 +283,7 @@ TEST(ModelForward, RopeFrequencyFactorsDivideEachPairsFrequency) {
   const std::string path = make(cfg, &w);
   loaded m;
   ASSERT_EQ(bp_model_load(path.c_str(), nullptr, &m.model), BP_OK) << bp_last_error();
-  bp_model_context_options opt{};
-  opt.struct_size = sizeof opt;
-  opt.n_ctx = 64;
-  opt.kv_f32 = true;
+  const bp_model_context_options opt = context_options(64, true);
   ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
   const auto ids = prompt(40, cfg.n_vocab(), 9);
   ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
