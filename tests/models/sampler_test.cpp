@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backplane/model.h"
+#include "common/splitmix64.hpp"
 
 namespace {
 
@@ -43,19 +44,9 @@ bp_token sample(bp_sampler *s, const std::vector<float> &logits) {
   return t;
 }
 
-// A test-local generator (not the sampler's) for random logits.
-struct rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  float uniform(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(static_cast<double>(next() >> 11) * 0x1.0p-53);
-  }
-};
+// A test-local generator (not the sampler's) for random logits in [lo, hi).
+using rng = bp::tools::splitmix64;
+float uniform(rng &r, float lo, float hi) { return lo + (hi - lo) * static_cast<float>(r.unit()); }
 
 std::vector<double> softmax(const std::vector<double> &l) {
   double m = *std::max_element(l.begin(), l.end()), sum = 0.0;
@@ -124,7 +115,7 @@ TEST(Sampler, GreedyPicksTheArgmaxAndTheLowestIdOnTies) {
   rng r{7};
   for (int trial = 0; trial < 50; ++trial) {
     std::vector<float> l(1000);
-    for (float &x : l) x = r.uniform(-10, 10);
+    for (float &x : l) x = uniform(r, -10, 10);
     EXPECT_EQ(sample(p.s, l), std::max_element(l.begin(), l.end()) - l.begin());
   }
   // A negative temperature is greedy too.
@@ -140,7 +131,7 @@ TEST(Sampler, TopKOneIsGreedyAtAnyTemperature) {
     make(opts(t, 1, 1.0f, 0.0f, 1234), p);
     for (int trial = 0; trial < 50; ++trial) {
       std::vector<float> l(257);
-      for (float &x : l) x = r.uniform(-3, 3);
+      for (float &x : l) x = uniform(r, -3, 3);
       EXPECT_EQ(sample(p.s, l), std::max_element(l.begin(), l.end()) - l.begin()) << "temperature " << t;
     }
   }
