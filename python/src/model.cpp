@@ -19,13 +19,6 @@ namespace {
 
 struct ModelH {
   bp_model *m = nullptr;
-  // Contexts of one model compute on the model's backends, and a backend
-  // runs one graph at a time (plugin contract); libbackplane-model does not
-  // serialize them yet (concurrent evals on two contexts of one cpu model
-  // gave wrong logits or hung in the cpu plugin's thread pool), so the
-  // module does: evals and rewinds on one model take turns. Taken after the
-  // context's mutex, never before it.
-  std::mutex compute;
   ~ModelH() { bp_model_free(m); }
 };
 using ModelP = std::shared_ptr<ModelH>;
@@ -196,10 +189,7 @@ MCtxP new_context(const ModelP &h, uint32_t n_ctx, uint32_t n_batch, bool kv_f32
 
 // Runs |ids| in |c| (its mutex held by the caller) with the GIL released.
 void eval_locked(const MCtxP &c, const std::vector<bp_token> &ids, bool all_logits) {
-  call_nogil([&] {
-    std::lock_guard<std::mutex> turn(c->model->compute);
-    return bp_model_context_eval(c->c, ids.data(), ids.size(), all_logits);
-  });
+  call_nogil([&] { return bp_model_context_eval(c->c, ids.data(), ids.size(), all_logits); });
 }
 
 py::array_t<float> logits_of(const MCtxP &c) {
@@ -486,10 +476,7 @@ void init_model(py::module_ &m) {
           [](const ModelContext &self, uint32_t position) {
             const MCtxP &c = self.get();
             auto lk = lock_nogil(c->mu);
-            call_nogil([&] {
-              std::lock_guard<std::mutex> turn(c->model->compute);
-              return bp_model_context_rewind(c->c, position);
-            });
+            call_nogil([&] { return bp_model_context_rewind(c->c, position); });
           },
           py::arg("position"), "Forgets every position from |position| on (0 = empty).")
       .def("close", [](ModelContext &self) { self.h.reset(); })
