@@ -251,9 +251,9 @@ BP_API bp_status bp_gguf_find_key(const bp_gguf *file, const char *key, size_t *
   });
 }
 
-BP_API bp_status bp_gguf_kv_info(const bp_gguf *file, size_t i, bp_gguf_value_info *out) {
+BP_API bp_status bp_gguf_kv_describe(const bp_gguf *file, size_t i, bp_gguf_value_info *out) {
   return api_guard([&]() -> bp_status {
-    const char *fn = "bp_gguf_kv_info";
+    const char *fn = "bp_gguf_kv_describe";
     if (out == nullptr || out->struct_size < sizeof(bp_gguf_value_info)) {
       return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL or its struct_size is not sizeof(bp_gguf_value_info)",
                         fn);
@@ -271,9 +271,9 @@ BP_API bp_status bp_gguf_kv_info(const bp_gguf *file, size_t i, bp_gguf_value_in
   });
 }
 
-BP_API bp_status bp_gguf_kv_get_int(const bp_gguf *file, size_t i, uint64_t elem, int64_t *out) {
+BP_API bp_status bp_gguf_kv_read_int(const bp_gguf *file, size_t i, uint64_t elem, int64_t *out) {
   return api_guard([&]() -> bp_status {
-    const char *fn = "bp_gguf_kv_get_int";
+    const char *fn = "bp_gguf_kv_read_int";
     const kv *v = element(file, i, elem, fn);
     if (v == nullptr) return BP_ERR_INVALID_ARGUMENT;
     if (out == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -282,7 +282,7 @@ BP_API bp_status bp_gguf_kv_get_int(const bp_gguf *file, size_t i, uint64_t elem
     int64_t s = 0;
     if (!integer(file, *v, elem, &neg, &u, &s)) return wrong_kind(*v, fn, "an integer");
     if (!neg && u > static_cast<uint64_t>(INT64_MAX)) {
-      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: '%s' is %" PRIu64 ", above INT64_MAX: read it with _get_uint", fn,
+      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: '%s' is %" PRIu64 ", above INT64_MAX: read it with bp_gguf_kv_read_uint", fn,
                         v->key.c_str(), u);
     }
     *out = s;
@@ -290,9 +290,9 @@ BP_API bp_status bp_gguf_kv_get_int(const bp_gguf *file, size_t i, uint64_t elem
   });
 }
 
-BP_API bp_status bp_gguf_kv_get_uint(const bp_gguf *file, size_t i, uint64_t elem, uint64_t *out) {
+BP_API bp_status bp_gguf_kv_read_uint(const bp_gguf *file, size_t i, uint64_t elem, uint64_t *out) {
   return api_guard([&]() -> bp_status {
-    const char *fn = "bp_gguf_kv_get_uint";
+    const char *fn = "bp_gguf_kv_read_uint";
     const kv *v = element(file, i, elem, fn);
     if (v == nullptr) return BP_ERR_INVALID_ARGUMENT;
     if (out == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -301,7 +301,7 @@ BP_API bp_status bp_gguf_kv_get_uint(const bp_gguf *file, size_t i, uint64_t ele
     int64_t s = 0;
     if (!integer(file, *v, elem, &neg, &u, &s)) return wrong_kind(*v, fn, "an integer");
     if (neg) {
-      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: '%s' is %" PRId64 ", negative: read it with _get_int", fn,
+      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: '%s' is %" PRId64 ", negative: read it with bp_gguf_kv_read_int", fn,
                         v->key.c_str(), s);
     }
     *out = u;
@@ -309,9 +309,9 @@ BP_API bp_status bp_gguf_kv_get_uint(const bp_gguf *file, size_t i, uint64_t ele
   });
 }
 
-BP_API bp_status bp_gguf_kv_get_float(const bp_gguf *file, size_t i, uint64_t elem, double *out) {
+BP_API bp_status bp_gguf_kv_read_float(const bp_gguf *file, size_t i, uint64_t elem, double *out) {
   return api_guard([&]() -> bp_status {
-    const char *fn = "bp_gguf_kv_get_float";
+    const char *fn = "bp_gguf_kv_read_float";
     const kv *v = element(file, i, elem, fn);
     if (v == nullptr) return BP_ERR_INVALID_ARGUMENT;
     if (out == nullptr) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -333,10 +333,10 @@ BP_API bp_status bp_gguf_kv_get_float(const bp_gguf *file, size_t i, uint64_t el
   });
 }
 
-BP_API bp_status bp_gguf_kv_get_string(const bp_gguf *file, size_t i, uint64_t elem, const char **out_data,
+BP_API bp_status bp_gguf_kv_read_string(const bp_gguf *file, size_t i, uint64_t elem, const char **out_data,
                                        uint64_t *out_len) {
   return api_guard([&]() -> bp_status {
-    const char *fn = "bp_gguf_kv_get_string";
+    const char *fn = "bp_gguf_kv_read_string";
     const kv *v = element(file, i, elem, fn);
     if (v == nullptr) return BP_ERR_INVALID_ARGUMENT;
     if (out_data == nullptr || out_len == nullptr) {
@@ -368,9 +368,9 @@ BP_API bp_status bp_gguf_find_tensor(const bp_gguf *file, const char *name, size
   });
 }
 
-BP_API bp_status bp_gguf_tensor_get_info(const bp_gguf *file, size_t i, bp_gguf_tensor_info *out) {
+BP_API bp_status bp_gguf_tensor_describe(const bp_gguf *file, size_t i, bp_gguf_tensor_info *out) {
   return api_guard([&]() -> bp_status {
-    const char *fn = "bp_gguf_tensor_get_info";
+    const char *fn = "bp_gguf_tensor_describe";
     if (!file_ok(file, fn)) return BP_ERR_INVALID_ARGUMENT;
     if (out == nullptr || out->struct_size < sizeof(bp_gguf_tensor_info)) {
       return set_errorf(BP_ERR_INVALID_ARGUMENT,

@@ -10,7 +10,7 @@ namespace bp::model {
 bp_status gguf_get_int(const bp_gguf *file, const std::string &key, int64_t *out) {
   size_t i = 0;
   if (bp_gguf_find_key(file, key.c_str(), &i) != BP_OK) return BP_ERR_NOT_FOUND;
-  if (bp_gguf_kv_get_int(file, i, 0, out) != BP_OK)
+  if (bp_gguf_kv_read_int(file, i, 0, out) != BP_OK)
     return fail(BP_ERR_INVALID_ARGUMENT, "the model file's key " + key + " is not an integer: " + bp_last_error());
   return BP_OK;
 }
@@ -18,7 +18,7 @@ bp_status gguf_get_int(const bp_gguf *file, const std::string &key, int64_t *out
 bp_status gguf_get_float(const bp_gguf *file, const std::string &key, double *out) {
   size_t i = 0;
   if (bp_gguf_find_key(file, key.c_str(), &i) != BP_OK) return BP_ERR_NOT_FOUND;
-  if (bp_gguf_kv_get_float(file, i, 0, out) != BP_OK)
+  if (bp_gguf_kv_read_float(file, i, 0, out) != BP_OK)
     return fail(BP_ERR_INVALID_ARGUMENT, "the model file's key " + key + " is not a number: " + bp_last_error());
   return BP_OK;
 }
@@ -28,7 +28,7 @@ bp_status gguf_get_string(const bp_gguf *file, const std::string &key, std::stri
   if (bp_gguf_find_key(file, key.c_str(), &i) != BP_OK) return BP_ERR_NOT_FOUND;
   const char *data = nullptr;
   uint64_t len = 0;
-  if (bp_gguf_kv_get_string(file, i, 0, &data, &len) != BP_OK)
+  if (bp_gguf_kv_read_string(file, i, 0, &data, &len) != BP_OK)
     return fail(BP_ERR_INVALID_ARGUMENT, "the model file's key " + key + " is not a string: " + bp_last_error());
   out->assign(data, len);
   return BP_OK;

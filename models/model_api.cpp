@@ -134,13 +134,13 @@ BP_API bp_status bp_model_free(bp_model *model) {
   return BP_OK;
 }
 
-BP_API bp_status bp_model_get_info(const bp_model *model, bp_model_info *out) {
+BP_API bp_status bp_model_describe(const bp_model *model, bp_model_info *out) {
   using namespace bp::model;
   begin_call();
-  if (bp_status st = check_model(model, "bp_model_get_info")) return st;
+  if (bp_status st = check_model(model, "bp_model_describe")) return st;
   if (!out || out->struct_size < sizeof(bp_model_info))
     return fail(BP_ERR_INVALID_ARGUMENT,
-                "bp_model_get_info: out is NULL or out->struct_size is not sizeof(bp_model_info)");
+                "bp_model_describe: out is NULL or out->struct_size is not sizeof(bp_model_info)");
   const hparams &hp = model->hp;
   out->arch = hp.arch_name.c_str();
   out->name = hp.name.c_str();
@@ -168,15 +168,15 @@ BP_API size_t bp_model_backend_count(const bp_model *model) {
   return check_model(model, "bp_model_backend_count") ? 0 : model->backends.size();
 }
 
-BP_API bp_status bp_model_get_backend_info(const bp_model *model, size_t i, bp_model_backend_info *out) {
+BP_API bp_status bp_model_backend_describe(const bp_model *model, size_t i, bp_model_backend_info *out) {
   using namespace bp::model;
   begin_call();
-  if (bp_status st = check_model(model, "bp_model_get_backend_info")) return st;
+  if (bp_status st = check_model(model, "bp_model_backend_describe")) return st;
   if (!out || out->struct_size < sizeof(bp_model_backend_info))
     return fail(BP_ERR_INVALID_ARGUMENT,
-                "bp_model_get_backend_info: out is NULL or out->struct_size is not sizeof(bp_model_backend_info)");
+                "bp_model_backend_describe: out is NULL or out->struct_size is not sizeof(bp_model_backend_info)");
   if (i >= model->backends.size())
-    return failf(BP_ERR_INVALID_ARGUMENT, "bp_model_get_backend_info: i = %zu but the model has %zu backends", i,
+    return failf(BP_ERR_INVALID_ARGUMENT, "bp_model_backend_describe: i = %zu but the model has %zu backends", i,
                  model->backends.size());
   out->backend = model->backend_names[i].c_str();
   out->layers = model->shares[i].layers;

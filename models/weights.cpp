@@ -75,7 +75,7 @@ bp_status check_tensors(const bp_gguf *file, const hparams &hp, uint64_t *n_para
     }
     bp_gguf_tensor_info info{};
     info.struct_size = sizeof info;
-    if (bp_gguf_tensor_get_info(file, idx, &info) != BP_OK) return bp_last_status();
+    if (bp_gguf_tensor_describe(file, idx, &info) != BP_OK) return bp_last_status();
     bool ok = info.ne[0] == want[0] && info.ne[1] == want[1];
     for (int d = 2; d < BP_MAX_DIMS; ++d) ok = ok && info.ne[d] == 1;
     if (!ok)

@@ -95,7 +95,7 @@ typedef struct bp_gguf_value_info {
   bp_gguf_kind elem_kind; /* arrays: the kind of their elements; else == kind */
   uint64_t count;         /* arrays: elements; 1 for a single value */
 } bp_gguf_value_info;
-BP_API bp_status bp_gguf_kv_info(const bp_gguf *file, size_t i, bp_gguf_value_info *out);
+BP_API bp_status bp_gguf_kv_describe(const bp_gguf *file, size_t i, bp_gguf_value_info *out);
 
 /* Element |elem| of pair |i| (0 for a single value), converted:
  * - _int: any integer kind or bool; INVALID_ARGUMENT for a u64 above INT64_MAX;
@@ -105,11 +105,11 @@ BP_API bp_status bp_gguf_kv_info(const bp_gguf *file, size_t i, bp_gguf_value_in
  *   (not NUL-terminated; may hold any bytes). Borrowed; valid until
  *   bp_gguf_close.
  * INVALID_ARGUMENT naming the key for another kind or |elem| past the end. */
-BP_API bp_status bp_gguf_kv_get_int(const bp_gguf *file, size_t i, uint64_t elem, int64_t *out);
-BP_API bp_status bp_gguf_kv_get_uint(const bp_gguf *file, size_t i, uint64_t elem, uint64_t *out);
-BP_API bp_status bp_gguf_kv_get_float(const bp_gguf *file, size_t i, uint64_t elem, double *out);
-BP_API bp_status bp_gguf_kv_get_string(const bp_gguf *file, size_t i, uint64_t elem, const char **out_data,
-                                       uint64_t *out_len);
+BP_API bp_status bp_gguf_kv_read_int(const bp_gguf *file, size_t i, uint64_t elem, int64_t *out);
+BP_API bp_status bp_gguf_kv_read_uint(const bp_gguf *file, size_t i, uint64_t elem, uint64_t *out);
+BP_API bp_status bp_gguf_kv_read_float(const bp_gguf *file, size_t i, uint64_t elem, double *out);
+BP_API bp_status bp_gguf_kv_read_string(const bp_gguf *file, size_t i, uint64_t elem, const char **out_data,
+                                        uint64_t *out_len);
 
 /* Tensors, in file order. */
 BP_API size_t bp_gguf_tensor_count(const bp_gguf *file);
@@ -129,10 +129,10 @@ typedef struct bp_gguf_tensor_info {
   uint64_t file_offset;  /* from the start of the file */
   uint64_t nbytes;       /* bytes of its data */
 } bp_gguf_tensor_info;
-BP_API bp_status bp_gguf_tensor_get_info(const bp_gguf *file, size_t i, bp_gguf_tensor_info *out);
+BP_API bp_status bp_gguf_tensor_describe(const bp_gguf *file, size_t i, bp_gguf_tensor_info *out);
 /* The bytes of tensor |i| inside the file: a pointer into the mapping and
  * nbytes. Borrowed; valid until bp_gguf_close. */
-BP_API bp_status bp_gguf_tensor_data(const bp_gguf *file, size_t i, const void **out_data, uint64_t *out_size);
+BP_API bp_status bp_gguf_tensor_data(const bp_gguf *file, size_t i, const void **out_data, uint64_t *out_len);
 
 /* The format's type id of a Backplane type, or UINT32_MAX when it has none. */
 BP_API uint32_t bp_gguf_file_type_of(bp_type type);
@@ -218,6 +218,32 @@ BP_API bp_status bp_gguf_writer_add_tensor_data(bp_gguf_writer *writer, const ch
 /* Writes the file (to a temporary name beside |path|, renamed at the end,
  * so a failure leaves no partial file). The writer may be written again. */
 BP_API bp_status bp_gguf_writer_write(const bp_gguf_writer *writer, const char *path);
+
+/* Names before 0.3, kept as deprecated aliases until 0.3 (docs/api-guide.md,
+ * "Renamed before 0.3"). Each forwards to the function named in its message.
+ * Define BP_NO_DEPRECATED to hide them. */
+#ifndef BP_NO_DEPRECATED
+#ifndef BP_DEPRECATED
+#if defined(__GNUC__) || defined(__clang__)
+#define BP_DEPRECATED(use) __attribute__((deprecated("use " use)))
+#else
+#define BP_DEPRECATED(use)
+#endif
+#endif
+BP_DEPRECATED("bp_gguf_kv_describe")
+BP_API bp_status bp_gguf_kv_info(const bp_gguf *file, size_t i, bp_gguf_value_info *out);
+BP_DEPRECATED("bp_gguf_kv_read_int")
+BP_API bp_status bp_gguf_kv_get_int(const bp_gguf *file, size_t i, uint64_t elem, int64_t *out);
+BP_DEPRECATED("bp_gguf_kv_read_uint")
+BP_API bp_status bp_gguf_kv_get_uint(const bp_gguf *file, size_t i, uint64_t elem, uint64_t *out);
+BP_DEPRECATED("bp_gguf_kv_read_float")
+BP_API bp_status bp_gguf_kv_get_float(const bp_gguf *file, size_t i, uint64_t elem, double *out);
+BP_DEPRECATED("bp_gguf_kv_read_string")
+BP_API bp_status bp_gguf_kv_get_string(const bp_gguf *file, size_t i, uint64_t elem, const char **out_data,
+                                       uint64_t *out_len);
+BP_DEPRECATED("bp_gguf_tensor_describe")
+BP_API bp_status bp_gguf_tensor_get_info(const bp_gguf *file, size_t i, bp_gguf_tensor_info *out);
+#endif /* BP_NO_DEPRECATED */
 
 #ifdef __cplusplus
 }

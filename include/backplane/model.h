@@ -89,7 +89,7 @@ typedef struct bp_model_info {
   bp_token eos;          /* -1 when the file has none */
   bool add_bos;          /* tokenizer.ggml.add_bos_token (or its default) */
 } bp_model_info;
-BP_API bp_status bp_model_get_info(const bp_model *model, bp_model_info *out);
+BP_API bp_status bp_model_describe(const bp_model *model, bp_model_info *out);
 
 /* Where the weights went: one entry per backend of the list. */
 BP_API size_t bp_model_backend_count(const bp_model *model);
@@ -100,7 +100,7 @@ typedef struct bp_model_backend_info {
   uint64_t weight_bytes;
   bool mapped; /* the weights are the file's own pages (no copy) */
 } bp_model_backend_info;
-BP_API bp_status bp_model_get_backend_info(const bp_model *model, size_t i, bp_model_backend_info *out);
+BP_API bp_status bp_model_backend_describe(const bp_model *model, size_t i, bp_model_backend_info *out);
 
 /* ------------------------------------------------------------------------ */
 /* Tokenizer.                                                                */
@@ -189,6 +189,21 @@ BP_API bp_status bp_sampler_sample(bp_sampler *sampler, const float *logits, int
 BP_API void bp_sampler_accept(bp_sampler *sampler, bp_token token);
 /* Forgets the history and restarts the random sequence from the seed. */
 BP_API void bp_sampler_reset(bp_sampler *sampler);
+
+/* Names before 0.3, kept as deprecated aliases until 0.3 (docs/api-guide.md,
+ * "Renamed before 0.3"). Define BP_NO_DEPRECATED to hide them. */
+#ifndef BP_NO_DEPRECATED
+#ifndef BP_DEPRECATED
+#if defined(__GNUC__) || defined(__clang__)
+#define BP_DEPRECATED(use) __attribute__((deprecated("use " use)))
+#else
+#define BP_DEPRECATED(use)
+#endif
+#endif
+BP_DEPRECATED("bp_model_describe") BP_API bp_status bp_model_get_info(const bp_model *model, bp_model_info *out);
+BP_DEPRECATED("bp_model_backend_describe")
+BP_API bp_status bp_model_get_backend_info(const bp_model *model, size_t i, bp_model_backend_info *out);
+#endif /* BP_NO_DEPRECATED */
 
 #ifdef __cplusplus
 }

@@ -31,7 +31,7 @@ struct reader {
   bp_status info(const char *key, size_t index, bp_gguf_value_info *out) const {
     *out = {};
     out->struct_size = sizeof *out;
-    if (bp_gguf_kv_info(file, index, out) != BP_OK) return failf(BP_ERR_INVALID_ARGUMENT, "%s: unreadable", key);
+    if (bp_gguf_kv_describe(file, index, out) != BP_OK) return failf(BP_ERR_INVALID_ARGUMENT, "%s: unreadable", key);
     return BP_OK;
   }
 
@@ -49,7 +49,7 @@ struct reader {
   bp_status string_at(const char *key, size_t index, uint64_t elem, std::string *out) const {
     const char *data = nullptr;
     uint64_t len = 0;
-    if (bp_gguf_kv_get_string(file, index, elem, &data, &len) != BP_OK)
+    if (bp_gguf_kv_read_string(file, index, elem, &data, &len) != BP_OK)
       return failf(BP_ERR_INVALID_ARGUMENT, "%s[%" PRIu64 "]: not a string", key, elem);
     out->assign(data, len);
     return BP_OK;
@@ -72,7 +72,7 @@ struct reader {
     size_t index;
     if (!find(key, &index)) return BP_OK;
     int64_t v = 0;
-    if (bp_gguf_kv_get_int(file, index, 0, &v) != BP_OK)
+    if (bp_gguf_kv_read_int(file, index, 0, &v) != BP_OK)
       return failf(BP_ERR_INVALID_ARGUMENT, "%s: expected a bool", key);
     *out = v != 0;
     return BP_OK;
@@ -87,7 +87,7 @@ struct reader {
     if (present) *present = found;
     if (!found) return BP_OK;
     int64_t v = 0;
-    if (bp_gguf_kv_get_int(file, index, 0, &v) != BP_OK)
+    if (bp_gguf_kv_read_int(file, index, 0, &v) != BP_OK)
       return failf(BP_ERR_INVALID_ARGUMENT, "%s: expected an integer token id", key);
     if (v < 0 || v >= n_vocab)
       return failf(BP_ERR_INVALID_ARGUMENT, "%s = %" PRId64 " is outside the vocabulary (%d tokens)", key, v, n_vocab);
@@ -154,7 +154,7 @@ bp_status read_tokens(const reader &r, vocab *v) {
       return failf(BP_ERR_INVALID_ARGUMENT, "%s: %" PRIu64 " scores for %" PRIu64 " tokens", kScoresKey, vi.count, n);
     for (uint64_t i = 0; i < n; ++i) {
       double s = 0;
-      if (bp_gguf_kv_get_float(r.file, index, i, &s) != BP_OK)
+      if (bp_gguf_kv_read_float(r.file, index, i, &s) != BP_OK)
         return failf(BP_ERR_INVALID_ARGUMENT, "%s[%" PRIu64 "]: unreadable", kScoresKey, i);
       v->scores[i] = static_cast<float>(s);
     }
@@ -170,7 +170,7 @@ bp_status read_tokens(const reader &r, vocab *v) {
       return failf(BP_ERR_INVALID_ARGUMENT, "%s: %" PRIu64 " types for %" PRIu64 " tokens", kTypesKey, vi.count, n);
     for (uint64_t i = 0; i < n; ++i) {
       int64_t t = 0;
-      if (bp_gguf_kv_get_int(r.file, index, i, &t) != BP_OK)
+      if (bp_gguf_kv_read_int(r.file, index, i, &t) != BP_OK)
         return failf(BP_ERR_INVALID_ARGUMENT, "%s[%" PRIu64 "]: unreadable", kTypesKey, i);
       switch (t) {
         case kTypeNormal:

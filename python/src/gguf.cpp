@@ -50,7 +50,7 @@ struct TensorInfo {
 bp_gguf_tensor_info info_of(bp_gguf *f, size_t i) {
   bp_gguf_tensor_info info{};
   info.struct_size = sizeof info;
-  check(bp_gguf_tensor_get_info(f, i, &info));
+  check(bp_gguf_tensor_describe(f, i, &info));
   return info;
 }
 
@@ -59,13 +59,13 @@ py::object scalar(bp_gguf *f, size_t i, uint64_t e, bp_gguf_kind kind) {
     case BP_GGUF_F32:
     case BP_GGUF_F64: {
       double v;
-      check(bp_gguf_kv_get_float(f, i, e, &v));
+      check(bp_gguf_kv_read_float(f, i, e, &v));
       return py::float_(v);
     }
     case BP_GGUF_STRING: {
       const char *d;
       uint64_t n;
-      check(bp_gguf_kv_get_string(f, i, e, &d, &n));
+      check(bp_gguf_kv_read_string(f, i, e, &d, &n));
       PyObject *s = PyUnicode_DecodeUTF8(d, static_cast<py::ssize_t>(n), nullptr);
       if (s) return py::reinterpret_steal<py::object>(s);
       PyErr_Clear();
@@ -73,17 +73,17 @@ py::object scalar(bp_gguf *f, size_t i, uint64_t e, bp_gguf_kind kind) {
     }
     case BP_GGUF_U64: {
       uint64_t v;
-      check(bp_gguf_kv_get_uint(f, i, e, &v));
+      check(bp_gguf_kv_read_uint(f, i, e, &v));
       return py::int_(v);
     }
     case BP_GGUF_BOOL: {
       int64_t v;
-      check(bp_gguf_kv_get_int(f, i, e, &v));
+      check(bp_gguf_kv_read_int(f, i, e, &v));
       return py::bool_(v != 0);
     }
     default: {
       int64_t v;
-      check(bp_gguf_kv_get_int(f, i, e, &v));
+      check(bp_gguf_kv_read_int(f, i, e, &v));
       return py::int_(v);
     }
   }
@@ -92,7 +92,7 @@ py::object scalar(bp_gguf *f, size_t i, uint64_t e, bp_gguf_kind kind) {
 py::object value(bp_gguf *f, size_t i) {
   bp_gguf_value_info vi{};
   vi.struct_size = sizeof vi;
-  check(bp_gguf_kv_info(f, i, &vi));
+  check(bp_gguf_kv_describe(f, i, &vi));
   if (vi.kind != BP_GGUF_ARRAY) return scalar(f, i, 0, vi.kind);
   py::list out;
   for (uint64_t e = 0; e < vi.count; ++e) out.append(scalar(f, i, e, vi.elem_kind));
@@ -313,7 +313,7 @@ void init_gguf(py::module_ &m) {
             check(bp_gguf_find_key(f.get(), key.c_str(), &i));
             bp_gguf_value_info vi{};
             vi.struct_size = sizeof vi;
-            check(bp_gguf_kv_info(f.get(), i, &vi));
+            check(bp_gguf_kv_describe(f.get(), i, &vi));
             return py::make_tuple(bp_gguf_kind_name(vi.kind), bp_gguf_kind_name(vi.elem_kind), vi.count);
           },
           py::arg("key"), "(kind, element kind, count) of a key.")

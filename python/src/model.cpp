@@ -66,7 +66,7 @@ struct Info {
 bp_model_info raw_info(bp_model *m) {
   bp_model_info in{};
   in.struct_size = sizeof in;
-  check(bp_model_get_info(m, &in));
+  check(bp_model_describe(m, &in));
   return in;
 }
 
@@ -510,7 +510,7 @@ void init_model(py::module_ &m) {
                                for (size_t i = 0; i < bp_model_backend_count(mm); ++i) {
                                  bp_model_backend_info bi{};
                                  bi.struct_size = sizeof bi;
-                                 check(bp_model_get_backend_info(mm, i, &bi));
+                                 check(bp_model_backend_describe(mm, i, &bi));
                                  py::dict d;
                                  d["backend"] = std::string(bi.backend ? bi.backend : "");
                                  d["layers"] = bi.layers;

@@ -226,7 +226,7 @@ TEST(GgufMalformed, RandomMutationsNeverCrash) {
       for (size_t k = 0; k < bp_gguf_kv_count(g); ++k) {
         bp_gguf_value_info vi{};
         vi.struct_size = sizeof vi;
-        ASSERT_EQ(bp_gguf_kv_info(g, k, &vi), BP_OK);
+        ASSERT_EQ(bp_gguf_kv_describe(g, k, &vi), BP_OK);
       }
       bp_gguf_close(g);
     } else {

@@ -108,52 +108,52 @@ TEST(GgufRoundTrip, EveryMetadataKind) {
   int64_t s = 0;
   uint64_t u = 0;
   double d = 0;
-  ASSERT_EQ(bp_gguf_kv_get_uint(g.f, key(g.f, "t.u8"), 0, &u), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_uint(g.f, key(g.f, "t.u8"), 0, &u), BP_OK);
   EXPECT_EQ(u, 250u);
-  ASSERT_EQ(bp_gguf_kv_get_int(g.f, key(g.f, "t.i8"), 0, &s), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_int(g.f, key(g.f, "t.i8"), 0, &s), BP_OK);
   EXPECT_EQ(s, -120);
-  ASSERT_EQ(bp_gguf_kv_get_uint(g.f, key(g.f, "t.u16"), 0, &u), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_uint(g.f, key(g.f, "t.u16"), 0, &u), BP_OK);
   EXPECT_EQ(u, 65000u);
-  ASSERT_EQ(bp_gguf_kv_get_int(g.f, key(g.f, "t.i16"), 0, &s), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_int(g.f, key(g.f, "t.i16"), 0, &s), BP_OK);
   EXPECT_EQ(s, -32000);
-  ASSERT_EQ(bp_gguf_kv_get_uint(g.f, key(g.f, "t.u32"), 0, &u), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_uint(g.f, key(g.f, "t.u32"), 0, &u), BP_OK);
   EXPECT_EQ(u, 4000000000u);
-  ASSERT_EQ(bp_gguf_kv_get_int(g.f, key(g.f, "t.i32"), 0, &s), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_int(g.f, key(g.f, "t.i32"), 0, &s), BP_OK);
   EXPECT_EQ(s, -2000000000);
-  ASSERT_EQ(bp_gguf_kv_get_float(g.f, key(g.f, "t.f32"), 0, &d), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_float(g.f, key(g.f, "t.f32"), 0, &d), BP_OK);
   EXPECT_EQ(d, 1.5);
-  ASSERT_EQ(bp_gguf_kv_get_int(g.f, key(g.f, "t.bool"), 0, &s), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_int(g.f, key(g.f, "t.bool"), 0, &s), BP_OK);
   EXPECT_EQ(s, 1);
-  ASSERT_EQ(bp_gguf_kv_get_uint(g.f, key(g.f, "t.u64"), 0, &u), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_uint(g.f, key(g.f, "t.u64"), 0, &u), BP_OK);
   EXPECT_EQ(u, UINT64_MAX - 5);
-  EXPECT_EQ(bp_gguf_kv_get_int(g.f, key(g.f, "t.u64"), 0, &s), BP_ERR_INVALID_ARGUMENT);  // above INT64_MAX
-  ASSERT_EQ(bp_gguf_kv_get_int(g.f, key(g.f, "t.i64"), 0, &s), BP_OK);
+  EXPECT_EQ(bp_gguf_kv_read_int(g.f, key(g.f, "t.u64"), 0, &s), BP_ERR_INVALID_ARGUMENT);  // above INT64_MAX
+  ASSERT_EQ(bp_gguf_kv_read_int(g.f, key(g.f, "t.i64"), 0, &s), BP_OK);
   EXPECT_EQ(s, INT64_MIN + 7);
-  EXPECT_EQ(bp_gguf_kv_get_uint(g.f, key(g.f, "t.i64"), 0, &u), BP_ERR_INVALID_ARGUMENT);  // negative
-  ASSERT_EQ(bp_gguf_kv_get_float(g.f, key(g.f, "t.f64"), 0, &d), BP_OK);
+  EXPECT_EQ(bp_gguf_kv_read_uint(g.f, key(g.f, "t.i64"), 0, &u), BP_ERR_INVALID_ARGUMENT);  // negative
+  ASSERT_EQ(bp_gguf_kv_read_float(g.f, key(g.f, "t.f64"), 0, &d), BP_OK);
   EXPECT_EQ(d, -2.25e300);
   const char *p = nullptr;
   uint64_t len = 0;
-  ASSERT_EQ(bp_gguf_kv_get_string(g.f, key(g.f, "t.string"), 0, &p, &len), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_string(g.f, key(g.f, "t.string"), 0, &p, &len), BP_OK);
   EXPECT_EQ(std::string(p, len), text);
-  EXPECT_EQ(bp_gguf_kv_get_string(g.f, key(g.f, "t.u8"), 0, &p, &len), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_gguf_kv_read_string(g.f, key(g.f, "t.u8"), 0, &p, &len), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("t.u8"), std::string::npos);
 
   bp_gguf_value_info vi{};
   vi.struct_size = sizeof vi;
-  ASSERT_EQ(bp_gguf_kv_info(g.f, key(g.f, "a.string"), &vi), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_describe(g.f, key(g.f, "a.string"), &vi), BP_OK);
   EXPECT_EQ(vi.kind, BP_GGUF_ARRAY);
   EXPECT_EQ(vi.elem_kind, BP_GGUF_STRING);
   EXPECT_EQ(vi.count, 3u);
   for (int i = 0; i < 3; ++i) {
-    ASSERT_EQ(bp_gguf_kv_get_string(g.f, key(g.f, "a.string"), i, &p, &len), BP_OK);
+    ASSERT_EQ(bp_gguf_kv_read_string(g.f, key(g.f, "a.string"), i, &p, &len), BP_OK);
     EXPECT_EQ(std::string(p, len), a_str[i]);
   }
-  EXPECT_EQ(bp_gguf_kv_get_string(g.f, key(g.f, "a.string"), 3, &p, &len), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_gguf_kv_read_string(g.f, key(g.f, "a.string"), 3, &p, &len), BP_ERR_INVALID_ARGUMENT);
   auto ints = [&](const char *k, std::vector<int64_t> want) {
     for (size_t i = 0; i < want.size(); ++i) {
       int64_t v = 0;
-      ASSERT_EQ(bp_gguf_kv_get_int(g.f, key(g.f, k), i, &v), BP_OK) << k << bp_last_error();
+      ASSERT_EQ(bp_gguf_kv_read_int(g.f, key(g.f, k), i, &v), BP_OK) << k << bp_last_error();
       EXPECT_EQ(v, want[i]) << k << "[" << i << "]";
     }
   };
@@ -165,15 +165,15 @@ TEST(GgufRoundTrip, EveryMetadataKind) {
   ints("a.i32", {-5, 5});
   ints("a.bool", {1, 0, 1});
   ints("a.i64", {INT64_MIN, INT64_MAX});
-  ASSERT_EQ(bp_gguf_kv_get_uint(g.f, key(g.f, "a.u64"), 0, &u), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_uint(g.f, key(g.f, "a.u64"), 0, &u), BP_OK);
   EXPECT_EQ(u, UINT64_MAX);
-  ASSERT_EQ(bp_gguf_kv_get_float(g.f, key(g.f, "a.f32"), 1, &d), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_float(g.f, key(g.f, "a.f32"), 1, &d), BP_OK);
   EXPECT_EQ(d, -0.25);
-  ASSERT_EQ(bp_gguf_kv_get_float(g.f, key(g.f, "a.f64"), 1, &d), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_read_float(g.f, key(g.f, "a.f64"), 1, &d), BP_OK);
   EXPECT_EQ(d, -1e-300);
-  ASSERT_EQ(bp_gguf_kv_info(g.f, key(g.f, "a.empty"), &vi), BP_OK);
+  ASSERT_EQ(bp_gguf_kv_describe(g.f, key(g.f, "a.empty"), &vi), BP_OK);
   EXPECT_EQ(vi.count, 0u);
-  EXPECT_EQ(bp_gguf_kv_get_float(g.f, key(g.f, "a.empty"), 0, &d), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_gguf_kv_read_float(g.f, key(g.f, "a.empty"), 0, &d), BP_ERR_INVALID_ARGUMENT);
 }
 
 // The bytes of a small file, stated from the format description: the
@@ -250,18 +250,18 @@ TEST(GgufRoundTrip, TensorsOfEverySupportedTypeLoad) {
   const uint32_t ids[] = {0, 1, 26, 8, 2, 6, 12, 14, 13, 30};
   static_assert(sizeof ids / sizeof ids[0] == BP_TYPE_COUNT, "a type without its GGUF id here");
   for (size_t i = 0; i < made.size(); ++i) {
-    ASSERT_EQ(bp_gguf_tensor_get_info(g.f, i, &ti), BP_OK);
+    ASSERT_EQ(bp_gguf_tensor_describe(g.f, i, &ti), BP_OK);
     EXPECT_EQ(ti.file_type, ids[made[i]->type]) << made[i]->name;
     EXPECT_EQ(bp_gguf_file_type_of(made[i]->type), ids[made[i]->type]);
     EXPECT_TRUE(ti.supported);
     EXPECT_EQ(ti.type, made[i]->type);
     EXPECT_EQ(ti.nbytes, bp_tensor_nbytes(made[i]));
   }
-  ASSERT_EQ(bp_gguf_tensor_get_info(g.f, made.size(), &ti), BP_OK);
+  ASSERT_EQ(bp_gguf_tensor_describe(g.f, made.size(), &ti), BP_OK);
   EXPECT_STREQ(ti.name, "other.i8");
   EXPECT_STREQ(ti.type_name, "i8");
   EXPECT_FALSE(ti.supported);
-  ASSERT_EQ(bp_gguf_tensor_get_info(g.f, made.size() + 1, &ti), BP_OK);
+  ASSERT_EQ(bp_gguf_tensor_describe(g.f, made.size() + 1, &ti), BP_OK);
   EXPECT_STREQ(ti.type_name, "q4_1");
   EXPECT_EQ(ti.nbytes, 20u);
 

@@ -95,7 +95,7 @@ TEST(GgufTypes, Q5KAndBf16LoadAsBackplaneTypes) {
   const bp_type want[2] = {BP_TYPE_Q5_K, BP_TYPE_BF16};
   const char *want_names[2] = {"q5_k", "bf16"};
   for (size_t i = 0; i < 2; ++i) {
-    ASSERT_EQ(bp_gguf_tensor_get_info(g.f, i, &ti), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_gguf_tensor_describe(g.f, i, &ti), BP_OK) << bp_last_error();
     EXPECT_TRUE(ti.supported) << ti.name;
     EXPECT_EQ(ti.type, want[i]);
     EXPECT_STREQ(ti.type_name, want_names[i]);
@@ -161,7 +161,7 @@ TEST(GgufTypes, TypesBackplaneCannotHoldAreUnimplemented) {
     ASSERT_EQ(bp_gguf_open_memory(file.data(), file.size(), &g.f), BP_OK) << bp_last_error();
     bp_gguf_tensor_info ti{};
     ti.struct_size = sizeof ti;
-    ASSERT_EQ(bp_gguf_tensor_get_info(g.f, 1, &ti), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_gguf_tensor_describe(g.f, 1, &ti), BP_OK) << bp_last_error();
     EXPECT_FALSE(ti.supported);
     EXPECT_STREQ(ti.type_name, o.name);
     EXPECT_EQ(ti.nbytes, 2 * o.bytes_per_256);

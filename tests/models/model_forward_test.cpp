@@ -218,7 +218,7 @@ TEST_P(ModelDevices, LogitsMatchTheReferenceOnADeviceList) {
   ASSERT_EQ(bp_model_backend_count(m.model), 2u);
   bp_model_backend_info bi{};
   bi.struct_size = sizeof bi;
-  ASSERT_EQ(bp_model_get_backend_info(m.model, 0, &bi), BP_OK);
+  ASSERT_EQ(bp_model_backend_describe(m.model, 0, &bi), BP_OK);
   EXPECT_EQ(bi.layers, 1);
   const bp_model_context_options opt = context_options(32, true);
   ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();

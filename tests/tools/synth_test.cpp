@@ -50,24 +50,24 @@ struct gguf_file {
   }
   int64_t integer(const std::string &key) const {
     int64_t v = -1;
-    EXPECT_EQ(bp_gguf_kv_get_int(f, index(key), 0, &v), BP_OK) << key;
+    EXPECT_EQ(bp_gguf_kv_read_int(f, index(key), 0, &v), BP_OK) << key;
     return v;
   }
   double real(const std::string &key) const {
     double v = -1;
-    EXPECT_EQ(bp_gguf_kv_get_float(f, index(key), 0, &v), BP_OK) << key;
+    EXPECT_EQ(bp_gguf_kv_read_float(f, index(key), 0, &v), BP_OK) << key;
     return v;
   }
   std::string str(const std::string &key, uint64_t elem = 0) const {
     const char *d = nullptr;
     uint64_t n = 0;
-    EXPECT_EQ(bp_gguf_kv_get_string(f, index(key), elem, &d, &n), BP_OK) << key;
+    EXPECT_EQ(bp_gguf_kv_read_string(f, index(key), elem, &d, &n), BP_OK) << key;
     return d ? std::string(d, n) : std::string();
   }
   uint64_t count(const std::string &key) const {
     bp_gguf_value_info vi{};
     vi.struct_size = sizeof vi;
-    EXPECT_EQ(bp_gguf_kv_info(f, index(key), &vi), BP_OK);
+    EXPECT_EQ(bp_gguf_kv_describe(f, index(key), &vi), BP_OK);
     return vi.count;
   }
   // "type [ne0, ne1]" of a tensor, "" when absent.
@@ -76,7 +76,7 @@ struct gguf_file {
     if (bp_gguf_find_tensor(f, name.c_str(), &i) != BP_OK) return "";
     bp_gguf_tensor_info ti{};
     ti.struct_size = sizeof ti;
-    EXPECT_EQ(bp_gguf_tensor_get_info(f, i, &ti), BP_OK);
+    EXPECT_EQ(bp_gguf_tensor_describe(f, i, &ti), BP_OK);
     std::ostringstream s;
     s << ti.type_name << " [";
     for (uint32_t d = 0; d < ti.n_dims; ++d) s << (d ? ", " : "") << ti.ne[d];

@@ -110,7 +110,7 @@ std::string type_mix(const std::string &path) {
   for (size_t i = 0; i < bp_gguf_tensor_count(f); ++i) {
     bp_gguf_tensor_info ti{};
     ti.struct_size = sizeof ti;
-    if (bp_gguf_tensor_get_info(f, i, &ti) != BP_OK) continue;
+    if (bp_gguf_tensor_describe(f, i, &ti) != BP_OK) continue;
     by_type[ti.type_name] += ti.nbytes;
     total += ti.nbytes;
   }
@@ -131,7 +131,7 @@ json devices_json(const bp_model *m) {
   for (size_t i = 0; i < bp_model_backend_count(m); ++i) {
     bp_model_backend_info bi{};
     bi.struct_size = sizeof bi;
-    if (bp_model_get_backend_info(m, i, &bi) != BP_OK) continue;
+    if (bp_model_backend_describe(m, i, &bi) != BP_OK) continue;
     d.push_back({{"backend", bi.backend ? bi.backend : ""},
                  {"layers", bi.layers},
                  {"weight_bytes", bi.weight_bytes},
@@ -425,7 +425,7 @@ int main(int argc, char **argv) {
   if (bp_model_load(opt.model.c_str(), &mo, &h.model) != BP_OK) return failed("load " + opt.model);
   bp_model_info info{};
   info.struct_size = sizeof info;
-  if (bp_model_get_info(h.model, &info) != BP_OK) return failed("model info");
+  if (bp_model_describe(h.model, &info) != BP_OK) return failed("model info");
 
   if (!opt.bench) {
     std::vector<bp_token> prompt;

@@ -81,7 +81,7 @@ bool load_and_verify(bp_gguf *f, bp_device *dev, bp_gguf_load_mode mode, const s
   for (size_t i = 0; ok && i < bp_gguf_tensor_count(f); ++i) {
     bp_gguf_tensor_info ti{};
     ti.struct_size = sizeof ti;
-    bp_gguf_tensor_get_info(f, i, &ti);
+    bp_gguf_tensor_describe(f, i, &ti);
     const void *data = nullptr;
     uint64_t size = 0;
     bp_gguf_tensor_data(f, i, &data, &size);

@@ -70,7 +70,7 @@ int get(const std::string &path, const std::string &tensor, const std::string &o
   }
   bp_gguf_tensor_info t{};
   t.struct_size = sizeof t;
-  bp_gguf_tensor_get_info(f, i, &t);
+  bp_gguf_tensor_describe(f, i, &t);
   const void *data = nullptr;
   uint64_t size = 0;
   bp_gguf_tensor_data(f, i, &data, &size);

@@ -41,28 +41,28 @@ nlohmann::json element_json(const bp_gguf *f, size_t i, uint64_t e, bp_gguf_kind
     case BP_GGUF_STRING: {
       const char *p = nullptr;
       uint64_t n = 0;
-      bp_gguf_kv_get_string(f, i, e, &p, &n);
+      bp_gguf_kv_read_string(f, i, e, &p, &n);
       return std::string(p, n);
     }
     case BP_GGUF_F32:
     case BP_GGUF_F64: {
       double d = 0;
-      bp_gguf_kv_get_float(f, i, e, &d);
+      bp_gguf_kv_read_float(f, i, e, &d);
       return d;
     }
     case BP_GGUF_BOOL: {
       int64_t v = 0;
-      bp_gguf_kv_get_int(f, i, e, &v);
+      bp_gguf_kv_read_int(f, i, e, &v);
       return v != 0;
     }
     case BP_GGUF_U64: {
       uint64_t v = 0;
-      bp_gguf_kv_get_uint(f, i, e, &v);
+      bp_gguf_kv_read_uint(f, i, e, &v);
       return v;
     }
     default: {
       int64_t v = 0;
-      bp_gguf_kv_get_int(f, i, e, &v);
+      bp_gguf_kv_read_int(f, i, e, &v);
       return v;
     }
   }
@@ -72,7 +72,7 @@ std::string element_text(const bp_gguf *f, size_t i, uint64_t e, bp_gguf_kind ki
   if (kind == BP_GGUF_STRING) {
     const char *p = nullptr;
     uint64_t n = 0;
-    bp_gguf_kv_get_string(f, i, e, &p, &n);
+    bp_gguf_kv_read_string(f, i, e, &p, &n);
     return quoted(p, n);
   }
   return element_json(f, i, e, kind).dump();
@@ -100,7 +100,7 @@ int show(const std::string &path, bool json) {
   for (size_t i = 0; i < bp_gguf_kv_count(f); ++i) {
     bp_gguf_value_info vi{};
     vi.struct_size = sizeof vi;
-    bp_gguf_kv_info(f, i, &vi);
+    bp_gguf_kv_describe(f, i, &vi);
     nlohmann::json m;
     m["key"] = bp_gguf_kv_key(f, i);
     std::string type = bp_gguf_kind_name(vi.elem_kind), text;
@@ -134,7 +134,7 @@ int show(const std::string &path, bool json) {
   for (size_t i = 0; i < bp_gguf_tensor_count(f); ++i) {
     bp_gguf_tensor_info t{};
     t.struct_size = sizeof t;
-    bp_gguf_tensor_get_info(f, i, &t);
+    bp_gguf_tensor_describe(f, i, &t);
     std::string type = t.type_name;
     if (!t.supported) type += " (not loadable)";
     t_rows.push_back({t.name, type, shape_text(t), std::to_string(t.nbytes), std::to_string(t.file_offset)});

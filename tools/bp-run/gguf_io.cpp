@@ -35,7 +35,7 @@ std::string read_gguf_config(const std::string &path, model_config &cfg) {
   for (const size_key &s : kSizes) {
     size_t i = 0;
     int64_t v = 0;
-    if (bp_gguf_find_key(f.get(), s.key, &i) != BP_OK || bp_gguf_kv_get_int(f.get(), i, 0, &v) != BP_OK) {
+    if (bp_gguf_find_key(f.get(), s.key, &i) != BP_OK || bp_gguf_kv_read_int(f.get(), i, 0, &v) != BP_OK) {
       return "--load " + path + ": " + bp_last_error() + " (a file bp-run --save wrote has it)";
     }
     if (v < 1 || v > (1 << 20)) return "--load " + path + ": " + s.key + " is " + std::to_string(v) + ", out of range";
@@ -43,7 +43,7 @@ std::string read_gguf_config(const std::string &path, model_config &cfg) {
   }
   size_t i = 0;
   uint64_t seed = 0;
-  if (bp_gguf_find_key(f.get(), "bp-run.seed", &i) != BP_OK || bp_gguf_kv_get_uint(f.get(), i, 0, &seed) != BP_OK) {
+  if (bp_gguf_find_key(f.get(), "bp-run.seed", &i) != BP_OK || bp_gguf_kv_read_uint(f.get(), i, 0, &seed) != BP_OK) {
     return "--load " + path + ": " + bp_last_error();
   }
   cfg.seed = seed;
@@ -52,7 +52,7 @@ std::string read_gguf_config(const std::string &path, model_config &cfg) {
   for (size_t t = 0; t < bp_gguf_tensor_count(f.get()); ++t) {
     bp_gguf_tensor_info ti{};
     ti.struct_size = sizeof ti;
-    if (bp_gguf_tensor_get_info(f.get(), t, &ti) == BP_OK && ti.supported && ti.n_dims == 2) {
+    if (bp_gguf_tensor_describe(f.get(), t, &ti) == BP_OK && ti.supported && ti.n_dims == 2) {
       cfg.weights = ti.type;
       break;
     }
@@ -88,7 +88,7 @@ bp_status load_gguf_weights(const model &m) {
     if (bp_status st = bp_gguf_find_tensor(f.get(), t->name, &i); st != BP_OK) return st;
     bp_gguf_tensor_info ti{};
     ti.struct_size = sizeof ti;
-    bp_gguf_tensor_get_info(f.get(), i, &ti);
+    bp_gguf_tensor_describe(f.get(), i, &ti);
     bool same = ti.supported && ti.type == t->type;
     for (int d = 0; d < BP_MAX_DIMS; ++d) same = same && ti.ne[d] == t->ne[d];
     if (!same) {
