@@ -13,6 +13,7 @@
 
 #include "abi/tables.hpp"
 #include "core/objects.hpp"
+#include "core/ops_internal.hpp"  // validate_node
 
 namespace bp::core {
 
@@ -178,7 +179,7 @@ BP_API void bp_backend_free(bp_backend *backend) {
   BP_API_SCOPE();
   if (backend == nullptr) return;
   if (!free_check(backend, TAG_BACKEND, "bp_backend_free", "backend")) return;
-  bp_plugin *plugin = backend->device->plugin;
+  bp::core::plugin_core *plugin = backend->device->plugin;
   backend->ref.iface->free(backend->ref.ctx);
   retire_handle(backend);
   plugin_release(plugin);

@@ -5,6 +5,7 @@
 // to bp_buffer_free, so the .so stays loaded while its memory is in use.
 #include <cinttypes>
 
+#include "abi/tables.hpp"  // BP_HAS_SLOT
 #include "core/objects.hpp"
 
 using namespace bp::core;
@@ -25,7 +26,7 @@ BP_API void bp_buffer_free(bp_buffer *buf) {
   BP_API_SCOPE();
   if (buf == nullptr) return;
   if (!free_check(buf, TAG_BUFFER, "bp_buffer_free", "buffer")) return;
-  bp_plugin *plugin = buf->buft->device->plugin;
+  bp::core::plugin_core *plugin = buf->buft->device->plugin;
   // Freeing works even on a lost device: the plugin must release its memory.
   buf->ref.iface->free(buf->ref.ctx);
   retire_handle(buf);

@@ -14,7 +14,10 @@
 #include <utility>
 
 #include "abi/call.hpp"
-#include "core/internal.hpp"
+#include "core/errors.hpp"
+#include "core/handles.hpp"
+#include "core/liveness.hpp"
+#include "core/log.hpp"
 
 namespace {
 

@@ -76,7 +76,7 @@ BP_API void bp_event_free(bp_event *event) {
   BP_API_SCOPE();
   if (event == nullptr) return;
   if (!free_check(event, TAG_EVENT, "bp_event_free", "event")) return;
-  bp_plugin *plugin = event->device->plugin;
+  bp::core::plugin_core *plugin = event->device->plugin;
   event->ref.iface->free(event->ref.ctx);
   retire_handle(event);
   plugin_release(plugin);

@@ -9,7 +9,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/internal.hpp"
+#include "core/errors.hpp"
+#include "core/log.hpp"
 #include "core/tensor_util.hpp"
 
 namespace {

@@ -7,6 +7,9 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "abi/tables.hpp"  // BP_HAS_SLOT
+#include "core/log.hpp"
+
 namespace bp::core {
 
 namespace {

@@ -1,18 +1,32 @@
 // objects.hpp: helpers shared by the files that wrap plugin objects
 // (buffer_type.cpp, buffer.cpp, tensor_data.cpp, backend.cpp, event.cpp,
-// tallocr.cpp). Not installed; other modules use internal.hpp.
+// tallocr.cpp), and the two the registry calls to wrap a device's objects
+// (buffer_type_wrap, backend_create). Not installed.
 //
 // What it is: handle checks, the sticky device-lost rule, error annotation
-// for plugin calls, the debug quarantine for freed handles, and view
-// initialisation. What it is not: the public API (backplane.h).
+// for plugin calls, and view initialisation. What it is not: the public API (backplane.h).
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 
-#include "core/internal.hpp"
+#include "backplane/plugin.h"
+#include "core/errors.hpp"
+#include "core/handles.hpp"
 #include "core/tensor_util.hpp"  // describe() for messages
 
 namespace bp::core {
+
+// Wraps a plugin buffer type for |dev| (reads name, alignment, max size,
+// is_host once). Returns nullptr with the error set if the table is bad.
+// [core/buffer_type.cpp]
+std::unique_ptr<bp_buffer_type> buffer_type_wrap(bp_device *dev, bp_buffer_type_ref ref);
+
+// Creates a backend on |dev| with validated, default-filled |params|.
+// |name| is what bp_backend_name returns ("cpu:0"). [core/backend.cpp]
+bp_status backend_create(bp_device *dev, const bp_param_value *params, uint32_t n_params, const std::string &name,
+                         bp_backend **out);
 
 // Plugin name of |dev| for messages ("cpu"), "?" when unknown.
 std::string plugin_name(const bp_device *dev);

@@ -80,3 +80,18 @@ const char *op_name(int op);
 int param_words(bp_op op);
 
 }  // namespace bp::core::ops
+
+namespace bp::core {
+
+// Re-checks node |t| against the op table (shape, type, sources); the same
+// rule the graph-building calls applied. Sets the error naming the node.
+// [core/ops_table.cpp]
+bp_status validate_node(const bp_tensor *t);
+
+// Index of the source whose memory node |t|'s output may overwrite (the
+// allocator reuses it in place when that source dies at |t|), or -1. Only
+// elementwise-shaped ops qualify, and only when the source has t's type and
+// shape and both are contiguous. [core/ops_table.cpp]
+int op_inplace_src(const bp_tensor *t);
+
+}  // namespace bp::core

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "abi/tables.hpp"  // BP_HAS_SLOT
 #include "core/objects.hpp"
 
 using namespace bp::core;

@@ -7,24 +7,14 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 
-#include "core/internal.hpp"
+#include "backplane/backplane.h"
+#include "core/enum_value.hpp"
+#include "core/errors.hpp"
+#include "core/handles.hpp"
 
 namespace bp::core {
-
-// The integer behind an enum a C caller passed, read without an enum load:
-// C callers may pass any int, and loading an out-of-range value as a C++
-// enum is undefined (UBSan's -fsanitize=enum flags it). Validate with this
-// before using the value as the enum.
-template <typename E>
-int enum_value(const E &e) {
-  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
-  int v;
-  std::memcpy(&v, &e, sizeof v);
-  return v;
-}
 
 // New tensor in |ctx| with |type|, |ne| (all four dims) and contiguous
 // strides, op NONE, no memory. Returns nullptr with the error set (naming

@@ -2,7 +2,7 @@
 // loaded at run time rather than the one in the header they compiled with.
 #include "backplane/version.h"  // generated from project() VERSION
 
-#include "core/internal.hpp"
+#include "core/errors.hpp"
 
 extern "C" {
 

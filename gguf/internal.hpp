@@ -1,8 +1,9 @@
 // internal.hpp: the structs behind gguf.h's handles (not installed).
 //
 // gguf/ sits above core/: it builds on the public C API, core's error
-// recording (set_error, api_guard) and core's handle scheme (the TAG_GGUF_*
-// tags, live_mark, free_check, retire_handle, bad_handle of core/internal.hpp),
+// recording (set_error, api_guard: core/errors.hpp) and core's handle scheme
+// (the TAG_GGUF_* tags, live_mark, free_check, retire_handle, bad_handle:
+// core/liveness.hpp),
 // so a closed handle is recognised like any other (docs/ownership.md); core/
 // never calls into it (the build gives core/ no path to these headers).
 #pragma once
@@ -13,7 +14,8 @@
 #include <vector>
 
 #include "backplane/gguf.h"
-#include "core/internal.hpp"
+#include "core/errors.hpp"
+#include "core/liveness.hpp"
 #include "gguf/parse.hpp"
 
 namespace bp::gguf {

@@ -16,6 +16,7 @@
 #include <cinttypes>
 #include <cstring>
 
+#include "core/log.hpp"
 #include "gguf/internal.hpp"
 
 using bp::core::set_errorf;

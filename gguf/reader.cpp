@@ -10,7 +10,7 @@
 #include <climits>
 #include <cstring>
 
-#include "core/tensor_util.hpp"
+#include "core/enum_value.hpp"
 #include "gguf/internal.hpp"
 
 using bp::core::api_guard;

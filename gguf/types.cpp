@@ -1,7 +1,7 @@
 // types.cpp: Backplane's types and the file format's type ids, both ways.
 #include <cstdint>
 
-#include "core/tensor_util.hpp"
+#include "core/enum_value.hpp"
 #include "gguf/internal.hpp"
 
 namespace bp::gguf {

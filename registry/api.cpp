@@ -192,7 +192,7 @@ BP_API bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out) {
   out->memory_free = dev->memory_free;
   out->caps = dev->caps;
   out->index = dev->index;
-  out->plugin = dev->plugin;
+  out->plugin = owner(dev);
   return BP_OK;
 }
 

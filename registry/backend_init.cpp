@@ -5,6 +5,7 @@
 // the registry (params.cpp, which loads only the plugins a spec names:
 // demand.cpp), then hand validated, default-filled parameters to core's
 // backend_create. No lock is held while the plugin runs.
+#include "core/objects.hpp"  // backend_create
 #include "registry/registry_internal.hpp"
 
 namespace bp::registry {
@@ -107,7 +108,7 @@ BP_API bp_status bp_backend_new_on_device(bp_device *dev, const char *params, bp
                                        ": the device is given by the handle; drop '" + p.key + "'");
     {
       std::lock_guard<std::mutex> lock(state().state_mutex);
-      if (!is_loaded_locked(dev->plugin))
+      if (!is_loaded_locked(owner(dev)))
         return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_backend_new_on_device: the device's plugin is unloaded");
       bp::core::plugin_retain(dev->plugin);
     }

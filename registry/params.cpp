@@ -119,7 +119,7 @@ bool better_for_auto(const bp_device *a, const bp_device *b) {
 }
 
 bp_status fill_params(bp_device *dev, const parsed_spec &spec, const std::string &context, resolved_spec &out) {
-  const bp_plugin *p = dev->plugin;
+  const bp_plugin *p = owner(dev);
   for (const spec_param &given : spec.params) {
     if (given.key == "device" || given.key == "id") continue;
     bool known = std::any_of(p->params.begin(), p->params.end(),

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "abi/tables.hpp"
+#include "backplane/version.h"  // BP_VERSION_STRING
 #include "registry/registry_internal.hpp"
 
 namespace bp::registry {

@@ -28,10 +28,39 @@
 
 #include "abi/call.hpp"
 #include "abi/tables.hpp"
-#include "core/internal.hpp"
+#include "core/errors.hpp"
+#include "core/handles.hpp"
+#include "core/liveness.hpp"
+#include "core/log.hpp"
 #include "registry/spec_parser.hpp"
 
+// A loaded plugin: the core's part (name, file, live objects) and what only
+// the registry keeps. Devices and buffer types live as long as it.
+struct bp_plugin : bp::core::plugin_core {
+  std::string version, description;
+  void *dl_handle = nullptr;
+  const bp_plugin_i *iface = nullptr;
+  void *ctx = nullptr;
+  bp_host_api host{};                 // must outlive the plugin
+  std::vector<bp_param_info> params;  // copied schema (strings below)
+  std::deque<std::string> strings;    // owns copied strings
+  std::vector<std::unique_ptr<bp_device>> devices;
+  bool loaded = true;
+  // Its place in the registry's list: the order an eager discovery would
+  // have loaded it in, whenever it was loaded (registry/demand.cpp).
+  uint64_t order = 0;
+  // Device enumeration (registry/devices.cpp): at load, or deferred to first
+  // use when the plugin has an enumerate slot. |enumerated| is set (release)
+  // after |devices| and the outcome below were written under state_mutex.
+  std::atomic<bool> enumerated{false};
+  bp_status enumerate_status = BP_OK;
+  std::string enumerate_message;
+};
+
 namespace bp::registry {
+
+// The plugin that owns |dev| (every device the registry lists has one).
+inline bp_plugin *owner(const bp_device *dev) { return static_cast<bp_plugin *>(dev->plugin); }
 
 inline constexpr uint32_t k_max_devices_per_plugin = 256;
 inline constexpr uint32_t k_max_params_per_plugin = 64;

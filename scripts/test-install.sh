@@ -30,7 +30,9 @@ cmake --install "$build" --prefix "$tmp/first" >/dev/null
 mv "$tmp/first" "$tmp/prefix"
 P=$tmp/prefix
 for f in lib/libbackplane.so lib/cmake/Backplane/BackplaneConfig.cmake lib/pkgconfig/backplane.pc \
-         lib/pkgconfig/backplane-plugin.pc include/backplane/version.h lib/backplane/plugins/libbp-cpu.so \
+         lib/pkgconfig/backplane-plugin.pc include/backplane/version.h include/backplane/backplane.h \
+         include/backplane/tensor.h include/backplane/plugin.h include/backplane/deprecated.h \
+         include/backplane/plugin_guard.hpp lib/backplane/plugins/libbp-cpu.so \
          bin/bp-devices share/backplane/plugin_exports.map; do
   [ -e "$P/$f" ] || fail "$f is not installed"
 done
@@ -129,7 +131,9 @@ for d in "${debs[@]}"; do
     libbackplane[0-9]*) grep -q '/libbackplane\.so\.[0-9]*$\|libbackplane\.so\.[0-9]* ->' "$tmp/contents.txt" &&
                         grep -q 'backplane/plugins/libbp-cpu\.so' "$tmp/contents.txt" || fail "runtime package contents"
                         ! grep -q 'include/\|bin/' "$tmp/contents.txt" || fail "runtime package holds dev files" ;;
-    libbackplane-dev)   grep -q 'include/backplane/plugin\.h' "$tmp/contents.txt" &&
+    libbackplane-dev)   for h in backplane.h tensor.h plugin.h deprecated.h; do
+                          grep -q "include/backplane/$h\$" "$tmp/contents.txt" || fail "dev package lacks $h"
+                        done
                         grep -q 'cmake/Backplane/BackplaneConfig\.cmake' "$tmp/contents.txt" &&
                         grep -q 'pkgconfig/backplane\.pc' "$tmp/contents.txt" || fail "dev package contents"
                         dpkg-deb -f "$d" Depends | grep -q 'libbackplane[0-9]* (= ' || fail "dev package Depends" ;;

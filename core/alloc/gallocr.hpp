@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/alloc/plan.hpp"
+#include "core/liveness.hpp"
 
 struct bp_gallocr {
   uint32_t tag = bp::core::TAG_GALLOCR;

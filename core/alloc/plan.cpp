@@ -19,6 +19,8 @@
 #include <unordered_map>
 
 #include "core/alloc/free_list.hpp"
+#include "core/errors.hpp"
+#include "core/ops_internal.hpp"  // op_inplace_src
 
 namespace bp::core {
 namespace {

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/internal.hpp"
+#include "backplane/backplane.h"
 
 namespace bp::core {
 

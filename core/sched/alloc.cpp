@@ -9,6 +9,8 @@
 // may still be in flight.
 #include <algorithm>
 
+#include "core/errors.hpp"
+#include "core/handles.hpp"
 #include "core/sched/sched.hpp"
 
 namespace bp::core {

@@ -13,6 +13,8 @@
 //    anything that writes into A's memory later synchronize B first.
 // With an eval callback the split runs in pieces: up to and including each
 // node the callback asked for, then synchronize and hand it the node.
+#include "core/errors.hpp"
+#include "core/handles.hpp"
 #include "core/sched/sched.hpp"
 
 namespace bp::core {

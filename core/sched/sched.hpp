@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/alloc/gallocr.hpp"
+#include "core/liveness.hpp"
 
 namespace bp::core {
 

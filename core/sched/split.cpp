@@ -14,6 +14,8 @@
 
 #include <utility>
 
+#include "core/errors.hpp"
+#include "core/handles.hpp"
 #include "core/sched/sched.hpp"
 
 namespace bp::core {

@@ -2,8 +2,9 @@
  *
  * What it is: the C interface tables a device plugin (libbp-<name>.so)
  * exports and the host services table the core lends it. A plugin is built
- * from this header (and the tensor struct in backplane.h) alone and links
- * nothing of Backplane. What it is not: an API for applications.
+ * from this header and tensor.h (the tensor struct, types, status codes)
+ * alone and links nothing of Backplane. What it is not: an API for
+ * applications (backplane.h), which a plugin never includes.
  *
  * A plugin exports exactly two symbols, declared at the end of this header
  * and defined in C99 or C++ exactly as written there:
@@ -46,7 +47,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "backplane/backplane.h"
+#include "backplane/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "blas.hpp"
-#include "plugins/common/op_family.hpp"
+#include "op_family.hpp"
 
 namespace bp::blas {
 namespace {

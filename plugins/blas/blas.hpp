@@ -15,9 +15,9 @@
 
 #include "backplane/plugin.h"
 #include "backplane/plugin_guard.hpp"
-#include "plugins/common/host_buffer.hpp"
-#include "plugins/common/plugin_common.hpp"
-#include "plugins/common/threadpool.hpp"
+#include "host_buffer.hpp"
+#include "plugin_common.hpp"
+#include "threadpool.hpp"
 
 namespace bp::blas {
 

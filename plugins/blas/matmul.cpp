@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "blas.hpp"
-#include "plugins/common/f16.hpp"
+#include "f16.hpp"
 
 namespace bp::blas {
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "blas.hpp"
-#include "plugins/common/plugin_common.hpp"
+#include "plugin_common.hpp"
 
 namespace bp::blas {
 namespace {

@@ -1,7 +1,7 @@
 // f16.cpp: see f16.hpp.
 #include "f16.hpp"
 
-#include "backplane/backplane.h"  // bp_fp16_to_fp32
+#include "backplane/tensor.h"  // bp_fp16_to_fp32
 #include "isa.hpp"
 
 #include "simd.hpp"

@@ -1,5 +1,5 @@
 // plugin_common.cpp: the plugins' shared ABI edge (plugin_common.hpp).
-#include "plugins/common/plugin_common.hpp"
+#include "plugin_common.hpp"
 
 #include <cstddef>
 #include <cstring>

@@ -6,9 +6,9 @@
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
 #include "kernels.hpp"
-#include "plugins/common/op_family.hpp"
-#include "plugins/common/plugin_common.hpp"
-#include "plugins/common/threadpool.hpp"
+#include "op_family.hpp"
+#include "plugin_common.hpp"
+#include "threadpool.hpp"
 
 namespace bp::cpu {
 namespace {

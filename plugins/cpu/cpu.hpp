@@ -11,7 +11,7 @@
 #include <string>
 
 #include "backplane/plugin.h"
-#include "plugins/common/host_buffer.hpp"
+#include "host_buffer.hpp"
 
 namespace bp::cpu {
 

@@ -7,7 +7,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
-#include "plugins/common/plugin_common.hpp"
+#include "plugin_common.hpp"
 
 namespace bp::cpu {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "matmul_dot.hpp"
-#include "plugins/common/simd.hpp"
+#include "simd.hpp"
 
 namespace bp::cpu {
 

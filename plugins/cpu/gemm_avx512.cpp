@@ -42,10 +42,10 @@
 #include <memory>
 #include <new>
 
+#include "isa.hpp"
 #include "kernels.hpp"
 #include "matmul_dot.hpp"
-#include "plugins/common/isa.hpp"
-#include "plugins/common/simd.hpp"
+#include "simd.hpp"
 
 namespace bp::cpu {
 

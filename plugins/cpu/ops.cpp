@@ -1,6 +1,6 @@
 // ops.cpp: which kernel computes which op (the cpu plugin's op table).
 #include "kernels.hpp"
-#include "plugins/common/op_family.hpp"
+#include "op_family.hpp"
 
 namespace bp::cpu {
 namespace {

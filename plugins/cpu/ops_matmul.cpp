@@ -24,10 +24,10 @@
 #include <cstring>
 #include <vector>
 
+#include "f16.hpp"
+#include "isa.hpp"
 #include "kernels.hpp"
 #include "matmul_dot.hpp"
-#include "plugins/common/f16.hpp"
-#include "plugins/common/isa.hpp"
 #include "quant.hpp"
 
 namespace bp::cpu {

@@ -19,8 +19,8 @@
 #include <cstring>
 #include <vector>
 
+#include "isa.hpp"
 #include "kernels.hpp"
-#include "plugins/common/isa.hpp"
 #include "quant.hpp"
 #include "quant_blocks.hpp"
 

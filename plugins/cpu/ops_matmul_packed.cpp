@@ -27,10 +27,10 @@
 #include <memory>
 #include <numeric>
 
+#include "f16.hpp"
+#include "isa.hpp"
 #include "kernels.hpp"
 #include "matmul_dot.hpp"
-#include "plugins/common/f16.hpp"
-#include "plugins/common/isa.hpp"
 
 namespace bp::cpu {
 namespace {

@@ -22,10 +22,10 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
+#include "isa.hpp"
 #include "kernels.hpp"
-#include "plugins/common/isa.hpp"
-#include "plugins/common/plugin_common.hpp"
-#include "plugins/common/threadpool.hpp"
+#include "plugin_common.hpp"
+#include "threadpool.hpp"
 
 namespace bp::cpu {
 namespace {

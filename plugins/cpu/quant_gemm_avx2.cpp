@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "plugins/common/simd.hpp"
 #include "quant.hpp"
 #include "quant_blocks.hpp"
+#include "simd.hpp"
 
 #if defined(BP_X86_SIMD)
 // GCC takes a target for the region; clang, which ignores that pragma,

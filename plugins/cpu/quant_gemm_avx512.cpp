@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "plugins/common/simd.hpp"
+#include "simd.hpp"
 #include "quant.hpp"
 #include "quant_blocks.hpp"
 

@@ -1,7 +1,7 @@
 // quant_gemm_scalar.cpp: quantized MUL_MAT's tiles for the baseline ISA
 // (one row by one column, plain C++), and the choice of tiles per CPU.
-#include "backplane/backplane.h"
-#include "plugins/common/isa.hpp"
+#include "backplane/tensor.h"
+#include "isa.hpp"
 #include "quant.hpp"
 #include "quant_blocks.hpp"
 

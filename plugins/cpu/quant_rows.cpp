@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backplane/backplane.h"
+#include "backplane/tensor.h"
 #include "quant.hpp"
 #include "quant_blocks.hpp"
 

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "plugins/common/isa.hpp"
-#include "plugins/common/simd.hpp"
+#include "isa.hpp"
 #include "row_math_kernels.hpp"
+#include "simd.hpp"
 
 namespace bp::cpu {
 namespace {

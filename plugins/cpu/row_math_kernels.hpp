@@ -10,8 +10,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "plugins/common/simd.hpp"
 #include "row_math.hpp"
+#include "simd.hpp"
 
 namespace bp::cpu {
 

@@ -22,8 +22,8 @@
 
 #include "backplane/plugin.h"
 #include "cl_status.hpp"
-#include "plugins/common/memory_window.hpp"
-#include "plugins/common/plugin_common.hpp"
+#include "memory_window.hpp"
+#include "plugin_common.hpp"
 
 namespace bp::opencl {
 

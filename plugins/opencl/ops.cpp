@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend.hpp"
-#include "plugins/common/op_family.hpp"
+#include "op_family.hpp"
 
 namespace bp::opencl {
 namespace {

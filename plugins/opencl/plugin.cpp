@@ -15,7 +15,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "opencl.hpp"
-#include "plugins/common/plugin_common.hpp"
+#include "plugin_common.hpp"
 
 namespace bp::opencl {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "plugins/common/op_family.hpp"
+#include "op_family.hpp"
 #include "protocol.hpp"
 
 namespace bp::remote_plugin {

@@ -7,7 +7,7 @@
 // a device of this plugin is first listed or asked for, never for a spec
 // naming another plugin).
 #include "backplane/plugin_guard.hpp"
-#include "plugins/common/plugin_common.hpp"
+#include "plugin_common.hpp"
 #include "remote.hpp"
 
 namespace bp::remote_plugin {

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "backplane/plugin.h"
-#include "plugins/common/memory_window.hpp"
-#include "plugins/common/plugin_common.hpp"
+#include "memory_window.hpp"
+#include "plugin_common.hpp"
 #include "remote.grpc.pb.h"
 
 namespace bp::remote_plugin {

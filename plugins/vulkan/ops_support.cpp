@@ -1,7 +1,7 @@
 // ops_support.cpp: which ops the vulkan backend runs (op_supported), and the
 // checks a node passes before it is planned (check_node).
+#include "op_family.hpp"
 #include "plan.hpp"
-#include "plugins/common/op_family.hpp"
 
 namespace bp::vk {
 namespace {

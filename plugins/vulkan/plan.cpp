@@ -2,7 +2,7 @@
 // with the next node where they fuse (fusion.cpp), else planned by its op's
 // planner (plan_elementwise.cpp, plan_matmul.cpp), and labelled for profiles.
 #include "plan.hpp"
-#include "plugins/common/op_family.hpp"
+#include "op_family.hpp"
 
 namespace bp::vk {
 namespace {

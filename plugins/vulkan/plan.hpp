@@ -20,7 +20,7 @@
 #include <initializer_list>
 #include <vector>
 
-#include "shaders/vulkan/op_codes.h"
+#include "op_codes.h"  // shaders/vulkan (the shaders include it too)
 #include "vulkan.hpp"
 
 namespace bp::vk {

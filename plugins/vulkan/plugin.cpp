@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "backplane/plugin_guard.hpp"
-#include "plugins/common/plugin_common.hpp"
+#include "plugin_common.hpp"
 #include "vulkan.hpp"
 
 namespace bp::vk {

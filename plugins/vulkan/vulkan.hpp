@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "backplane/plugin.h"
-#include "plugins/common/memory_window.hpp"
-#include "plugins/common/plugin_common.hpp"
+#include "memory_window.hpp"
+#include "plugin_common.hpp"
 
 namespace bp::vk {
 

@@ -3,7 +3,7 @@
 // Shared by plugins/remote (the client) and bp-serve (the server).
 #pragma once
 
-#include <backplane/backplane.h>
+#include <backplane/tensor.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -50,8 +50,10 @@ inline void fnv1a_u64(uint64_t &h, uint64_t v) {
 // names in enum order (so a renumbered or inserted op changes it), the type
 // names and sizes, and the limits of bp_tensor. Two builds whose
 // fingerprints differ must not exchange graphs. "fnv1a64:" + 16 hex digits.
-// |op_name| spells an op: bp_op_name on the server, the plugins' own table
-// in the remote plugin, which links nothing of libbackplane.
+// |op_name| spells an op: bp_op_name on the server (op_table_fingerprint in
+// remote/server/service_core.hpp), the plugins' own table in the remote
+// plugin, which links nothing of libbackplane (this header needs tensor.h
+// only, so the plugin includes it too).
 template <class OpName>
 inline std::string op_table_fingerprint_with(OpName op_name) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -71,8 +73,5 @@ inline std::string op_table_fingerprint_with(OpName op_name) {
   std::snprintf(out, sizeof out, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
   return out;
 }
-
-// The fingerprint of the linked libbackplane's op table.
-inline std::string op_table_fingerprint() { return op_table_fingerprint_with(bp_op_name); }
 
 }  // namespace bp::remote

@@ -25,8 +25,15 @@
 #include <string>
 #include <vector>
 
+#include "protocol.hpp"
 #include "remote.pb.h"
 #include "session.hpp"
+
+namespace bp::remote {
+// The fingerprint of the linked libbackplane's op table: what the server
+// compares a client's Hello with.
+inline std::string op_table_fingerprint() { return op_table_fingerprint_with(bp_op_name); }
+}  // namespace bp::remote
 
 namespace bp::remote::server {
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "core/internal.hpp"  // white-box: the sticky lost flag
+#include "core/handles.hpp"  // white-box: the sticky lost flag
 #include "objects_test_util.hpp"
 
 namespace bp_objects_test {

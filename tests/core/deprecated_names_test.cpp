@@ -1,4 +1,4 @@
-// The 0.1 names kept as deprecated aliases (backplane.h, docs/api-guide.md
+// The 0.1 names kept as deprecated aliases (deprecated.h, docs/api-guide.md
 // "Renamed in 0.2") still work and reach the same functions as the new ones.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,3 @@
 // An abi/ file including a core/ header: must not compile (check_layers.cmake).
 #include "abi/tables.hpp"
-#include "core/internal.hpp"
+#include "core/errors.hpp"

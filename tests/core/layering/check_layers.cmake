@@ -59,7 +59,7 @@ try_layer("core sees core/ and abi/" "${CORE_INCLUDES}" ${here}/core_includes_ow
 try_layer("core cannot see registry/" "${CORE_INCLUDES}" ${here}/core_includes_registry.cpp FAIL
           "registry/registry_internal.hpp")
 try_layer("abi sees abi/" "${ABI_INCLUDES}" ${here}/abi_includes_own.cpp PASS)
-try_layer("abi cannot see core/" "${ABI_INCLUDES}" ${here}/abi_includes_core.cpp FAIL "core/internal.hpp")
+try_layer("abi cannot see core/" "${ABI_INCLUDES}" ${here}/abi_includes_core.cpp FAIL "core/errors.hpp")
 
 if(failures)
   string(REPLACE ";" "\n" text "${failures}")

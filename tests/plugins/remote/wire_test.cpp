@@ -16,7 +16,7 @@ namespace {
 namespace rp = bp::remote_plugin;
 
 TEST(RemoteWire, FingerprintMatchesTheProtocolLibrary) {
-  EXPECT_EQ(rp::op_table_fingerprint(), bp::remote::op_table_fingerprint());
+  EXPECT_EQ(rp::op_table_fingerprint(), bp::remote::op_table_fingerprint_with(bp_op_name));
   for (int op = 0; op < BP_OP_COUNT; ++op)
     EXPECT_STREQ(bp::plugins::op_name(static_cast<bp_op>(op)), bp_op_name(static_cast<bp_op>(op)));
 }

@@ -20,6 +20,7 @@
 
 #include "protocol.hpp"
 #include "remote.grpc.pb.h"
+#include "service_core.hpp"  // op_table_fingerprint
 
 extern char **environ;
 
