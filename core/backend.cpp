@@ -191,9 +191,9 @@ BP_API const char *bp_backend_name(const bp_backend *backend) {
   return backend->name.c_str();
 }
 
-BP_API bp_device *bp_backend_get_device(const bp_backend *backend) {
+BP_API bp_device *bp_backend_device(const bp_backend *backend) {
   BP_API_SCOPE();
-  if (!backend_ok(backend, "bp_backend_get_device")) return nullptr;
+  if (!backend_ok(backend, "bp_backend_device")) return nullptr;
   return backend->device;
 }
 

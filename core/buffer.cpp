@@ -45,9 +45,9 @@ BP_API void *bp_buffer_base(const bp_buffer *buf) {
   return buf->base;
 }
 
-BP_API bp_buffer_type *bp_buffer_get_type(const bp_buffer *buf) {
+BP_API bp_buffer_type *bp_buffer_buffer_type(const bp_buffer *buf) {
   BP_API_SCOPE();
-  if (!buffer_ok(buf, "bp_buffer_get_type")) return nullptr;
+  if (!buffer_ok(buf, "bp_buffer_buffer_type")) return nullptr;
   return buf->buft;
 }
 

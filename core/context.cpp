@@ -64,7 +64,7 @@ bp_tensor *tensor_create(bp_context *ctx, const bp_type &type, const int64_t ne[
   // nb[0] is one element or one block; nb[1] one row of whole blocks.
   t.ne[0] = ne[0];
   t.nb[0] = bp_type_size(type);
-  size_t stride = bp_row_size(type, ne[0]);
+  size_t stride = bp_type_row_size(type, ne[0]);
   for (int i = 1; i < BP_MAX_DIMS; ++i) {
     t.ne[i] = ne[i];
     t.nb[i] = stride;
@@ -192,20 +192,21 @@ BP_API bp_tensor *bp_context_tensor(const bp_context *ctx, size_t i) {
   return const_cast<bp_tensor *>(&ctx->tensors[i]);
 }
 
-BP_API bp_tensor *bp_context_find(const bp_context *ctx, const char *name) {
+BP_API bp_status bp_context_find_tensor(const bp_context *ctx, const char *name, bp_tensor **out) {
   BP_API_SCOPE();
-  if (!handle_ok(ctx, TAG_CONTEXT)) {
-    bp::core::bad_handle("bp_context_find", "ctx", ctx, TAG_CONTEXT);
-    return nullptr;
-  }
-  if (name == nullptr) {
-    bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_context_find: name is NULL");
-    return nullptr;
-  }
+  if (out) *out = nullptr;
+  if (!handle_ok(ctx, TAG_CONTEXT)) return bp::core::bad_handle("bp_context_find_tensor", "ctx", ctx, TAG_CONTEXT);
+  if (name == nullptr || out == nullptr)
+    return bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_context_find_tensor: %s is NULL",
+                                name ? "out" : "name");
   for (const bp_tensor &t : ctx->tensors) {
-    if (std::strncmp(t.name, name, BP_MAX_NAME) == 0) return const_cast<bp_tensor *>(&t);
+    if (std::strncmp(t.name, name, BP_MAX_NAME) == 0) {
+      *out = const_cast<bp_tensor *>(&t);
+      return BP_OK;
+    }
   }
-  return nullptr;
+  return bp::core::set_errorf(BP_ERR_NOT_FOUND, "bp_context_find_tensor: the context has no tensor named '%.64s'",
+                              name);
 }
 
 }  // extern "C"

@@ -42,7 +42,28 @@ bp_backend *bp_sched_get_backend(const bp_sched *sched, int i) {
 int bp_sched_get_n_splits(const bp_sched *sched) { return (int)bp_sched_split_count(sched); }
 int bp_sched_get_n_copies(const bp_sched *sched) { return (int)bp_sched_copy_count(sched); }
 bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split_info *out) {
-  return bp_sched_split(sched, i < 0 ? SIZE_MAX : (size_t)i, out);
+  return bp_sched_split_describe(sched, i < 0 ? SIZE_MAX : (size_t)i, out);
+}
+
+size_t bp_quantize(bp_type type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row) {
+  size_t bytes = 0;
+  bp_quantize_rows(type, src, dst, n_rows, n_per_row, &bytes);
+  return bytes;
+}
+bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out) { return bp_device_describe(dev, out); }
+bp_status bp_sched_split(const bp_sched *sched, size_t i, bp_sched_split_info *out) {
+  return bp_sched_split_describe(sched, i, out);
+}
+bp_buffer_type *bp_buffer_get_type(const bp_buffer *buf) { return bp_buffer_buffer_type(buf); }
+bp_device *bp_backend_get_device(const bp_backend *backend) { return bp_backend_device(backend); }
+size_t bp_gallocr_get_buffer_size(const bp_gallocr *galloc) { return bp_gallocr_buffer_size(galloc); }
+size_t bp_sched_get_buffer_size(const bp_sched *sched, bp_backend *backend) {
+  return bp_sched_buffer_size(sched, backend);
+}
+bp_tensor *bp_context_find(const bp_context *ctx, const char *name) {
+  bp_tensor *t = nullptr;
+  bp_context_find_tensor(ctx, name, &t);
+  return t;
 }
 
 }  // extern "C"

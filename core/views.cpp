@@ -119,7 +119,7 @@ extern "C" {
 BP_API bp_tensor *bp_view_1d(bp_context *ctx, bp_tensor *a, int64_t ne0, size_t offset) {
   return bp::core::build_guard(ctx, [&] {
     const int64_t ne[4] = {ne0, 1, 1, 1};
-    const size_t row = a ? bp_row_size(a->type, ne0 > 0 ? ne0 : 1) : 1;
+    const size_t row = a ? bp_type_row_size(a->type, ne0 > 0 ? ne0 : 1) : 1;
     const size_t nb[3] = {row, row, row};
     return view_nd(ctx, a, ne, nb, offset, "bp_view_1d");
   });
@@ -180,7 +180,7 @@ BP_API bp_tensor *bp_reshape(bp_context *ctx, bp_tensor *a, int n_dims, const in
     }
     size_t nb[BP_MAX_DIMS];
     nb[0] = bp_type_size(a->type);
-    nb[1] = bp_row_size(a->type, ne[0]);
+    nb[1] = bp_type_row_size(a->type, ne[0]);
     for (int i = 2; i < BP_MAX_DIMS; ++i) nb[i] = nb[i - 1] * (size_t)ne[i - 1];
     return make_view(ctx, a, BP_OP_RESHAPE, ne, nb, 0, fn, "reshaped");
   });

@@ -23,6 +23,14 @@ using bp::core::set_errorf;
 
 namespace {
 
+// Whether |ctx| already has a tensor called |name| (read without a public
+// find call, which would leave NOT_FOUND as this thread's last error).
+bool context_has_tensor(const bp_context *ctx, const std::string &name) {
+  for (size_t i = 0, n = bp_context_tensor_count(ctx); i < n; ++i)
+    if (name == bp_context_tensor(ctx, i)->name) return true;
+  return false;
+}
+
 constexpr size_t kDefaultChunk = size_t{16} << 20;
 
 struct selected {
@@ -61,7 +69,7 @@ bp_status place_mapped(const bp_gguf *f, bp_device *dev, std::vector<selected> &
   if (bp_status st = bp_device_buffer_from_host_ptr(dev, base, m.size, &whole); st != BP_OK) return st;
   bufs.list.push_back(whole);
   bool used = false;
-  const size_t align = bp_buffer_type_alignment(bp_buffer_get_type(whole));
+  const size_t align = bp_buffer_type_alignment(bp_buffer_buffer_type(whole));
   for (selected &s : sel) {
     const uint64_t at = f->info.data_offset + s.info->offset;
     const bool fits = (reinterpret_cast<uintptr_t>(base) + at) % align == 0;
@@ -193,7 +201,7 @@ BP_API bp_status bp_gguf_load(const bp_gguf *file, bp_context *ctx, bp_device *d
     const size_t chunk = opt.chunk_bytes ? opt.chunk_bytes : kDefaultChunk;
     bp_device_info di{};
     di.struct_size = sizeof di;
-    if (bp_status st = bp_device_get_info(dev, &di); st != BP_OK) return st;
+    if (bp_status st = bp_device_describe(dev, &di); st != BP_OK) return st;
 
     // Choose and check everything before making anything.
     std::vector<selected> sel;
@@ -210,7 +218,7 @@ BP_API bp_status bp_gguf_load(const bp_gguf *file, bp_context *ctx, bp_device *d
         return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: tensor name '%s' is %zu bytes; Backplane names hold at most %d",
                           fn, t.name.c_str(), t.name.size(), BP_MAX_NAME - 1);
       }
-      if (bp_context_find(ctx, t.name.c_str()) != nullptr) {
+      if (context_has_tensor(ctx, t.name)) {
         return set_errorf(BP_ERR_ALREADY_EXISTS, "%s: the context already has a tensor named '%s'", fn, t.name.c_str());
       }
       sel.push_back({&t, type});

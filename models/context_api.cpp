@@ -105,7 +105,7 @@ BP_API uint64_t bp_model_context_memory(const bp_model_context *context) {
   if (check_context(context, "bp_model_context_memory")) return 0;
   uint64_t total = 0;
   for (bp_buffer *b : context->kv_buf) total += b ? bp_buffer_size(b) : 0;
-  for (bp_backend *be : context->backends) total += bp_sched_get_buffer_size(context->sched, be);
+  for (bp_backend *be : context->backends) total += bp_sched_buffer_size(context->sched, be);
   return total;
 }
 

@@ -50,7 +50,7 @@ int32_t default_offload(const bp_model *m, const std::vector<uint64_t> &layer_by
   if (m->backends.size() < 2) return n_layer;
   bp_device_info info{};
   info.struct_size = sizeof info;
-  if (bp_device_get_info(bp_backend_get_device(m->backends[0]), &info) != BP_OK || info.memory_free == 0)
+  if (bp_device_describe(bp_backend_device(m->backends[0]), &info) != BP_OK || info.memory_free == 0)
     return n_layer;
   uint64_t budget = info.memory_free / 10 * 9;
   budget = budget > other_bytes ? budget - other_bytes : 0;

@@ -104,7 +104,7 @@ bp_status load_into(const bp_gguf *file, backend_share &share, bp_backend *be, c
   opt.mode = BP_GGUF_LOAD_AUTO;
   opt.name_filter = filter.c_str();
   bp_gguf_weights *w = nullptr;
-  if (bp_gguf_load(file, share.ctx, bp_backend_get_device(be), &opt, &w) != BP_OK)
+  if (bp_gguf_load(file, share.ctx, bp_backend_device(be), &opt, &w) != BP_OK)
     return fail(bp_last_status(),
                 std::string("loading ") + filter + " onto " + bp_backend_name(be) + ": " + bp_last_error());
   share.loads.push_back(w);
@@ -113,7 +113,13 @@ bp_status load_into(const bp_gguf *file, backend_share &share, bp_backend *be, c
   return BP_OK;
 }
 
-bp_tensor *find(const backend_share &s, const std::string &name) { return bp_context_find(s.ctx, name.c_str()); }
+// The tensor called |name|, or NULL (some are optional: a NOT_FOUND is not
+// left as the thread's last error).
+bp_tensor *find(const backend_share &s, const std::string &name) {
+  bp_tensor *t = nullptr;
+  if (bp_context_find_tensor(s.ctx, name.c_str(), &t) == BP_ERR_NOT_FOUND) bp_clear_error();
+  return t;
+}
 
 }  // namespace
 

@@ -1,7 +1,7 @@
 // api.cpp: the public read side of the registry (plugins, devices, rejects).
 //
 // Every listing call first loads every plugin file found (thread-safe; at
-// most once per file, registry/demand.cpp), bp_plugin_find only the files
+// most once per file, registry/demand.cpp), bp_registry_find_plugin only the files
 // that may provide its name, and then reads the lists under the state mutex
 // only, so it never waits for plugin code. Handles are checked for NULL and
 // for their tag (docs/failures.md #24).
@@ -51,18 +51,22 @@ BP_API bp_plugin *bp_plugin_get(size_t i) {
   return nullptr;
 }
 
-BP_API bp_plugin *bp_plugin_find(const char *name) {
+BP_API bp_status bp_registry_find_plugin(const char *name, bp_plugin **out) {
   BP_API_SCOPE();
-  if (!name) {
-    bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_plugin_find: name is NULL");
-    return nullptr;
-  }
-  if (ensure_named_loaded(name) == BP_ERR_FAILED_PRECONDITION) return nullptr;
+  if (out) *out = nullptr;
+  if (!name || !out)
+    return bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_registry_find_plugin: %s is NULL", name ? "out" : "name");
+  if (bp_status st = ensure_named_loaded(name); st == BP_ERR_FAILED_PRECONDITION) return st;
   std::unique_lock<std::mutex> lock(state().state_mutex);
   bp_plugin *p = find_by_name_locked(name);
   lock.unlock();
-  if (!p) bp::core::set_errorf(BP_ERR_NOT_FOUND, "no plugin named '%.64s' is loaded", name);
-  return p;
+  if (!p)
+    return bp::core::set_errorf(BP_ERR_NOT_FOUND,
+                                "no plugin named '%.64s' is loaded; bp-devices lists the plugins found and why a file "
+                                "was refused",
+                                name);
+  *out = p;
+  return BP_OK;
 }
 
 BP_API const char *bp_plugin_name(const bp_plugin *p) {
@@ -175,13 +179,13 @@ BP_API bp_device *bp_device_get(size_t i) {
   return nullptr;
 }
 
-BP_API bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out) {
+BP_API bp_status bp_device_describe(const bp_device *dev, bp_device_info *out) {
   BP_API_SCOPE();
-  if (!valid_device(dev, "bp_device_get_info")) return BP_ERR_INVALID_ARGUMENT;
-  if (!out) return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_get_info: out is NULL");
+  if (!valid_device(dev, "bp_device_describe")) return BP_ERR_INVALID_ARGUMENT;
+  if (!out) return bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_describe: out is NULL");
   if (out->struct_size < sizeof(bp_device_info))
     return bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT,
-                                "bp_device_get_info: out->struct_size is %u; set it to sizeof(bp_device_info) (%zu)",
+                                "bp_device_describe: out->struct_size is %u; set it to sizeof(bp_device_info) (%zu)",
                                 out->struct_size, sizeof(bp_device_info));
   out->name = dev->name.c_str();
   out->description = dev->description.c_str();

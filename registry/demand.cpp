@@ -5,7 +5,7 @@
 // loaded (the checks and dlopen of loader.cpp, then init) the first time
 // something needs a plugin it may provide, and only then:
 //  - a spec naming plugins ("cpu", "cpu:threads=2", "vulkan;cpu",
-//    "remote:0"), bp_plugin_find, or bp_registry_load of a file of that
+//    "remote:0"), bp_registry_find_plugin, or bp_registry_load of a file of that
 //    name: the candidates whose file name allows that name (PLG-3: the file
 //    is libbp-<name>.so, or a symlink of that name to one), in search order,
 //    until one loads;

@@ -154,10 +154,10 @@ bp_status bp_gallocr_alloc_graph(bp_gallocr *galloc, const bp_graph *graph) {
   });
 }
 
-size_t bp_gallocr_get_buffer_size(const bp_gallocr *galloc) {
+size_t bp_gallocr_buffer_size(const bp_gallocr *galloc) {
   BP_API_SCOPE();
   if (!bp::core::handle_ok(galloc, bp::core::TAG_GALLOCR)) {
-    bp::core::bad_handle("bp_gallocr_get_buffer_size", "galloc", galloc, bp::core::TAG_GALLOCR);
+    bp::core::bad_handle("bp_gallocr_buffer_size", "galloc", galloc, bp::core::TAG_GALLOCR);
     return 0;
   }
   return galloc->buffer ? bp_buffer_size(galloc->buffer) : 0;

@@ -239,18 +239,18 @@ size_t bp_sched_copy_count(const bp_sched *sched) {
   return sched->copies.size();
 }
 
-size_t bp_sched_get_buffer_size(const bp_sched *sched, bp_backend *backend) {
+size_t bp_sched_buffer_size(const bp_sched *sched, bp_backend *backend) {
   BP_API_SCOPE();
   if (!handle_ok(sched, TAG_SCHED)) {
-    bad_handle("bp_sched_get_buffer_size", "sched", sched, TAG_SCHED);
+    bad_handle("bp_sched_buffer_size", "sched", sched, TAG_SCHED);
     return 0;
   }
   int b = backend_index(sched, backend);
   if (b < 0) {
-    set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_sched_get_buffer_size: backend is not one of the scheduler's");
+    set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_sched_buffer_size: backend is not one of the scheduler's");
     return 0;
   }
-  return bp_gallocr_get_buffer_size(sched->gallocs[(size_t)sched->galloc_of[(size_t)b]].get());
+  return bp_gallocr_buffer_size(sched->gallocs[(size_t)sched->galloc_of[(size_t)b]].get());
 }
 
 bp_status bp_sched_set_tensor_backend(bp_sched *sched, bp_tensor *node, bp_backend *backend) {
@@ -331,9 +331,9 @@ void bp_sched_set_eval_callback(bp_sched *sched, bp_sched_eval_callback callback
   sched->callback_data = user_data;
 }
 
-bp_status bp_sched_split(const bp_sched *sched, size_t i, bp_sched_split_info *out) {
+bp_status bp_sched_split_describe(const bp_sched *sched, size_t i, bp_sched_split_info *out) {
   BP_API_SCOPE();
-  const char *fn = "bp_sched_split";
+  const char *fn = "bp_sched_split_describe";
   if (!handle_ok(sched, TAG_SCHED)) return bad_handle(fn, "sched", sched, TAG_SCHED);
   if (!out) return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
   if (i >= sched->splits.size())

@@ -40,7 +40,7 @@ bool sched_supports_buft(const bp_sched *s, int backend, const bp_buffer_type *b
 }
 
 bp_buffer_type *sched_tensor_buft(const bp_sched *s, const bp_tensor *t) {
-  if (bp_buffer *buf = sched_external_buffer(s, t)) return bp_buffer_get_type(buf);
+  if (bp_buffer *buf = sched_external_buffer(s, t)) return bp_buffer_buffer_type(buf);
   int b = sched_tensor_backend(s, t);
   return b < 0 ? nullptr : s->bufts[(size_t)b];
 }
@@ -87,7 +87,7 @@ struct assigner {
   // returns -2 when the tensor's own memory is unusable by every backend.
   int from_memory_or_weights(bp_tensor *t) {
     if (bp_buffer *buf = sched_external_buffer(s, t)) {
-      bp_buffer_type *buft = bp_buffer_get_type(buf);
+      bp_buffer_type *buft = bp_buffer_buffer_type(buf);
       int b = backend_for_buft(buft, t);
       if (b >= 0) return b;
       set_errorf(BP_ERR_UNIMPLEMENTED,
@@ -102,7 +102,7 @@ struct assigner {
       if (!src) continue;
       bp_buffer *buf = sched_external_buffer(s, src);
       if (!buf || bp_buffer_get_usage(buf) != BP_BUFFER_USAGE_WEIGHTS) continue;
-      int b = backend_for_buft(bp_buffer_get_type(buf), t);
+      int b = backend_for_buft(bp_buffer_buffer_type(buf), t);
       if (b < 0) continue;
       for (int hi = 0; hi < b; ++hi)
         if (supports(hi, t) && bp_backend_offload_op(s->backends[(size_t)hi], t)) return hi;
@@ -219,7 +219,7 @@ struct assigner {
       bp_tensor *root = alloc_root(v);
       int b = get(root);
       if (b < 0) {
-        if (bp_buffer *buf = sched_external_buffer(s, root)) b = backend_for_buft(bp_buffer_get_type(buf), root);
+        if (bp_buffer *buf = sched_external_buffer(s, root)) b = backend_for_buft(bp_buffer_buffer_type(buf), root);
         if (b < 0) b = n - 1;
         s->assigned[root] = b;
       }

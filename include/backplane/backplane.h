@@ -18,7 +18,7 @@
  * Nothing here aborts on user input.
  *
  * Threads: the registry (discovery, loading, listing plugins and devices,
- * bp_backend_new*), errors, logging, bp_quantize / bp_dequantize and the
+ * bp_backend_new*), errors, logging, bp_quantize_rows / bp_dequantize and the
  * static-name functions may be called from any thread at once. Every other
  * object (context and its tensors, graph, buffer, backend, event, graph
  * plan, graph allocator, scheduler) is used by one thread at a time: the
@@ -127,11 +127,12 @@ BP_API void bp_log_set_callback(bp_log_callback callback, void *user_data);
  * GGUF block layout of |type| (byte-for-byte what llama.cpp writes); f32
  * copies and f16 converts. |n_per_row| must be a multiple of
  * bp_type_block_size(type). Both buffers are the caller's; |dst| must hold
- * bp_row_size(type, n_per_row) * n_rows bytes. Returns the bytes written, or
- * 0 with the error set. Thread-safe. */
-BP_API size_t bp_quantize(bp_type type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row);
+ * bp_type_row_size(type, n_per_row) * n_rows bytes. Sets *out_bytes (may be
+ * NULL) to the bytes written, 0 on failure. Thread-safe. */
+BP_API bp_status bp_quantize_rows(bp_type type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row,
+                                  size_t *out_bytes);
 /* Expands |n| values (a multiple of the block size) of |type| at |src| into
- * floats at |dst|. Caller's buffers: |src| holds bp_row_size(type, n) bytes,
+ * floats at |dst|. Caller's buffers: |src| holds bp_type_row_size(type, n) bytes,
  * |dst| n floats. Thread-safe. */
 BP_API bp_status bp_dequantize(bp_type type, const void *src, float *dst, int64_t n);
 
@@ -148,8 +149,9 @@ BP_API void bp_context_free(bp_context *ctx);
 BP_API size_t bp_context_tensor_count(const bp_context *ctx);
 /* i-th tensor in creation order, NULL past the end. Borrowed; lives with ctx. */
 BP_API bp_tensor *bp_context_tensor(const bp_context *ctx, size_t i);
-/* First tensor named |name|, or NULL. Borrowed; lives with ctx. */
-BP_API bp_tensor *bp_context_find(const bp_context *ctx, const char *name);
+/* First tensor named |name| in *out (borrowed; lives with ctx); NOT_FOUND
+ * with *out = NULL when there is none. */
+BP_API bp_status bp_context_find_tensor(const bp_context *ctx, const char *name, bp_tensor **out);
 
 /* New tensor of |n_dims| (1..4) dims, contiguous strides, no memory yet.
  * Borrowed; lives with ctx. NULL with a message on bad input. */
@@ -295,8 +297,10 @@ BP_API bp_status bp_registry_discover(void);
 BP_API size_t bp_plugin_count(void);
 /* Borrowed; valid until bp_plugin_unload or bp_runtime_shutdown. */
 BP_API bp_plugin *bp_plugin_get(size_t i);
-/* The loaded plugin called |name|, or NULL. Borrowed, as bp_plugin_get. */
-BP_API bp_plugin *bp_plugin_find(const char *name);
+/* The plugin called |name| in *out (loading its file first when it is not
+ * loaded yet; borrowed, as bp_plugin_get). NOT_FOUND naming it when no such
+ * plugin is installed; a load failure returns its own status. */
+BP_API bp_status bp_registry_find_plugin(const char *name, bp_plugin **out);
 /* The plugin's strings. Borrowed; valid while the plugin is loaded. */
 BP_API const char *bp_plugin_name(const bp_plugin *p);
 BP_API const char *bp_plugin_version(const bp_plugin *p);
@@ -343,7 +347,7 @@ typedef struct bp_device_info {
   bp_plugin *plugin;
 } bp_device_info;
 /* Fills |out| (strings borrowed; valid while the plugin is loaded). */
-BP_API bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out);
+BP_API bp_status bp_device_describe(const bp_device *dev, bp_device_info *out);
 /* "cpu", "gpu", ...: static storage. */
 BP_API const char *bp_device_type_name(bp_device_type type);
 
@@ -384,7 +388,7 @@ BP_API size_t bp_buffer_size(const bp_buffer *buf);
 /* Base address (opaque for device buffers). Valid until the buffer is freed. */
 BP_API void *bp_buffer_base(const bp_buffer *buf);
 /* The buffer's type. Borrowed; valid while its plugin is loaded. */
-BP_API bp_buffer_type *bp_buffer_get_type(const bp_buffer *buf);
+BP_API bp_buffer_type *bp_buffer_buffer_type(const bp_buffer *buf);
 BP_API bool bp_buffer_is_host(const bp_buffer *buf);
 /* Fills the whole buffer with |value|. */
 BP_API bp_status bp_buffer_clear(bp_buffer *buf, uint8_t value);
@@ -425,7 +429,7 @@ BP_API void bp_backend_free(bp_backend *backend); /* NULL ok */
 BP_API const char *bp_backend_name(const bp_backend *backend);
 /* The backend's device and default buffer type. Borrowed; valid while its
  * plugin is loaded. */
-BP_API bp_device *bp_backend_get_device(const bp_backend *backend);
+BP_API bp_device *bp_backend_device(const bp_backend *backend);
 BP_API bp_buffer_type *bp_backend_buffer_type(bp_backend *backend);
 /* Allocates a buffer of the backend's default type. Caller owns; release with
  * bp_buffer_free. */
@@ -500,7 +504,7 @@ BP_API void bp_gallocr_free(bp_gallocr *galloc);
 BP_API bp_status bp_gallocr_reserve(bp_gallocr *galloc, const bp_graph *graph);
 /* Plans and places every tensor of |graph| (reallocating if the reserve was too small). */
 BP_API bp_status bp_gallocr_alloc_graph(bp_gallocr *galloc, const bp_graph *graph);
-BP_API size_t bp_gallocr_get_buffer_size(const bp_gallocr *galloc);
+BP_API size_t bp_gallocr_buffer_size(const bp_gallocr *galloc);
 
 /* ------------------------------------------------------------------------ */
 /* Scheduler: one graph over several backends in priority order.             */
@@ -527,7 +531,7 @@ BP_API bp_backend *bp_sched_backend(const bp_sched *sched, size_t i);
 /* Splits of the last allocated graph; copies of inputs across backends. */
 BP_API size_t bp_sched_split_count(const bp_sched *sched);
 BP_API size_t bp_sched_copy_count(const bp_sched *sched);
-BP_API size_t bp_sched_get_buffer_size(const bp_sched *sched, bp_backend *backend);
+BP_API size_t bp_sched_buffer_size(const bp_sched *sched, bp_backend *backend);
 /* Pins |node| to |backend| for the next alloc/compute. */
 BP_API bp_status bp_sched_set_tensor_backend(bp_sched *sched, bp_tensor *node, bp_backend *backend);
 /* The backend |node| was assigned to, or NULL. Borrowed (one of the
@@ -557,7 +561,7 @@ typedef struct bp_sched_split_info {
   size_t n_plans;             /* graph plans held (one per pipeline slot run so far) */
 } bp_sched_split_info;
 /* Fills |out| with split |i| (0 <= i < bp_sched_split_count). */
-BP_API bp_status bp_sched_split(const bp_sched *sched, size_t i, bp_sched_split_info *out);
+BP_API bp_status bp_sched_split_describe(const bp_sched *sched, size_t i, bp_sched_split_info *out);
 
 /* Pipeline slots per copied input with parallel=true: run k+1 fills its
  * copies while run k computes and run k-1's results are still read. */

@@ -152,7 +152,7 @@ class gallocr : public handle<bp_gallocr, bp_gallocr_free> {
   explicit gallocr(bp_buffer_type *buft) : handle(check(bp_gallocr_new(buft))) {}
   void reserve(const graph &g) { check(bp_gallocr_reserve(p_, g.get())); }
   void alloc_graph(const graph &g) { check(bp_gallocr_alloc_graph(p_, g.get())); }
-  size_t buffer_size() const { return bp_gallocr_get_buffer_size(p_); }
+  size_t buffer_size() const { return bp_gallocr_buffer_size(p_); }
 };
 
 // The scheduler over backends in priority order, the last one the fallback
@@ -179,11 +179,11 @@ class sched : public handle<bp_sched, bp_sched_free> {
   size_t n_backends() const { return bp_sched_backend_count(p_); }
   size_t n_splits() const { return bp_sched_split_count(p_); }
   size_t n_copies() const { return bp_sched_copy_count(p_); }
-  size_t buffer_size(backend &be) const { return bp_sched_get_buffer_size(p_, be.get()); }
+  size_t buffer_size(backend &be) const { return bp_sched_buffer_size(p_, be.get()); }
   bp_sched_split_info split(size_t i) const {
     bp_sched_split_info info{};
     info.struct_size = sizeof info;
-    check(bp_sched_split(p_, i, &info));
+    check(bp_sched_split_describe(p_, i, &info));
     return info;
   }
 

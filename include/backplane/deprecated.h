@@ -1,5 +1,5 @@
-/* deprecated.h: the names of Backplane 0.1, kept as deprecated aliases
- * through 0.2 and removed in 0.3 (docs/api-guide.md lists them). Each
+/* deprecated.h: the names of Backplane 0.1, and those renamed before 0.3,
+ * kept as deprecated aliases and removed in 0.3 (docs/api-guide.md lists them). Each
  * forwards to the function named in its message. backplane.h includes this
  * header at its end, so existing code keeps compiling (with a warning per
  * use); define BP_NO_DEPRECATED to hide them. New code never includes it.
@@ -52,8 +52,24 @@ BP_DEPRECATED("bp_sched_backend_count") BP_API int bp_sched_get_n_backends(const
 BP_DEPRECATED("bp_sched_backend") BP_API bp_backend *bp_sched_get_backend(const bp_sched *sched, int i);
 BP_DEPRECATED("bp_sched_split_count") BP_API int bp_sched_get_n_splits(const bp_sched *sched);
 BP_DEPRECATED("bp_sched_copy_count") BP_API int bp_sched_get_n_copies(const bp_sched *sched);
-BP_DEPRECATED("bp_sched_split")
+BP_DEPRECATED("bp_sched_split_describe")
 BP_API bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split_info *out);
+
+/* Renamed before 0.3 to follow the naming rules (docs/api-guide.md). */
+BP_DEPRECATED("bp_quantize_rows, which returns a status")
+BP_API size_t bp_quantize(bp_type type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row);
+BP_DEPRECATED("bp_device_describe") BP_API bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out);
+BP_DEPRECATED("bp_sched_split_describe")
+BP_API bp_status bp_sched_split(const bp_sched *sched, size_t i, bp_sched_split_info *out);
+BP_DEPRECATED("bp_buffer_buffer_type") BP_API bp_buffer_type *bp_buffer_get_type(const bp_buffer *buf);
+BP_DEPRECATED("bp_backend_device") BP_API bp_device *bp_backend_get_device(const bp_backend *backend);
+BP_DEPRECATED("bp_gallocr_buffer_size") BP_API size_t bp_gallocr_get_buffer_size(const bp_gallocr *galloc);
+BP_DEPRECATED("bp_sched_buffer_size")
+BP_API size_t bp_sched_get_buffer_size(const bp_sched *sched, bp_backend *backend);
+BP_DEPRECATED("bp_context_find_tensor, which returns a status")
+BP_API bp_tensor *bp_context_find(const bp_context *ctx, const char *name);
+BP_DEPRECATED("bp_registry_find_plugin, which returns a status")
+BP_API bp_plugin *bp_plugin_find(const char *name);
 #endif /* BP_NO_DEPRECATED */
 
 #ifdef __cplusplus

@@ -19,8 +19,9 @@
  *   if (bp_gguf_open("model.gguf", &f)) fprintf(stderr, "%s\n", bp_last_error());
  *   bp_context *ctx = bp_context_new(0);
  *   bp_gguf_weights *w = NULL;
- *   bp_gguf_load(f, ctx, bp_backend_get_device(be), NULL, &w);
- *   bp_tensor *wq = bp_context_find(ctx, "blk.0.attn_q.weight");
+ *   bp_gguf_load(f, ctx, bp_backend_device(be), NULL, &w);
+ *   bp_tensor *wq = NULL;
+ *   bp_context_find_tensor(ctx, "blk.0.attn_q.weight", &wq);
  *   ...
  *   bp_gguf_weights_free(w); bp_context_free(ctx); bp_gguf_close(f);
  */

@@ -4,7 +4,7 @@
  * What it is: status codes, element types, ops, the tensor struct, the
  * device, parameter, buffer-usage and log-level enums the plugin ABI uses,
  * and the inline helpers both sides compute with (bp_type_size,
- * bp_row_size, bp_tensor_nbytes, f16 conversion, ...): one source of truth.
+ * bp_type_row_size, bp_tensor_nbytes, f16 conversion, ...): one source of truth.
  * Pure C99; it declares no function of libbackplane.so, so a plugin built
  * from it and plugin.h links nothing of Backplane.
  * What it is not: the application API. Applications include backplane.h
@@ -204,9 +204,18 @@ static inline size_t bp_type_size(bp_type type) {
   }
 }
 /* Bytes of a dense row of |n| values (n a multiple of the block size). */
-static inline size_t bp_row_size(bp_type type, int64_t n) {
+static inline size_t bp_type_row_size(bp_type type, int64_t n) {
   return bp_type_size(type) * (size_t)n / (size_t)bp_type_block_size(type);
 }
+#ifndef BP_NO_DEPRECATED
+/* Renamed before 0.3 (removed in 0.3): use bp_type_row_size. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((deprecated("use bp_type_row_size")))
+#endif
+static inline size_t bp_row_size(bp_type type, int64_t n) {
+  return bp_type_row_size(type, n);
+}
+#endif
 /* True for the weight encodings (Q8_0 .. Q6_K, Q5_K and BF16): read only by
  * MUL_MAT as a and GET_ROWS as the table, written by CPY and CONT from f32. */
 static inline bool bp_type_is_quantized(bp_type type) {
@@ -258,7 +267,7 @@ static inline size_t bp_tensor_nbytes(const bp_tensor *t) {
 static inline bool bp_tensor_is_contiguous(const bp_tensor *t) {
   size_t next = bp_type_size(t->type);
   if (t->ne[0] != 1 && t->nb[0] != next) return false;
-  next = bp_row_size(t->type, t->ne[0]);
+  next = bp_type_row_size(t->type, t->ne[0]);
   for (int i = 1; i < BP_MAX_DIMS; ++i) {
     if (t->ne[i] != 1 && t->nb[i] != next) return false;
     next *= (size_t)t->ne[i];

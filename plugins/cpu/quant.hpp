@@ -40,10 +40,10 @@ inline size_t qrow_bytes(qtype q, int64_t n) {
 // the formats' reference formulas (bit-equal to the core's bp_dequantize).
 void dequantize_row(qtype q, const void *src, float *dst, int64_t n);
 // |n| floats (a multiple of the block size) into blocks. Q8_0, Q4_0, Q5_0
-// and BF16 follow the reference rounding (bit-equal to bp_quantize); Q4_K,
+// and BF16 follow the reference rounding (bit-equal to bp_quantize_rows); Q4_K,
 // Q5_K and Q6_K use this file's own scale search: every value within half a
 // step (plus the rounding of the f16 scales) of its input, not bit-equal to
-// bp_quantize.
+// bp_quantize_rows.
 void quantize_row(qtype q, const float *src, void *dst, int64_t n);
 
 // ---- b, quantized for the integer dots ---------------------------------

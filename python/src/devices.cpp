@@ -89,7 +89,7 @@ std::vector<Param> params_of(const bp_plugin *p) {
 Device device_of(bp_device *dev) {
   bp_device_info info{};
   info.struct_size = sizeof info;
-  check(bp_device_get_info(dev, &info));
+  check(bp_device_describe(dev, &info));
   Device d;
   d.dev = dev;
   size_t n = bp_device_count();
@@ -215,7 +215,7 @@ bp_device *device_from(const py::handle &h, BackendP *keep) {
   if (py::isinstance<Device>(h)) return h.cast<const Device &>().dev;
   BackendP b = backend_from(h);
   if (keep) *keep = b;
-  return bp_backend_get_device(b->be);
+  return bp_backend_device(b->be);
 }
 
 void init_devices(py::module_ &m) {
@@ -281,7 +281,7 @@ void init_devices(py::module_ &m) {
                       "object (and no scheduler) uses it; `with` or close() drops this object's reference.")
       .def(py::init(&make_backend), py::arg("spec") = "cpu")
       .def_property_readonly("name", [](const Backend &b) { return str(bp_backend_name(b.get())); })
-      .def_property_readonly("device", [](const Backend &b) { return device_of(bp_backend_get_device(b.get())); })
+      .def_property_readonly("device", [](const Backend &b) { return device_of(bp_backend_device(b.get())); })
       .def_property_readonly("alignment", [](const Backend &b) { return bp_backend_alignment(b.get()); })
       .def_property_readonly("closed", [](const Backend &b) { return !b.h; })
       .def("close", [](Backend &b) { b.h.reset(); })

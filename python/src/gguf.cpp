@@ -124,7 +124,7 @@ py::array tensor_array(const File &file, const std::string &name, bool deq) {
       call_nogil([&] { return bp_dequantize(t, data, dst, n); });
       return out;
     }
-    shape.back() = static_cast<py::ssize_t>(bp_row_size(t, shape.back()));
+    shape.back() = static_cast<py::ssize_t>(bp_type_row_size(t, shape.back()));
   }
   py::array out(dtype_of(t), shape);
   std::memcpy(out.mutable_data(), data, size);
@@ -150,7 +150,8 @@ py::dict load(const File &file, const py::object &device, const py::object &filt
   py::dict out;
   for (size_t i = 0; i < bp_gguf_tensor_count(f); ++i) {
     bp_gguf_tensor_info info = info_of(f, i);
-    bp_tensor *t = bp_context_find(c->ctx, info.name);
+    bp_tensor *t = nullptr;
+    if (bp_context_find_tensor(c->ctx, info.name, &t) != BP_OK) continue;  // left out by the name filter
     if (t && t->data) out[py::str(info.name)] = Tensor{c, t, static_cast<int>(info.n_dims)};
   }
   return out;

@@ -35,7 +35,7 @@ struct Split {
 bool is_cpu(bp_backend *be) {
   bp_device_info info{};
   info.struct_size = sizeof info;
-  return bp_device_get_info(bp_backend_get_device(be), &info) == BP_OK && info.type == BP_DEVICE_TYPE_CPU;
+  return bp_device_describe(bp_backend_device(be), &info) == BP_OK && info.type == BP_DEVICE_TYPE_CPU;
 }
 
 Graph make_graph(const std::vector<Tensor> &outputs, size_t max_nodes) {
@@ -204,7 +204,7 @@ void init_graph(py::module_ &m) {
                                for (size_t i = 0; i < bp_sched_split_count(s); ++i) {
                                  bp_sched_split_info info{};
                                  info.struct_size = sizeof info;
-                                 check(bp_sched_split(s, i, &info));
+                                 check(bp_sched_split_describe(s, i, &info));
                                  out.push_back({bp_backend_name(info.backend), info.first_node, info.n_nodes,
                                                 info.n_inputs, info.n_plans, info.bytes_copied});
                                }
@@ -231,7 +231,7 @@ void init_graph(py::module_ &m) {
         std::map<std::string, size_t> out;
         for (size_t i = 0; i < bp_sched_backend_count(s); ++i) {
           bp_backend *be = bp_sched_backend(s, i);
-          out[bp_backend_name(be)] = bp_sched_get_buffer_size(s, be);
+          out[bp_backend_name(be)] = bp_sched_buffer_size(s, be);
         }
         return out;
       });

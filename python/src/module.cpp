@@ -131,8 +131,9 @@ PYBIND11_MODULE(_backplane, m) {
       .def(
           "find",
           [](const Context &self, const std::string &name) -> py::object {
-            bp_tensor *t = bp_context_find(self.c->ctx, name.c_str());
-            if (!t) return py::none();
+            bp_tensor *t = nullptr;
+            if (bp_context_find_tensor(self.c->ctx, name.c_str(), &t) == BP_ERR_NOT_FOUND) return py::none();
+            check_ptr(t);
             return py::cast(wrap(self.c, t, 1));
           },
           py::arg("name"), "The first tensor named |name|, or None.")

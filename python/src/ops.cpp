@@ -108,7 +108,7 @@ Tensor view(const Tensor &a, std::vector<int64_t> shape, std::vector<int64_t> st
   for (int i = 0; i < n; ++i) ne[i] = shape[n - 1 - i];
   if (strides.empty()) {
     nb[0] = bp_type_size(a.t->type);
-    nb[1] = bp_row_size(a.t->type, ne[0]);
+    nb[1] = bp_type_row_size(a.t->type, ne[0]);
     for (int i = 2; i < BP_MAX_DIMS; ++i) nb[i] = nb[i - 1] * static_cast<size_t>(ne[i - 1]);
   } else {
     if (strides.size() != shape.size()) fail(BP_ERR_INVALID_ARGUMENT, "view: strides and shape differ in length");

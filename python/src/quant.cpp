@@ -1,4 +1,4 @@
-// quant.cpp: quantize() and dequantize() (bp_quantize / bp_dequantize, byte
+// quant.cpp: quantize() and dequantize() (bp_quantize_rows / bp_dequantize, byte
 // for byte), and the conversion of NumPy data into a tensor's bytes.
 #include "tensor_io.hpp"
 
@@ -42,10 +42,7 @@ py::array quantize_rows(const py::array &f32, bp_type type) {
   py::array_t<uint8_t> out(out_shape);
   const float *src = static_cast<const float *>(f32.data());
   void *dst = out.mutable_data();
-  call_nogil([&] {
-    size_t written = bp_quantize(type, src, dst, rows, n);
-    return written == 0 ? bp_last_status() : BP_OK;  // 0 bytes: the error is set (OK for an empty input)
-  });
+  call_nogil([&] { return bp_quantize_rows(type, src, dst, rows, n, nullptr); });
   return out;
 }
 
@@ -122,7 +119,7 @@ void init_quant(py::module_ &m) {
         return quantize_rows(f, type);
       },
       py::arg("data"), py::arg("type"),
-      "Quantizes float rows (along the last axis) into |type|'s blocks with bp_quantize; returns uint8 of "
+      "Quantizes float rows (along the last axis) into |type|'s blocks with bp_quantize_rows; returns uint8 of "
       "shape (..., row bytes).");
   m.def(
       "dequantize",
@@ -134,7 +131,7 @@ void init_quant(py::module_ &m) {
         int64_t n = count(shape);
         int64_t blck = bp_type_block_size(type);
         if (n % blck == 0) {
-          size_t want = bp_row_size(type, n);
+          size_t want = bp_type_row_size(type, n);
           if (static_cast<size_t>(info.size) != want)
             fail(BP_ERR_INVALID_ARGUMENT, "dequantize: " + std::to_string(n) + " values of " + type_name(type) +
                                               " are " + std::to_string(want) + " bytes, got " +
@@ -155,7 +152,7 @@ void init_quant(py::module_ &m) {
       "block_size", [](const py::handle &t) { return bp_type_block_size(parse_type(t)); }, py::arg("type"),
       "Values per block (1 for f32, f16, i32).");
   m.def(
-      "row_size", [](const py::handle &t, int64_t n) { return bp_row_size(parse_type(t), n); }, py::arg("type"),
+      "row_size", [](const py::handle &t, int64_t n) { return bp_type_row_size(parse_type(t), n); }, py::arg("type"),
       py::arg("n"), "Bytes of a row of n values.");
   std::vector<std::string> names;
   for (int i = 0; i < BP_TYPE_COUNT; ++i) names.push_back(bp_type_name(static_cast<bp_type>(i)));

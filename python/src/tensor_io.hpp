@@ -9,7 +9,7 @@ namespace bppy {
 // The bytes a tensor of |type| holds for |data|, as a C-contiguous array:
 // f32/f16/i32 values converted to the type (a copy unless |copy| is false,
 // which then needs the exact dtype and layout); for a quantized type,
-// float data quantized with bp_quantize (rows along the last axis) or uint8
+// float data quantized with bp_quantize_rows (rows along the last axis) or uint8
 // raw blocks taken as they are. |type| BP_TYPE_COUNT: from the dtype.
 // |shape| (NumPy order, may be NULL) reshapes; *out_shape gets the element
 // shape in NumPy order. |transient|: the caller copies the bytes out before

@@ -137,7 +137,7 @@ grpc::Status service_core::hello(const call_meta &m, const pb::HelloRequest &req
     bp_device *dev = opt_.devices[i];
     bp_device_info info{};
     info.struct_size = sizeof info;
-    if (bp_device_get_info(dev, &info) != BP_OK) continue;
+    if (bp_device_describe(dev, &info) != BP_OK) continue;
     pb::DeviceInfo *d = reply->add_devices();
     d->set_index(static_cast<uint32_t>(i));
     d->set_id(info.id ? info.id : "");
@@ -204,7 +204,7 @@ grpc::Status service_core::device_memory(const call_meta &m, const pb::DeviceRef
   if (req.device() >= opt_.devices.size()) return no_device(req.device(), opt_.devices.size());
   bp_device_info info{};
   info.struct_size = sizeof info;
-  if (bp_device_get_info(opt_.devices[req.device()], &info) != BP_OK) return from_last_error("device info: ");
+  if (bp_device_describe(opt_.devices[req.device()], &info) != BP_OK) return from_last_error("device info: ");
   reply->set_free(info.memory_free);
   reply->set_total(info.memory_total);
   return grpc::Status::OK;

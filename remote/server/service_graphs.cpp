@@ -56,7 +56,7 @@ bool params_text(const pb::BackendOpenRequest &req, const char *skip, std::strin
 bool takes_threads(bp_device *dev) {
   bp_device_info info{};
   info.struct_size = sizeof info;
-  if (bp_device_get_info(dev, &info) != BP_OK || info.plugin == nullptr) return false;
+  if (bp_device_describe(dev, &info) != BP_OK || info.plugin == nullptr) return false;
   for (size_t i = 0; i < bp_plugin_param_count(info.plugin); ++i) {
     const bp_param_info *p = bp_plugin_param(info.plugin, i);
     if (p && p->name && std::strcmp(p->name, "threads") == 0 && p->type == BP_PARAM_INT) return true;
@@ -187,7 +187,7 @@ grpc::Status service_core::graph_register(const call_meta &m, const pb::GraphReg
     g->buffers = r.buffers;
     g->memory = cost;
     for (uint64_t h : r.buffers) {
-      bp_buffer_type *buft = bp_buffer_get_type(s.buffers.at(h)->buffer);
+      bp_buffer_type *buft = bp_buffer_buffer_type(s.buffers.at(h)->buffer);
       if (!bp_backend_supports_buft(be->backend, buft)) {
         return invalid(std::string("GraphRegister: buffer handle ") + std::to_string(h) + " is memory of type '" +
                        bp_buffer_type_name(buft) + "', which backend " + bp_backend_name(be->backend) +

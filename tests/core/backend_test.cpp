@@ -30,7 +30,7 @@ TEST_F(BackendTest, DescribesItself) {
   const char *name = bp_backend_name(backend);
   ASSERT_NE(name, nullptr);
   EXPECT_EQ(std::string(name).rfind("cpu", 0), 0u) << name;
-  EXPECT_EQ(bp_backend_get_device(backend), dev);
+  EXPECT_EQ(bp_backend_device(backend), dev);
   EXPECT_EQ(bp_backend_buffer_type(backend), bp_device_buffer_type(dev));
   EXPECT_TRUE(bp_backend_supports_buft(backend, bp_device_buffer_type(dev)));
   bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 4);

@@ -47,7 +47,7 @@ TEST_F(BufferTest, AllocatedBufferReportsItsProperties) {
   buffers.push_back(buf);
   EXPECT_EQ(bp_buffer_size(buf), 1000u);
   EXPECT_NE(bp_buffer_base(buf), nullptr);
-  EXPECT_EQ(bp_buffer_get_type(buf), bp_device_buffer_type(dev));
+  EXPECT_EQ(bp_buffer_buffer_type(buf), bp_device_buffer_type(dev));
   EXPECT_TRUE(bp_buffer_is_host(buf));
   EXPECT_EQ(bp_buffer_get_usage(buf), BP_BUFFER_USAGE_ANY);
   bp_buffer_set_usage(buf, BP_BUFFER_USAGE_WEIGHTS);
@@ -326,7 +326,7 @@ TEST_F(BufferTest, LiveBufferKeepsItsPluginLoaded) {
   buffers.push_back(buf);
   bp_device_info info{};
   info.struct_size = sizeof info;
-  ASSERT_EQ(bp_device_get_info(dev, &info), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_device_describe(dev, &info), BP_OK) << bp_last_error();
   EXPECT_STATUS(bp_plugin_unload(info.plugin), BP_ERR_FAILED_PRECONDITION);
 }
 

@@ -85,11 +85,19 @@ TEST_F(CoreTest, EnumerateAndFindByName) {
   EXPECT_EQ(bp_context_tensor(ctx, 0), a);
   EXPECT_EQ(bp_context_tensor(ctx, 1), b);
   EXPECT_EQ(bp_context_tensor(ctx, 3), nullptr);
-  EXPECT_EQ(bp_context_find(ctx, "weights"), a);
-  EXPECT_EQ(bp_context_find(ctx, "bias"), b);
-  EXPECT_EQ(bp_context_find(ctx, "nope"), nullptr);
-  EXPECT_EQ(bp_context_find(ctx, nullptr), nullptr);
-  EXPECT_EQ(bp_context_find(nullptr, "bias"), nullptr);
+  bp_tensor *found = nullptr;
+  EXPECT_EQ(bp_context_find_tensor(ctx, "weights", &found), BP_OK);
+  EXPECT_EQ(found, a);
+  EXPECT_EQ(bp_context_find_tensor(ctx, "bias", &found), BP_OK);
+  EXPECT_EQ(found, b);
+  EXPECT_EQ(bp_context_find_tensor(ctx, "nope", &found), BP_ERR_NOT_FOUND);
+  EXPECT_EQ(found, nullptr);
+  EXPECT_NE(std::string(bp_last_error()).find("'nope'"), std::string::npos) << bp_last_error();
+  found = b;
+  EXPECT_EQ(bp_context_find_tensor(ctx, nullptr, &found), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(found, nullptr);
+  EXPECT_EQ(bp_context_find_tensor(ctx, "bias", nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_context_find_tensor(nullptr, "bias", &found), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_context_tensor_count(nullptr), 0u);
   EXPECT_EQ(bp_context_tensor(nullptr, 0), nullptr);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backplane/backplane.hpp"
+#include "support/find.hpp"
 
 namespace {
 
@@ -105,7 +106,7 @@ TEST_F(CppApi, CheckOfANullThatNoCallProducedNamesTheCallersValue) {
   }
   // ... but after a call that succeeded (a lookup that found nothing), the
   // NULL is the caller's own, and the message says so, blaming no earlier call.
-  bp_tensor *missing = bp_context_find(ctx.get(), "no such tensor");
+  bp_tensor *missing = bp_test::find_tensor(ctx.get(), "no such tensor");
   ASSERT_EQ(missing, nullptr);
   ASSERT_EQ(bp_last_status(), BP_OK);
   try {

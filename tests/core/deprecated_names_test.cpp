@@ -59,3 +59,56 @@ TEST(DeprecatedNames, ForwardToTheNewFunctions) {
 }
 
 }  // namespace
+
+// The names renamed before 0.3 (deprecated.h's second block) forward too.
+TEST(DeprecatedNames, RenamedBefore03ForwardToTheNewFunctions) {
+  bp_context *ctx = bp_context_new(0);
+  ASSERT_NE(ctx, nullptr);
+  bp_tensor *a = bp_tensor_set_name(bp_tensor_new_1d(ctx, BP_TYPE_F32, 32), "a");
+  EXPECT_EQ(bp_context_find(ctx, "a"), a);
+  EXPECT_EQ(bp_context_find(ctx, "b"), nullptr);
+  EXPECT_EQ(bp_last_status(), BP_ERR_NOT_FOUND);
+
+  float x[32];
+  for (int i = 0; i < 32; ++i) x[i] = 0.25f * (float)(i - 16);
+  unsigned char q[34] = {0};
+  EXPECT_EQ(bp_quantize(BP_TYPE_Q8_0, x, q, 1, 32), 34u);
+  EXPECT_EQ(bp_quantize(BP_TYPE_Q8_0, x, q, 1, 31), 0u);  // not whole blocks
+  EXPECT_EQ(bp_last_status(), BP_ERR_INVALID_ARGUMENT);
+
+  bp_plugin *cpu = bp_plugin_find("cpu");
+  ASSERT_NE(cpu, nullptr) << bp_last_error();
+  EXPECT_EQ(bp_plugin_find("no_such_plugin"), nullptr);
+  bp_backend *be = nullptr;
+  ASSERT_EQ(bp_backend_new("cpu", &be), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_backend_get_device(be), bp_backend_device(be));
+  bp_device_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(bp_device_get_info(bp_backend_device(be), &info), BP_OK);
+  EXPECT_NE(info.name, nullptr);
+  bp_buffer *buf = nullptr;
+  ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_buffer_get_type(buf), bp_buffer_buffer_type(buf));
+
+  bp_tensor *y = bp_relu(ctx, a);
+  bp_graph *g = bp_graph_new(ctx, 0);
+  ASSERT_EQ(bp_graph_build(g, y), BP_OK);
+  bp_gallocr *ga = bp_gallocr_new(bp_backend_buffer_type(be));
+  ASSERT_EQ(bp_gallocr_reserve(ga, g), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_gallocr_get_buffer_size(ga), bp_gallocr_buffer_size(ga));
+  bp_gallocr_free(ga);
+  bp_sched *s = bp_sched_new(&be, nullptr, 1, 0, false);
+  ASSERT_NE(s, nullptr) << bp_last_error();
+  ASSERT_EQ(bp_sched_graph_compute(s, g), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_sched_get_buffer_size(s, be), bp_sched_buffer_size(s, be));
+  bp_sched_split_info split{};
+  split.struct_size = sizeof split;
+  ASSERT_EQ(bp_sched_split(s, 0, &split), BP_OK);
+  EXPECT_EQ(split.backend, be);
+
+  bp_sched_free(s);
+  bp_graph_free(g);
+  bp_buffer_free(buf);
+  bp_backend_free(be);
+  bp_context_free(ctx);
+}

@@ -95,7 +95,8 @@ TEST_F(ErrorModel, PointerCallsHaveAStatusAndCppThrowsTheRealCode) {
     EXPECT_NE(std::string(e.what()).find("the context is full"), std::string::npos) << e.what();
   }
   try {
-    bp::check(bp_plugin_find("nosuch"));
+    bp_plugin *p = nullptr;
+    bp::check(bp_registry_find_plugin("nosuch", &p));
     FAIL() << "no throw";
   } catch (const bp::error &e) {
     EXPECT_EQ(e.status(), BP_ERR_NOT_FOUND) << e.what();
@@ -219,7 +220,7 @@ TEST_F(ErrorModel, DoubleFreeOfEveryHandleTypeIsRecognised) {
   expect_refused("bp_backend_free");
 
   bp_event *ev = nullptr;
-  if (bp_event_new(bp_backend_get_device(cpu_), &ev) == BP_OK) {
+  if (bp_event_new(bp_backend_device(cpu_), &ev) == BP_OK) {
     bp_event_free(ev);
     bp_event_free(ev);
     expect_refused("bp_event_free");

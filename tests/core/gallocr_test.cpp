@@ -152,7 +152,7 @@ class GallocrTest : public ::testing::Test {
     liveness m = model(graph, buft);
     ASSERT_EQ(bp_gallocr_alloc_graph(galloc, graph), BP_OK) << bp_last_error();
     check_placements(m);
-    size_t size = bp_gallocr_get_buffer_size(galloc);
+    size_t size = bp_gallocr_buffer_size(galloc);
     EXPECT_GE(size, m.peak) << "the allocator cannot beat the largest live set";
     EXPECT_LE(size, m.peak + m.peak / 10 + bp_buffer_type_alignment(buft)) << "peak more than 10% above live set";
     last_model = m;
@@ -160,7 +160,7 @@ class GallocrTest : public ::testing::Test {
 
   void check_placements(const liveness &m) {
     const size_t align = bp_buffer_type_alignment(buft);
-    size_t size = bp_gallocr_get_buffer_size(galloc);
+    size_t size = bp_gallocr_buffer_size(galloc);
     std::vector<std::pair<const bp_tensor *, liveness::life>> all(m.roots.begin(), m.roots.end());
     const char *base = nullptr;
     for (auto &[t, l] : all) {
@@ -212,7 +212,7 @@ TEST_F(GallocrTest, InPlaceChainPeaksAtTwoTensors) {
   for (int i = 0; i < 8; ++i) t = (i % 2) ? bp_relu(ctx, t) : bp_scale(ctx, t, 0.5f);
   ASSERT_EQ(bp_graph_build(graph, t), BP_OK) << bp_last_error();
   alloc_and_check();
-  EXPECT_EQ(bp_gallocr_get_buffer_size(galloc), 2 * bytes(x));
+  EXPECT_EQ(bp_gallocr_buffer_size(galloc), 2 * bytes(x));
   // Every node after the first one reuses the first one's memory.
   for (size_t i = 1; i < bp_graph_node_count(graph); ++i)
     EXPECT_EQ(bp_graph_node(graph, i)->data, bp_graph_node(graph, 0)->data);
@@ -245,7 +245,7 @@ TEST_F(GallocrTest, MlpBlockPeakMatchesLiveSet) {
   alloc_and_check();
   // Leafs (x, w1, b1, w2, b2) plus the widest live pair, h x n twice at most.
   size_t leafs = bytes(x) + bytes(w1) + bytes(b1) + bytes(w2) + bytes(b2);
-  EXPECT_LE(bp_gallocr_get_buffer_size(galloc), leafs + 2 * bytes(f32(h, n)));
+  EXPECT_LE(bp_gallocr_buffer_size(galloc), leafs + 2 * bytes(f32(h, n)));
 }
 
 TEST_F(GallocrTest, OutputsAreNeverReused) {
@@ -395,7 +395,7 @@ TEST_F(GallocrTest, ResultsMatchPlainAllocation) {
     const bp_tensor *t = bp_context_tensor(ctx, i);
     if (!t->view_src) own_memory += bytes(t);
   }
-  EXPECT_LT(bp_gallocr_get_buffer_size(galloc), own_memory) << "memory is reused";
+  EXPECT_LT(bp_gallocr_buffer_size(galloc), own_memory) << "memory is reused";
   bp_graph_free(rg);
   bp_context_free(rctx);
 }
@@ -406,11 +406,11 @@ TEST_F(GallocrTest, ReserveSizesTheBufferAndAllocDoesNotGrowIt) {
   ASSERT_EQ(bp_graph_build(graph, t), BP_OK);
   galloc = bp_gallocr_new(buft);
   ASSERT_EQ(bp_gallocr_reserve(galloc, graph), BP_OK) << bp_last_error();
-  size_t reserved = bp_gallocr_get_buffer_size(galloc);
+  size_t reserved = bp_gallocr_buffer_size(galloc);
   EXPECT_GT(reserved, 0u);
   EXPECT_EQ(t->data, nullptr) << "reserve plans but places nothing";
   ASSERT_EQ(bp_gallocr_alloc_graph(galloc, graph), BP_OK) << bp_last_error();
-  EXPECT_EQ(bp_gallocr_get_buffer_size(galloc), reserved);
+  EXPECT_EQ(bp_gallocr_buffer_size(galloc), reserved);
   EXPECT_NE(t->data, nullptr);
 }
 
@@ -420,18 +420,18 @@ TEST_F(GallocrTest, GrowingKeepsEarlierGraphsPlannable) {
   bp_graph *g_small = bp_graph_new(ctx, 0);
   ASSERT_EQ(bp_graph_build(g_small, small), BP_OK);
   ASSERT_EQ(bp_gallocr_alloc_graph(galloc, g_small), BP_OK) << bp_last_error();
-  size_t first = bp_gallocr_get_buffer_size(galloc);
+  size_t first = bp_gallocr_buffer_size(galloc);
   // A larger graph replaces the buffer; the small graph's tensors now point
   // into freed memory and must be planned again, not trusted as external.
   bp_tensor *big = bp_exp(ctx, f32(512, 64));
   ASSERT_EQ(bp_graph_build(graph, big), BP_OK);
   ASSERT_EQ(bp_gallocr_alloc_graph(galloc, graph), BP_OK) << bp_last_error();
-  EXPECT_GT(bp_gallocr_get_buffer_size(galloc), first);
+  EXPECT_GT(bp_gallocr_buffer_size(galloc), first);
   ASSERT_EQ(bp_gallocr_alloc_graph(galloc, g_small), BP_OK) << bp_last_error();
   const char *base = static_cast<const char *>(bp_buffer_base(small->buffer));
   for (const bp_tensor *t : {small, small->src[0]}) {
     EXPECT_EQ(bp_buffer_base(t->buffer), base);
-    EXPECT_LE((size_t)(static_cast<const char *>(t->data) - base) + bytes(t), bp_gallocr_get_buffer_size(galloc));
+    EXPECT_LE((size_t)(static_cast<const char *>(t->data) - base) + bytes(t), bp_gallocr_buffer_size(galloc));
   }
   std::vector<float> ones(64, 1.0f), got(64);
   ASSERT_EQ(bp_tensor_set(small->src[0], ones.data(), 0, 64 * sizeof(float)), BP_OK) << bp_last_error();
@@ -447,7 +447,7 @@ TEST_F(GallocrTest, BadInputIsAStatus) {
   galloc = bp_gallocr_new(buft);
   EXPECT_EQ(bp_gallocr_alloc_graph(galloc, nullptr), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_gallocr_reserve(nullptr, graph), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_gallocr_get_buffer_size(nullptr), 0u);
+  EXPECT_EQ(bp_gallocr_buffer_size(nullptr), 0u);
   bp_gallocr_free(nullptr);
 }
 

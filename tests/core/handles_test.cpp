@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backplane/backplane.h"
+#include "support/find.hpp"
 
 namespace {
 
@@ -100,7 +101,7 @@ TEST_F(CoreHandles, ContextOfTheWrongType) {
   EXPECT_EQ(buf, nullptr);
   EXPECT_EQ(bp_context_tensor_count(not_ctx), 0u);
   EXPECT_EQ(bp_context_tensor(not_ctx, 0), nullptr);
-  EXPECT_EQ(bp_context_find(not_ctx, "x"), nullptr);
+  EXPECT_EQ(bp_test::find_tensor(not_ctx, "x"), nullptr);
   bp_context_free(not_ctx);  // ignored: the graph stays alive
   EXPECT_EQ(bp_graph_node_count(graph_), 1u);
 }
@@ -114,11 +115,11 @@ TEST_F(CoreHandles, SchedulerAndAllocatorOfTheWrongType) {
   EXPECT_EQ(bp_sched_synchronize(not_sched), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_sched_split_count(not_sched), 0);
   EXPECT_EQ(bp_sched_copy_count(not_sched), 0);
-  EXPECT_EQ(bp_sched_get_buffer_size(not_sched, cpu_), 0u);
+  EXPECT_EQ(bp_sched_buffer_size(not_sched, cpu_), 0u);
   EXPECT_EQ(bp_sched_backend(not_sched, 0), nullptr);
   bp_sched_split_info info{};
   info.struct_size = sizeof info;
-  EXPECT_EQ(bp_sched_split(not_sched, 0, &info), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_sched_split_describe(not_sched, 0, &info), BP_ERR_INVALID_ARGUMENT);
   bp_sched_reset(not_sched);  // ignored
   bp_sched_free(not_sched);   // ignored: the allocator stays alive
 
@@ -126,12 +127,12 @@ TEST_F(CoreHandles, SchedulerAndAllocatorOfTheWrongType) {
   bp_clear_error();
   EXPECT_EQ(bp_gallocr_alloc_graph(not_galloc, graph_), BP_ERR_INVALID_ARGUMENT);
   expect_error_mentions("bp_gallocr_alloc_graph", "is not a graph allocator (a scheduler)");
-  EXPECT_EQ(bp_gallocr_get_buffer_size(not_galloc), 0u);
+  EXPECT_EQ(bp_gallocr_buffer_size(not_galloc), 0u);
   bp_gallocr_free(not_galloc);  // ignored
 
   // Both still work after the misuse.
   EXPECT_EQ(bp_gallocr_alloc_graph(galloc_, graph_), BP_OK) << bp_last_error();
-  EXPECT_GT(bp_gallocr_get_buffer_size(galloc_), 0u);
+  EXPECT_GT(bp_gallocr_buffer_size(galloc_), 0u);
 }
 
 }  // namespace

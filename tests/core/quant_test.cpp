@@ -1,4 +1,4 @@
-// quant_test.cpp: bp_quantize and bp_dequantize against golden data written
+// quant_test.cpp: bp_quantize_rows and bp_dequantize against golden data written
 // by llama.cpp's reference quantizers (tests/data/quant): the bytes must be
 // equal, for the whole input as one row and cut into rows of every
 // power-of-two length, and dequantization must be bit-exact.
@@ -36,7 +36,7 @@ class QuantGolden : public ::testing::TestWithParam<bp_type> {
     input = read_floats("input.f32");
     ASSERT_EQ(input.size(), static_cast<size_t>(k_n)) << "tests/data/quant/input.f32 is missing";
     golden = read_file(std::string(bp_type_name(GetParam())) + ".quant");
-    ASSERT_EQ(golden.size(), bp_row_size(GetParam(), k_n));
+    ASSERT_EQ(golden.size(), bp_type_row_size(GetParam(), k_n));
   }
   std::vector<float> input;
   std::vector<uint8_t> golden;
@@ -53,7 +53,11 @@ int64_t first_bad_block(const std::vector<uint8_t> &got, const std::vector<uint8
 TEST_P(QuantGolden, OneRowIsByteExact) {
   const bp_type t = GetParam();
   std::vector<uint8_t> out(golden.size(), 0xa5);
-  EXPECT_EQ(bp_quantize(t, input.data(), out.data(), 1, k_n), golden.size()) << bp_last_error();
+  {
+    size_t written = 0;
+    EXPECT_EQ(bp_quantize_rows(t, input.data(), out.data(), 1, k_n, &written), BP_OK) << bp_last_error();
+    EXPECT_EQ(written, golden.size());
+  }
   EXPECT_EQ(bp_last_status(), BP_OK);
   const int64_t bad = first_bad_block(out, golden, bp_type_size(t));
   EXPECT_EQ(bad, -1) << "block " << bad << " (values from " << bad * bp_type_block_size(t)
@@ -65,7 +69,11 @@ TEST_P(QuantGolden, RowsOfEveryLengthGiveTheSameBytes) {
   for (int64_t row = bp_type_block_size(t); row <= k_n; row *= 2) {
     SCOPED_TRACE("rows of " + std::to_string(row));
     std::vector<uint8_t> out(golden.size(), 0x5a);
-    EXPECT_EQ(bp_quantize(t, input.data(), out.data(), k_n / row, row), golden.size()) << bp_last_error();
+    {
+    size_t written = 0;
+    EXPECT_EQ(bp_quantize_rows(t, input.data(), out.data(), k_n / row, row, &written), BP_OK) << bp_last_error();
+    EXPECT_EQ(written, golden.size());
+  }
     EXPECT_EQ(first_bad_block(out, golden, bp_type_size(t)), -1);
   }
 }
@@ -90,7 +98,7 @@ TEST_P(QuantGolden, DequantizeIsBitExact) {
 TEST_P(QuantGolden, RoundTripStaysNearTheInput) {
   const bp_type t = GetParam();
   std::vector<uint8_t> q(golden.size());
-  ASSERT_GT(bp_quantize(t, input.data(), q.data(), 1, k_n), 0u);
+  ASSERT_EQ(bp_quantize_rows(t, input.data(), q.data(), 1, k_n, nullptr), BP_OK) << bp_last_error();
   std::vector<float> back(k_n);
   ASSERT_EQ(bp_dequantize(t, q.data(), back.data(), k_n), BP_OK);
   // Segment 0 is uniform(-1, 1): the coarsest format (4 bits) errs by at
@@ -115,10 +123,18 @@ INSTANTIATE_TEST_SUITE_P(Types, QuantGolden,
 TEST(Quantize, F32CopiesAndF16Converts) {
   const float x[4] = {1.0f, -2.5f, 65504.0f, 1e-8f};
   float y[4];
-  EXPECT_EQ(bp_quantize(BP_TYPE_F32, x, y, 2, 2), 16u);
+  {
+    size_t written = 0;
+    EXPECT_EQ(bp_quantize_rows(BP_TYPE_F32, x, y, 2, 2, &written), BP_OK) << bp_last_error();
+    EXPECT_EQ(written, 16u);
+  }
   EXPECT_EQ(std::memcmp(x, y, 16), 0);
   uint16_t h[4];
-  EXPECT_EQ(bp_quantize(BP_TYPE_F16, x, h, 1, 4), 8u);
+  {
+    size_t written = 0;
+    EXPECT_EQ(bp_quantize_rows(BP_TYPE_F16, x, h, 1, 4, &written), BP_OK) << bp_last_error();
+    EXPECT_EQ(written, 8u);
+  }
   EXPECT_EQ(h[0], 0x3c00);
   EXPECT_EQ(h[2], 0x7bff);
   ASSERT_EQ(bp_dequantize(BP_TYPE_F16, h, y, 4), BP_OK);
@@ -128,23 +144,27 @@ TEST(Quantize, F32CopiesAndF16Converts) {
 TEST(Quantize, BadArgumentsNameTheFix) {
   float x[64] = {};
   uint8_t out[64 * 4];
-  EXPECT_EQ(bp_quantize(BP_TYPE_Q4_K, x, out, 1, 64), 0u);
+  EXPECT_NE(bp_quantize_rows(BP_TYPE_Q4_K, x, out, 1, 64, nullptr), BP_OK);
   EXPECT_EQ(bp_last_status(), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("q4_K holds whole blocks of 256 values"), std::string::npos)
       << bp_last_error();
-  EXPECT_EQ(bp_quantize(BP_TYPE_Q8_0, x, out, 0, 32), 0u);
+  EXPECT_NE(bp_quantize_rows(BP_TYPE_Q8_0, x, out, 0, 32, nullptr), BP_OK);
   EXPECT_NE(std::string(bp_last_error()).find("n_rows = 0"), std::string::npos) << bp_last_error();
-  EXPECT_EQ(bp_quantize(BP_TYPE_Q8_0, nullptr, out, 1, 32), 0u);
+  EXPECT_NE(bp_quantize_rows(BP_TYPE_Q8_0, nullptr, out, 1, 32, nullptr), BP_OK);
   EXPECT_NE(std::string(bp_last_error()).find("src is NULL"), std::string::npos);
-  EXPECT_EQ(bp_quantize(BP_TYPE_I32, x, out, 1, 32), 0u);
+  EXPECT_NE(bp_quantize_rows(BP_TYPE_I32, x, out, 1, 32, nullptr), BP_OK);
   EXPECT_NE(std::string(bp_last_error()).find("i32 holds integers"), std::string::npos);
-  EXPECT_EQ(bp_quantize(static_cast<bp_type>(99), x, out, 1, 32), 0u);
+  EXPECT_NE(bp_quantize_rows(static_cast<bp_type>(99), x, out, 1, 32, nullptr), BP_OK);
   EXPECT_NE(std::string(bp_last_error()).find("unknown type 99"), std::string::npos);
   float y[64];
   EXPECT_EQ(bp_dequantize(BP_TYPE_Q5_0, out, y, 33), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("n = 33"), std::string::npos);
   // A success clears the error.
-  EXPECT_EQ(bp_quantize(BP_TYPE_Q8_0, x, out, 2, 32), 68u);
+  {
+    size_t written = 0;
+    EXPECT_EQ(bp_quantize_rows(BP_TYPE_Q8_0, x, out, 2, 32, &written), BP_OK) << bp_last_error();
+    EXPECT_EQ(written, 68u);
+  }
   EXPECT_STREQ(bp_last_error(), "");
 }
 
@@ -159,8 +179,12 @@ TEST(Quantize, NonFiniteInputsDoNotFail) {
     x[3] = inf;
     x[40] = -inf;
     x[77] = nan;
-    std::vector<uint8_t> q(bp_row_size(t, 256));
-    EXPECT_EQ(bp_quantize(t, x.data(), q.data(), 1, 256), q.size()) << bp_last_error();
+    std::vector<uint8_t> q(bp_type_row_size(t, 256));
+    {
+    size_t written = 0;
+    EXPECT_EQ(bp_quantize_rows(t, x.data(), q.data(), 1, 256, &written), BP_OK) << bp_last_error();
+    EXPECT_EQ(written, q.size());
+  }
     std::vector<float> y(256);
     EXPECT_EQ(bp_dequantize(t, q.data(), y.data(), 256), BP_OK);
   }
@@ -172,8 +196,12 @@ TEST(Quantize, ZeroBlocksDecodeToZero) {
   for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16}) {
     SCOPED_TRACE(bp_type_name(t));
     std::vector<float> x(256, 0.0f), y(256, 1.0f);
-    std::vector<uint8_t> q(bp_row_size(t, 256));
-    ASSERT_EQ(bp_quantize(t, x.data(), q.data(), 1, 256), q.size());
+    std::vector<uint8_t> q(bp_type_row_size(t, 256));
+    {
+    size_t written = 0;
+    ASSERT_EQ(bp_quantize_rows(t, x.data(), q.data(), 1, 256, &written), BP_OK) << bp_last_error();
+    ASSERT_EQ(written, q.size());
+  }
     ASSERT_EQ(bp_dequantize(t, q.data(), y.data(), 256), BP_OK);
     for (float v : y) EXPECT_EQ(v, 0.0f);
   }
@@ -209,7 +237,11 @@ TEST(Quantize, Bf16RoundsToNearestEvenAndKeepsNaN) {
     float x;
     std::memcpy(&x, &r.in, 4);
     uint16_t h = 0x1234;
-    ASSERT_EQ(bp_quantize(BP_TYPE_BF16, &x, &h, 1, 1), 2u) << bp_last_error();
+    {
+    size_t written = 0;
+    ASSERT_EQ(bp_quantize_rows(BP_TYPE_BF16, &x, &h, 1, 1, &written), BP_OK) << bp_last_error();
+    ASSERT_EQ(written, 2u);
+  }
     EXPECT_EQ(h, r.out) << std::hex << "input 0x" << r.in;
     float back;
     ASSERT_EQ(bp_dequantize(BP_TYPE_BF16, &h, &back, 1), BP_OK);

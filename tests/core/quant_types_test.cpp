@@ -30,7 +30,7 @@ TEST(QuantTypes, TableMatchesTheGgufBlockSizes) {
     EXPECT_STREQ(bp_type_name(r.type), r.name);
     EXPECT_EQ(bp_type_block_size(r.type), r.block);
     EXPECT_EQ(bp_type_size(r.type), r.bytes);
-    EXPECT_EQ(bp_row_size(r.type, 4 * r.block), 4 * r.bytes);
+    EXPECT_EQ(bp_type_row_size(r.type, 4 * r.block), 4 * r.bytes);
     // The weight encodings: the block types and bf16.
     EXPECT_EQ(bp_type_is_quantized(r.type), r.block > 1 || r.type == BP_TYPE_BF16);
   }

@@ -58,7 +58,7 @@ struct harness {
       bp_device_info info{};
       info.struct_size = sizeof info;
       bp_device *d = bp_device_get(i);
-      if (bp_device_get_info(d, &info) == BP_OK && info.plugin && std::string(bp_plugin_name(info.plugin)) == "cpu")
+      if (bp_device_describe(d, &info) == BP_OK && info.plugin && std::string(bp_plugin_name(info.plugin)) == "cpu")
         o.devices.push_back(d);
     }
     if (o.devices.empty()) std::abort();  // the cpu plugin must be found

@@ -10,6 +10,7 @@
 #include "backplane/gguf.h"
 #include "gguf_bytes.hpp"
 #include "gguf_test_util.hpp"
+#include "support/find.hpp"
 
 namespace {
 
@@ -38,7 +39,7 @@ void load_on(const char *spec, bool host_device) {
   opt.struct_size = sizeof opt;
   opt.chunk_bytes = 4096;
   bp_gguf_weights *w = nullptr;
-  ASSERT_EQ(bp_gguf_load(g, wctx, bp_backend_get_device(be), &opt, &w), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_gguf_load(g, wctx, bp_backend_device(be), &opt, &w), BP_OK) << bp_last_error();
   // A device with its own memory gets copies; cpu computes on the file's pages.
   EXPECT_EQ(bp_gguf_weights_mapped(w), host_device) << spec;
   EXPECT_EQ(bp_buffer_is_host(bp_gguf_weights_buffer(w, 0)), host_device) << spec;
@@ -46,7 +47,7 @@ void load_on(const char *spec, bool host_device) {
   for (const char *name : {"w", "w16"}) {
     bp_context *ctx = bp_context_new(0);
     bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, N);
-    bp_tensor *y = bp_mul_mat(ctx, bp_context_find(wctx, name), x);
+    bp_tensor *y = bp_mul_mat(ctx, bp_test::find_tensor(wctx, name), x);
     bp_graph *graph = bp_graph_new(ctx, 0);
     ASSERT_EQ(bp_graph_build(graph, y), BP_OK) << bp_last_error();
     bp_buffer *buf = nullptr;

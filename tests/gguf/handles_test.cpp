@@ -17,6 +17,7 @@
 #include "backplane/gguf.h"
 #include "gguf_bytes.hpp"
 #include "gguf_test_util.hpp"
+#include "support/find.hpp"
 
 namespace {
 
@@ -102,7 +103,7 @@ TEST(GgufHandles, ClosedFileIsRefusedByEveryCall) {
   EXPECT_EQ(bp_gguf_load(f, ctx, nullptr, nullptr, &w), BP_ERR_INVALID_ARGUMENT);
   expect_refused("bp_gguf_load", "file");
   EXPECT_EQ(w, nullptr);
-  EXPECT_EQ(bp_context_find(ctx, "t"), nullptr) << "a closed file's tensors were made";
+  EXPECT_EQ(bp_test::find_tensor(ctx, "t"), nullptr) << "a closed file's tensors were made";
   bp_context_free(ctx);
 
   // The file opened after the close is untouched.
@@ -116,7 +117,7 @@ TEST(GgufHandles, ClosedFileIsRefusedByEveryCall) {
 TEST(GgufHandles, FreedWeightsAreRefusedByEveryCall) {
   bp_backend *be = gguf_test::backend("cpu");
   if (be == nullptr) GTEST_SKIP() << "cpu: no device here (" << bp_last_error() << ")";
-  bp_device *dev = bp_backend_get_device(be);
+  bp_device *dev = bp_backend_device(be);
   const gguf_test::bytes b = tiny_file();
   bp_gguf *f = nullptr;
   ASSERT_EQ(bp_gguf_open_memory(b.b.data(), b.size(), &f), BP_OK) << bp_last_error();
@@ -147,7 +148,7 @@ TEST(GgufHandles, FreedWeightsAreRefusedByEveryCall) {
   EXPECT_EQ(bp_gguf_weights_tensor_count(live), 1u);
   EXPECT_EQ(bp_gguf_weights_bytes(live), 16u);
   float got[4] = {};
-  ASSERT_EQ(bp_tensor_get(bp_context_find(ctx2, "t"), got, 0, sizeof got), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_tensor_get(bp_test::find_tensor(ctx2, "t"), got, 0, sizeof got), BP_OK) << bp_last_error();
   EXPECT_EQ(got[3], 3.0f);
   bp_gguf_weights_free(live);
   EXPECT_EQ(bp_last_status(), BP_OK) << "a stale free freed the live weights: " << bp_last_error();

@@ -10,6 +10,7 @@
 #include "backplane/gguf.h"
 #include "gguf_bytes.hpp"
 #include "gguf_test_util.hpp"
+#include "support/find.hpp"
 
 namespace {
 
@@ -53,7 +54,7 @@ TEST(GgufLargeFile, MappedLoadKeepsAnonymousMemoryLow) {
   ASSERT_EQ(bp_gguf_open(file.path.c_str(), &g), BP_OK) << bp_last_error();
   bp_context *ctx = bp_context_new(0);
   bp_gguf_weights *w = nullptr;
-  ASSERT_EQ(bp_gguf_load(g, ctx, bp_backend_get_device(be), nullptr, &w), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_gguf_load(g, ctx, bp_backend_device(be), nullptr, &w), BP_OK) << bp_last_error();
   ASSERT_TRUE(bp_gguf_weights_mapped(w));
   EXPECT_EQ(bp_gguf_weights_bytes(w), kTensors * kRow * kRows * 4);
   const long anon_loaded = gguf_test::status_kib("RssAnon");
@@ -63,7 +64,7 @@ TEST(GgufLargeFile, MappedLoadKeepsAnonymousMemoryLow) {
   // file pages, anonymous memory stays where it was.
   double sum = 0;
   for (int k = 0; k < kTensors; ++k) {
-    const bp_tensor *t = bp_context_find(ctx, ("big." + std::to_string(k)).c_str());
+    const bp_tensor *t = bp_test::find_tensor(ctx, ("big." + std::to_string(k)).c_str());
     ASSERT_NE(t, nullptr);
     const float *p = static_cast<const float *>(t->data);
     for (uint64_t i = 0; i < kRow * kRows; i += 4096 / 4) sum += p[i];  // one element per page
@@ -104,10 +105,10 @@ TEST(GgufLargeFile, CopiedLoadStreamsInChunks) {
   opt.mode = BP_GGUF_LOAD_COPY;
   opt.chunk_bytes = 1000;  // 12 chunks, the last one short
   bp_gguf_weights *w = nullptr;
-  ASSERT_EQ(bp_gguf_load(g, ctx, bp_backend_get_device(be), &opt, &w), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_gguf_load(g, ctx, bp_backend_device(be), &opt, &w), BP_OK) << bp_last_error();
   EXPECT_FALSE(bp_gguf_weights_mapped(w));
   std::vector<float> back(3000);
-  ASSERT_EQ(bp_tensor_get(bp_context_find(ctx, "x"), back.data(), 0, 12000), BP_OK);
+  ASSERT_EQ(bp_tensor_get(bp_test::find_tensor(ctx, "x"), back.data(), 0, 12000), BP_OK);
   for (int i = 0; i < 3000; ++i) ASSERT_EQ(back[i], static_cast<float>(i));
   bp_gguf_weights_free(w);
   bp_context_free(ctx);

@@ -14,6 +14,7 @@
 #include "backplane/gguf.h"
 #include "gguf_bytes.hpp"
 #include "gguf_test_util.hpp"
+#include "support/find.hpp"
 
 namespace {
 
@@ -266,7 +267,7 @@ TEST(GgufRoundTrip, TensorsOfEverySupportedTypeLoad) {
   EXPECT_EQ(ti.nbytes, 20u);
 
   // Loading everything is refused, naming the tensor; leaving them out works.
-  bp_device *dev = bp_backend_get_device(be);
+  bp_device *dev = bp_backend_device(be);
   {
     bp_context *ctx = bp_context_new(0);
     bp_gguf_weights *w = nullptr;
@@ -290,7 +291,7 @@ TEST(GgufRoundTrip, TensorsOfEverySupportedTypeLoad) {
     EXPECT_EQ(bp_gguf_weights_tensor_count(w), made.size());
     ASSERT_EQ(bp_context_tensor_count(ctx), made.size());
     for (size_t i = 0; i < made.size(); ++i) {
-      bp_tensor *t = bp_context_find(ctx, made[i]->name);
+      bp_tensor *t = bp_test::find_tensor(ctx, made[i]->name);
       ASSERT_NE(t, nullptr);
       EXPECT_EQ(t->type, made[i]->type);
       EXPECT_TRUE(bp_tensor_same_shape(t, made[i]));
@@ -317,7 +318,7 @@ TEST(GgufRoundTrip, TensorsOfEverySupportedTypeLoad) {
     ASSERT_EQ(bp_gguf_load(f2, ctx, dev, &opt, &w), BP_OK) << bp_last_error();
     bp_gguf_close(f2);
     std::vector<uint8_t> back(contents[0].size());
-    ASSERT_EQ(bp_tensor_get(bp_context_find(ctx, "t.f32"), back.data(), 0, back.size()), BP_OK);
+    ASSERT_EQ(bp_tensor_get(bp_test::find_tensor(ctx, "t.f32"), back.data(), 0, back.size()), BP_OK);
     EXPECT_EQ(back, contents[0]);
     bp_gguf_weights_free(w);
     bp_context_free(ctx);

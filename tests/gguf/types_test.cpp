@@ -16,6 +16,7 @@
 #include "backplane/gguf.h"
 #include "gguf/gguf_bytes.hpp"
 #include "gguf/gguf_test_util.hpp"
+#include "support/find.hpp"
 
 namespace {
 
@@ -112,8 +113,8 @@ TEST(GgufTypes, Q5KAndBf16LoadAsBackplaneTypes) {
     opt.struct_size = sizeof opt;
     opt.mode = mode;
     bp_gguf_weights *w = nullptr;
-    ASSERT_EQ(bp_gguf_load(g.f, ctx, bp_backend_get_device(be), &opt, &w), BP_OK) << bp_last_error();
-    bp_tensor *tq = bp_context_find(ctx, "blk.0.ffn_down.weight"), *tb = bp_context_find(ctx, "token_embd.weight");
+    ASSERT_EQ(bp_gguf_load(g.f, ctx, bp_backend_device(be), &opt, &w), BP_OK) << bp_last_error();
+    bp_tensor *tq = bp_test::find_tensor(ctx, "blk.0.ffn_down.weight"), *tb = bp_test::find_tensor(ctx, "token_embd.weight");
     ASSERT_TRUE(tq && tb);
     EXPECT_EQ(tq->type, BP_TYPE_Q5_K);
     EXPECT_EQ(tq->nb[1], 4u * 176);
@@ -167,7 +168,7 @@ TEST(GgufTypes, TypesBackplaneCannotHoldAreUnimplemented) {
     EXPECT_EQ(ti.nbytes, 2 * o.bytes_per_256);
     bp_context *ctx = bp_context_new(0);
     bp_gguf_weights *w = nullptr;
-    EXPECT_EQ(bp_gguf_load(g.f, ctx, bp_backend_get_device(be), nullptr, &w), BP_ERR_UNIMPLEMENTED);
+    EXPECT_EQ(bp_gguf_load(g.f, ctx, bp_backend_device(be), nullptr, &w), BP_ERR_UNIMPLEMENTED);
     const std::string err = bp_last_error();
     EXPECT_NE(err.find("'blk.7.attn_q.weight'"), std::string::npos) << err;
     EXPECT_NE(err.find(std::string("type ") + o.name + " (id " + std::to_string(o.id) + ")"), std::string::npos) << err;

@@ -37,8 +37,9 @@ std::string add_tensor(writer_holder &wh, tiny_weights *out, const std::string &
     back = vals;
   } else {
     bytes.resize(static_cast<size_t>(rows) * (n_per_row / bp_type_block_size(type)) * bp_type_size(type));
-    const size_t n = bp_quantize(type, vals.data(), bytes.data(), rows, n_per_row);
-    if (n != bytes.size()) return "bp_quantize(" + name + "): " + bp_last_error();
+    size_t n = 0;
+    if (bp_quantize_rows(type, vals.data(), bytes.data(), rows, n_per_row, &n) != BP_OK || n != bytes.size())
+      return "bp_quantize_rows(" + name + "): " + bp_last_error();
     if (bp_dequantize(type, bytes.data(), back.data(), static_cast<int64_t>(vals.size())) != BP_OK)
       return std::string("bp_dequantize: ") + bp_last_error();
   }

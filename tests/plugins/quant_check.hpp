@@ -38,9 +38,13 @@ inline quant_weights make_weights(bp_type type, int64_t K, int64_t rows, unsigne
     for (int64_t k = 0; k < K; ++k)
       src[static_cast<size_t>(r * K + k)] = dist(rng) * (1.0f + static_cast<float>((r + k / 32) % 5));
   quant_weights w;
-  w.bytes.resize(bp_row_size(type, K) * static_cast<size_t>(rows));
+  w.bytes.resize(bp_type_row_size(type, K) * static_cast<size_t>(rows));
   w.deq.resize(src.size());
-  EXPECT_EQ(bp_quantize(type, src.data(), w.bytes.data(), rows, K), w.bytes.size()) << bp_last_error();
+  {
+    size_t written = 0;
+    EXPECT_EQ(bp_quantize_rows(type, src.data(), w.bytes.data(), rows, K, &written), BP_OK) << bp_last_error();
+    EXPECT_EQ(written, w.bytes.size());
+  }
   EXPECT_EQ(bp_dequantize(type, w.bytes.data(), w.deq.data(), K * rows), BP_OK) << bp_last_error();
   return w;
 }
@@ -143,7 +147,7 @@ inline void check_get_rows(bp_backend *be, bp_type type, int64_t K, int64_t R, i
 // "first;cpu" with the weights in |first|'s memory (marked as weights) runs
 // those nodes on cpu, the weights copied over, and gets the double
 // reference: docs/ops.md's bound for MUL_MAT (cpu quantizes b to 8 bits per
-// 32 for the block types), exact rows for GET_ROWS, bp_quantize's bytes for
+// 32 for the block types), exact rows for GET_ROWS, bp_quantize_rows's bytes for
 // BF16 and values within a step for Q5_K.
 inline void check_runs_on_cpu(bp_backend *first, bp_type type) {
   SCOPED_TRACE(std::string("declined ") + bp_type_name(type));
@@ -211,9 +215,13 @@ inline void check_runs_on_cpu(bp_backend *first, bp_type type) {
     for (int64_t k = 0; k < K; ++k)
       ASSERT_EQ(rv[static_cast<size_t>(i * K + k)], wq.deq[static_cast<size_t>(iv[static_cast<size_t>(i)] * K + k)])
           << "row " << i << " [" << k << "]";
-  std::vector<unsigned char> qb(bp_row_size(type, K) * N), want(qb.size());
+  std::vector<unsigned char> qb(bp_type_row_size(type, K) * N), want(qb.size());
   ASSERT_EQ(bp_tensor_get(q, qb.data(), 0, qb.size()), BP_OK) << bp_last_error();
-  ASSERT_EQ(bp_quantize(type, xv.data(), want.data(), N, K), want.size()) << bp_last_error();
+  {
+    size_t written = 0;
+    ASSERT_EQ(bp_quantize_rows(type, xv.data(), want.data(), N, K, &written), BP_OK) << bp_last_error();
+    ASSERT_EQ(written, want.size());
+  }
   if (type == BP_TYPE_BF16) {
     EXPECT_EQ(qb, want);
   } else {

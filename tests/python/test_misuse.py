@@ -72,8 +72,8 @@ def test_wrong_shapes_c_messages():
     c_error(bp.InvalidArgument, lambda: bp.mul_mat(a, bp.tensor(np.zeros((8, 63), np.float32))), "bp_mul_mat: ")
     c_error(bp.InvalidArgument, lambda: bp.add(a, bp.tensor(np.zeros((2, 64), np.float32))), "bp_add: ")
     c_error(bp.InvalidArgument, lambda: bp.concat(a, bp.tensor(np.zeros((3, 5), np.float32)), axis=0), "bp_concat: ")
-    c_error(bp.InvalidArgument, lambda: bp.tensor(np.zeros((2, 100), np.float32), "q4_K"), "bp_quantize: ")
-    e = c_error(bp.InvalidArgument, lambda: bp.quantize(np.zeros((2, 100), np.float32), "q5_K"), "bp_quantize: ")
+    c_error(bp.InvalidArgument, lambda: bp.tensor(np.zeros((2, 100), np.float32), "q4_K"), "bp_quantize_rows: ")
+    e = c_error(bp.InvalidArgument, lambda: bp.quantize(np.zeros((2, 100), np.float32), "q5_K"), "bp_quantize_rows: ")
     assert "256" in e.message
 
 

@@ -1,4 +1,4 @@
-"""quantize() / dequantize() are bp_quantize / bp_dequantize byte for byte:
+"""quantize() / dequantize() are bp_quantize_rows / bp_dequantize byte for byte:
 checked against llama.cpp's golden vectors (tests/data/quant) and against
 the C functions called directly through ctypes."""
 import ctypes
@@ -28,9 +28,9 @@ def libbackplane():
             path = line.split()[-1]
             if "/libbackplane.so" in path:
                 lib = ctypes.CDLL(path)
-                lib.bp_quantize.restype = ctypes.c_size_t
-                lib.bp_quantize.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                                            ctypes.c_int64]
+                lib.bp_quantize_rows.restype = ctypes.c_int32
+                lib.bp_quantize_rows.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                                 ctypes.c_int64, ctypes.POINTER(ctypes.c_size_t)]
                 lib.bp_dequantize.restype = ctypes.c_int32
                 lib.bp_dequantize.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
                 return lib
@@ -54,7 +54,9 @@ def test_same_bytes_as_the_c_functions(rng, qtype):
     x = rng.normal(0, 3, (5, 512)).astype(np.float32)
     type_id = bp.TYPES.index(qtype)
     want = np.zeros(5 * bp.row_size(qtype, 512), np.uint8)
-    assert lib.bp_quantize(type_id, x.ctypes.data, want.ctypes.data, 5, 512) == want.size
+    written = ctypes.c_size_t(0)
+    assert lib.bp_quantize_rows(type_id, x.ctypes.data, want.ctypes.data, 5, 512, ctypes.byref(written)) == 0
+    assert written.value == want.size
     got = bp.quantize(x, qtype)
     assert got.shape == (5, bp.row_size(qtype, 512))
     assert got.tobytes() == want.tobytes()

@@ -12,6 +12,7 @@
 
 #include "registry_test_util.hpp"
 #include "sanitizers/sanitizers.hpp"
+#include "support/find.hpp"
 
 namespace fs = std::filesystem;
 using bp_test::find_rejected;
@@ -39,7 +40,7 @@ TEST(RegistryContract, ExceptionFromAnyDiscoverySlotLeavesTheOtherPluginsUsable)
   fs::copy_file(fixture("zero_devices"), dir.path() / "libbp-zero_devices.so");
   ASSERT_EQ(bp_registry_add_path(dir.path().c_str()), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_registry_discover(), BP_OK) << bp_last_error();
-  EXPECT_NE(bp_plugin_find("zero_devices"), nullptr);
+  EXPECT_NE(bp_test::find_plugin("zero_devices"), nullptr);
   for (const std::string &v : throwing) {
     SCOPED_TRACE(v);
     const std::string path = (dir.path() / ("libbp-" + v + ".so")).string();
@@ -50,11 +51,11 @@ TEST(RegistryContract, ExceptionFromAnyDiscoverySlotLeavesTheOtherPluginsUsable)
     EXPECT_NE(message.find("fake: a slot threw fake_exception"), std::string::npos) << message;
     EXPECT_NE(message.find("(PLG-10)"), std::string::npos) << message;
     EXPECT_FALSE(is_mapped(path));
-    EXPECT_EQ(bp_plugin_find(v.c_str()), nullptr);
+    EXPECT_EQ(bp_test::find_plugin(v.c_str()), nullptr);
   }
   // The shipped cpu plugin (found next to the library) is unaffected.
   bp_backend *be = nullptr;
-  if (bp_plugin_find("cpu")) {
+  if (bp_test::find_plugin("cpu")) {
     EXPECT_EQ(bp_backend_new("cpu", &be), BP_OK) << bp_last_error();
     bp_backend_free(be);
   }
@@ -121,7 +122,7 @@ TEST(RegistryContract, PluginPathShadowsAnInstalledPluginOnPurpose) {
   bp_status st = bp_registry_discover();
   unsetenv("BP_PLUGIN_PATH");
   ASSERT_EQ(st, BP_OK) << bp_last_error();
-  bp_plugin *p = bp_plugin_find("zero_devices");
+  bp_plugin *p = bp_test::find_plugin("zero_devices");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(fs::path(bp_plugin_path(p)), first.path() / "libbp-zero_devices.so");
   const std::string loser = (second.path() / "libbp-zero_devices.so").string();

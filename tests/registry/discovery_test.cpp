@@ -10,6 +10,7 @@
 #include <string>
 
 #include "registry_test_util.hpp"
+#include "support/find.hpp"
 
 namespace fs = std::filesystem;
 using bp_test::find_rejected;
@@ -33,7 +34,7 @@ bool any_plugin_under(const fs::path &dir) {
 TEST(RegistryDiscovery, BuildTreePluginsAreFoundWithoutHelp) {
   ASSERT_EQ(bp_registry_discover(), BP_OK) << bp_last_error();
   if (!fs::exists(std::string(BP_TEST_PLUGIN_DIR) + "/libbp-cpu.so")) GTEST_SKIP() << "cpu plugin not built";
-  bp_plugin *cpu = bp_plugin_find("cpu");
+  bp_plugin *cpu = bp_test::find_plugin("cpu");
   ASSERT_NE(cpu, nullptr) << bp_last_error();
   EXPECT_EQ(fs::canonical(bp_plugin_path(cpu)), fs::canonical(std::string(BP_TEST_PLUGIN_DIR) + "/libbp-cpu.so"));
 }
@@ -45,7 +46,7 @@ TEST(RegistryDiscovery, PluginPathEnvironmentIsHonoured) {
   fs::copy_file(fixture("zero_devices"), dir.path() / "libbp-zero_devices.so");
   fs::copy_file(fixture("good"), dir.path() / "not-a-candidate.so");  // wrong file name: ignored
   fs::create_directory(dir.path() / "libbp-folder.so");                // not a regular file: ignored
-  if (bp_plugin *old = bp_plugin_find("zero_devices")) {
+  if (bp_plugin *old = bp_test::find_plugin("zero_devices")) {
     ASSERT_EQ(bp_plugin_unload(old), BP_OK);
   }
   std::string env = "relative/ignored::" + dir.path().string();
@@ -53,7 +54,7 @@ TEST(RegistryDiscovery, PluginPathEnvironmentIsHonoured) {
   bp_status st = bp_registry_discover();
   unsetenv("BP_PLUGIN_PATH");
   ASSERT_EQ(st, BP_OK) << bp_last_error();
-  bp_plugin *p = bp_plugin_find("zero_devices");
+  bp_plugin *p = bp_test::find_plugin("zero_devices");
   ASSERT_NE(p, nullptr) << "BP_PLUGIN_PATH was not searched";
   EXPECT_EQ(fs::path(bp_plugin_path(p)), dir.path() / "libbp-zero_devices.so");
   EXPECT_FALSE(find_rejected((dir.path() / "not-a-candidate.so").string(), nullptr, nullptr));
@@ -65,12 +66,12 @@ TEST(RegistryDiscovery, AddedFolderIsSearchedAndBadFilesAreListed) {
   temp_dir dir;
   fs::copy_file(fixture("not_elf"), dir.path() / "libbp-not_elf.so");
   fs::copy_file(fixture("fake_gpu"), dir.path() / "libbp-fake_gpu.so");
-  if (bp_plugin *old = bp_plugin_find("fake_gpu")) {
+  if (bp_plugin *old = bp_test::find_plugin("fake_gpu")) {
     ASSERT_EQ(bp_plugin_unload(old), BP_OK);
   }
   ASSERT_EQ(bp_registry_add_path(dir.path().c_str()), BP_OK) << bp_last_error();
   // Discovery re-runs on next use after a folder was added.
-  bp_plugin *p = bp_plugin_find("fake_gpu");
+  bp_plugin *p = bp_test::find_plugin("fake_gpu");
   ASSERT_NE(p, nullptr) << bp_last_error();
   EXPECT_EQ(fs::path(bp_plugin_path(p)), dir.path() / "libbp-fake_gpu.so");
   bp_status st = BP_OK;

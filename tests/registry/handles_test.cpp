@@ -51,17 +51,22 @@ TEST_F(RegistryHandles, NullPluginHandle) {
   expect_error_names("bp_plugin_device", "NULL plugin handle");
   EXPECT_EQ(bp_plugin_unload(nullptr), BP_ERR_INVALID_ARGUMENT);
   expect_error_names("bp_plugin_unload", "NULL");
-  EXPECT_EQ(bp_plugin_find(nullptr), nullptr);
-  expect_error_names("bp_plugin_find", "NULL");
+  bp_plugin *found = nullptr;
+  EXPECT_EQ(bp_registry_find_plugin(nullptr, &found), BP_ERR_INVALID_ARGUMENT);
+  expect_error_names("bp_registry_find_plugin", "NULL");
+  EXPECT_EQ(bp_registry_find_plugin("cpu", nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_registry_find_plugin("no_such_plugin", &found), BP_ERR_NOT_FOUND);
+  EXPECT_EQ(found, nullptr);
+  expect_error_names("no plugin named 'no_such_plugin'", "bp-devices");
 }
 
 TEST_F(RegistryHandles, NullDeviceHandleAndOutputs) {
   bp_device_info info{};
   info.struct_size = sizeof info;
-  EXPECT_EQ(bp_device_get_info(nullptr, &info), BP_ERR_INVALID_ARGUMENT);
-  expect_error_names("bp_device_get_info", "NULL device handle");
-  EXPECT_EQ(bp_device_get_info(device_, nullptr), BP_ERR_INVALID_ARGUMENT);
-  expect_error_names("bp_device_get_info", "out is NULL");
+  EXPECT_EQ(bp_device_describe(nullptr, &info), BP_ERR_INVALID_ARGUMENT);
+  expect_error_names("bp_device_describe", "NULL device handle");
+  EXPECT_EQ(bp_device_describe(device_, nullptr), BP_ERR_INVALID_ARGUMENT);
+  expect_error_names("bp_device_describe", "out is NULL");
   bp_backend *be = reinterpret_cast<bp_backend *>(0x1);
   EXPECT_EQ(bp_backend_new_on_device(nullptr, "", &be), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(be, nullptr);
@@ -88,19 +93,19 @@ TEST_F(RegistryHandles, WrongTypeHandlesAreCaughtByTheirTag) {
   expect_error_names("bp_plugin_unload", "not a loaded plugin");
   bp_device_info info{};
   info.struct_size = sizeof info;
-  EXPECT_EQ(bp_device_get_info(plugin_as_device, &info), BP_ERR_INVALID_ARGUMENT);
-  expect_error_names("bp_device_get_info", "invalid");
+  EXPECT_EQ(bp_device_describe(plugin_as_device, &info), BP_ERR_INVALID_ARGUMENT);
+  expect_error_names("bp_device_describe", "invalid");
   bp_backend *be = nullptr;
   EXPECT_EQ(bp_backend_new_on_device(plugin_as_device, "", &be), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(be, nullptr);
   // Not a handle at all: a plain word with no known tag.
   alignas(16) uint32_t junk[16] = {0x12345678u};
   EXPECT_EQ(bp_plugin_name(reinterpret_cast<bp_plugin *>(junk)), nullptr);
-  EXPECT_EQ(bp_device_get_info(reinterpret_cast<bp_device *>(junk), &info), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_device_describe(reinterpret_cast<bp_device *>(junk), &info), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_plugin_unload(reinterpret_cast<bp_plugin *>(junk)), BP_ERR_INVALID_ARGUMENT);
   // The real handles still work after all that.
   EXPECT_STREQ(bp_plugin_name(plugin_), "fake_gpu");
-  EXPECT_EQ(bp_device_get_info(device_, &info), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_device_describe(device_, &info), BP_OK) << bp_last_error();
 }
 
 TEST_F(RegistryHandles, OutOfRangeIndicesNameTheRange) {

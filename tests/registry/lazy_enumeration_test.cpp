@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "registry_test_util.hpp"
+#include "support/find.hpp"
 
 using bp_test::load_fixture;
 
@@ -105,7 +106,7 @@ TEST(RegistryLazy, AskingForCpuDoesNotEnumerateTheGpuPlugins) {
   bp_backend_free(be);
   std::vector<std::string> deferred;
   for (const char *name : {"vulkan", "opencl"})
-    if (bp_plugin_find(name)) deferred.push_back(name);
+    if (bp_test::find_plugin(name)) deferred.push_back(name);
   if (deferred.empty()) GTEST_SKIP() << "neither the vulkan nor the opencl plugin is built here";
   for (const std::string &name : deferred) {
     SCOPED_TRACE(name);
@@ -115,7 +116,7 @@ TEST(RegistryLazy, AskingForCpuDoesNotEnumerateTheGpuPlugins) {
   for (const std::string &name : deferred) {
     SCOPED_TRACE(name);
     const char *why = nullptr;
-    bp_status st = bp_plugin_status(bp_plugin_find(name.c_str()), &why);
+    bp_status st = bp_plugin_status(bp_test::find_plugin(name.c_str()), &why);
     EXPECT_TRUE(st == BP_OK || st == BP_ERR_UNAVAILABLE) << bp_status_name(st) << ": " << (why ? why : "");
     if (st == BP_OK) {
       EXPECT_EQ(logs.count("registry", "plugin '" + name + "': "), 1u) << "enumerated once";

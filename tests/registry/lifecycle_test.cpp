@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "registry_test_util.hpp"
+#include "support/find.hpp"
 
 using bp_test::fixture;
 using bp_test::is_mapped;
@@ -25,11 +26,11 @@ TEST(RegistryLifecycle, UnloadWithALiveBufferIsRefusedThenWorks) {
   EXPECT_EQ(bp_plugin_unload(p), BP_ERR_FAILED_PRECONDITION);
   std::string message = bp_last_error();
   EXPECT_NE(message.find("plugin 'good' still has 1 live object"), std::string::npos) << message;
-  EXPECT_EQ(bp_plugin_find("good"), p);  // still loaded and usable
+  EXPECT_EQ(bp_test::find_plugin("good"), p);  // still loaded and usable
   EXPECT_EQ(bp_buffer_clear(buf, 7), BP_OK) << bp_last_error();
   bp_buffer_free(buf);
   EXPECT_EQ(bp_plugin_unload(p), BP_OK) << bp_last_error();
-  EXPECT_EQ(bp_plugin_find("good"), nullptr);
+  EXPECT_EQ(bp_test::find_plugin("good"), nullptr);
   EXPECT_EQ(bp_plugin_unload(p), BP_ERR_INVALID_ARGUMENT);  // a stale handle is caught, not used
 }
 
@@ -47,7 +48,7 @@ TEST(RegistryLifecycle, LoadUnloadTenTimesShutsDownOncePerLoad) {
   // The OpenCL plugin_test loop; under ASan/LSan (build-asan-reg) it also
   // proves each cycle frees what it made. Each unload really unmaps the file.
   unsetenv("BP_DISABLE_UNLOAD");
-  if (bp_plugin *old = bp_plugin_find("good")) {
+  if (bp_plugin *old = bp_test::find_plugin("good")) {
     ASSERT_EQ(bp_plugin_unload(old), BP_OK) << bp_last_error();
   }
   bp_test::log_capture logs;
@@ -69,7 +70,7 @@ TEST(RegistryLifecycle, LoadUnloadTenTimesShutsDownOncePerLoad) {
 }
 
 TEST(RegistryLifecycle, DisableUnloadKeepsTheCodeButStillShutsDown) {
-  if (bp_plugin *old = bp_plugin_find("good")) {
+  if (bp_plugin *old = bp_test::find_plugin("good")) {
     ASSERT_EQ(bp_plugin_unload(old), BP_OK);
   }
   setenv("BP_DISABLE_UNLOAD", "1", 1);
@@ -131,7 +132,7 @@ TEST(RegistryLifecycle, FailTheNthAllocationThenRecover) {
     bp_backend_free(be);
   }
   // Nothing leaked: every buffer and backend gave its reference back.
-  EXPECT_EQ(bp_plugin_unload(bp_plugin_find("fail_alloc")), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_plugin_unload(bp_test::find_plugin("fail_alloc")), BP_OK) << bp_last_error();
 }
 
 TEST(RegistryLifecycle, DeviceLostIsStickyAndReleaseStillWorks) {
@@ -164,7 +165,7 @@ TEST(RegistryLifecycle, DeviceLostIsStickyAndReleaseStillWorks) {
   bp_backend_free(be);
   bp_graph_free(g);
   bp_context_free(ctx);
-  EXPECT_EQ(bp_plugin_unload(bp_plugin_find("lost_after")), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_plugin_unload(bp_test::find_plugin("lost_after")), BP_OK) << bp_last_error();
 }
 
 TEST(RegistryLifecycle, ThrowingSlotBecomesInternalAndTheProcessLives) {
@@ -192,7 +193,7 @@ TEST(RegistryLifecycle, RuntimeShutdownWithLiveObjectsChangesNothing) {
         if (why.find("good (1 live)") == std::string::npos) std::exit(14);
         if (why.find("nothing was shut down") == std::string::npos) std::exit(15);
         // Nothing was unloaded and the registry still works.
-        if (bp_plugin_find("fake_gpu") == nullptr || bp_plugin_find("good") != good) std::exit(16);
+        if (bp_test::find_plugin("fake_gpu") == nullptr || bp_test::find_plugin("good") != good) std::exit(16);
         if (bp_registry_load(fixture("good").c_str(), nullptr) != BP_OK) std::exit(17);
         bp_buffer_free(buf);
         if (bp_runtime_shutdown() != BP_OK) std::exit(18);
@@ -222,7 +223,7 @@ TEST(RegistryLifecycle, EveryRegistryCallAfterShutdownIsFailedPrecondition) {
         if (more[0] || more[1]) std::exit(18);
         if (bp_rejected_get(0, nullptr, nullptr, nullptr) != BP_ERR_FAILED_PRECONDITION) std::exit(19);
         if (bp_plugin_count() != 0 || bp_device_count() != 0 || bp_rejected_count() != 0) std::exit(20);
-        if (bp_plugin_find("good") != nullptr || bp_device_get(0) != nullptr) std::exit(21);
+        if (bp_test::find_plugin("good") != nullptr || bp_device_get(0) != nullptr) std::exit(21);
         if (std::string(bp_last_error()).find("bp_runtime_shutdown") == std::string::npos) std::exit(22);
         if (bp_last_status() != BP_ERR_FAILED_PRECONDITION) std::exit(23);
         std::exit(0);

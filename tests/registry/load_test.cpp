@@ -15,6 +15,7 @@
 
 #include "registry_test_util.hpp"
 #include "sanitizers/sanitizers.hpp"
+#include "support/find.hpp"
 
 namespace fs = std::filesystem;
 using bp_test::find_rejected;
@@ -204,7 +205,7 @@ TEST(RegistryLoad, BadArguments) {
   EXPECT_EQ(bp_plugin_unload(nullptr), BP_ERR_INVALID_ARGUMENT);
   bp_device_info info{};
   info.struct_size = sizeof info;
-  EXPECT_EQ(bp_device_get_info(nullptr, &info), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_device_describe(nullptr, &info), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_rejected_get(1u << 30, nullptr, nullptr, nullptr), BP_ERR_NOT_FOUND);
 }
 
@@ -215,13 +216,13 @@ TEST(RegistryLoad, GoodPluginsLoadAlongsideBrokenOnes) {
     bp_plugin *p = load_fixture(variant);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(std::string(bp_plugin_name(p)), variant);
-    EXPECT_EQ(bp_plugin_find(variant), p);
+    EXPECT_EQ(bp_test::find_plugin(variant), p);
     EXPECT_FALSE(find_rejected(fixture(variant), nullptr, nullptr));
   }
-  EXPECT_EQ(bp_plugin_device_count(bp_plugin_find("zero_devices")), 0u);  // zero devices is not an error
-  EXPECT_EQ(bp_plugin_device_count(bp_plugin_find("fake_gpu")), 2u);
+  EXPECT_EQ(bp_plugin_device_count(bp_test::find_plugin("zero_devices")), 0u);  // zero devices is not an error
+  EXPECT_EQ(bp_plugin_device_count(bp_test::find_plugin("fake_gpu")), 2u);
   // The real cpu plugin, found by discovery in the build tree.
-  bp_plugin *cpu = bp_plugin_find("cpu");
+  bp_plugin *cpu = bp_test::find_plugin("cpu");
   if (!cpu) GTEST_SKIP() << "libbp-cpu.so not built in " << BP_TEST_PLUGIN_DIR;
   EXPECT_GE(bp_plugin_device_count(cpu), 1u);
   std::string path = bp_plugin_path(cpu);
@@ -249,7 +250,7 @@ TEST(RegistryLoad, PluginAndDeviceInfoAreCopied) {
     ASSERT_NE(dev, nullptr);
     bp_device_info info{};
     info.struct_size = sizeof info;
-    ASSERT_EQ(bp_device_get_info(dev, &info), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_device_describe(dev, &info), BP_OK) << bp_last_error();
     EXPECT_EQ(info.index, i);
     EXPECT_EQ(info.plugin, p);
     EXPECT_EQ(info.type, BP_DEVICE_TYPE_GPU);
@@ -261,7 +262,7 @@ TEST(RegistryLoad, PluginAndDeviceInfoAreCopied) {
   }
   bp_device_info small{};
   small.struct_size = 8;
-  EXPECT_EQ(bp_device_get_info(bp_plugin_device(p, 0), &small), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_device_describe(bp_plugin_device(p, 0), &small), BP_ERR_INVALID_ARGUMENT);
   EXPECT_STREQ(bp_device_type_name(BP_DEVICE_TYPE_GPU), "GPU");
   EXPECT_STREQ(bp_device_type_name(static_cast<bp_device_type>(42)), "UNKNOWN");
 }
@@ -408,7 +409,7 @@ TEST(RegistryLoad, ThreePluginsWithOneNameKeepTheFirst) {
     EXPECT_TRUE(find_rejected(fixture(variant), &listed, nullptr));
     EXPECT_EQ(listed, BP_ERR_ALREADY_EXISTS);
   }
-  EXPECT_EQ(bp_plugin_find("dup_name"), a);
+  EXPECT_EQ(bp_test::find_plugin("dup_name"), a);
 }
 
 TEST(RegistryLoad, PluginLogsCarryThePluginName) {

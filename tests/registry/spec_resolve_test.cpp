@@ -6,6 +6,7 @@
 #include <string>
 
 #include "registry_test_util.hpp"
+#include "support/find.hpp"
 
 using bp_test::load_fixture;
 
@@ -52,16 +53,16 @@ TEST_F(SpecResolve, EveryDeviceSpecSelectsItsDevice) {
     bp_device *dev = bp_device_get(i);
     bp_device_info info{};
     info.struct_size = sizeof info;
-    ASSERT_EQ(bp_device_get_info(dev, &info), BP_OK);
+    ASSERT_EQ(bp_device_describe(dev, &info), BP_OK);
     std::string plugin = bp_plugin_name(info.plugin);
     if (plugin != "good" && plugin != "fake_gpu") continue;  // others may need hardware
     bp_backend *be = nullptr;
     ASSERT_EQ(bp_backend_new(info.spec, &be), BP_OK) << info.spec << ": " << bp_last_error();
-    EXPECT_EQ(bp_backend_get_device(be), dev);
+    EXPECT_EQ(bp_backend_device(be), dev);
     bp_backend_free(be);
     std::string by_id = plugin + ":id=" + info.id;
     ASSERT_EQ(bp_backend_new(by_id.c_str(), &be), BP_OK) << by_id << ": " << bp_last_error();
-    EXPECT_EQ(bp_backend_get_device(be), dev);
+    EXPECT_EQ(bp_backend_device(be), dev);
     bp_backend_free(be);
   }
 }
@@ -122,7 +123,7 @@ TEST_F(SpecResolve, AutoPicksTheBestDevice) {
   for (size_t i = 0, n = bp_device_count(); i < n; ++i) {
     bp_device_info info{};
     info.struct_size = sizeof info;
-    ASSERT_EQ(bp_device_get_info(bp_device_get(i), &info), BP_OK);
+    ASSERT_EQ(bp_device_describe(bp_device_get(i), &info), BP_OK);
     if (!best || rank(info.type) < rank(best_info.type) ||
         (rank(info.type) == rank(best_info.type) && info.memory_total > best_info.memory_total)) {
       best = bp_device_get(i);
@@ -133,7 +134,7 @@ TEST_F(SpecResolve, AutoPicksTheBestDevice) {
   EXPECT_EQ(best_info.type, BP_DEVICE_TYPE_GPU);  // fake_gpu is loaded
   bp_backend *be = nullptr;
   ASSERT_EQ(bp_backend_new("auto", &be), BP_OK) << bp_last_error();
-  EXPECT_EQ(bp_backend_get_device(be), best);
+  EXPECT_EQ(bp_backend_device(be), best);
   bp_backend_free(be);
   expect_error("auto:0", BP_ERR_INVALID_ARGUMENT, {"'auto' picks the device itself"});
   expect_error("auto:id=x", BP_ERR_INVALID_ARGUMENT, {"'auto' picks the device itself"});
@@ -157,11 +158,11 @@ TEST_F(SpecResolve, ListsAreWholeOrNothing) {
   EXPECT_EQ(bp_backend_new_list("good;;good", out, 4, &n), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_backend_new_list(nullptr, out, 4, &n), BP_ERR_INVALID_ARGUMENT);
   // Nothing was left alive by the failed calls.
-  EXPECT_EQ(bp_plugin_unload(bp_plugin_find("good")), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_plugin_unload(bp_test::find_plugin("good")), BP_OK) << bp_last_error();
 }
 
 TEST_F(SpecResolve, DeviceInitBackendTakesParamsOnly) {
-  bp_device *dev = bp_plugin_device(bp_plugin_find("fake_gpu"), 1);
+  bp_device *dev = bp_plugin_device(bp_test::find_plugin("fake_gpu"), 1);
   ASSERT_NE(dev, nullptr);
   bp_backend *be = nullptr;
   ASSERT_EQ(bp_backend_new_on_device(dev, nullptr, &be), BP_OK) << bp_last_error();
@@ -179,7 +180,7 @@ TEST_F(SpecResolve, DeviceInitBackendTakesParamsOnly) {
 }
 
 TEST_F(SpecResolve, CpuPluginAcceptsThreads) {
-  if (!bp_plugin_find("cpu")) GTEST_SKIP() << "cpu plugin not built";
+  if (!bp_test::find_plugin("cpu")) GTEST_SKIP() << "cpu plugin not built";
   EXPECT_EQ(backend_name("cpu:threads=2"), "cpu:0");
   expect_error("cpu:threads=-5", BP_ERR_INVALID_ARGUMENT, {"outside its range"});
 }

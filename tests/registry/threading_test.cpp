@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "registry_test_util.hpp"
+#include "support/find.hpp"
 
 using bp_test::fixture;
 using bp_test::load_fixture;
@@ -62,7 +63,7 @@ TEST(RegistryThreading, LoadsUnloadsAndLookupsRace) {
         if (bp_backend_new("good:flavor=1", &be) != BP_OK) ++failures;
         bp_backend_free(be);
         if (bp_device_count() == 0) ++failures;
-        if (!bp_plugin_find("good")) ++failures;
+        if (!bp_test::find_plugin("good")) ++failures;
         bp_backend *maybe = nullptr;  // the racing plugin may or may not be there
         if (bp_backend_new("abi_minor_new", &maybe) == BP_OK) bp_backend_free(maybe);
       }
@@ -126,10 +127,10 @@ void reenter(bp_log_level, const char *source, const char *message, void *user) 
   // Reading is fine (the list lock is not held while plugin code runs);
   // anything that would load or unload must refuse instead of deadlocking.
   r->devices = bp_device_count();
-  r->found_good = bp_plugin_find("good") != nullptr;
+  r->found_good = bp_test::find_plugin("good") != nullptr;
   r->load = bp_registry_load(fixture("fake_gpu").c_str(), nullptr);
   r->discover = bp_registry_discover();
-  r->unload = bp_plugin_unload(bp_plugin_find("good"));
+  r->unload = bp_plugin_unload(bp_test::find_plugin("good"));
   r->shutdown = bp_runtime_shutdown();
   bp_log_set_callback(reenter, user);  // re-installing from inside is fine too
 }
@@ -153,7 +154,7 @@ TEST(RegistryThreading, RegistryCallsFromInsideAPluginInitDoNotDeadlock) {
           if (st != BP_ERR_FAILED_PRECONDITION) std::exit(14);
         // Nothing of it stuck: the refused calls work from outside.
         if (bp_registry_load(fixture("fake_gpu").c_str(), nullptr) != BP_OK) std::exit(15);
-        if (bp_plugin_unload(bp_plugin_find("good")) != BP_OK) std::exit(16);
+        if (bp_plugin_unload(bp_test::find_plugin("good")) != BP_OK) std::exit(16);
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "");

@@ -254,7 +254,7 @@ bp_device *find_device(const char *id) {
   for (size_t i = 0, n = bp_device_count(); i < n; ++i) {
     bp_device_info info{};
     info.struct_size = sizeof info;
-    if (bp_device_get_info(bp_device_get(i), &info) == BP_OK && std::string(info.id) == id) return bp_device_get(i);
+    if (bp_device_describe(bp_device_get(i), &info) == BP_OK && std::string(info.id) == id) return bp_device_get(i);
   }
   return nullptr;
 }
@@ -262,7 +262,7 @@ bp_device *find_device(const char *id) {
 uint32_t caps_of(bp_device *dev) {
   bp_device_info info{};
   info.struct_size = sizeof info;
-  EXPECT_EQ(bp_device_get_info(dev, &info), BP_OK) << bp_last_error();
+  EXPECT_EQ(bp_device_describe(dev, &info), BP_OK) << bp_last_error();
   return info.caps;
 }
 
@@ -292,7 +292,7 @@ TEST_F(SchedTest, PartialAsyncEventsOrderTwoQueues) {
   buffers.push_back(buf);
   write_f32(t, std::vector<float>(64, 1.0f));
   bp_event *ev = nullptr;
-  ASSERT_EQ(bp_event_new(bp_backend_get_device(backends[0]), &ev), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_event_new(bp_backend_device(backends[0]), &ev), BP_OK) << bp_last_error();
   for (int round = 0; round < 3; ++round) {
     std::vector<float> want = random_values(64, 500 + (unsigned)round), got(64, 0.0f);
     ASSERT_EQ(bp_backend_tensor_set_async(backends[0], t, want.data(), 0, 64 * sizeof(float)), BP_OK);

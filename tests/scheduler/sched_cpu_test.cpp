@@ -21,13 +21,13 @@ TEST_F(SchedTest, CpuAloneIsOneSplitWithoutCopies) {
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
   bp_sched_split_info info{};
   info.struct_size = sizeof info;
-  ASSERT_EQ(bp_sched_split(sched, 0, &info), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_sched_split_describe(sched, 0, &info), BP_OK) << bp_last_error();
   EXPECT_EQ(info.backend, backends[0]);
   EXPECT_EQ(info.first_node, 0);
   EXPECT_EQ(info.n_nodes, (int)bp_graph_node_count(m.graph));
   EXPECT_EQ(info.n_inputs, 0);
   EXPECT_EQ(info.bytes_copied, 0u);
-  EXPECT_GT(bp_sched_get_buffer_size(sched, backends[0]), 0u);
+  EXPECT_GT(bp_sched_buffer_size(sched, backends[0]), 0u);
   for (size_t i = 0; i < bp_graph_node_count(m.graph); ++i)
     EXPECT_EQ(bp_sched_get_tensor_backend(sched, bp_graph_node(m.graph, i)), backends[0]);
 }
@@ -53,8 +53,8 @@ TEST_F(SchedTest, TwoCpuBackendsSplitByPinsWithoutCopies) {
     EXPECT_EQ(backend_of(bp_graph_node(m.graph, i)), backends[i < n / 2 ? 0 : 1]) << i;
   bp_sched_split_info a{}, b{};
   a.struct_size = b.struct_size = sizeof a;
-  ASSERT_EQ(bp_sched_split(sched, 0, &a), BP_OK);
-  ASSERT_EQ(bp_sched_split(sched, 1, &b), BP_OK);
+  ASSERT_EQ(bp_sched_split_describe(sched, 0, &a), BP_OK);
+  ASSERT_EQ(bp_sched_split_describe(sched, 1, &b), BP_OK);
   EXPECT_EQ(a.n_nodes + b.n_nodes, (int)n);
   EXPECT_EQ(b.first_node, a.n_nodes);
   EXPECT_EQ(a.n_inputs + b.n_inputs, 0);
@@ -147,14 +147,14 @@ TEST_F(SchedTest, ReserveSizesBuffersFromTheMeasureGraph) {
   make_sched();
   build_mlp(backends[0], true);
   ASSERT_EQ(bp_sched_reserve(sched, m.graph), BP_OK) << bp_last_error();
-  size_t reserved = bp_sched_get_buffer_size(sched, backends[0]);
+  size_t reserved = bp_sched_buffer_size(sched, backends[0]);
   EXPECT_GT(reserved, 0u);
   EXPECT_EQ(bp_sched_split_count(sched), 0) << "reserve leaves no graph allocated";
   EXPECT_EQ(m.out->data, nullptr);
   reference ref(cpu_ref, true);
   std::vector<float> got = run(2), want = ref.run(2);
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
-  EXPECT_EQ(bp_sched_get_buffer_size(sched, backends[0]), reserved) << "the run fits the reserve";
+  EXPECT_EQ(bp_sched_buffer_size(sched, backends[0]), reserved) << "the run fits the reserve";
 }
 
 TEST_F(SchedTest, ComputeAsyncThenSynchronize) {
@@ -199,10 +199,10 @@ TEST_F(SchedTest, BadInputIsAStatus) {
   EXPECT_EQ(bp_sched_set_tensor_backend(sched, nullptr, backends[0]), BP_ERR_INVALID_ARGUMENT);
   bp_sched_split_info info{};
   info.struct_size = sizeof info;
-  EXPECT_EQ(bp_sched_split(sched, 0, &info), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_sched_split(sched, -1, &info), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_sched_split(sched, 0, nullptr), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_sched_get_buffer_size(sched, cpu_ref), 0u);
+  EXPECT_EQ(bp_sched_split_describe(sched, 0, &info), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_sched_split_describe(sched, -1, &info), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_sched_split_describe(sched, 0, nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_sched_buffer_size(sched, cpu_ref), 0u);
   EXPECT_EQ(bp_sched_backend(sched, 2), nullptr);
   EXPECT_EQ(bp_sched_backend(sched, 1), backends[1]);
   EXPECT_EQ(bp_sched_backend_count(sched), 2);

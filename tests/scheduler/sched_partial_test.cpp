@@ -37,7 +37,7 @@ TEST_F(SchedTest, PartialAndCpuSplitCopyAndMatchCpu) {
   for (size_t i = 0; i < bp_sched_split_count(sched); ++i) {
     bp_sched_split_info info{};
     info.struct_size = sizeof info;
-    ASSERT_EQ(bp_sched_split(sched, i, &info), BP_OK);
+    ASSERT_EQ(bp_sched_split_describe(sched, i, &info), BP_OK);
     EXPECT_EQ(info.first_node, nodes);
     EXPECT_EQ(info.backend, backends[(size_t)(i % 2)]) << "partial and cpu alternate";
     EXPECT_GE(info.n_inputs, 1) << "every split here reads something from the other side";
@@ -48,8 +48,8 @@ TEST_F(SchedTest, PartialAndCpuSplitCopyAndMatchCpu) {
   EXPECT_EQ(nodes, (int)bp_graph_node_count(m.graph));
   EXPECT_EQ(inputs, bp_sched_copy_count(sched));
   EXPECT_EQ(bytes, (uint64_t)(2 * m.d * m.n + 2 * m.h * m.n) * sizeof(float));
-  EXPECT_GT(bp_sched_get_buffer_size(sched, backends[0]), 0u);
-  EXPECT_GT(bp_sched_get_buffer_size(sched, backends[1]), 0u);
+  EXPECT_GT(bp_sched_buffer_size(sched, backends[0]), 0u);
+  EXPECT_GT(bp_sched_buffer_size(sched, backends[1]), 0u);
 }
 
 TEST_F(SchedTest, WeightsPullTheirConsumers) {
@@ -87,7 +87,7 @@ TEST_F(SchedTest, OffloadHintPullsAProductUpFromTheCpu) {
   for (size_t i = 0; i < bp_sched_split_count(sched); ++i) {
     bp_sched_split_info info{};
     info.struct_size = sizeof info;
-    ASSERT_EQ(bp_sched_split(sched, i, &info), BP_OK);
+    ASSERT_EQ(bp_sched_split_describe(sched, i, &info), BP_OK);
     bytes += info.bytes_copied;
   }
   // w1 and w2 (d x h floats each) reach partial by copy, with x and more.
@@ -203,7 +203,7 @@ TEST_F(SchedTest, SplitsReplayGraphPlansAndMatchCpu) {
     for (size_t i = 0; i < bp_sched_split_count(sched); ++i) {
       bp_sched_split_info info{};
       info.struct_size = sizeof info;
-      EXPECT_EQ(bp_sched_split(sched, i, &info), BP_OK);
+      EXPECT_EQ(bp_sched_split_describe(sched, i, &info), BP_OK);
       held += info.n_plans;
       if (info.backend == backends[1]) {
         EXPECT_EQ(info.n_plans, 0) << "the cpu backend has no plans";

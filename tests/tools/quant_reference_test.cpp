@@ -49,8 +49,12 @@ std::vector<float> golden_floats(const std::string &name) {
 }
 
 std::vector<uint8_t> quantize(bp_type t, const std::vector<float> &x, int64_t row) {
-  std::vector<uint8_t> q(bp_row_size(t, row) * (x.size() / static_cast<size_t>(row)));
-  EXPECT_EQ(bp_quantize(t, x.data(), q.data(), static_cast<int64_t>(x.size()) / row, row), q.size()) << bp_last_error();
+  std::vector<uint8_t> q(bp_type_row_size(t, row) * (x.size() / static_cast<size_t>(row)));
+  {
+    size_t written = 0;
+    EXPECT_EQ(bp_quantize_rows(t, x.data(), q.data(), static_cast<int64_t>(x.size()) / row, row, &written), BP_OK) << bp_last_error();
+    EXPECT_EQ(written, q.size());
+  }
   return q;
 }
 
@@ -128,7 +132,7 @@ TEST_P(QuantReference, ReaderMatchesGoldenDequantization) {
   const std::vector<uint8_t> q = golden(std::string(bp_type_name(t)) + ".quant");
   const std::vector<float> want = golden_floats(std::string(bp_type_name(t)) + ".dequant.f32");
   ASSERT_EQ(want.size(), 4096u) << "tests/data/quant is missing";
-  ASSERT_EQ(q.size(), bp_row_size(t, 4096));
+  ASSERT_EQ(q.size(), bp_type_row_size(t, 4096));
   const std::vector<double> got = conf::dequantize_blocks(t, q.data(), 4096);
   for (size_t i = 0; i < want.size(); ++i) {
     const float g = static_cast<float>(got[i]);

@@ -90,16 +90,16 @@ std::unique_ptr<graph_setup> build_graph(const op_case &c, std::string &err) {
 }
 
 // Random values in [-1, 1) into |t| (f32 or f16, contiguous), in chunks;
-// quantized weights are random values through bp_quantize, row by row.
+// quantized weights are random values through bp_quantize_rows, row by row.
 bp_status fill_tensor(bp_tensor *t, uint64_t seed) {
   rng r{seed};
   if (bp_type_is_quantized(t->type)) {
-    const size_t row = bp_row_size(t->type, t->ne[0]);
+    const size_t row = bp_type_row_size(t->type, t->ne[0]);
     std::vector<float> f(static_cast<size_t>(t->ne[0]));
     std::vector<unsigned char> q(row);
     for (int64_t i = 0; i < bp_tensor_nrows(t); ++i) {
       for (float &v : f) v = r.uniform();
-      bp_quantize(t->type, f.data(), q.data(), 1, t->ne[0]);
+      if (bp_status st = bp_quantize_rows(t->type, f.data(), q.data(), 1, t->ne[0], nullptr); st != BP_OK) return st;
       if (bp_status st = bp_tensor_set(t, q.data(), static_cast<size_t>(i) * t->nb[1], row); st != BP_OK) return st;
     }
     return BP_OK;
@@ -125,7 +125,7 @@ bp_status fill_tensor(bp_tensor *t, uint64_t seed) {
 // Row |row| (dim 1) of the contiguous 2-D tensor |t|, as doubles.
 std::vector<double> read_row(const bp_tensor *t, int64_t row) {
   if (bp_type_is_quantized(t->type)) {  // the core's reference decoder
-    std::vector<unsigned char> raw(bp_row_size(t->type, t->ne[0]));
+    std::vector<unsigned char> raw(bp_type_row_size(t->type, t->ne[0]));
     std::vector<float> f(static_cast<size_t>(t->ne[0]));
     if (bp_tensor_get(t, raw.data(), static_cast<size_t>(row) * t->nb[1], raw.size()) != BP_OK ||
         bp_dequantize(t->type, raw.data(), f.data(), t->ne[0]) != BP_OK)

@@ -40,7 +40,7 @@ struct op_case {
   bool counts_flops() const { return op == op_kind::mul_mat; }
   // Bytes of the weights (a), which a product with few rows of b streams
   // from memory once per call: its bound is bandwidth, not FLOPs.
-  double weight_bytes() const { return static_cast<double>(bp_row_size(a_type, k)) * static_cast<double>(m); }
+  double weight_bytes() const { return static_cast<double>(bp_type_row_size(a_type, k)) * static_cast<double>(m); }
 };
 
 // The cases a plain `bp-bench` runs, in order (cases.cpp).

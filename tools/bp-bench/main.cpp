@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
   const bool defaults = opt.devices.empty();
   if (defaults) {
     opt.devices.push_back("cpu:threads=" + threads);
-    if (bp_plugin_find("blas")) opt.devices.push_back("blas:threads=" + threads);
+    if (bp_plugin *blas = nullptr; bp_registry_find_plugin("blas", &blas) == BP_OK) opt.devices.push_back("blas:threads=" + threads);
   }
   for (const std::string &spec : opt.devices) {
     backend_slot slot{spec, nullptr};

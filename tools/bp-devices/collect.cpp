@@ -126,7 +126,7 @@ inventory collect(const std::vector<std::string> &paths, const std::vector<std::
     bp_device *dev = bp_device_get(i);
     bp_device_info info{};
     info.struct_size = sizeof info;
-    if (!dev || bp_device_get_info(dev, &info) != BP_OK) {
+    if (!dev || bp_device_describe(dev, &info) != BP_OK) {
       inv.problems.push_back(failure("device " + std::to_string(i), BP_ERR_INTERNAL));
       continue;
     }

@@ -85,7 +85,8 @@ bool load_and_verify(bp_gguf *f, bp_device *dev, bp_gguf_load_mode mode, const s
     const void *data = nullptr;
     uint64_t size = 0;
     bp_gguf_tensor_data(f, i, &data, &size);
-    const bp_tensor *t = bp_context_find(ctx, ti.name);
+    bp_tensor *t = nullptr;
+    bp_context_find_tensor(ctx, ti.name, &t);
     for (uint64_t done = 0; ok && done < size;) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, size - done));
       if (bp_tensor_get(t, back.data(), static_cast<size_t>(done), n) != BP_OK) {
@@ -124,10 +125,10 @@ int check(const std::string &path, const std::string &device, bool json, bool wa
     bp_gguf_close(f);
     return fail("device " + device);
   }
-  bp_device *dev = bp_backend_get_device(be);
+  bp_device *dev = bp_backend_device(be);
   bp_device_info di{};
   di.struct_size = sizeof di;
-  bp_device_get_info(dev, &di);
+  bp_device_describe(dev, &di);
   const bool can_map = (di.caps & BP_DEVICE_CAP_HOST_MEMORY) && (di.caps & BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR);
 
   std::vector<row> rows;

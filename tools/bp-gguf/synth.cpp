@@ -117,7 +117,7 @@ class tensor_sink {
   tensor_sink(bp_gguf_writer *w, synth_scratch &scratch, uint64_t seed) : w_(w), scratch_(scratch), seed_(seed) {}
   bool add(const std::string &name, bp_type type, std::vector<int64_t> ne, synth_fill fill) {
     const int64_t rows = ne.size() > 1 ? ne[1] : 1;
-    const size_t n = bp_row_size(type, ne[0]) * static_cast<size_t>(rows);
+    const size_t n = bp_type_row_size(type, ne[0]) * static_cast<size_t>(rows);
     uint8_t *d = scratch_.alloc(n);
     return synth_tensor_bytes(seed_, name, fill, type, ne[0], rows, d) && add_bytes(name, type, ne, d, n);
   }

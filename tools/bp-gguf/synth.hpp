@@ -58,8 +58,8 @@ struct synth_fill {
 
 // |rows| rows of |n_per_row| values drawn per |fill| and encoded as |type|
 // (rows quantized in parallel) into |out|, which holds
-// bp_row_size(type, n_per_row) * rows bytes. False with the error set by
-// bp_quantize when that fails.
+// bp_type_row_size(type, n_per_row) * rows bytes. False with the error set by
+// bp_quantize_rows when that fails.
 bool synth_tensor_bytes(uint64_t seed, const std::string &name, synth_fill fill, bp_type type, int64_t n_per_row,
                         int64_t rows, uint8_t *out);
 

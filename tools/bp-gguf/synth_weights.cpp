@@ -41,7 +41,7 @@ float draw(uint64_t key, uint64_t i) {
 
 bool synth_tensor_bytes(uint64_t seed, const std::string &name, synth_fill fill, bp_type type, int64_t n_per_row,
                         int64_t rows, uint8_t *out) {
-  const size_t row_bytes = bp_row_size(type, n_per_row);
+  const size_t row_bytes = bp_type_row_size(type, n_per_row);
   const uint64_t key = tensor_key(seed, name);
   // Chunks of about 64K values, taken by the threads in turn.
   const int64_t chunk_rows = std::max<int64_t>(1, 65536 / n_per_row);
@@ -54,7 +54,7 @@ bool synth_tensor_bytes(uint64_t seed, const std::string &name, synth_fill fill,
       const int64_t r0 = c * chunk_rows, nr = std::min(chunk_rows, rows - r0);
       const uint64_t base = static_cast<uint64_t>(r0 * n_per_row);
       for (int64_t i = 0; i < nr * n_per_row; ++i) buf[i] = fill.mean + fill.std * draw(key, base + i);
-      if (bp_quantize(type, buf.data(), out + row_bytes * r0, nr, n_per_row) == 0) failed = true;
+      if (bp_quantize_rows(type, buf.data(), out + row_bytes * r0, nr, n_per_row, nullptr) != BP_OK) failed = true;
     }
   };
   const int64_t n_threads =

@@ -50,9 +50,9 @@ bool write_dot(const std::string &path, const bp_graph *graph, const bp_sched *s
   auto buffer_backend = [&](const bp_tensor *t) -> bp_backend * {
     const bp_tensor *o = owner(t);
     if (!o || !o->buffer) return nullptr;
-    bp_device *dev = bp_buffer_type_device(bp_buffer_get_type(o->buffer));
+    bp_device *dev = bp_buffer_type_device(bp_buffer_buffer_type(o->buffer));
     for (bp_backend *b : backends)
-      if (bp_backend_get_device(b) == dev) return b;
+      if (bp_backend_device(b) == dev) return b;
     return nullptr;
   };
   std::map<const bp_tensor *, std::string> id;
@@ -90,7 +90,7 @@ bool write_dot(const std::string &path, const bp_graph *graph, const bp_sched *s
       if (!src) continue;
       const bp_tensor *o = owner(src);
       bool copy = b && !bp_op_is_view(t->op) && o && o->buffer &&
-                  !bp_backend_supports_buft(b, bp_buffer_get_type(o->buffer));
+                  !bp_backend_supports_buft(b, bp_buffer_buffer_type(o->buffer));
       f << "  " << id_of(src) << " -> " << id_of(t)
         << (copy ? " [color=red, style=dashed, penwidth=2, label=\"copy\", fontcolor=red]" : "") << ";\n";
     }

@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
   CLI::Option *weights_opt =
       app.add_option("--weights", weights,
                      "type of the 2-D weights: f32, or q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, bf16 (quantized by "
-                     "bp_quantize; the report adds the memory saved and the logits' NMSE against f32 weights)")
+                     "bp_quantize_rows; the report adds the memory saved and the logits' NMSE against f32 weights)")
           ->check(CLI::IsMember({"f32", "q8_0", "q4_0", "q5_0", "q4_k", "q5_k", "q6_k", "bf16"}, CLI::ignore_case));
   app.add_option("--runs", opt.runs, "timed runs (min and median are reported)")->check(CLI::Range(1, 100000));
   app.add_option("--dot", opt.dot_path, "write the split graph as Graphviz to FILE")

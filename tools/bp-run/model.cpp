@@ -143,8 +143,10 @@ bp_status load_weights(const model &m) {
     const float a = std::sqrt(3.0f / static_cast<float>(t->ne[0]));
     for (float &x : v) x = norm ? 1.0f + 0.1f * r.uniform() : emb ? r.uniform() : a * r.uniform();
     if (bp_type_is_quantized(t->type)) {  // the same values, quantized by the core's reference
-      std::vector<unsigned char> q(bp_row_size(t->type, t->ne[0]) * static_cast<size_t>(bp_tensor_nrows(t)));
-      if (bp_quantize(t->type, v.data(), q.data(), bp_tensor_nrows(t), t->ne[0]) != q.size()) return BP_ERR_INTERNAL;
+      std::vector<unsigned char> q(bp_type_row_size(t->type, t->ne[0]) * static_cast<size_t>(bp_tensor_nrows(t)));
+      if (bp_status st = bp_quantize_rows(t->type, v.data(), q.data(), bp_tensor_nrows(t), t->ne[0], nullptr);
+          st != BP_OK)
+        return st;
       if (bp_status st = bp_tensor_set(t, q.data(), 0, q.size()); st != BP_OK) return st;
       continue;
     }

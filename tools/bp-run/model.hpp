@@ -27,7 +27,7 @@ struct model_config {
   uint64_t seed = 42;
   std::string weights_file;  // --load: the weights come from this GGUF file, not the seed
   // The type of the 2-D weights (the embedding and every projection):
-  // f32, or a quantized type filled through bp_quantize (--weights).
+  // f32, or a quantized type filled through bp_quantize_rows (--weights).
   bp_type weights = BP_TYPE_F32;
 };
 

@@ -42,7 +42,7 @@ struct gallocr_holder {
 std::string plugin_of(bp_backend *be) {
   bp_device_info info{};
   info.struct_size = sizeof info;
-  if (bp_device_get_info(bp_backend_get_device(be), &info) != BP_OK || !info.plugin) return "";
+  if (bp_device_describe(bp_backend_device(be), &info) != BP_OK || !info.plugin) return "";
   const char *name = bp_plugin_name(info.plugin);
   return name ? name : "";
 }
@@ -112,7 +112,7 @@ void record_plan(const model &m, bp_sched *sched, const std::vector<bp_backend *
   for (size_t i = 0, n = bp_sched_split_count(sched); i < n; ++i) {
     bp_sched_split_info info{};
     info.struct_size = sizeof info;
-    if (bp_sched_split(sched, i, &info) != BP_OK) continue;
+    if (bp_sched_split_describe(sched, i, &info) != BP_OK) continue;
     rep.splits.push_back(
         {name_of(info.backend), info.first_node, info.n_nodes, info.n_inputs, info.bytes_copied, info.n_plans});
     rep.bytes_copied += info.bytes_copied;
@@ -145,7 +145,7 @@ bool run_scheduled(const options &opt, backends_holder &bes, run_report &rep, st
   buffer_holder wbuf;
   bp_backend *wbe = nullptr;
   if (!place_weights(m, bes.list, wbuf, rep, &wbe)) return false;
-  rep.buffers.push_back({"weights", name_of(wbe), bp_buffer_type_name(bp_buffer_get_type(wbuf.buf)),
+  rep.buffers.push_back({"weights", name_of(wbe), bp_buffer_type_name(bp_buffer_buffer_type(wbuf.buf)),
                          bp_buffer_size(wbuf.buf)});
 
   sched_holder sh;
@@ -200,7 +200,7 @@ bool run_scheduled(const options &opt, backends_holder &bes, run_report &rep, st
     if (std::find(listed.begin(), listed.end(), buft) != listed.end()) continue;
     listed.push_back(buft);
     rep.buffers.push_back({"compute", name_of(b), buft ? bp_buffer_type_name(buft) : "?",
-                           bp_sched_get_buffer_size(sh.sched, b)});
+                           bp_sched_buffer_size(sh.sched, b)});
   }
   return true;
 }
@@ -236,7 +236,7 @@ bool run_reference(const options &opt, run_report &rep, std::vector<float> &out)
     rep.error = "graph allocator on cpu: " + last_error();
     return false;
   }
-  rep.gallocr_peak = bp_gallocr_get_buffer_size(ga.galloc);
+  rep.gallocr_peak = bp_gallocr_buffer_size(ga.galloc);
   out.assign(static_cast<size_t>(bp_tensor_nelements(m.logits)), 0.0f);
   for (int r = 0; r < opt.runs; ++r) {
     auto t0 = clock_type::now();

@@ -50,7 +50,7 @@ bool read_file(const std::string &path, const char *what, std::string *out) {
 bool plugin_is_remote(bp_device *dev) {
   bp_device_info info{};
   info.struct_size = sizeof info;
-  if (bp_device_get_info(dev, &info) != BP_OK || info.plugin == nullptr) return false;
+  if (bp_device_describe(dev, &info) != BP_OK || info.plugin == nullptr) return false;
   const char *name = bp_plugin_name(info.plugin);
   return name && std::string(name) == "remote";
 }
@@ -74,7 +74,7 @@ bool pick_devices(const std::string &spec, std::vector<bp_device *> *out) {
       spdlog::error("--devices: '{}': {}", one, bp_last_error());
       return false;
     }
-    bp_device *dev = bp_backend_get_device(be);
+    bp_device *dev = bp_backend_device(be);
     bp_backend_free(be);
     if (plugin_is_remote(dev)) {
       spdlog::error("--devices: '{}' is a remote device: bp-serve serves local devices only", one);
@@ -96,7 +96,7 @@ std::string server_id(const std::string &listen, const std::vector<bp_device *> 
   for (bp_device *d : devices) {
     bp_device_info info{};
     info.struct_size = sizeof info;
-    if (bp_device_get_info(d, &info) == BP_OK && info.id) all += std::string("|") + info.id;
+    if (bp_device_describe(d, &info) == BP_OK && info.id) all += std::string("|") + info.id;
   }
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : all) {
@@ -223,7 +223,7 @@ int main(int argc, char **argv) {
   for (bp_device *d : cfg.service.devices) {
     bp_device_info info{};
     info.struct_size = sizeof info;
-    if (bp_device_get_info(d, &info) == BP_OK) spdlog::info("serving {} ({})", info.name, info.description);
+    if (bp_device_describe(d, &info) == BP_OK) spdlog::info("serving {} ({})", info.name, info.description);
   }
   std::printf("bp-serve: listening on %s\n", server.address().c_str());
   std::fflush(stdout);

@@ -69,7 +69,8 @@ std::string last_error() {
 bool spec_matches_no_device(const std::string &spec) {
   const std::string name = spec.substr(0, spec.find(':'));
   if (name == "auto") return bp_device_count() == 0;
-  const bp_plugin *p = bp_plugin_find(name.c_str());
+  bp_plugin *p = nullptr;
+  bp_registry_find_plugin(name.c_str(), &p);
   return p == nullptr || bp_plugin_device_count(p) == 0;
 }
 
@@ -81,7 +82,7 @@ std::vector<std::string> device_specs(const bp_plugin *plugin, std::string &why_
     bp_device *dev = plugin ? bp_plugin_device(plugin, i) : bp_device_get(i);
     bp_device_info info{};
     info.struct_size = sizeof info;
-    if (!dev || bp_device_get_info(dev, &info) != BP_OK || !info.spec) {
+    if (!dev || bp_device_describe(dev, &info) != BP_OK || !info.spec) {
       std::fprintf(stderr, "bp-test-ops: skipping device %zu: %s\n", i, last_error().c_str());
       continue;
     }
@@ -111,10 +112,10 @@ const char *status_word(conf::case_status s) { return conf::case_status_name(s);
 
 // The description of |be|'s device ("" when it has none).
 std::string device_description(bp_backend *be) {
-  bp_device *dev = bp_backend_get_device(be);
+  bp_device *dev = bp_backend_device(be);
   bp_device_info info{};
   info.struct_size = sizeof info;
-  if (!dev || bp_device_get_info(dev, &info) != BP_OK || !info.description) return "";
+  if (!dev || bp_device_describe(dev, &info) != BP_OK || !info.description) return "";
   return info.description;
 }
 

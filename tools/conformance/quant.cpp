@@ -253,9 +253,9 @@ std::vector<uint8_t> make_quantized_leaf(const input_spec &spec, uint64_t seed, 
   const std::vector<double> v = make_leaf_values(as_f32, seed);
   const std::vector<float> f(v.begin(), v.end());
   const int64_t row = spec.ne[0], rows = static_cast<int64_t>(v.size()) / row;
-  std::vector<uint8_t> bytes(bp_row_size(spec.type, row) * static_cast<size_t>(rows));
-  if (bp_quantize(spec.type, f.data(), bytes.data(), rows, row) != bytes.size())
-    throw std::runtime_error(std::string("bp_quantize: ") + bp_last_error());
+  std::vector<uint8_t> bytes(bp_type_row_size(spec.type, row) * static_cast<size_t>(rows));
+  if (bp_quantize_rows(spec.type, f.data(), bytes.data(), rows, row, nullptr) != BP_OK)
+    throw std::runtime_error(std::string("bp_quantize_rows: ") + bp_last_error());
   values = dequantize_blocks(spec.type, bytes.data(), static_cast<int64_t>(v.size()));
   return bytes;
 }

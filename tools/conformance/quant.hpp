@@ -32,7 +32,7 @@ std::vector<double> quantization_bound(bp_type type, const double *x, int64_t n)
 double mul_mat_quant_bound(bp_type weight_type, const double *w, const double *b, int64_t k);
 
 // A leaf of quantized |spec.type|: the seeded floats of |spec.fill|
-// quantized row by row with bp_quantize (any valid bytes would do; these
+// quantized row by row with bp_quantize_rows (any valid bytes would do; these
 // resemble real weights), and those bytes' values read back by
 // dequantize_blocks into |values|.
 std::vector<uint8_t> make_quantized_leaf(const input_spec &spec, uint64_t seed, std::vector<double> &values);

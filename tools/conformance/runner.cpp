@@ -121,7 +121,7 @@ bool read_logical(const bp_tensor *t, std::vector<double> &out, std::string &err
 
 // Bytes of |n| elements of |type| laid out densely (whole blocks for a
 // quantized type, which every view of one keeps to).
-size_t bytes_of(bp_type type, int64_t n) { return bp_row_size(type, n); }
+size_t bytes_of(bp_type type, int64_t n) { return bp_type_row_size(type, n); }
 
 bp_tensor *apply_view(bp_context *ctx, bp_tensor *t, const view_step &s) {
   const bp_type ty = t->type;
@@ -139,10 +139,10 @@ bp_tensor *apply_view(bp_context *ctx, bp_tensor *t, const view_step &s) {
 
 // The plugin |backend| comes from ("cpu", "vulkan", ...), or "".
 std::string plugin_of(bp_backend *backend) {
-  bp_device *dev = bp_backend_get_device(backend);
+  bp_device *dev = bp_backend_device(backend);
   bp_device_info info{};
   info.struct_size = sizeof info;
-  if (!dev || bp_device_get_info(dev, &info) != BP_OK || !info.plugin) return "";
+  if (!dev || bp_device_describe(dev, &info) != BP_OK || !info.plugin) return "";
   const char *name = bp_plugin_name(info.plugin);
   // A remote device computes with the API of the plugin that serves it; its
   // name is "<that plugin>@<server>" (docs/plugins/remote.md).

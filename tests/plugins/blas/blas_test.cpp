@@ -313,7 +313,7 @@ TEST_F(Blas, SharesHostMemoryWithCpu) {
 TEST_F(Blas, DeviceDescribesItself) {
   bp_device_info info{};
   info.struct_size = sizeof info;
-  ASSERT_EQ(bp_device_get_info(bp_backend_get_device(be_), &info), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_device_describe(bp_backend_device(be_), &info), BP_OK) << bp_last_error();
   EXPECT_STREQ(info.name, "BLAS");
   EXPECT_STREQ(info.id, "blas-0");
   EXPECT_EQ(info.type, BP_DEVICE_TYPE_CPU);

@@ -29,13 +29,13 @@ std::vector<uint8_t> golden(const std::string &name) {
 bp_tensor *golden_weights(tensor_pool &pool, bp_type type, std::vector<float> *values) {
   const std::vector<uint8_t> bytes = golden(std::string(bp_type_name(type)) + ".quant");
   const std::vector<uint8_t> deq = golden(std::string(bp_type_name(type)) + ".dequant.f32");
-  EXPECT_EQ(bytes.size(), bp_row_size(type, kK * kRows)) << "tests/data/quant is missing " << bp_type_name(type);
+  EXPECT_EQ(bytes.size(), bp_type_row_size(type, kK * kRows)) << "tests/data/quant is missing " << bp_type_name(type);
   EXPECT_EQ(deq.size(), static_cast<size_t>(kK * kRows) * 4);
-  if (bytes.size() != bp_row_size(type, kK * kRows) || deq.size() != static_cast<size_t>(kK * kRows) * 4)
+  if (bytes.size() != bp_type_row_size(type, kK * kRows) || deq.size() != static_cast<size_t>(kK * kRows) * 4)
     return nullptr;
   bp_tensor *a = pool.make(type, {kK, kRows});  // over-allocates: strides as if per element
   a->nb[0] = bp_type_size(type);
-  a->nb[1] = bp_row_size(type, kK);
+  a->nb[1] = bp_type_row_size(type, kK);
   a->nb[2] = a->nb[3] = a->nb[1] * kRows;
   std::memcpy(a->data, bytes.data(), bytes.size());
   values->resize(static_cast<size_t>(kK * kRows));

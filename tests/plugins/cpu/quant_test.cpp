@@ -381,7 +381,7 @@ TEST(CpuQuant, CopyQuantizesWithinAStep) {
 
 // What quant.hpp promises against the core's reference: GET_ROWS gives
 // bp_dequantize's bits for every type (and this file's decoder agrees with
-// it), CPY gives bp_quantize's bytes for Q8_0, Q4_0 and Q5_0.
+// it), CPY gives bp_quantize_rows's bytes for Q8_0, Q4_0 and Q5_0.
 TEST(CpuQuant, MatchesTheCoreReference) {
   std::mt19937 rng{17};
   loaded_plugin p{2};
@@ -413,7 +413,11 @@ TEST(CpuQuant, MatchesTheCoreReference) {
     ASSERT_EQ(p.compute({cont}, &err), BP_OK) << err.message;
     const size_t bytes = static_cast<size_t>(K * R / t.block * t.bytes);
     std::vector<unsigned char> want(bytes);
-    ASSERT_EQ(bp_quantize(t.type, static_cast<const float *>(src->data), want.data(), R, K), bytes);
+    {
+    size_t written = 0;
+    ASSERT_EQ(bp_quantize_rows(t.type, static_cast<const float *>(src->data), want.data(), R, K, &written), BP_OK) << bp_last_error();
+    ASSERT_EQ(written, bytes);
+  }
     if (t.type == BP_TYPE_Q8_0 || t.type == BP_TYPE_Q4_0 || t.type == BP_TYPE_Q5_0) {
       EXPECT_EQ(0, std::memcmp(want.data(), cont->data, bytes));
     }

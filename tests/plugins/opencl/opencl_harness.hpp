@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 #include <vector>
+#include "support/find.hpp"
 
 namespace bp_opencl_test {
 
@@ -25,7 +26,7 @@ inline void add_plugin_path() {
 inline std::vector<std::string> device_specs() {
   add_plugin_path();
   std::vector<std::string> specs;
-  bp_plugin *p = bp_plugin_find("opencl");
+  bp_plugin *p = bp_test::find_plugin("opencl");
   if (!p) return specs;
   for (size_t i = 0; i < bp_plugin_device_count(p); ++i) specs.push_back("opencl:" + std::to_string(i));
   return specs;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "opencl_harness.hpp"
+#include "support/find.hpp"
 
 using namespace bp_opencl_test;
 
@@ -40,12 +41,12 @@ class OpenclPlugin : public ::testing::Test {
 };
 
 TEST_F(OpenclPlugin, DevicesDescribeThemselves) {
-  bp_plugin *p = bp_plugin_find("opencl");
+  bp_plugin *p = bp_test::find_plugin("opencl");
   ASSERT_NE(p, nullptr);
   for (size_t i = 0; i < bp_plugin_device_count(p); ++i) {
     bp_device_info info{};
     info.struct_size = sizeof info;
-    ASSERT_EQ(bp_device_get_info(bp_plugin_device(p, i), &info), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_device_describe(bp_plugin_device(p, i), &info), BP_OK) << bp_last_error();
     EXPECT_STRNE(info.name, "");
     EXPECT_STRNE(info.id, "");
     EXPECT_NE(std::string(info.description).find("OpenCL"), std::string::npos) << info.description;
@@ -119,7 +120,7 @@ TEST_F(OpenclPlugin, AsyncTransfersAndEvents) {
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i) * 0.5f;
   ASSERT_EQ(bp_backend_tensor_set_async(be, t, in.data(), 0, in.size() * 4), BP_OK) << bp_last_error();
   bp_event *ev = nullptr;
-  ASSERT_EQ(bp_event_new(bp_backend_get_device(be), &ev), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_event_new(bp_backend_device(be), &ev), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_event_record(ev, be), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_backend_wait_event(be, ev), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_backend_tensor_get_async(be, t, out.data(), 0, out.size() * 4), BP_OK) << bp_last_error();

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "remote_harness.hpp"
+#include "support/find.hpp"
 
 namespace {
 
@@ -64,7 +65,7 @@ struct RemoteServed : ::testing::Test {
     set_remote(server.address());
   }
   void TearDown() override {
-    if (bp_plugin *p = bp_plugin_find("remote")) bp_plugin_unload(p);
+    if (bp_plugin *p = bp_test::find_plugin("remote")) bp_plugin_unload(p);
   }
 };
 
@@ -102,7 +103,7 @@ TEST_F(RemoteServed, DevicesNameTheirServerAndAreSelectedByStableId) {
   ASSERT_GE(bp_plugin_device_count(plugin), 1u);
   bp_device_info info{};
   info.struct_size = sizeof info;
-  ASSERT_EQ(bp_device_get_info(bp_plugin_device(plugin, 0), &info), BP_OK);
+  ASSERT_EQ(bp_device_describe(bp_plugin_device(plugin, 0), &info), BP_OK);
   EXPECT_EQ(std::string(info.description).rfind(server.address(), 0), 0u) << info.description;
   EXPECT_NE(std::string(info.id).find('/'), std::string::npos) << info.id;
   EXPECT_STREQ(info.spec, "remote:0");
@@ -322,7 +323,7 @@ TEST_F(RemoteServed, TwoServersShareOneGraphThroughTheScheduler) {
   for (size_t i = 0; i < bp_sched_split_count(sched); ++i) {
     bp_sched_split_info s{};
     s.struct_size = sizeof s;
-    ASSERT_EQ(bp_sched_split(sched, i, &s), BP_OK);
+    ASSERT_EQ(bp_sched_split_describe(sched, i, &s), BP_OK);
     on0 = on0 || s.backend == be[0];
     on1 = on1 || s.backend == be[1];
   }

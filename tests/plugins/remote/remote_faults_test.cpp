@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "remote_harness.hpp"
+#include "support/find.hpp"
 
 extern char **environ;
 
@@ -66,7 +67,7 @@ int wait_exit(pid_t pid) {
 struct RemoteFaults : ::testing::Test {
   void SetUp() override { BP_REQUIRE_SERVE(); }
   void TearDown() override {
-    if (bp_plugin *p = bp_plugin_find("remote")) bp_plugin_unload(p);
+    if (bp_plugin *p = bp_test::find_plugin("remote")) bp_plugin_unload(p);
   }
 };
 

@@ -13,6 +13,7 @@
 
 #include "backplane/backplane.h"
 #include "serve_process.hpp"
+#include "support/find.hpp"
 
 namespace bp_test {
 
@@ -33,7 +34,7 @@ inline std::vector<std::string> serve_cpu(std::vector<std::string> more = {}) {
 // Unloads the remote plugin (if loaded) and loads it again, so its next
 // enumeration reads the environment as it is now.
 inline bp_plugin *reload_remote() {
-  if (bp_plugin *p = bp_plugin_find("remote")) {
+  if (bp_plugin *p = bp_test::find_plugin("remote")) {
     const bp_status st = bp_plugin_unload(p);
     EXPECT_EQ(st, BP_OK) << bp_last_error();
   }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "remote_harness.hpp"
+#include "support/find.hpp"
 
 namespace {
 
@@ -38,7 +39,7 @@ struct RemoteTls : ::testing::Test {
     unsetenv("BP_REMOTE_TLS_CA");
   }
   void TearDown() override {
-    if (bp_plugin *p = bp_plugin_find("remote")) bp_plugin_unload(p);
+    if (bp_plugin *p = bp_test::find_plugin("remote")) bp_plugin_unload(p);
     unsetenv("BP_REMOTE_TLS_CA");
     if (!dir.empty()) std::system(("rm -rf " + dir).c_str());
   }

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "sanitizers/pin_loaded_objects.hpp"
+#include "support/find.hpp"
 
 namespace {
 
@@ -28,7 +29,7 @@ size_t count_of(const std::string &text, const std::string &what) {
 
 bp_plugin *plugin_with_devices(const char *name) {
   bp_registry_add_path(BP_TEST_PLUGIN_DIR);
-  bp_plugin *p = bp_plugin_find(name);
+  bp_plugin *p = bp_test::find_plugin(name);
   return p && bp_plugin_device_count(p) > 0 ? p : nullptr;
 }
 

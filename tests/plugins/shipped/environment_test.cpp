@@ -66,7 +66,7 @@ TEST(ShippedPlugins, LeaveTheEnvironmentAsItWas) {
     bp_device *dev = bp_device_get(i);
     bp_device_info info{};
     info.struct_size = sizeof info;
-    ASSERT_EQ(bp_device_get_info(dev, &info), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_device_describe(dev, &info), BP_OK) << bp_last_error();
     const std::string plugin = bp_plugin_name(info.plugin);
     const std::string label = plugin + " device " + info.spec;
     // blas takes only products of at least min_mnk multiply-adds.

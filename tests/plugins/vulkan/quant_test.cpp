@@ -13,6 +13,7 @@
 #include <string>
 
 #include "plugins/quant_check.hpp"
+#include "support/find.hpp"
 
 using namespace bp_quant_test;
 
@@ -22,7 +23,7 @@ class VulkanQuant : public ::testing::TestWithParam<bp_type> {
  protected:
   void SetUp() override {
     bp_registry_add_path(BP_TEST_PLUGIN_DIR);
-    bp_plugin *p = bp_plugin_find("vulkan");
+    bp_plugin *p = bp_test::find_plugin("vulkan");
     if (!p || bp_plugin_device_count(p) == 0) GTEST_SKIP() << "no Vulkan device";
   }
   bp_backend *make(const std::string &params) {

@@ -225,7 +225,7 @@ TEST(ServerLimits, NewBuffersReadAsZerosOnEveryDevice) {
     bp_device *d = bp_device_get(i);
     bp_device_info info{};
     info.struct_size = sizeof info;
-    if (bp_device_get_info(d, &info) != BP_OK || !info.plugin) continue;
+    if (bp_device_describe(d, &info) != BP_OK || !info.plugin) continue;
     const std::string plugin = bp_plugin_name(info.plugin);
     if (plugin == "remote" || plugin.rfind("fixture", 0) == 0) continue;
     devices.push_back(d);
@@ -239,7 +239,7 @@ TEST(ServerLimits, NewBuffersReadAsZerosOnEveryDevice) {
   for (uint32_t dev = 0; dev < devices.size(); ++dev) {
     bp_device_info info{};
     info.struct_size = sizeof info;
-    bp_device_get_info(devices[dev], &info);
+    bp_device_describe(devices[dev], &info);
     SCOPED_TRACE(info.name);
     // A victim fills buffers and goes away; an attacker allocates the same
     // sizes and reads before writing.

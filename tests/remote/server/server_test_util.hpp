@@ -21,7 +21,7 @@ inline bp_device *cpu_device() {
     bp_device *d = bp_device_get(i);
     bp_device_info info{};
     info.struct_size = sizeof info;
-    if (bp_device_get_info(d, &info) == BP_OK && info.plugin && std::string(bp_plugin_name(info.plugin)) == "cpu") {
+    if (bp_device_describe(d, &info) == BP_OK && info.plugin && std::string(bp_plugin_name(info.plugin)) == "cpu") {
       return d;
     }
   }
