@@ -24,19 +24,14 @@ bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
   return buffer_type_of(static_cast<backend_ctx *>(backend)->dev);
 }
 
+// The device's liveness first, then the shared target check.
 bp_status transfer_target(backend_ctx *be, const bp_tensor *t, size_t offset, size_t size, cl_buffer **out,
                           bp_error *err) {
-  if (bp_status s = device_check(be ? be->dev : nullptr, err); s != BP_OK) return s;
+  if (!be) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "async transfer needs a backend");
+  if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
   cl_buffer *b = buffer_of(t);
-  if (!be || !b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "async transfer of a tensor outside OpenCL memory");
-  if (b->dev->context != be->dev->context)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "tensor '%s' lives on another OpenCL device", t->name);
-  const uint64_t at = offset_of(t, b);
-  if (at > b->size || offset > b->size - at || size > b->size - at - offset)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "transfer of %zu bytes leaves the buffer of '%s'", size,
-                         t->name);
-  *out = b;
-  return BP_OK;
+  return plugins::transfer_target(b, b && b->dev->context == be->dev->context, t, offset, size,
+                                  "this backend's OpenCL device", out, err);
 }
 
 bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_t offset, size_t size,

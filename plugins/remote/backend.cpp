@@ -105,21 +105,14 @@ bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
   return buffer_type_of(static_cast<backend_ctx *>(backend)->dev);
 }
 
+// The session's liveness first, then the shared target check.
 bp_status transfer_target(backend_ctx *be, const bp_tensor *t, size_t offset, size_t size, remote_buffer **out,
                           bp_error *err) {
-  if (!be || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "async transfer needs a backend and a tensor");
+  if (!be) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "async transfer needs a backend");
   if (bp_status s = session_check(be->sess.get(), err); s != BP_OK) return s;
   remote_buffer *b = buffer_of(t);
-  if (!b || b->sess != be->sess)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
-                         "async transfer of tensor '%s', which is not in memory of this backend's server session",
-                         t->name);
-  const uint64_t at = static_cast<uint64_t>(static_cast<const char *>(t->data) - b->base);
-  if (at > b->size || offset > b->size - at || size > b->size - at - offset)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "transfer of %zu bytes leaves the buffer of '%s'", size,
-                         t->name);
-  *out = b;
-  return BP_OK;
+  return plugins::transfer_target(b, b && b->sess == be->sess, t, offset, size, "this backend's server session", out,
+                                  err);
 }
 
 bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_t offset, size_t size,

@@ -132,6 +132,15 @@ bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
   return bp_buffer_type_ref{&buffer_type_iface, &ctx_of(backend)->dev->buft_device};
 }
 
+// The device's liveness first, then the shared target check.
+bp_status transfer_target(backend_ctx *be, const bp_tensor *t, size_t offset, size_t size, vk_buffer **out,
+                          bp_error *err) {
+  if (!be) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "async transfer needs a backend");
+  if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
+  auto *b = t && t->data ? static_cast<vk_buffer *>(t->buffer_ctx) : nullptr;
+  return plugins::transfer_target(b, b && b->dev == be->dev, t, offset, size, "this backend's Vulkan device", out, err);
+}
+
 // Async transfers go through a staging buffer so the caller's memory is only
 // touched now (set) or at synchronize (get), and the copy is ordered with the
 // graphs recorded around it.
@@ -139,8 +148,8 @@ bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_
                             bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     backend_ctx *be = ctx_of(backend);
-    auto *dst = static_cast<vk_buffer *>(t->buffer_ctx);
-    if (!dst || dst->dev != be->dev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "tensor is not on this device");
+    vk_buffer *dst = nullptr;
+    if (bp_status s = transfer_target(be, t, offset, size, &dst, err); s != BP_OK || size == 0) return s;
     vk_buffer *st = nullptr;
     if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
     be->staging.push_back(st);
@@ -158,8 +167,8 @@ bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_
                             bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     backend_ctx *be = ctx_of(backend);
-    auto *src = static_cast<vk_buffer *>(t->buffer_ctx);
-    if (!src || src->dev != be->dev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "tensor is not on this device");
+    vk_buffer *src = nullptr;
+    if (bp_status s = transfer_target(be, t, offset, size, &src, err); s != BP_OK || size == 0) return s;
     vk_buffer *st = nullptr;
     if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
     be->staging.push_back(st);
