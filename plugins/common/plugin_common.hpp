@@ -1,8 +1,9 @@
-// plugin_common.hpp: what every shipped plugin (cpu, blas, vulkan, opencl)
-// does alike at its ABI edge: the entry checks and the host table, the
-// device properties copied out, the parameters read, and device discovery
-// run once. Linked statically into each plugin (bp_plugin_common): every .so
-// has its own copy and still links nothing of Backplane.
+// plugin_common.hpp: what every shipped plugin (cpu, blas, vulkan, opencl,
+// remote) does alike at its ABI edge: the entry checks and the host table,
+// the device properties copied out, the parameters read, device discovery
+// run once, and a device counted within a group. Linked statically into each
+// plugin (bp_plugin_common): every .so has its own copy and still links
+// nothing of Backplane.
 //
 // Messages never start with the plugin's name: the host adds it to every
 // error and log line (PLG-13, docs/errors.md).
@@ -11,7 +12,9 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
+#include <vector>
 
 #include "backplane/plugin.h"
 #include "backplane/plugin_guard.hpp"
@@ -132,6 +135,26 @@ struct device_list {
     });
   }
 };
+
+// ---- a device counted within a group ----------------------------------------
+// The device a backend runs on when a parameter makes the host's device
+// index count within a group (opencl:platform=P,device=I; remote:server=
+// ADDR,device=I): the |index|-th device of |devices| that |in_group|
+// accepts, in |*out|. NOT_FOUND otherwise, naming |group| ("platform=1"):
+// "<group> has no devices (<known>)", where |known| lists the groups that
+// have some, or "<group> has devices 0..N, not I".
+template <typename Device, typename InGroup>
+bp_status pick_in_group(const std::vector<std::unique_ptr<Device>> &devices, uint32_t index, InGroup &&in_group,
+                        const char *group, const char *known, Device **out, bp_error *err) {
+  std::vector<Device *> members;
+  for (const auto &d : devices)
+    if (in_group(*d)) members.push_back(d.get());
+  if (members.empty()) return bp_error_setf(err, BP_ERR_NOT_FOUND, "%s has no devices (%s)", group, known);
+  if (index >= members.size())
+    return bp_error_setf(err, BP_ERR_NOT_FOUND, "%s has devices 0..%zu, not %u", group, members.size() - 1, index);
+  *out = members[index];
+  return BP_OK;
+}
 
 }  // namespace bp::plugins
 

@@ -240,16 +240,15 @@ bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t 
     if (const bp_param_value *p = plugins::find_param(params, n_params, "platform"); p && p->int_value >= 0) {
       // platform=P: the host's device index counts within platform P.
       const auto &all = dev->plugin->devices;
-      std::vector<device_state *> on_platform;
-      for (const auto &d : all)
-        if (d->platform_index == static_cast<uint32_t>(p->int_value)) on_platform.push_back(d.get());
-      if (on_platform.empty())
-        return bp_error_setf(err, BP_ERR_NOT_FOUND, "platform=%lld has no devices (platforms with devices: 0..%u)",
-                             static_cast<long long>(p->int_value), all.empty() ? 0u : all.back()->platform_index);
-      if (dev->index >= on_platform.size())
-        return bp_error_setf(err, BP_ERR_NOT_FOUND, "platform %lld has devices 0..%zu, not %u",
-                             static_cast<long long>(p->int_value), on_platform.size() - 1, dev->index);
-      dev = on_platform[dev->index];
+      const auto platform = static_cast<uint32_t>(p->int_value);
+      const std::string group = "platform=" + std::to_string(platform);
+      const std::string known =
+          "platforms with devices: 0.." + std::to_string(all.empty() ? 0u : all.back()->platform_index);
+      if (bp_status s = plugins::pick_in_group(
+              all, dev->index, [&](const device_state &d) { return d.platform_index == platform; }, group.c_str(),
+              known.c_str(), &dev, err);
+          s != BP_OK)
+        return s;
     }
     if (const bp_param_value *p = plugins::find_param(params, n_params, "cache")) opt.cache = p->int_value != 0;
     if (const bp_param_value *p = plugins::find_param(params, n_params, "cache_dir"); p && p->string_value)

@@ -125,24 +125,18 @@ bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t 
     if (const bp_param_value *p = plugins::find_param(params, n_params, "server");
         p && p->string_value && *p->string_value) {
       // server=ADDR: the host's device index counts within that server.
-      std::vector<device_state *> on_server;
-      for (const auto &d : dev->plugin->devices)
-        if (d->server->address == p->string_value) on_server.push_back(d.get());
-      if (on_server.empty()) {
-        std::string known;
-        for (const auto &s : dev->plugin->servers) known += (known.empty() ? "" : ", ") + s->address;
-        return bp_error_setf(err, BP_ERR_NOT_FOUND,
-                             "server=%s is not one of the servers with devices (%s); add it to "
-                             "BP_REMOTE",
-                             p->string_value, known.empty() ? "none" : known.c_str());
-      }
+      const std::string address = p->string_value;
+      std::string known;
+      for (const auto &s : dev->plugin->servers) known += (known.empty() ? "" : ", ") + s->address;
+      known = "servers with devices: " + (known.empty() ? std::string("none") : known) + "; add it to BP_REMOTE";
       uint32_t index = 0;
       for (uint32_t i = 0; i < dev->plugin->devices.size(); ++i)
         if (dev->plugin->devices[i].get() == dev) index = i;
-      if (index >= on_server.size())
-        return bp_error_setf(err, BP_ERR_NOT_FOUND, "server %s has devices 0..%zu, not %u", p->string_value,
-                             on_server.size() - 1, index);
-      dev = on_server[index];
+      if (bp_status s = plugins::pick_in_group(
+              dev->plugin->devices, index, [&](const device_state &d) { return d.server->address == address; },
+              ("server=" + address).c_str(), known.c_str(), &dev, err);
+          s != BP_OK)
+        return s;
     }
     // The host fills in the schema's defaults; a default value leaves the
     // environment's setting (BP_REMOTE_TIMEOUT_MS, BP_REMOTE_CHUNK_BYTES).
