@@ -218,6 +218,9 @@ struct bp_device;
 struct bp_plugin {
   uint32_t tag = bp::core::TAG_PLUGIN;
   std::string name, version, description, path;
+  // The descriptor's abi_minor: what the plugin was built to know
+  // (abi/minor.hpp: a ROPE with frequency factors is hidden below 2).
+  uint32_t abi_minor = 0;
   void *dl_handle = nullptr;
   const bp_plugin_i *iface = nullptr;
   void *ctx = nullptr;

@@ -175,6 +175,7 @@ const bp_plugin_i kPluginIface = {
     kParams,
     sizeof kParams / sizeof kParams[0],
     plugin_enumerate,
+    nullptr,  // init_with_host (ABI 1.2): init reads the host table from plugin_entry
 };
 
 }  // namespace

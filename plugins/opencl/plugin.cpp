@@ -59,6 +59,7 @@ const bp_plugin_i plugin_iface = {
     params_schema,
     sizeof(params_schema) / sizeof(params_schema[0]),
     devices::enumerate,
+    nullptr,  // init_with_host (ABI 1.2): init reads the host table from plugin_entry
 };
 
 }  // namespace
