@@ -1,9 +1,10 @@
 // plugin_common.hpp: what every shipped plugin (cpu, blas, vulkan, opencl,
-// remote) does alike at its ABI edge: the entry checks and the host table,
-// the device properties copied out, the parameters read, device discovery
-// run once, and a device counted within a group. Linked statically into each
-// plugin (bp_plugin_common): every .so has its own copy and still links
-// nothing of Backplane.
+// remote) does alike at its ABI edge: the entry checks, init and shutdown
+// (the host table kept in the plugin's own state), the device properties
+// copied out, the parameters read, device discovery run once, and a device
+// counted within a group. Linked statically into each plugin
+// (bp_plugin_common): every .so has its own copy and still links nothing of
+// Backplane.
 //
 // Messages never start with the plugin's name: the host adds it to every
 // error and log line (PLG-13, docs/errors.md).
@@ -21,16 +22,50 @@
 
 namespace bp::plugins {
 
-// The host table handed to bp_plugin_entry, valid until the plugin's
-// shutdown; read by init, which has no host argument. One per plugin .so.
-// A plain pointer: constant-initialised, no constructor.
-extern const bp_host_api *g_host;
-
 // The checks every bp_plugin_entry makes: the host speaks this plugin's ABI
-// major and its table reaches the log slot. Then remembers |host| in g_host
-// and returns |table|; else NULL with |err| filled.
+// major and its table reaches the log slot. Returns |table|; else NULL with
+// |err| filled. The host table itself comes again to init_with_host (ABI
+// 1.2), which keeps it in the plugin's state: no plugin has a global for it.
 const bp_plugin_i *plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err,
                                 const bp_plugin_i *table) noexcept;
+
+// ---- init and shutdown -------------------------------------------------------
+// The plugin-table slots init, init_with_host and shutdown of a plugin whose
+// plugin-wide state is a State: default-constructible, with a member
+// |const bp_host_api *host|. init_with_host checks its arguments, clears
+// *out_plugin first, creates the State, keeps |host| in it (valid until
+// shutdown returns, PLG-13), runs |Setup| (bp_status(State &, bp_error *):
+// the plugin's own cheap set-up, PLG-21) and only then hands the state out;
+// a failure or an exception (plugin_guard) leaves nothing behind. init is
+// what a host of ABI 1.1, which has no init_with_host, calls: the same
+// without a host table (the plugin then logs nothing). shutdown deletes
+// the state; NULL is a no-op and an exception from a destructor stops there.
+template <typename State>
+bp_status no_setup(State &, bp_error *) {
+  return BP_OK;
+}
+
+template <typename State, bp_status (*Setup)(State &, bp_error *) = no_setup<State>>
+struct plugin_lifecycle {
+  static bp_status init_with_host(const bp_host_api *host, void **out_plugin, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      if (!out_plugin) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "init needs an out pointer");
+      *out_plugin = nullptr;
+      auto state = std::make_unique<State>();
+      state->host = host;
+      if (bp_status s = Setup(*state, err); s != BP_OK) return s;
+      *out_plugin = state.release();
+      return BP_OK;
+    });
+  }
+  static bp_status init(void **out_plugin, bp_error *err) noexcept { return init_with_host(nullptr, out_plugin, err); }
+  static void shutdown(void *plugin) noexcept {
+    plugin_guard(nullptr, [&] {
+      delete static_cast<State *>(plugin);
+      return BP_OK;
+    });
+  }
+};
 
 // Copies |props| into |out|, no further than the host's struct_size (an
 // older host has a shorter struct); struct_size itself stays the host's.
