@@ -97,8 +97,7 @@ struct buffer_type_ctx {
   std::string name;
 };
 
-extern const bp_buffer_type_i buffer_type_iface;
-extern const bp_buffer_i buffer_iface;
+extern const bp_buffer_type_i &buffer_type_iface;
 
 struct vk_buffer {
   device_state *dev = nullptr;

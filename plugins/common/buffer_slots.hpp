@@ -1,0 +1,205 @@
+// buffer_slots.hpp: the bp_buffer_i and bp_buffer_type_i slots of a
+// plugin's buffers, written once around the plugin's transport. Every slot
+// runs the same steps in the same order: plugin_guard; the buffer (or
+// buffer type) checked; the liveness of its device or session, the first
+// check after that; the byte range inside the buffer (window_check); only
+// then the plugin's transport call, at a byte offset inside the buffer.
+// A plugin's buffer file holds its Transport and two table definitions.
+//
+// Transport (all static; |at| is a byte offset inside the buffer, after the
+// checks; |t| names the tensor for messages, NULL for a whole-buffer call):
+//   using buffer = ...;     // the plugin's buffer object
+//   using type_ctx = ...;   // the ctx of its buffer type
+//   static constexpr const char *default_name;  // name() of a NULL type
+//   static constexpr size_t default_alignment;  // alignment() of a NULL type
+//   static constexpr const char *copy_where;    // copy_precondition's |where|
+//   static buffer *as_buffer(void *buf);        // NULL unless one of ours
+//   static bp_status alive(buffer *, bp_error *);  // device/session liveness
+//   static memory_window window(const buffer *);
+//   static void destroy(buffer *);
+//   static bp_status write(buffer *, const bp_tensor *t, size_t at, const void *data, size_t size, bp_error *);
+//   static bp_status read(buffer *, const bp_tensor *t, size_t at, void *data, size_t size, bp_error *);
+//   static bp_status fill(buffer *, const bp_tensor *t, size_t at, uint8_t value, size_t size, bp_error *);
+//   static bp_status clear(buffer *, uint8_t value, bp_error *);
+//   static buffer *source_of(const bp_tensor *src);     // src's buffer, when ours
+//   static bool same_memory(const buffer *src, const buffer *dst);  // copy directly?
+//   static bp_status copy(buffer *src, size_t src_at, buffer *dst, size_t dst_at, size_t n,
+//                         const bp_tensor *dst_t, bp_error *);
+//   static const char *name(const type_ctx *);
+//   static bp_status alloc(type_ctx *, size_t size, buffer **out, bp_error *);
+//   static size_t alignment(const type_ctx *);
+//   static size_t max_size(const type_ctx *);
+//   static bool is_host(const type_ctx *);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backplane/plugin.h"
+#include "backplane/plugin_guard.hpp"
+#include "memory_window.hpp"
+
+namespace bp::plugins {
+
+template <typename Transport>
+struct buffer_slots {
+  using T = Transport;
+  using buffer = typename T::buffer;
+  using type_ctx = typename T::type_ctx;
+
+  static const bp_buffer_i buffer_table;
+  static const bp_buffer_type_i type_table;
+
+  // The checks of set, get and memset: a buffer of ours, alive, the range
+  // inside it; |*at| = the range's byte offset inside the buffer.
+  static bp_status target(buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what, size_t *at,
+                          bp_error *err) {
+    if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer", what);
+    if (bp_status s = T::alive(b, err); s != BP_OK) return s;
+    const memory_window w = T::window(b);
+    if (bp_status s = window_check(w, t, offset, size, what, err); s != BP_OK || size == 0) return s;
+    *at = window_offset(w, t) + offset;
+    return BP_OK;
+  }
+
+  static void free(void *buf) noexcept {
+    plugin_guard(nullptr, [&] {
+      if (buffer *b = T::as_buffer(buf)) T::destroy(b);
+      return BP_OK;
+    });
+  }
+
+  static void *base(void *buf) noexcept {
+    buffer *b = T::as_buffer(buf);
+    return b ? const_cast<char *>(T::window(b).base) : nullptr;
+  }
+
+  static bp_status set_tensor(void *buf, bp_tensor *t, const void *data, size_t offset, size_t size,
+                              bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      buffer *b = T::as_buffer(buf);
+      size_t at = 0;
+      if (bp_status s = target(b, t, offset, size, "set_tensor", &at, err); s != BP_OK || size == 0) return s;
+      if (!data) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "set_tensor with NULL data");
+      return T::write(b, t, at, data, size, err);
+    });
+  }
+
+  static bp_status get_tensor(void *buf, const bp_tensor *t, void *data, size_t offset, size_t size,
+                              bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      buffer *b = T::as_buffer(buf);
+      size_t at = 0;
+      if (bp_status s = target(b, t, offset, size, "get_tensor", &at, err); s != BP_OK || size == 0) return s;
+      if (!data) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "get_tensor with NULL data");
+      return T::read(b, t, at, data, size, err);
+    });
+  }
+
+  static bp_status memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t offset, size_t size,
+                                 bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      buffer *b = T::as_buffer(buf);
+      size_t at = 0;
+      if (bp_status s = target(b, t, offset, size, "memset_tensor", &at, err); s != BP_OK || size == 0) return s;
+      return T::fill(b, t, at, value, size, err);
+    });
+  }
+
+  // Device-side copies only between buffers the plugin copies directly
+  // (same_memory); anything else is UNIMPLEMENTED and goes through the
+  // host's generic path. Both ranges are checked: nothing outside either
+  // buffer is touched.
+  static bp_status copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      buffer *db = T::as_buffer(buf);
+      if (!db) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs a buffer");
+      if (bp_status s = T::alive(db, err); s != BP_OK) return s;
+      buffer *sb = src ? T::source_of(src) : nullptr;
+      if (bp_status s = copy_precondition(sb && T::same_memory(sb, db), src, dst, T::copy_where, err); s != BP_OK)
+        return s;
+      const size_t n = bp_tensor_nbytes(src);
+      const memory_window dw = T::window(db), sw = T::window(sb);
+      if (bp_status s = window_check(dw, dst, 0, n, "copy_tensor", err); s != BP_OK || n == 0) return s;
+      if (bp_status s = window_check(sw, src, 0, n, "copy_tensor", err); s != BP_OK) return s;
+      return T::copy(sb, window_offset(sw, src), db, window_offset(dw, dst), n, dst, err);
+    });
+  }
+
+  static bp_status clear(void *buf, uint8_t value, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      buffer *b = T::as_buffer(buf);
+      if (!b) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "clear needs a buffer");
+      if (bp_status s = T::alive(b, err); s != BP_OK) return s;
+      return T::clear(b, value, err);
+    });
+  }
+
+  static const char *type_name(void *ctx) noexcept {
+    return ctx ? T::name(static_cast<const type_ctx *>(ctx)) : T::default_name;
+  }
+
+  static bp_status type_alloc(void *ctx, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      if (!ctx || !out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "alloc needs a buffer type and an out ref");
+      out->iface = nullptr;
+      out->ctx = nullptr;
+      buffer *b = nullptr;
+      if (bp_status s = T::alloc(static_cast<type_ctx *>(ctx), size, &b, err); s != BP_OK) return s;
+      out->iface = &buffer_table;
+      out->ctx = b;
+      return BP_OK;
+    });
+  }
+
+  static size_t type_alignment(void *ctx) noexcept {
+    return ctx ? T::alignment(static_cast<const type_ctx *>(ctx)) : T::default_alignment;
+  }
+
+  static size_t type_max_size(void *ctx) noexcept {
+    return plugin_guard_value(SIZE_MAX,
+                              [&] { return ctx ? T::max_size(static_cast<const type_ctx *>(ctx)) : SIZE_MAX; });
+  }
+
+  static int type_is_host(void *ctx) noexcept { return ctx && T::is_host(static_cast<const type_ctx *>(ctx)) ? 1 : 0; }
+};
+
+template <typename Transport>
+const bp_buffer_i buffer_slots<Transport>::buffer_table = {
+    sizeof(bp_buffer_i),
+    free,
+    base,
+    nullptr,  // init_tensor: nothing per tensor
+    set_tensor,
+    get_tensor,
+    memset_tensor,
+    copy_tensor,
+    clear,
+    nullptr,  // reset
+    nullptr,  // set_usage
+};
+
+template <typename Transport>
+const bp_buffer_type_i buffer_slots<Transport>::type_table = {
+    sizeof(bp_buffer_type_i),
+    type_name,
+    type_alloc,
+    type_alignment,
+    type_max_size,
+    nullptr,  // alloc_size: bp_tensor_nbytes
+    type_is_host,
+};
+
+// A fresh range of |bytes| of an opaque address space (never dereferenced)
+// for a device buffer's base(), aligned to |align| (a power of two) and
+// followed by a gap, so every buffer's tensors have distinct addresses.
+// |next| is the plugin's counter of the space.
+template <typename Counter>
+char *opaque_range(Counter &next, size_t bytes, size_t align) {
+  const uint64_t a = align ? align : 1;
+  const uint64_t span = (static_cast<uint64_t>(bytes) + 2 * a + 4095) & ~uint64_t(4095);
+  const uint64_t at = (next.fetch_add(span + a) + a - 1) & ~(a - 1);
+  return reinterpret_cast<char *>(at);
+}
+
+}  // namespace bp::plugins
