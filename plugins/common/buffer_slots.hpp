@@ -202,4 +202,60 @@ char *opaque_range(Counter &next, size_t bytes, size_t align) {
   return reinterpret_cast<char *>(at);
 }
 
+// The backend-table slots set_tensor_async and get_tensor_async, written
+// once around a plugin's queue. The same order as buffer_slots: the
+// backend checked; its device's or session's liveness first; the target
+// (transfer_target: the tensor in memory the backend reaches, the range
+// inside its buffer); then the plugin's call, at a byte offset inside the
+// buffer. Nothing is sent for a size of 0.
+//
+// Queue (all static):
+//   using backend = ...;  using buffer = ...;
+//   static constexpr const char *memory;  // what the backend reaches, for messages
+//   static bp_status alive(backend *, bp_error *);
+//   static buffer *buffer_of(const bp_tensor *);  // NULL unless one of ours
+//   static bool reaches(const backend *, const buffer *);
+//   static bp_status write(backend *, buffer *, size_t at, const void *data, size_t size, bp_error *);
+//   static bp_status read(backend *, buffer *, size_t at, void *data, size_t size, bp_error *);
+template <typename Queue>
+struct async_transfer_slots {
+  using Q = Queue;
+  using backend = typename Q::backend;
+  using buffer = typename Q::buffer;
+
+  static bp_status target(backend *be, const bp_tensor *t, size_t offset, size_t size, buffer **out, size_t *at,
+                          bp_error *err) {
+    if (!be) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "async transfer needs a backend");
+    if (bp_status s = Q::alive(be, err); s != BP_OK) return s;
+    buffer *b = Q::buffer_of(t);
+    if (bp_status s = transfer_target(b, b && Q::reaches(be, b), t, offset, size, Q::memory, out, err);
+        s != BP_OK || size == 0)
+      return s;
+    *at = static_cast<size_t>(static_cast<const char *>(t->data) - static_cast<const char *>(b->base)) + offset;
+    return BP_OK;
+  }
+
+  static bp_status set_async(void *backend_ctx, bp_tensor *t, const void *data, size_t offset, size_t size,
+                             bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      auto *be = static_cast<backend *>(backend_ctx);
+      buffer *b = nullptr;
+      size_t at = 0;
+      if (bp_status s = target(be, t, offset, size, &b, &at, err); s != BP_OK || size == 0) return s;
+      return Q::write(be, b, at, data, size, err);
+    });
+  }
+
+  static bp_status get_async(void *backend_ctx, const bp_tensor *t, void *data, size_t offset, size_t size,
+                             bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      auto *be = static_cast<backend *>(backend_ctx);
+      buffer *b = nullptr;
+      size_t at = 0;
+      if (bp_status s = target(be, t, offset, size, &b, &at, err); s != BP_OK || size == 0) return s;
+      return Q::read(be, b, at, data, size, err);
+    });
+  }
+};
+
 }  // namespace bp::plugins

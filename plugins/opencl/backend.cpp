@@ -7,6 +7,7 @@
 
 #include "backend.hpp"
 #include "backplane/plugin_guard.hpp"
+#include "plugins/common/buffer_slots.hpp"
 
 namespace bp::opencl {
 
@@ -24,39 +25,26 @@ bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
   return buffer_type_of(static_cast<backend_ctx *>(backend)->dev);
 }
 
-// The device's liveness first, then the shared target check.
-bp_status transfer_target(backend_ctx *be, const bp_tensor *t, size_t offset, size_t size, cl_buffer **out,
-                          bp_error *err) {
-  if (!be) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "async transfer needs a backend");
-  if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
-  cl_buffer *b = buffer_of(t);
-  return plugins::transfer_target(b, b && b->dev->context == be->dev->context, t, offset, size,
-                                  "this backend's OpenCL device", out, err);
-}
-
-bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    cl_buffer *b = nullptr;
-    if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
-    cl_int rc =
-        clEnqueueWriteBuffer(be->queue, b->mem, CL_FALSE, offset_of(t, b) + offset, size, data, 0, nullptr, nullptr);
+// The queue of plugins::async_transfer_slots: the backend's own queue,
+// not blocking (synchronize waits).
+struct cl_queue {
+  using backend = backend_ctx;
+  using buffer = cl_buffer;
+  static constexpr const char *memory = "this backend's OpenCL device";
+  static bp_status alive(backend_ctx *be, bp_error *err) { return device_check(be->dev, err); }
+  static cl_buffer *buffer_of(const bp_tensor *t) { return opencl::buffer_of(t); }
+  static bool reaches(const backend_ctx *be, const cl_buffer *b) { return b->dev->context == be->dev->context; }
+  static bp_status write(backend_ctx *be, cl_buffer *b, size_t at, const void *data, size_t size, bp_error *err) {
+    cl_int rc = clEnqueueWriteBuffer(be->queue, b->mem, CL_FALSE, at, size, data, 0, nullptr, nullptr);
     return rc == CL_SUCCESS ? BP_OK : device_fail(be->dev, rc, cl_site::setup, "set_tensor_async", err);
-  });
-}
-
-bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    cl_buffer *b = nullptr;
-    if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
-    cl_int rc =
-        clEnqueueReadBuffer(be->queue, b->mem, CL_FALSE, offset_of(t, b) + offset, size, data, 0, nullptr, nullptr);
+  }
+  static bp_status read(backend_ctx *be, cl_buffer *b, size_t at, void *data, size_t size, bp_error *err) {
+    cl_int rc = clEnqueueReadBuffer(be->queue, b->mem, CL_FALSE, at, size, data, 0, nullptr, nullptr);
     return rc == CL_SUCCESS ? BP_OK : device_fail(be->dev, rc, cl_site::setup, "get_tensor_async", err);
-  });
-}
+  }
+};
+
+using async = plugins::async_transfer_slots<cl_queue>;
 
 bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
@@ -156,8 +144,8 @@ const bp_backend_i backend_iface = {
     sizeof(bp_backend_i),
     backend_free,
     backend_buffer_type,
-    backend_set_async,
-    backend_get_async,
+    async::set_async,
+    async::get_async,
     nullptr,  // copy_tensor_async: the host's synchronous copy
     backend_synchronize,
     nullptr,  // graph_plan_create

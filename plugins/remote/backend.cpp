@@ -13,6 +13,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "graph_wire.hpp"
+#include "plugins/common/buffer_slots.hpp"
 #include "remote.hpp"
 
 namespace bp::remote_plugin {
@@ -105,37 +106,25 @@ bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
   return buffer_type_of(static_cast<backend_ctx *>(backend)->dev);
 }
 
-// The session's liveness first, then the shared target check.
-bp_status transfer_target(backend_ctx *be, const bp_tensor *t, size_t offset, size_t size, remote_buffer **out,
-                          bp_error *err) {
-  if (!be) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "async transfer needs a backend");
-  if (bp_status s = session_check(be->sess.get(), err); s != BP_OK) return s;
-  remote_buffer *b = buffer_of(t);
-  return plugins::transfer_target(b, b && b->sess == be->sess, t, offset, size, "this backend's server session", out,
-                                  err);
-}
-
-bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    remote_buffer *b = nullptr;
-    if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
-    const uint64_t at = static_cast<uint64_t>(static_cast<const char *>(t->data) - b->base) + offset;
+// The queue of plugins::async_transfer_slots: the streamed transfers of
+// buffer.cpp with this backend's chunk size and deadline, done before the
+// slot returns.
+struct remote_queue {
+  using backend = backend_ctx;
+  using buffer = remote_buffer;
+  static constexpr const char *memory = "this backend's server session";
+  static bp_status alive(backend_ctx *be, bp_error *err) { return session_check(be->sess.get(), err); }
+  static remote_buffer *buffer_of(const bp_tensor *t) { return remote_plugin::buffer_of(t); }
+  static bool reaches(const backend_ctx *be, const remote_buffer *b) { return b->sess == be->sess; }
+  static bp_status write(backend_ctx *be, remote_buffer *b, size_t at, const void *data, size_t size, bp_error *err) {
     return write_bytes(b, at, data, size, be->opt.chunk_bytes, be->opt.timeout_ms, err);
-  });
-}
-
-bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    remote_buffer *b = nullptr;
-    if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
-    const uint64_t at = static_cast<uint64_t>(static_cast<const char *>(t->data) - b->base) + offset;
+  }
+  static bp_status read(backend_ctx *be, remote_buffer *b, size_t at, void *data, size_t size, bp_error *err) {
     return read_bytes(b, at, data, size, be->opt.chunk_bytes, be->opt.timeout_ms, err);
-  });
-}
+  }
+};
+
+using async = plugins::async_transfer_slots<remote_queue>;
 
 bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
@@ -287,8 +276,8 @@ const bp_backend_i backend_iface = {
     sizeof(bp_backend_i),
     backend_free,
     backend_buffer_type,
-    backend_set_async,
-    backend_get_async,
+    async::set_async,
+    async::get_async,
     nullptr,  // copy_tensor_async: the host's synchronous copy (buffer copy_tensor stays on the server)
     backend_synchronize,
     backend_plan_create,

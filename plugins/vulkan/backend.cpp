@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "backplane/plugin_guard.hpp"
+#include "plugins/common/buffer_slots.hpp"
 #include "vulkan.hpp"
 
 namespace bp::vk {
@@ -132,55 +133,46 @@ bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
   return bp_buffer_type_ref{&buffer_type_iface, &ctx_of(backend)->dev->buft_device};
 }
 
-// The device's liveness first, then the shared target check.
-bp_status transfer_target(backend_ctx *be, const bp_tensor *t, size_t offset, size_t size, vk_buffer **out,
-                          bp_error *err) {
-  if (!be) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "async transfer needs a backend");
-  if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
-  auto *b = t && t->data ? static_cast<vk_buffer *>(t->buffer_ctx) : nullptr;
-  return plugins::transfer_target(b, b && b->dev == be->dev, t, offset, size, "this backend's Vulkan device", out, err);
-}
-
-// Async transfers go through a staging buffer so the caller's memory is only
-// touched now (set) or at synchronize (get), and the copy is ordered with the
-// graphs recorded around it.
-bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    backend_ctx *be = ctx_of(backend);
-    vk_buffer *dst = nullptr;
-    if (bp_status s = transfer_target(be, t, offset, size, &dst, err); s != BP_OK || size == 0) return s;
+// The queue of plugins::async_transfer_slots. Async transfers go through a
+// staging buffer so the caller's memory is only touched now (set) or at
+// synchronize (get), and the copy is ordered with the graphs recorded
+// around it.
+struct vk_queue {
+  using backend = backend_ctx;
+  using buffer = vk_buffer;
+  static constexpr const char *memory = "this backend's Vulkan device";
+  static bp_status alive(backend_ctx *be, bp_error *err) { return device_check(be->dev, err); }
+  static vk_buffer *buffer_of(const bp_tensor *t) {
+    return t && t->data ? static_cast<vk_buffer *>(t->buffer_ctx) : nullptr;
+  }
+  static bool reaches(const backend_ctx *be, const vk_buffer *b) { return b->dev == be->dev; }
+  static bp_status write(backend_ctx *be, vk_buffer *dst, size_t at, const void *data, size_t size, bp_error *err) {
     vk_buffer *st = nullptr;
     if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
     be->staging.push_back(st);
     std::memcpy(st->mapped, data, size);
     VkCommandBuffer cb;
     if (bp_status s = backend_begin(be, &cb, err); s != BP_OK) return s;
-    VkBufferCopy region{0, tensor_offset(t) + offset, size};
+    VkBufferCopy region{0, at, size};
     vkCmdCopyBuffer(cb, st->buffer, dst->buffer, 1, &region);
     cmd_begin_barrier(cb);  // later work in this command buffer reads it
     return BP_OK;
-  });
-}
-
-bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    backend_ctx *be = ctx_of(backend);
-    vk_buffer *src = nullptr;
-    if (bp_status s = transfer_target(be, t, offset, size, &src, err); s != BP_OK || size == 0) return s;
+  }
+  static bp_status read(backend_ctx *be, vk_buffer *src, size_t at, void *data, size_t size, bp_error *err) {
     vk_buffer *st = nullptr;
     if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
     be->staging.push_back(st);
     VkCommandBuffer cb;
     if (bp_status s = backend_begin(be, &cb, err); s != BP_OK) return s;
     cmd_begin_barrier(cb);  // after what was recorded before
-    VkBufferCopy region{tensor_offset(t) + offset, 0, size};
+    VkBufferCopy region{at, 0, size};
     vkCmdCopyBuffer(cb, src->buffer, st->buffer, 1, &region);
     be->reads.push_back(pending_read{st, data, size});
     return BP_OK;
-  });
-}
+  }
+};
+
+using async = plugins::async_transfer_slots<vk_queue>;
 
 bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status { return backend_sync(ctx_of(backend), err); });
@@ -257,8 +249,8 @@ const bp_backend_i backend_iface = {
     sizeof(bp_backend_i),
     backend_free,
     backend_buffer_type,
-    backend_set_async,
-    backend_get_async,
+    async::set_async,
+    async::get_async,
     nullptr,  // copy_tensor_async: the host's copy path
     backend_synchronize,
     backend_plan_create,
