@@ -80,6 +80,43 @@ struct device_facts {
 };
 void fill_props(const device_facts &facts, bp_device_props *out) noexcept;
 
+// The device-table slots get_props, backend_init and event_new of a
+// plugin whose device object is a Device, around the plugin's own parts
+// (all static):
+//   using device = ...;
+//   static device_facts facts(device &);  // what get_props reports
+//   static bp_status backend_init(device *, const bp_param_value *, uint32_t, bp_backend_ref *, bp_error *);
+//       // the plugin's parameters read, its backend created
+//   static bp_status event_new(device *, bp_event_ref *, bp_error *);
+// Each slot checks its arguments first and clears *out before the plugin's
+// part runs; exceptions become a status (plugin_guard).
+template <typename Parts>
+struct device_slots {
+  using device = typename Parts::device;
+  static bp_status get_props(void *ctx, bp_device_props *out, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      if (!ctx || !out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
+      fill_props(Parts::facts(*static_cast<device *>(ctx)), out);
+      return BP_OK;
+    });
+  }
+  static bp_status backend_init(void *ctx, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                                bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      if (!ctx || !out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "backend_init needs a device and an out ref");
+      *out = bp_backend_ref{nullptr, nullptr};
+      return Parts::backend_init(static_cast<device *>(ctx), params, n_params, out, err);
+    });
+  }
+  static bp_status event_new(void *ctx, bp_event_ref *out, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      if (!ctx || !out) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "event_new needs a device and an out ref");
+      *out = bp_event_ref{nullptr, nullptr};
+      return Parts::event_new(static_cast<device *>(ctx), out, err);
+    });
+  }
+};
+
 // The checks every graph_compute makes before its loop: a backend and a
 // graph, a node array when there are nodes, no NULL node.
 bp_status check_graph(const void *backend, const bp_graph_desc *graph, bp_error *err);

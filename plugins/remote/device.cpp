@@ -101,24 +101,15 @@ plugin_state::~plugin_state() {
 
 namespace {
 
-bp_status device_get_props(void *ctx, bp_device_props *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!ctx || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
-    auto *dev = static_cast<device_state *>(ctx);
-    plugins::fill_props({dev->name.c_str(), dev->description.c_str(), dev->id.c_str(), dev->type, dev->caps,
-                         dev->info.memory_total(), dev->info.memory_free()},
-                        out);
-    return BP_OK;
-  });
-}
-
-bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
-                              bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!ctx || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "backend_init needs a device and an out ref");
-    out->iface = nullptr;
-    out->ctx = nullptr;
-    auto *dev = static_cast<device_state *>(ctx);
+// The plugin's parts of plugins::device_slots.
+struct remote_device {
+  using device = device_state;
+  static plugins::device_facts facts(device_state &dev) {
+    return {dev.name.c_str(), dev.description.c_str(), dev.id.c_str(),        dev.type,
+            dev.caps,         dev.info.memory_total(), dev.info.memory_free()};
+  }
+  static bp_status backend_init(device_state *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                                bp_error *err) {
     backend_options opt;
     opt.timeout_ms = dev->plugin->config.timeout_ms;
     opt.chunk_bytes = dev->plugin->config.chunk_bytes;
@@ -150,25 +141,24 @@ bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t 
     if (chunk == k_default_chunk_bytes) chunk = static_cast<int64_t>(dev->plugin->config.chunk_bytes);
     opt.chunk_bytes = static_cast<size_t>(chunk);
     return backend_create(dev, opt, out, err);
-  });
-}
+  }
+  static constexpr auto event_new = event_create;
+};
+
+using slots = plugins::device_slots<remote_device>;
 
 bp_buffer_type_ref device_buffer_type(void *ctx) noexcept { return buffer_type_of(static_cast<device_state *>(ctx)); }
-
-bp_status device_event_new(void *ctx, bp_event_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status { return event_create(static_cast<device_state *>(ctx), out, err); });
-}
 
 }  // namespace
 
 const bp_device_i device_iface = {
     sizeof(bp_device_i),
-    device_get_props,
-    device_backend_init,
+    slots::get_props,
+    slots::backend_init,
     device_buffer_type,
     nullptr,  // host_buffer_type
     nullptr,  // buffer_from_host_ptr
-    device_event_new,
+    slots::event_new,
 };
 
 }  // namespace bp::remote_plugin
