@@ -117,6 +117,51 @@ struct device_slots {
   }
 };
 
+// The backend-table slots event_record and event_wait and the event table
+// (synchronize, free) of a plugin whose backends are Parts::backend and
+// events Parts::event (deleted by free), around the plugin's parts (all
+// static):
+//   static bp_status alive(backend *, bp_error *);  // device/session liveness
+//   static bp_status record(backend *, event *, bp_error *);
+//   static bp_status wait(backend *, event *, bp_error *);
+//   static bp_status synchronize(event *, bp_error *);
+// record and wait check both pointers, then the backend's liveness first.
+template <typename Parts>
+struct event_slots {
+  using backend = typename Parts::backend;
+  using event = typename Parts::event;
+  static bp_status record(void *be, void *ev, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      if (!be || !ev) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "event_record needs a backend and an event");
+      if (bp_status s = Parts::alive(static_cast<backend *>(be), err); s != BP_OK) return s;
+      return Parts::record(static_cast<backend *>(be), static_cast<event *>(ev), err);
+    });
+  }
+  static bp_status wait(void *be, void *ev, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      if (!be || !ev) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "event_wait needs a backend and an event");
+      if (bp_status s = Parts::alive(static_cast<backend *>(be), err); s != BP_OK) return s;
+      return Parts::wait(static_cast<backend *>(be), static_cast<event *>(ev), err);
+    });
+  }
+  static bp_status synchronize(void *ev, bp_error *err) noexcept {
+    return plugin_guard(err, [&]() -> bp_status {
+      if (!ev) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "event_synchronize needs an event");
+      return Parts::synchronize(static_cast<event *>(ev), err);
+    });
+  }
+  static void free(void *ev) noexcept {
+    plugin_guard(nullptr, [&] {
+      delete static_cast<event *>(ev);
+      return BP_OK;
+    });
+  }
+  static const bp_event_i table;
+};
+
+template <typename Parts>
+const bp_event_i event_slots<Parts>::table = {sizeof(bp_event_i), synchronize, free};
+
 // The checks every graph_compute makes before its loop: a backend and a
 // graph, a node array when there are nodes, no NULL node.
 bp_status check_graph(const void *backend, const bp_graph_desc *graph, bp_error *err);

@@ -104,12 +104,12 @@ struct event_obj {
   }
 };
 
-bp_status backend_event_record(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    auto *e = static_cast<event_obj *>(event);
-    if (!be || !e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_record needs a backend and an event");
-    if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
+// The plugin's parts of plugins::event_slots: markers on the backend's queue.
+struct cl_events {
+  using backend = backend_ctx;
+  using event = event_obj;
+  static bp_status alive(backend_ctx *be, bp_error *err) { return device_check(be->dev, err); }
+  static bp_status record(backend_ctx *be, event_obj *e, bp_error *err) {
     cl_event ev = nullptr;
     cl_int rc = clEnqueueMarkerWithWaitList(be->queue, 0, nullptr, &ev);
     if (rc != CL_SUCCESS) return device_fail(be->dev, rc, cl_site::setup, "event_record", err);
@@ -117,15 +117,8 @@ bp_status backend_event_record(void *backend, void *event, bp_error *err) noexce
     e->ev = ev;
     clFlush(be->queue);
     return BP_OK;
-  });
-}
-
-bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    auto *e = static_cast<event_obj *>(event);
-    if (!be || !e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_wait needs a backend and an event");
-    if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
+  }
+  static bp_status wait(backend_ctx *be, event_obj *e, bp_error *err) {
     if (bp_status s = device_check(e->dev, err); s != BP_OK) return s;
     if (!e->ev) return BP_OK;
     cl_context ev_ctx = nullptr;
@@ -137,8 +130,16 @@ bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept
     }
     cl_int rc = clWaitForEvents(1, &e->ev);  // events do not cross contexts
     return rc == CL_SUCCESS ? BP_OK : device_fail(e->dev, rc, cl_site::wait, "event_wait", err);
-  });
-}
+  }
+  static bp_status synchronize(event_obj *e, bp_error *err) {
+    if (bp_status s = device_check(e->dev, err); s != BP_OK) return s;
+    if (!e->ev) return BP_OK;
+    cl_int rc = clWaitForEvents(1, &e->ev);
+    return rc == CL_SUCCESS ? BP_OK : device_fail(e->dev, rc, cl_site::wait, "event_synchronize", err);
+  }
+};
+
+using events = plugins::event_slots<cl_events>;
 
 const bp_backend_i backend_iface = {
     sizeof(bp_backend_i),
@@ -155,24 +156,9 @@ const bp_backend_i backend_iface = {
     backend_supports_op,
     backend_supports_buft,
     backend_offload_op,
-    backend_event_record,
-    backend_event_wait,
+    events::record,
+    events::wait,
 };
-
-bp_status event_synchronize(void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *e = static_cast<event_obj *>(event);
-    if (!e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_synchronize needs an event");
-    if (bp_status s = device_check(e->dev, err); s != BP_OK) return s;
-    if (!e->ev) return BP_OK;
-    cl_int rc = clWaitForEvents(1, &e->ev);
-    return rc == CL_SUCCESS ? BP_OK : device_fail(e->dev, rc, cl_site::wait, "event_synchronize", err);
-  });
-}
-
-void event_free(void *event) noexcept { delete static_cast<event_obj *>(event); }
-
-const bp_event_i event_iface = {sizeof(bp_event_i), event_synchronize, event_free};
 
 }  // namespace
 
@@ -204,7 +190,7 @@ bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err) {
   if (bp_status s = device_check(dev, err); s != BP_OK) return s;
   auto *e = new event_obj();
   e->dev = dev;
-  out->iface = &event_iface;
+  out->iface = &events::table;
   out->ctx = e;
   return BP_OK;
 }

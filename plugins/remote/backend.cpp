@@ -252,25 +252,20 @@ struct event_obj {
   std::shared_ptr<session> sess;  // of the last record
 };
 
-bp_status backend_event_record(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    auto *e = static_cast<event_obj *>(event);
-    if (!be || !e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_record needs a backend and an event");
-    if (bp_status s = session_check(be->sess.get(), err); s != BP_OK) return s;
+// The plugin's parts of plugins::event_slots.
+struct remote_events {
+  using backend = backend_ctx;
+  using event = event_obj;
+  static bp_status alive(backend_ctx *be, bp_error *err) { return session_check(be->sess.get(), err); }
+  static bp_status record(backend_ctx *be, event_obj *e, bp_error *) {
     e->sess = be->sess;
     return BP_OK;
-  });
-}
+  }
+  static bp_status wait(backend_ctx *, event_obj *, bp_error *) { return BP_OK; }
+  static bp_status synchronize(event_obj *e, bp_error *err) { return session_check(e->sess.get(), err); }
+};
 
-bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    auto *e = static_cast<event_obj *>(event);
-    if (!be || !e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_wait needs a backend and an event");
-    return session_check(be->sess.get(), err);
-  });
-}
+using events = plugins::event_slots<remote_events>;
 
 const bp_backend_i backend_iface = {
     sizeof(bp_backend_i),
@@ -287,21 +282,9 @@ const bp_backend_i backend_iface = {
     backend_supports_op,
     backend_supports_buft,
     nullptr,  // offload_op: copying host weights over the network is rarely worth it
-    backend_event_record,
-    backend_event_wait,
+    events::record,
+    events::wait,
 };
-
-bp_status event_synchronize(void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *e = static_cast<event_obj *>(event);
-    if (!e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_synchronize needs an event");
-    return session_check(e->sess.get(), err);
-  });
-}
-
-void event_free(void *event) noexcept { delete static_cast<event_obj *>(event); }
-
-const bp_event_i event_iface = {sizeof(bp_event_i), event_synchronize, event_free};
 
 }  // namespace
 
@@ -328,7 +311,7 @@ bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err) {
   if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_new needs a device and an out ref");
   auto *e = new event_obj();
   e->dev = dev;
-  out->iface = &event_iface;
+  out->iface = &events::table;
   out->ctx = e;
   return BP_OK;
 }

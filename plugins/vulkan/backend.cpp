@@ -221,29 +221,27 @@ int backend_supports_buft(void *backend, bp_buffer_type_ref buft) noexcept {
   return t && t->dev == be->dev ? 1 : 0;
 }
 
-bp_status backend_event_record(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    backend_ctx *be = ctx_of(backend);
-    auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_record needs an event");
+// The plugin's parts of plugins::event_slots: timeline values of the
+// device's queue.
+struct vk_events {
+  using backend = backend_ctx;
+  using event = vk_event;
+  static bp_status alive(backend_ctx *be, bp_error *err) { return device_check(be->dev, err); }
+  static bp_status record(backend_ctx *be, vk_event *ev, bp_error *err) {
     if (bp_status st = backend_flush(be, err); st != BP_OK) return st;
     ev->value = be->last;
     return BP_OK;
-  });
-}
+  }
+  // Same device: the event's work was submitted to this queue earlier, and
+  // every command buffer starts with a full barrier, so later work here is
+  // already ordered after it. Another device's event: wait on the host.
+  static bp_status wait(backend_ctx *be, vk_event *ev, bp_error *err) {
+    return ev->dev == be->dev ? BP_OK : device_wait(ev->dev, ev->value, err);
+  }
+  static bp_status synchronize(vk_event *ev, bp_error *err) { return device_wait(ev->dev, ev->value, err); }
+};
 
-bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    backend_ctx *be = ctx_of(backend);
-    auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_wait needs an event");
-    // Same device: the event's work was submitted to this queue earlier, and
-    // every command buffer starts with a full barrier, so later work here is
-    // already ordered after it. Another device's event: wait on the host.
-    if (ev->dev == be->dev) return device_check(be->dev, err);
-    return device_wait(ev->dev, ev->value, err);
-  });
-}
+using events = plugins::event_slots<vk_events>;
 
 const bp_backend_i backend_iface = {
     sizeof(bp_backend_i),
@@ -260,27 +258,15 @@ const bp_backend_i backend_iface = {
     backend_supports_op,
     backend_supports_buft,
     nullptr,  // offload_op
-    backend_event_record,
-    backend_event_wait,
+    events::record,
+    events::wait,
 };
-
-bp_status event_synchronize(void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_synchronize needs an event");
-    return device_wait(ev->dev, ev->value, err);
-  });
-}
-
-void event_free(void *event) noexcept { delete static_cast<vk_event *>(event); }
 
 }  // namespace
 
-const bp_event_i event_iface = {sizeof(bp_event_i), event_synchronize, event_free};
-
 bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err) {
   if (bp_status st = device_open(dev, err); st != BP_OK) return st;
-  out->iface = &event_iface;
+  out->iface = &events::table;
   out->ctx = new vk_event{dev, 0};
   return BP_OK;
 }
