@@ -1,8 +1,9 @@
 // plugin_common.hpp: what every shipped plugin (cpu, blas, vulkan, opencl,
 // remote) does alike at its ABI edge: the entry checks, init and shutdown
 // (the host table kept in the plugin's own state), the device properties
-// copied out, the parameters read, device discovery run once, and a device
-// counted within a group. Linked statically into each plugin
+// copied out, the parameters read, device discovery run once, a device
+// counted within a group, and the device and event slots around each
+// plugin's own parts (device_slots, event_slots). Linked statically into each plugin
 // (bp_plugin_common): every .so has its own copy and still links nothing of
 // Backplane.
 //
