@@ -89,8 +89,10 @@ void fill_props(const device_facts &facts, bp_device_props *out) noexcept;
 //   static bp_status backend_init(device *, const bp_param_value *, uint32_t, bp_backend_ref *, bp_error *);
 //       // the plugin's parameters read, its backend created
 //   static bp_status event_new(device *, bp_event_ref *, bp_error *);
+//   static bp_buffer_type_ref buffer_type(device &);  // the default type
 // Each slot checks its arguments first and clears *out before the plugin's
-// part runs; exceptions become a status (plugin_guard).
+// part runs; exceptions become a status (plugin_guard). table() is the
+// device table, with the optional host_buffer_type and buffer_from_host_ptr.
 template <typename Parts>
 struct device_slots {
   using device = typename Parts::device;
@@ -115,6 +117,16 @@ struct device_slots {
       *out = bp_event_ref{nullptr, nullptr};
       return Parts::event_new(static_cast<device *>(ctx), out, err);
     });
+  }
+  static bp_buffer_type_ref buffer_type(void *ctx) noexcept {
+    return ctx ? Parts::buffer_type(*static_cast<device *>(ctx)) : bp_buffer_type_ref{nullptr, nullptr};
+  }
+  static constexpr bp_device_i table(bp_buffer_type_ref (*host_buffer_type)(void *) = nullptr,
+                                     bp_status (*buffer_from_host_ptr)(void *, void *, size_t, bp_buffer_ref *,
+                                                                       bp_error *) = nullptr) {
+    return bp_device_i{
+        sizeof(bp_device_i), get_props, backend_init, buffer_type, host_buffer_type, buffer_from_host_ptr, event_new,
+    };
   }
 };
 
@@ -253,6 +265,18 @@ struct device_list {
     });
   }
 };
+
+// The plugin table of a plugin whose init, init_with_host and shutdown
+// come from Lifecycle (plugin_lifecycle) and whose enumerate, device_count
+// and device_get from Devices (device_list), with its parameter schema.
+template <typename Lifecycle, typename Devices, size_t N>
+constexpr bp_plugin_i plugin_table_of(const bp_param_info (&params)[N]) {
+  return bp_plugin_i{
+      sizeof(bp_plugin_i),      Lifecycle::init,     Lifecycle::shutdown,
+      Devices::device_count,    Devices::device_get, params,
+      static_cast<uint32_t>(N), Devices::enumerate,  Lifecycle::init_with_host,
+  };
+}
 
 // ---- a device counted within a group ----------------------------------------
 // The device a backend runs on when a parameter makes the host's device

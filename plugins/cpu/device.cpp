@@ -77,11 +77,10 @@ struct cpu_device {
     return backend_create(state, threads, out, err);
   }
   static bp_status event_new(plugin_state *, bp_event_ref *out, bp_error *err) { return event_create(out, err); }
+  static bp_buffer_type_ref buffer_type(plugin_state &) { return buffer_type_ref(); }
 };
 
 using slots = plugins::device_slots<cpu_device>;
-
-bp_buffer_type_ref device_buffer_type(void *) noexcept { return buffer_type_ref(); }
 
 bp_status device_buffer_from_host_ptr(void *, void *ptr, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status { return plugins::wrap_host_ptr(ptr, size, out, err); });
@@ -89,14 +88,7 @@ bp_status device_buffer_from_host_ptr(void *, void *ptr, size_t size, bp_buffer_
 
 }  // namespace
 
-const bp_device_i device_iface = {
-    sizeof(bp_device_i),
-    slots::get_props,
-    slots::backend_init,
-    device_buffer_type,
-    nullptr,  // host_buffer_type: the default type already is host memory
-    device_buffer_from_host_ptr,
-    slots::event_new,
-};
+// host_buffer_type: none, the default type already is host memory.
+const bp_device_i device_iface = slots::table(nullptr, device_buffer_from_host_ptr);
 
 }  // namespace bp::cpu

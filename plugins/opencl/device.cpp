@@ -222,9 +222,8 @@ struct cl_device {
   using device = device_state;
   // OpenCL has no portable "free memory" query: free = total.
   static plugins::device_facts facts(device_state &dev) {
-    return {
-        dev.name.c_str(), dev.description.c_str(), dev.id.c_str(), dev.type, BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS,
-        dev.global_mem,   dev.global_mem};
+    const uint32_t caps = BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS;
+    return {dev.name.c_str(), dev.description.c_str(), dev.id.c_str(), dev.type, caps, dev.global_mem, dev.global_mem};
   }
   static bp_status backend_init(device_state *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
                                 bp_error *err) {
@@ -254,22 +253,13 @@ struct cl_device {
     return backend_create(dev, opt, out, err);
   }
   static constexpr auto event_new = event_create;
+  static bp_buffer_type_ref buffer_type(device_state &dev) { return buffer_type_of(&dev); }
 };
 
 using slots = plugins::device_slots<cl_device>;
 
-bp_buffer_type_ref device_buffer_type(void *ctx) noexcept { return buffer_type_of(static_cast<device_state *>(ctx)); }
-
 }  // namespace
 
-const bp_device_i device_iface = {
-    sizeof(bp_device_i),
-    slots::get_props,
-    slots::backend_init,
-    device_buffer_type,
-    nullptr,  // host_buffer_type
-    nullptr,  // buffer_from_host_ptr
-    slots::event_new,
-};
+const bp_device_i device_iface = slots::table();
 
 }  // namespace bp::opencl

@@ -39,17 +39,7 @@ using lifecycle = plugins::plugin_lifecycle<plugin_state>;  // init keeps the ho
 // device_get (plugins/common/plugin_common.hpp).
 using devices = plugins::device_list<plugin_state, enumerate_devices, &device_iface>;
 
-const bp_plugin_i plugin_iface = {
-    sizeof(bp_plugin_i),
-    lifecycle::init,
-    lifecycle::shutdown,
-    devices::device_count,
-    devices::device_get,
-    params_schema,
-    sizeof(params_schema) / sizeof(params_schema[0]),
-    devices::enumerate,
-    lifecycle::init_with_host,
-};
+const bp_plugin_i plugin_iface = plugins::plugin_table_of<lifecycle, devices>(params_schema);
 
 }  // namespace
 

@@ -143,22 +143,13 @@ struct remote_device {
     return backend_create(dev, opt, out, err);
   }
   static constexpr auto event_new = event_create;
+  static bp_buffer_type_ref buffer_type(device_state &dev) { return buffer_type_of(&dev); }
 };
 
 using slots = plugins::device_slots<remote_device>;
 
-bp_buffer_type_ref device_buffer_type(void *ctx) noexcept { return buffer_type_of(static_cast<device_state *>(ctx)); }
-
 }  // namespace
 
-const bp_device_i device_iface = {
-    sizeof(bp_device_i),
-    slots::get_props,
-    slots::backend_init,
-    device_buffer_type,
-    nullptr,  // host_buffer_type
-    nullptr,  // buffer_from_host_ptr
-    slots::event_new,
-};
+const bp_device_i device_iface = slots::table();
 
 }  // namespace bp::remote_plugin

@@ -349,14 +349,12 @@ struct vk_device {
     return backend_create(d, opt, out, err);
   }
   static constexpr auto event_new = event_create;
+  static bp_buffer_type_ref buffer_type(device_state &d) {
+    return bp_buffer_type_ref{&buffer_type_iface, &d.buft_device};
+  }
 };
 
 using slots = plugins::device_slots<vk_device>;
-
-bp_buffer_type_ref device_buffer_type(void *dev) noexcept {
-  auto *d = static_cast<device_state *>(dev);
-  return bp_buffer_type_ref{&buffer_type_iface, d ? &d->buft_device : nullptr};
-}
 
 bp_buffer_type_ref device_host_buffer_type(void *dev) noexcept {
   auto *d = static_cast<device_state *>(dev);
@@ -365,14 +363,7 @@ bp_buffer_type_ref device_host_buffer_type(void *dev) noexcept {
 
 }  // namespace
 
-const bp_device_i device_iface = {
-    sizeof(bp_device_i),
-    slots::get_props,
-    slots::backend_init,
-    device_buffer_type,
-    device_host_buffer_type,
-    nullptr,  // buffer_from_host_ptr: would need VK_EXT_external_memory_host
-    slots::event_new,
-};
+// buffer_from_host_ptr: none, it would need VK_EXT_external_memory_host.
+const bp_device_i device_iface = slots::table(device_host_buffer_type);
 
 }  // namespace bp::vk

@@ -210,6 +210,7 @@ struct fake_device_parts {
     return out->iface == nullptr && out->ctx == nullptr ? BP_OK : BP_ERR_INTERNAL;  // cleared before it runs
   }
   static bp_status event_new(int *, bp_event_ref *, bp_error *) { return BP_OK; }
+  static bp_buffer_type_ref buffer_type(int &dev) { return bp_buffer_type_ref{&slots::type_table, &dev}; }
 };
 
 TEST(PluginDeviceSlots, ArgumentsCheckedAndOutsClearedBeforeThePluginsPart) {
@@ -228,6 +229,11 @@ TEST(PluginDeviceSlots, ArgumentsCheckedAndOutsClearedBeforeThePluginsPart) {
   EXPECT_EQ(dev_slots::backend_init(&dev, nullptr, 0, &be, &err), BP_OK);
   EXPECT_EQ(dev_slots::event_new(&dev, nullptr, &err), BP_ERR_INVALID_ARGUMENT);
   EXPECT_STREQ(err.message, "event_new needs a device and an out ref");
+  constexpr bp_device_i table = dev_slots::table();
+  EXPECT_EQ(table.struct_size, sizeof(bp_device_i));
+  EXPECT_EQ(table.buffer_type(&dev).ctx, &dev);
+  EXPECT_EQ(table.host_buffer_type, nullptr);
+  EXPECT_EQ(table.buffer_from_host_ptr, nullptr);
 }
 
 int events_freed = 0;
