@@ -74,12 +74,22 @@ struct buffer_slots {
     return b ? const_cast<char *>(T::window(b).base) : nullptr;
   }
 
-  static bp_status set_tensor(void *buf, bp_tensor *t, const void *data, size_t offset, size_t size,
-                              bp_error *err) noexcept {
+  // set, get and memset: guarded, the checks of target, then |transport|
+  // (bp_status(buffer *, size_t at)) unless the size is 0.
+  template <typename Transfer>
+  static bp_status in_window(void *buf, const bp_tensor *t, size_t offset, size_t size, const char *what, bp_error *err,
+                             Transfer &&transport) noexcept {
     return plugin_guard(err, [&]() -> bp_status {
       buffer *b = T::as_buffer(buf);
       size_t at = 0;
-      if (bp_status s = target(b, t, offset, size, "set_tensor", &at, err); s != BP_OK || size == 0) return s;
+      if (bp_status s = target(b, t, offset, size, what, &at, err); s != BP_OK || size == 0) return s;
+      return transport(b, at);
+    });
+  }
+
+  static bp_status set_tensor(void *buf, bp_tensor *t, const void *data, size_t offset, size_t size,
+                              bp_error *err) noexcept {
+    return in_window(buf, t, offset, size, "set_tensor", err, [&](buffer *b, size_t at) {
       if (!data) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "set_tensor with NULL data");
       return T::write(b, t, at, data, size, err);
     });
@@ -87,10 +97,7 @@ struct buffer_slots {
 
   static bp_status get_tensor(void *buf, const bp_tensor *t, void *data, size_t offset, size_t size,
                               bp_error *err) noexcept {
-    return plugin_guard(err, [&]() -> bp_status {
-      buffer *b = T::as_buffer(buf);
-      size_t at = 0;
-      if (bp_status s = target(b, t, offset, size, "get_tensor", &at, err); s != BP_OK || size == 0) return s;
+    return in_window(buf, t, offset, size, "get_tensor", err, [&](buffer *b, size_t at) {
       if (!data) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "get_tensor with NULL data");
       return T::read(b, t, at, data, size, err);
     });
@@ -98,12 +105,8 @@ struct buffer_slots {
 
   static bp_status memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t offset, size_t size,
                                  bp_error *err) noexcept {
-    return plugin_guard(err, [&]() -> bp_status {
-      buffer *b = T::as_buffer(buf);
-      size_t at = 0;
-      if (bp_status s = target(b, t, offset, size, "memset_tensor", &at, err); s != BP_OK || size == 0) return s;
-      return T::fill(b, t, at, value, size, err);
-    });
+    return in_window(buf, t, offset, size, "memset_tensor", err,
+                     [&](buffer *b, size_t at) { return T::fill(b, t, at, value, size, err); });
   }
 
   // Device-side copies only between buffers the plugin copies directly
@@ -235,26 +238,30 @@ struct async_transfer_slots {
     return BP_OK;
   }
 
-  static bp_status set_async(void *backend_ctx, bp_tensor *t, const void *data, size_t offset, size_t size,
-                             bp_error *err) noexcept {
+  // Guarded, the checks of target, then |call| (bp_status(backend *,
+  // buffer *, size_t at)) unless the size is 0.
+  template <typename Call>
+  static bp_status to_target(void *backend_ctx, const bp_tensor *t, size_t offset, size_t size, bp_error *err,
+                             Call &&call) noexcept {
     return plugin_guard(err, [&]() -> bp_status {
       auto *be = static_cast<backend *>(backend_ctx);
       buffer *b = nullptr;
       size_t at = 0;
       if (bp_status s = target(be, t, offset, size, &b, &at, err); s != BP_OK || size == 0) return s;
-      return Q::write(be, b, at, data, size, err);
+      return call(be, b, at);
     });
+  }
+
+  static bp_status set_async(void *backend_ctx, bp_tensor *t, const void *data, size_t offset, size_t size,
+                             bp_error *err) noexcept {
+    return to_target(backend_ctx, t, offset, size, err,
+                     [&](backend *be, buffer *b, size_t at) { return Q::write(be, b, at, data, size, err); });
   }
 
   static bp_status get_async(void *backend_ctx, const bp_tensor *t, void *data, size_t offset, size_t size,
                              bp_error *err) noexcept {
-    return plugin_guard(err, [&]() -> bp_status {
-      auto *be = static_cast<backend *>(backend_ctx);
-      buffer *b = nullptr;
-      size_t at = 0;
-      if (bp_status s = target(be, t, offset, size, &b, &at, err); s != BP_OK || size == 0) return s;
-      return Q::read(be, b, at, data, size, err);
-    });
+    return to_target(backend_ctx, t, offset, size, err,
+                     [&](backend *be, buffer *b, size_t at) { return Q::read(be, b, at, data, size, err); });
   }
 };
 
