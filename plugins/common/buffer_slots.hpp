@@ -4,7 +4,9 @@
 // buffer type) checked; the liveness of its device or session, the first
 // check after that; the byte range inside the buffer (window_check); only
 // then the plugin's transport call, at a byte offset inside the buffer.
-// A plugin's buffer file holds its Transport and two table definitions.
+// Both tables are here too (buffer_table, type_table): a plugin's buffer
+// file holds only its Transport. Below: async_transfer_slots, the same for
+// a backend's set/get_tensor_async, and opaque_range.
 //
 // Transport (all static; |at| is a byte offset inside the buffer, after the
 // checks; |t| names the tensor for messages, NULL for a whole-buffer call):
