@@ -13,9 +13,12 @@ namespace {
 #define BP_END(type, field) (offsetof(type, field) + sizeof(static_cast<type *>(nullptr)->field))
 
 constexpr slot k_plugin[] = {
-    BP_SLOT(bp_plugin_i, init, true),         BP_SLOT(bp_plugin_i, shutdown, true),
-    BP_SLOT(bp_plugin_i, device_count, true), BP_SLOT(bp_plugin_i, device_get, true),
-    BP_SLOT(bp_plugin_i, enumerate, false),  // ABI 1.1
+    BP_SLOT(bp_plugin_i, init, true),
+    BP_SLOT(bp_plugin_i, shutdown, true),
+    BP_SLOT(bp_plugin_i, device_count, true),
+    BP_SLOT(bp_plugin_i, device_get, true),
+    BP_SLOT(bp_plugin_i, enumerate, false),       // ABI 1.1
+    BP_SLOT(bp_plugin_i, init_with_host, false),  // ABI 1.2
 };
 constexpr slot k_device[] = {
     BP_SLOT(bp_device_i, get_props, true),
@@ -66,8 +69,8 @@ constexpr size_t count(const slot (&)[N]) {
 
 }  // namespace
 
-// ABI 1.0 ends after n_params for the plugin table (enumerate is 1.1); every
-// other table is still as 1.0 defined it.
+// ABI 1.0 ends after n_params for the plugin table (enumerate is 1.1,
+// init_with_host 1.2); every other table is still as 1.0 defined it.
 const table plugin_table = {"bp_plugin_i", BP_END(bp_plugin_i, n_params), k_plugin, count(k_plugin)};
 const table device_table = {"bp_device_i", BP_END(bp_device_i, event_new), k_device, count(k_device)};
 const table buffer_type_table = {"bp_buffer_type_i", BP_END(bp_buffer_type_i, is_host), k_buffer_type,

@@ -8,7 +8,8 @@
 // refusal names the exact slot and the rule, never a list of candidates.
 //
 // The minimum size of a table is the end of its last ABI 1.0 slot; slots
-// appended by a later minor (only bp_plugin_i.enumerate so far) are optional
+// appended by a later minor (so far bp_plugin_i.enumerate in 1.1 and
+// bp_plugin_i.init_with_host in 1.2) are optional
 // by construction and are reached only through BP_HAS_SLOT.
 //
 // Leaf module: includes backplane/plugin.h and the standard library only.

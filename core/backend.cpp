@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "abi/minor.hpp"
 #include "abi/tables.hpp"
 #include "core/objects.hpp"
 #include "core/ops_internal.hpp"  // validate_node
@@ -119,6 +120,20 @@ bp_status check_tensor_memory(bp_backend *be, bp_tensor *t, const bp_tensor *nod
   return BP_OK;
 }
 
+// Whether the plugin was built to know what |node| means (abi/minor.hpp):
+// a ROPE with frequency factors is never shown to a plugin of ABI 1.1,
+// which would check only its first two sources and ignore the factors.
+bool plugin_may_see(const bp_backend *be, const bp_tensor *node) {
+  const bp::core::plugin_core *plugin = be->device ? be->device->plugin : nullptr;
+  return plugin == nullptr || bp::abi::plugin_may_see(plugin->abi_minor, node);
+}
+
+// supports_op as the host asks it: "no" without asking the plugin for a
+// node it predates, else the plugin's answer.
+bool plugin_supports_op(const bp_backend *be, const bp_tensor *node) {
+  return plugin_may_see(be, node) && be->ref.iface->supports_op(be->ref.ctx, node) != 0;
+}
+
 // Everything the plugin relies on before it sees |graph|.
 bp_status validate_graph(bp_backend *be, const bp_graph *graph, const char *fn) {
   std::vector<std::pair<const bp_buffer_type *, bool>> seen;
@@ -136,11 +151,18 @@ bp_status validate_graph(bp_backend *be, const bp_graph *graph, const char *fn) 
       if (src == nullptr) continue;
       if (bp_status st = check_tensor_memory(be, src, node, seen, fn); st != BP_OK) return st;
     }
-    if (be->ref.iface->supports_op(be->ref.ctx, node) == 0) {
+    if (!plugin_supports_op(be, node)) {
+      const std::string why = plugin_may_see(be, node)
+                                  ? std::string()
+                                  : " (its plugin was built for ABI " + std::to_string(BP_PLUGIN_ABI_VERSION) + "." +
+                                        std::to_string(be->device->plugin->abi_minor) +
+                                        ", which predates this form of the op: ABI " +
+                                        std::to_string(BP_PLUGIN_ABI_VERSION) + "." +
+                                        std::to_string(bp::abi::op_min_minor(node)) + " added it)";
       return set_errorf(BP_ERR_UNIMPLEMENTED,
-                        "%s: backend '%s' cannot run %s for node %s: use another backend or the scheduler, which "
+                        "%s: backend '%s' cannot run %s for node %s%s: use another backend or the scheduler, which "
                         "falls back to the next backend",
-                        fn, be->name.c_str(), bp_op_name(node->op), describe(node).c_str());
+                        fn, be->name.c_str(), bp_op_name(node->op), describe(node).c_str(), why.c_str());
     }
   }
   return BP_OK;
@@ -239,7 +261,7 @@ BP_API bool bp_backend_supports_op(bp_backend *backend, const bp_tensor *op) {
   if (usable_backend(backend, "bp_backend_supports_op") != BP_OK) return false;
   if (op == nullptr) return set_error(BP_ERR_INVALID_ARGUMENT, "bp_backend_supports_op: op is NULL"), false;
   if (bp_op_is_view(op->op)) return true;  // nothing to compute
-  return backend->ref.iface->supports_op(backend->ref.ctx, op) != 0;
+  return plugin_supports_op(backend, op);
 }
 
 BP_API bool bp_backend_supports_buft(bp_backend *backend, const bp_buffer_type *buft) {

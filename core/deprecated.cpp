@@ -50,7 +50,6 @@ size_t bp_quantize(bp_type type, const float *src, void *dst, int64_t n_rows, in
   bp_quantize_rows(type, src, dst, n_rows, n_per_row, &bytes);
   return bytes;
 }
-bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out) { return bp_device_describe(dev, out); }
 bp_status bp_sched_split(const bp_sched *sched, size_t i, bp_sched_split_info *out) {
   return bp_sched_split_describe(sched, i, out);
 }

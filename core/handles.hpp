@@ -55,6 +55,9 @@ namespace bp::core {
 struct plugin_core {
   uint32_t tag = TAG_PLUGIN;
   std::string name, path;
+  // The descriptor's abi_minor: what the plugin was built to know
+  // (abi/minor.hpp: a ROPE with frequency factors is hidden below 2).
+  uint32_t abi_minor = 0;
   std::atomic<long> live_objects{0};  // backends, buffers, events alive
 };
 

@@ -14,6 +14,7 @@ bp_status bp_device_init_backend(bp_device *dev, const char *params, bp_backend 
   return bp_backend_new_on_device(dev, params, out_backend);
 }
 size_t bp_plugin_n_params(const bp_plugin *p) { return bp_plugin_param_count(p); }
+bp_status bp_device_get_info(const bp_device *dev, bp_device_info *out) { return bp_device_describe(dev, out); }
 bp_plugin *bp_plugin_find(const char *name) {
   bp_plugin *p = nullptr;
   bp_registry_find_plugin(name, &p);

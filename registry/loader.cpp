@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "abi/minor.hpp"
 #include "registry/registry_internal.hpp"
 
 namespace bp::registry {
@@ -262,6 +263,7 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
   p->name = name;
   p->version = strings.version;
   p->description = strings.description;
+  p->abi_minor = strings.abi_minor;
   p->path = real;
   p->order = order;
   p->host.struct_size = sizeof(bp_host_api);
@@ -293,7 +295,11 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
   p->iface = iface;
 
   err = bp_error{};
-  if (!call_slot(who, "bp_plugin_i.init", message, [&] { status = iface->init(&p->ctx, &err); }))
+  // init_with_host (ABI 1.2) when the table has it, else init: the plugin
+  // keeps &p->host, which lives as long as the bp_plugin (PLG-13).
+  const char *init_slot =
+      BP_HAS_SLOT(iface, bp_plugin_i, init_with_host) ? "bp_plugin_i.init_with_host" : "bp_plugin_i.init";
+  if (!call_slot(who, init_slot, message, [&] { status = bp::abi::call_init(iface, &p->host, &p->ctx, &err); }))
     return reject(real, BP_ERR_INTERNAL, message);
   if (status != BP_OK) {
     if (status <= BP_OK || status >= BP_STATUS_COUNT_) status = BP_ERR_INTERNAL;

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "abi/minor.hpp"
 #include "registry/registry_internal.hpp"
 
 namespace bp::registry {
@@ -64,7 +65,7 @@ int child_log_enabled(void *, bp_log_level) { return 0; }
         const bp_plugin_i *iface = entry(BP_PLUGIN_ABI_VERSION, &host, &err);
         void *ctx = nullptr;
         if (iface && iface->struct_size >= offsetof(bp_plugin_i, n_params) && iface->init &&
-            iface->init(&ctx, &err) == BP_OK) {
+            bp::abi::call_init(iface, &host, &ctx, &err) == BP_OK) {
           if (BP_HAS_SLOT(iface, bp_plugin_i, enumerate)) iface->enumerate(ctx, &err);
           if (iface->device_count) iface->device_count(ctx);
           if (iface->shutdown) iface->shutdown(ctx);

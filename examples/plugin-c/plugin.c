@@ -22,12 +22,14 @@
 
 #define ALIGNMENT 64
 
-/* The host's services, kept by bp_plugin_entry for the rest of the plugin.
- * A constant-initialised pointer: no code runs at dlopen. */
-static const bp_host_api *g_host;
+/* Plugin-wide state: the host's services, handed to init_with_host (ABI
+ * 1.2) and valid until shutdown returns. Kept here, not in a global. */
+typedef struct plugin_state {
+  const bp_host_api *host; /* NULL under a host of ABI 1.1 (no logging then) */
+} plugin_state;
 
-static void log_line(bp_log_level level, const char *msg) {
-  if (g_host && g_host->log) g_host->log(g_host->host, level, msg);
+static void log_line(const bp_host_api *host, bp_log_level level, const char *msg) {
+  if (host && host->log) host->log(host->host, level, msg);
 }
 
 /* ---- buffer: one block of host memory ---------------------------------- */
@@ -115,7 +117,8 @@ static const bp_buffer_type_ref buffer_type = {&buffer_type_iface, NULL};
 
 /* ---- backend: runs graphs ------------------------------------------------ */
 typedef struct backend {
-  int trace; /* the "trace" parameter */
+  int trace;               /* the "trace" parameter */
+  const bp_host_api *host; /* from the plugin state, for the trace lines */
 } backend;
 
 static void backend_free(void *be) { free(be); }
@@ -177,7 +180,7 @@ static bp_status backend_graph_compute(void *be, const bp_graph_desc *graph, bp_
     if (self->trace) {
       snprintf(msg, sizeof msg, "cexample: node %u '%s' op %d, %lld elements", i, node->name, (int)node->op,
                (long long)bp_tensor_nelements(node));
-      log_line(BP_LOG_INFO, msg);
+      log_line(self->host, BP_LOG_INFO, msg);
     }
     run_node(node);
   }
@@ -220,10 +223,10 @@ static bp_status device_backend_init(void *dev, const bp_param_value *params, ui
                                      bp_error *err) {
   backend *be = (backend *)calloc(1, sizeof *be);
   uint32_t i;
-  (void)dev;
   out->iface = NULL;
   out->ctx = NULL;
   if (!be) return bp_error_set(err, BP_ERR_OUT_OF_HOST_MEMORY, "cexample: out of host memory");
+  be->host = dev ? ((const plugin_state *)dev)->host : NULL; /* the device ctx is the plugin state */
   /* The host validated the values against params_schema and filled in
    * defaults: every declared parameter is here. */
   for (i = 0; i < n_params; ++i)
@@ -248,14 +251,19 @@ static const bp_param_info params_schema[] = {
     {sizeof(bp_param_info), "trace", BP_PARAM_BOOL, "0", "log every node this backend runs (at info level)", 0, 1},
 };
 
-/* One device and no plugin-wide state: the device ctx can stay NULL. */
-static bp_status plugin_init(void **out_plugin, bp_error *err) {
-  (void)err;
-  *out_plugin = NULL;
+/* The host calls this instead of init (ABI 1.2): it keeps |host|. */
+static bp_status plugin_init_with_host(const bp_host_api *host, void **out_plugin, bp_error *err) {
+  plugin_state *s = (plugin_state *)calloc(1, sizeof *s);
+  *out_plugin = s;
+  if (!s) return bp_error_set(err, BP_ERR_OUT_OF_HOST_MEMORY, "cexample: out of host memory");
+  s->host = host;
   return BP_OK;
 }
 
-static void plugin_shutdown(void *plugin) { (void)plugin; }
+/* What a host of ABI 1.1, which has no init_with_host, calls. */
+static bp_status plugin_init(void **out_plugin, bp_error *err) { return plugin_init_with_host(NULL, out_plugin, err); }
+
+static void plugin_shutdown(void *plugin) { free(plugin); }
 
 static uint32_t plugin_device_count(void *plugin) {
   (void)plugin;
@@ -263,10 +271,9 @@ static uint32_t plugin_device_count(void *plugin) {
 }
 
 static bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *out, bp_error *err) {
-  (void)plugin;
   if (index != 0) return bp_error_set(err, BP_ERR_NOT_FOUND, "cexample: there is one device, 0");
   out->iface = &device_iface;
-  out->ctx = NULL;
+  out->ctx = plugin; /* the one device's ctx: the plugin state */
   return BP_OK;
 }
 
@@ -277,7 +284,8 @@ static const bp_plugin_i plugin_iface = {.struct_size = sizeof(bp_plugin_i),
                                          .device_count = plugin_device_count,
                                          .device_get = plugin_device_get,
                                          .params = params_schema,
-                                         .n_params = sizeof params_schema / sizeof params_schema[0]};
+                                         .n_params = sizeof params_schema / sizeof params_schema[0],
+                                         .init_with_host = plugin_init_with_host};
 
 /* ---- the two exports, exactly as plugin.h declares them ----------------- */
 const bp_plugin_descriptor_t bp_plugin_descriptor =
@@ -289,7 +297,7 @@ const bp_plugin_i *bp_plugin_entry(uint32_t host_abi, const bp_host_api *host, b
     return NULL;
   }
   /* The log slot exists in every host of ABI 1; a slot appended later would
-   * need host->struct_size checked first. */
-  g_host = host;
+   * need host->struct_size checked first. init_with_host gets |host| again. */
+  (void)host;
   return &plugin_iface;
 }

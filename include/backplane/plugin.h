@@ -1,4 +1,4 @@
-/* plugin.h: the Backplane plugin ABI, version 1.
+/* plugin.h: the Backplane plugin ABI, version 1.2.
  *
  * What it is: the C interface tables a device plugin (libbp-<name>.so)
  * exports and the host services table the core lends it. A plugin is built
@@ -54,7 +54,12 @@ extern "C" {
 #endif
 
 #define BP_PLUGIN_ABI_VERSION 1 /* major: a mismatch is refused */
-#define BP_PLUGIN_ABI_MINOR 1   /* minor: appended slots only (1: bp_plugin_i.enumerate) */
+/* minor: appended slots only, and an older plugin keeps working (the host
+ * reads its descriptor's abi_minor). 1: bp_plugin_i.enumerate. 2:
+ * bp_plugin_i.init_with_host; ROPE's optional src[2] (frequency factors),
+ * which the host never shows a plugin of minor < 2 (supports_op answers
+ * "no" for it on that plugin's behalf). */
+#define BP_PLUGIN_ABI_MINOR 2
 #define BP_PLUGIN_MAGIC 0x4C504250u /* "BPPL" little-endian */
 #define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_entry"
@@ -292,7 +297,8 @@ typedef struct bp_device_i {
 typedef struct bp_plugin_i {
   uint32_t struct_size;
   /* Sets up plugin-wide state. Zero devices is success (hot-plug); no
-   * hardware is UNAVAILABLE. Host calls shutdown once iff this succeeded. */
+   * hardware is UNAVAILABLE. Host calls shutdown once iff this succeeded.
+   * A host of ABI 1.2 calls init_with_host instead when the table has it. */
   bp_status (*init)(void **out_plugin, bp_error *err);
   /* Called exactly once, before dlclose, after every object was freed. */
   void (*shutdown)(void *plugin);
@@ -312,6 +318,15 @@ typedef struct bp_plugin_i {
    * stays loaded with no devices and bp-devices shows the message. Default:
    * nothing (device_count is enough). */
   bp_status (*enumerate)(void *plugin, bp_error *err);
+  /* ---- ABI 1.2 ---- */
+  /* (optional) init, given the host table: the very |host| that
+   * bp_plugin_entry received, valid until shutdown returns, so the plugin
+   * keeps it in its own state (no global). When the table's struct_size
+   * reaches this slot and it is non-NULL, the host calls it instead of init
+   * (never both); same contract as init otherwise. Default: init (a plugin
+   * of ABI 1.1 or older). A plugin that has it still fills init, which a
+   * host of ABI 1.1 calls (no host table then: the plugin cannot log). */
+  bp_status (*init_with_host)(const bp_host_api *host, void **out_plugin, bp_error *err);
 } bp_plugin_i;
 
 /* Signature of the exported entry. Returns NULL (with |err| filled) when it

@@ -45,21 +45,18 @@ struct openblas_api {
 };
 
 struct plugin_state {
-  std::string description;   // device description (owns the text)
-  int default_threads = 1;   // threads=0: one per core this process may use
-  openblas_api blas;         // filled by enumerate
-  plugins::discovery found;  // runs load_openblas once (plugin.cpp)
+  const bp_host_api *host = nullptr;  // from init_with_host, valid until shutdown
+  std::string description;            // device description (owns the text)
+  int default_threads = 1;            // threads=0: one per core this process may use
+  openblas_api blas;                  // filled by enumerate
+  plugins::discovery found;           // runs load_openblas once (plugin.cpp)
 };
 
 // The one plugin instance of this process (set by init). Plugins may keep a
 // pointer to their own state; it is not thread-local.
 plugin_state *state();
-void set_state(plugin_state *s);
 // The plugin table (plugin.cpp).
 const bp_plugin_i *plugin_table();
-
-// Logs through the host (no-op before init).
-void log(bp_log_level level, const std::string &message);
 
 // Backend instance.
 struct backend_ctx {

@@ -82,24 +82,20 @@ const bp_device_i kDeviceIface = {
 
 // ---- plugin ---------------------------------------------------------------
 
-bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!out_plugin) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "init output is NULL");
-    *out_plugin = nullptr;
-    if (g_state) return bp_error_set(err, BP_ERR_FAILED_PRECONDITION, "already initialised");
-    auto *s = new plugin_state();
-    s->default_threads = static_cast<int>(plugins::count_cores());
-    g_state = s;
-    *out_plugin = s;
-    return BP_OK;
-  });
+// What init adds to the shared lifecycle (plugins/common/plugin_common.hpp):
+// the one instance becomes g_state, which the device slots (ctx NULL) read.
+bp_status setup(plugin_state &s, bp_error *err) {
+  if (g_state) return bp_error_set(err, BP_ERR_FAILED_PRECONDITION, "already initialised");
+  s.default_threads = static_cast<int>(plugins::count_cores());
+  g_state = &s;
+  return BP_OK;
 }
 
+using lifecycle = plugins::plugin_lifecycle<plugin_state, setup>;
+
 void plugin_shutdown(void *plugin) noexcept {
-  auto *s = static_cast<plugin_state *>(plugin);
-  if (s == g_state) g_state = nullptr;
-  plugins::g_host = nullptr;  // the host table is not ours after shutdown
-  delete s;
+  if (plugin == g_state) g_state = nullptr;
+  lifecycle::shutdown(plugin);
 }
 
 // Loads OpenBLAS (first use of the plugin's device, never at load); run
@@ -168,26 +164,20 @@ bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *out, bp
 
 const bp_plugin_i kPluginIface = {
     sizeof(bp_plugin_i),
-    plugin_init,
+    lifecycle::init,
     plugin_shutdown,
     plugin_device_count,
     plugin_device_get,
     kParams,
     sizeof kParams / sizeof kParams[0],
     plugin_enumerate,
+    lifecycle::init_with_host,
 };
 
 }  // namespace
 
 const bp_plugin_i *plugin_table() { return &kPluginIface; }
 plugin_state *state() { return g_state; }
-void set_state(plugin_state *s) { g_state = s; }
-
-void log(bp_log_level level, const std::string &message) {
-  const bp_host_api *h = plugins::g_host;
-  if (!h || h->struct_size < offsetof(bp_host_api, log) + sizeof h->log || !h->log) return;
-  h->log(h->host, level, message.c_str());
-}
 
 }  // namespace bp::blas
 

@@ -5,105 +5,68 @@
 #include <cstring>
 #include <new>
 
-#include "backplane/plugin_guard.hpp"
+#include "buffer_slots.hpp"
 #include "host_buffer.hpp"
-#include "memory_window.hpp"
 
 namespace bp::plugins {
 namespace {
 
-extern const bp_buffer_i buffer_iface;  // below
-
 constexpr size_t kAlignment = 64;
 
 struct host_buffer {
+  uint32_t magic = 0x42484d42u;  // tells host buffers from anyone else's
   void *data = nullptr;
   size_t size = 0;
   bool owned = false;  // false: wraps caller memory (buffer_from_host_ptr)
 };
 
-// Range check shared by set/get/memset (host memory has no liveness to check).
-bp_status check_range(const host_buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what,
-                      bp_error *err) {
-  if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer", what);
-  return window_check({static_cast<const char *>(b->data), b->size}, t, offset, size, what, err);
-}
+// The transport of buffer_slots: host memory, no liveness to check, and
+// copies between any two host buffers (this plugin's or another shipped
+// host plugin's: the same struct).
+struct host_transport {
+  using buffer = host_buffer;
+  using type_ctx = const char;  // the type's name
+  static constexpr const char *default_name = "Host";
+  static constexpr size_t default_alignment = kAlignment;
+  static constexpr const char *copy_where = "between host buffers";
 
-void buffer_free(void *buf) noexcept {
-  auto *b = static_cast<host_buffer *>(buf);
-  if (!b) return;
-  if (b->owned) std::free(b->data);
-  delete b;
-}
-
-void *buffer_base(void *buf) noexcept { return buf ? static_cast<host_buffer *>(buf)->data : nullptr; }
-
-bp_status buffer_set_tensor(void *buf, bp_tensor *t, const void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    bp_status s = check_range(static_cast<host_buffer *>(buf), t, offset, size, "set_tensor", err);
-    if (s != BP_OK || size == 0) return s;
-    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "set_tensor with NULL data");
-    std::memcpy(static_cast<char *>(t->data) + offset, data, size);
-    return BP_OK;
-  });
-}
-
-bp_status buffer_get_tensor(void *buf, const bp_tensor *t, void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    bp_status s = check_range(static_cast<host_buffer *>(buf), t, offset, size, "get_tensor", err);
-    if (s != BP_OK || size == 0) return s;
-    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_tensor with NULL data");
-    std::memcpy(data, static_cast<const char *>(t->data) + offset, size);
-    return BP_OK;
-  });
-}
-
-bp_status buffer_memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t offset, size_t size,
-                               bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    bp_status s = check_range(static_cast<host_buffer *>(buf), t, offset, size, "memset_tensor", err);
-    if (s != BP_OK || size == 0) return s;
-    std::memset(static_cast<char *>(t->data) + offset, value, size);
-    return BP_OK;
-  });
-}
-
-bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!buf || !src || !dst) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs src and dst");
-    // Only plain byte copies between host buffers of this plugin; anything
-    // else goes through the host's generic path.
-    if (src->buffer_ctx == nullptr || !src->data || !dst->data || src->type != dst->type ||
-        !bp_tensor_is_contiguous(src) || !bp_tensor_is_contiguous(dst))
-      return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "copy_tensor only copies contiguous tensors of one type");
-    size_t n = bp_tensor_nbytes(src);
-    if (n != bp_tensor_nbytes(dst))
-      return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "copy_tensor between tensors of different sizes");
-    bp_status s = check_range(static_cast<host_buffer *>(buf), dst, 0, n, "copy_tensor", err);
-    if (s != BP_OK) return s;
-    std::memmove(dst->data, src->data, n);
-    return BP_OK;
-  });
-}
-
-bp_status buffer_clear(void *buf, uint8_t value, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
+  static host_buffer *as_buffer(void *buf) {
     auto *b = static_cast<host_buffer *>(buf);
-    if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "clear needs a buffer");
+    return b && b->magic == host_buffer{}.magic ? b : nullptr;
+  }
+  static bp_status alive(host_buffer *, bp_error *) { return BP_OK; }
+  static memory_window window(const host_buffer *b) { return {static_cast<const char *>(b->data), b->size}; }
+  static char *at(host_buffer *b, size_t offset) { return static_cast<char *>(b->data) + offset; }
+  static void destroy(host_buffer *b) {
+    if (b->owned) std::free(b->data);
+    delete b;
+  }
+  static bp_status write(host_buffer *b, const bp_tensor *, size_t at, const void *data, size_t size, bp_error *) {
+    std::memcpy(host_transport::at(b, at), data, size);
+    return BP_OK;
+  }
+  static bp_status read(host_buffer *b, const bp_tensor *, size_t at, void *data, size_t size, bp_error *) {
+    std::memcpy(data, host_transport::at(b, at), size);
+    return BP_OK;
+  }
+  static bp_status fill(host_buffer *b, const bp_tensor *, size_t at, uint8_t value, size_t size, bp_error *) {
+    std::memset(host_transport::at(b, at), value, size);
+    return BP_OK;
+  }
+  static bp_status clear(host_buffer *b, uint8_t value, bp_error *) {
     if (b->size) std::memset(b->data, value, b->size);
     return BP_OK;
-  });
-}
+  }
+  static host_buffer *source_of(const bp_tensor *src) { return src->data ? as_buffer(src->buffer_ctx) : nullptr; }
+  static bool same_memory(const host_buffer *, const host_buffer *) { return true; }
+  static bp_status copy(host_buffer *src, size_t src_at, host_buffer *dst, size_t dst_at, size_t n, const bp_tensor *,
+                        bp_error *) {
+    std::memmove(at(dst, dst_at), at(src, src_at), n);
+    return BP_OK;
+  }
 
-const char *buft_name(void *ctx) noexcept { return ctx ? static_cast<const char *>(ctx) : "Host"; }
-
-bp_status buft_alloc(void *, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "alloc needs an out ref");
-    out->iface = nullptr;
-    out->ctx = nullptr;
+  static const char *name(const char *ctx) { return ctx; }
+  static bp_status alloc(const char *, size_t size, host_buffer **out, bp_error *err) {
     // aligned_alloc wants a multiple of the alignment; size 0 still gets a
     // real (tiny) block so base() is a valid pointer.
     if (size > SIZE_MAX - kAlignment)
@@ -112,54 +75,34 @@ bp_status buft_alloc(void *, size_t size, bp_buffer_ref *out, bp_error *err) noe
     if (rounded == 0) rounded = kAlignment;
     void *data = std::aligned_alloc(kAlignment, rounded);
     if (!data) return bp_error_setf(err, BP_ERR_OUT_OF_HOST_MEMORY, "out of host memory allocating %zu bytes", size);
-    auto *b = new (std::nothrow) host_buffer{data, size, true};
+    auto *b = new (std::nothrow) host_buffer{};
     if (!b) {
       std::free(data);
-      return bp_error_setf(err, BP_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+      return bp_error_set(err, BP_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
-    out->iface = &buffer_iface;
-    out->ctx = b;
+    b->data = data;
+    b->size = size;
+    b->owned = true;
+    *out = b;
     return BP_OK;
-  });
-}
-
-size_t buft_alignment(void *) noexcept { return kAlignment; }
-int buft_is_host(void *) noexcept { return 1; }
-
-const bp_buffer_i buffer_iface = {
-    sizeof(bp_buffer_i),
-    buffer_free,
-    buffer_base,
-    nullptr,  // init_tensor: nothing per tensor
-    buffer_set_tensor,
-    buffer_get_tensor,
-    buffer_memset_tensor,
-    buffer_copy_tensor,
-    buffer_clear,
-    nullptr,  // reset
-    nullptr,  // set_usage
+  }
+  static size_t alignment(const char *) { return kAlignment; }
+  static size_t max_size(const char *) { return SIZE_MAX; }
+  static bool is_host(const char *) { return true; }
 };
 
-const bp_buffer_type_i buffer_type_iface = {
-    sizeof(bp_buffer_type_i),
-    buft_name,
-    buft_alloc,
-    buft_alignment,
-    nullptr,  // max_size: SIZE_MAX
-    nullptr,  // alloc_size: bp_tensor_nbytes
-    buft_is_host,
-};
+using slots = buffer_slots<host_transport>;
 
 }  // namespace
 
 bp_buffer_type_ref host_buffer_type(const char *name) {
-  return bp_buffer_type_ref{&buffer_type_iface, const_cast<char *>(name)};
+  return bp_buffer_type_ref{&slots::type_table, const_cast<char *>(name)};
 }
 
 bool is_host_buffer_type(bp_buffer_type_ref buft) {
   const bp_buffer_type_i *i = buft.iface;
   if (!i) return false;
-  if (i == &buffer_type_iface) return true;
+  if (i == &slots::type_table) return true;
   if (i->struct_size < offsetof(bp_buffer_type_i, is_host) + sizeof(i->is_host) || !i->is_host) return false;
   return i->is_host(buft.ctx) != 0;
 }
@@ -170,8 +113,10 @@ bp_status wrap_host_ptr(void *ptr, size_t size, bp_buffer_ref *out, bp_error *er
   out->ctx = nullptr;
   if (!ptr && size > 0)
     return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "buffer_from_host_ptr got NULL for %zu bytes", size);
-  auto *b = new host_buffer{ptr, size, false};
-  out->iface = &buffer_iface;
+  auto *b = new host_buffer{};
+  b->data = ptr;
+  b->size = size;
+  out->iface = &slots::buffer_table;
   out->ctx = b;
   return BP_OK;
 }

@@ -18,6 +18,15 @@ bp_status window_check(const memory_window &w, const bp_tensor *t, size_t offset
   return BP_OK;
 }
 
+bp_status transfer_target_check(bool reachable, const memory_window &w, const bp_tensor *t, size_t offset, size_t size,
+                                const char *memory, bp_error *err) {
+  if (!t) return bp_error_set(err, BP_ERR_INVALID_ARGUMENT, "async transfer needs a tensor");
+  if (!reachable)
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "async transfer of tensor '%s', which is not in memory of %s",
+                         t->name, memory);
+  return window_check(w, t, offset, size, "async transfer", err);
+}
+
 bp_status copy_precondition(bool reachable, const bp_tensor *src, const bp_tensor *dst, const char *where,
                             bp_error *err) {
   if (!src || !dst) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs src and dst");

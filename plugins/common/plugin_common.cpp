@@ -7,8 +7,6 @@
 
 namespace bp::plugins {
 
-const bp_host_api *g_host = nullptr;
-
 const bp_plugin_i *plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_error *err,
                                 const bp_plugin_i *table) noexcept {
   if (host_abi != BP_PLUGIN_ABI_VERSION) {
@@ -20,7 +18,6 @@ const bp_plugin_i *plugin_entry(uint32_t host_abi, const bp_host_api *host, bp_e
     bp_error_setf(err, BP_ERR_INCOMPATIBLE, "host services table too small (%u bytes)", (unsigned)host->struct_size);
     return nullptr;
   }
-  g_host = host;
   return table;
 }
 

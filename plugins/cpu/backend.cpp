@@ -93,15 +93,22 @@ int backend_supports_buft(void *, bp_buffer_type_ref buft) noexcept {
   return plugin_guard_value(0, [&] { return plugins::is_host_buffer_type(buft) ? 1 : 0; });
 }
 
-bp_status backend_event_record(void *, void *event, bp_error *err) noexcept {
-  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_record needs an event");
-  return BP_OK;  // work is finished when graph_compute returns
-}
+// ---- events: trivial, work is finished when graph_compute returns
 
-bp_status backend_event_wait(void *, void *event, bp_error *err) noexcept {
-  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_wait needs an event");
-  return BP_OK;
-}
+struct cpu_event {
+  int unused = 0;
+};
+
+struct cpu_events {
+  using backend = backend_ctx;
+  using event = cpu_event;
+  static bp_status alive(backend_ctx *, bp_error *) { return BP_OK; }
+  static bp_status record(backend_ctx *, cpu_event *, bp_error *) { return BP_OK; }
+  static bp_status wait(backend_ctx *, cpu_event *, bp_error *) { return BP_OK; }
+  static bp_status synchronize(cpu_event *, bp_error *) { return BP_OK; }
+};
+
+using events = plugins::event_slots<cpu_events>;
 
 const bp_backend_i backend_iface = {
     sizeof(bp_backend_i),
@@ -118,27 +125,8 @@ const bp_backend_i backend_iface = {
     backend_supports_op,
     backend_supports_buft,
     nullptr,  // offload_op
-    backend_event_record,
-    backend_event_wait,
-};
-
-// ---- events ----------------------------------------------------------------
-
-struct cpu_event {
-  int unused = 0;
-};
-
-bp_status event_synchronize(void *event, bp_error *err) noexcept {
-  if (!event) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_synchronize needs an event");
-  return BP_OK;
-}
-
-void event_free(void *event) noexcept { delete static_cast<cpu_event *>(event); }
-
-const bp_event_i event_iface = {
-    sizeof(bp_event_i),
-    event_synchronize,
-    event_free,
+    events::record,
+    events::wait,
 };
 
 }  // namespace
@@ -162,7 +150,7 @@ bp_status backend_create(plugin_state *plugin, int64_t threads, bp_backend_ref *
 
 bp_status event_create(bp_event_ref *out, bp_error *err) {
   if (!out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_new needs an out ref");
-  out->iface = &event_iface;
+  out->iface = &events::table;
   out->ctx = new cpu_event();
   return BP_OK;
 }

@@ -55,55 +55,40 @@ uint64_t read_mem_total() {
   return (pages > 0 && page > 0) ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0u;
 }
 
-bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
-    auto *state = static_cast<plugin_state *>(dev);
-    // Fill into a full local copy, then hand over only what the host's
-    // struct_size has room for (it may be an older, smaller struct).
+// The plugin's parts of plugins::device_slots; the device is the plugin.
+struct cpu_device {
+  using device = plugin_state;
+  static plugins::device_facts facts(plugin_state &state) {
     const uint64_t total = read_mem_total();
     uint64_t free = read_mem_available();
     if (free == 0 || free > total) free = total;
-    plugins::fill_props(
-        {"CPU", state->description.c_str(), "cpu-0", BP_DEVICE_TYPE_CPU,
-         BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR | BP_DEVICE_CAP_EVENTS, total, free},
-        out);
-    return BP_OK;
-  });
-}
-
-bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
-                              bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "backend_init needs a device and an out ref");
-    out->iface = nullptr;
-    out->ctx = nullptr;
+    return {"CPU",
+            state.description.c_str(),
+            "cpu-0",
+            BP_DEVICE_TYPE_CPU,
+            BP_DEVICE_CAP_HOST_MEMORY | BP_DEVICE_CAP_BUFFER_FROM_HOST_PTR | BP_DEVICE_CAP_EVENTS,
+            total,
+            free};
+  }
+  static bp_status backend_init(plugin_state *state, const bp_param_value *params, uint32_t n_params,
+                                bp_backend_ref *out, bp_error *err) {
     int64_t threads = 0;  // one per core
     if (bp_status s = plugins::read_int_in(params, n_params, "threads", 0, 256, &threads, err); s != BP_OK) return s;
-    return backend_create(static_cast<plugin_state *>(dev), threads, out, err);
-  });
-}
+    return backend_create(state, threads, out, err);
+  }
+  static bp_status event_new(plugin_state *, bp_event_ref *out, bp_error *err) { return event_create(out, err); }
+  static bp_buffer_type_ref buffer_type(plugin_state &) { return buffer_type_ref(); }
+};
 
-bp_buffer_type_ref device_buffer_type(void *) noexcept { return buffer_type_ref(); }
+using slots = plugins::device_slots<cpu_device>;
 
 bp_status device_buffer_from_host_ptr(void *, void *ptr, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status { return plugins::wrap_host_ptr(ptr, size, out, err); });
 }
 
-bp_status device_event_new(void *, bp_event_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status { return event_create(out, err); });
-}
-
 }  // namespace
 
-const bp_device_i device_iface = {
-    sizeof(bp_device_i),
-    device_get_props,
-    device_backend_init,
-    device_buffer_type,
-    nullptr,  // host_buffer_type: the default type already is host memory
-    device_buffer_from_host_ptr,
-    device_event_new,
-};
+// host_buffer_type: none, the default type already is host memory.
+const bp_device_i device_iface = slots::table(nullptr, device_buffer_from_host_ptr);
 
 }  // namespace bp::cpu

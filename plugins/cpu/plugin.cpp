@@ -13,7 +13,8 @@
 //      const static struct with struct_size first; leave optional slots NULL.
 //   3. Wrap every slot body in bp::plugin_guard so no exception escapes.
 //   4. No static constructors, no thread_local, no atexit/signal hooks: state
-//      lives in the object init() returns and dies in shutdown().
+//      (the host table included) lives in the object init_with_host()
+//      returns and dies in shutdown().
 //   5. Build: bp_add_plugin(name SOURCES ...) in CMake, or by hand
 //      g++ -shared -fPIC -fvisibility=hidden -I<prefix>/include *.cpp -o libbp-name.so
 // docs/plugin-guide.md walks through it.
@@ -35,25 +36,19 @@ const bp_param_info params_schema[] = {
      256},
 };
 
-bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!out_plugin) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "init needs an out pointer");
-    *out_plugin = nullptr;
-    auto *state = new plugin_state();
-    state->host = plugins::g_host;
-    // The kernels' ISA in the description, so bp-devices shows which path
-    // runs (BP_CPU_ISA caps it; plugins/common/isa.hpp).
-    state->description = read_cpu_model() + ", kernels " + plugins::isa_name(plugins::cpu_isa());
-    state->n_cores = plugins::count_cores();
-    *out_plugin = state;
-    if (const char *w = plugins::isa_env_warning(); *w) bp_host_logf(state->host, BP_LOG_WARN, "%s", w);
-    if (const char *w = stream_env_warning(); *w) bp_host_logf(state->host, BP_LOG_WARN, "%s", w);
-    bp_host_logf(state->host, BP_LOG_DEBUG, "plugin ready, %u cores, %s", state->n_cores, state->description.c_str());
-    return BP_OK;
-  });
+// What init adds to the shared lifecycle (plugins/common/plugin_common.hpp).
+bp_status setup(plugin_state &state, bp_error *) {
+  // The kernels' ISA in the description, so bp-devices shows which path
+  // runs (BP_CPU_ISA caps it; plugins/common/isa.hpp).
+  state.description = read_cpu_model() + ", kernels " + plugins::isa_name(plugins::cpu_isa());
+  state.n_cores = plugins::count_cores();
+  if (const char *w = plugins::isa_env_warning(); *w) bp_host_logf(state.host, BP_LOG_WARN, "%s", w);
+  if (const char *w = stream_env_warning(); *w) bp_host_logf(state.host, BP_LOG_WARN, "%s", w);
+  bp_host_logf(state.host, BP_LOG_DEBUG, "plugin ready, %u cores, %s", state.n_cores, state.description.c_str());
+  return BP_OK;
 }
 
-void plugin_shutdown(void *plugin) noexcept { delete static_cast<plugin_state *>(plugin); }
+using lifecycle = plugins::plugin_lifecycle<plugin_state, setup>;
 
 uint32_t plugin_device_count(void *plugin) noexcept { return plugin ? 1u : 0u; }
 
@@ -73,13 +68,14 @@ bp_status plugin_device_get(void *plugin, uint32_t index, bp_device_ref *out, bp
 
 const bp_plugin_i plugin_iface = {
     sizeof(bp_plugin_i),
-    plugin_init,
-    plugin_shutdown,
+    lifecycle::init,
+    lifecycle::shutdown,
     plugin_device_count,
     plugin_device_get,
     params_schema,
     sizeof(params_schema) / sizeof(params_schema[0]),
     nullptr,  // enumerate: devices are cheap, listed at load
+    lifecycle::init_with_host,
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "backend.hpp"
 #include "backplane/plugin_guard.hpp"
+#include "plugins/common/buffer_slots.hpp"
 
 namespace bp::opencl {
 
@@ -24,44 +25,26 @@ bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
   return buffer_type_of(static_cast<backend_ctx *>(backend)->dev);
 }
 
-bp_status transfer_target(backend_ctx *be, const bp_tensor *t, size_t offset, size_t size, cl_buffer **out,
-                          bp_error *err) {
-  if (bp_status s = device_check(be ? be->dev : nullptr, err); s != BP_OK) return s;
-  cl_buffer *b = buffer_of(t);
-  if (!be || !b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "async transfer of a tensor outside OpenCL memory");
-  if (b->dev->context != be->dev->context)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "tensor '%s' lives on another OpenCL device", t->name);
-  const uint64_t at = offset_of(t, b);
-  if (at > b->size || offset > b->size - at || size > b->size - at - offset)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "transfer of %zu bytes leaves the buffer of '%s'", size,
-                         t->name);
-  *out = b;
-  return BP_OK;
-}
-
-bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    cl_buffer *b = nullptr;
-    if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
-    cl_int rc =
-        clEnqueueWriteBuffer(be->queue, b->mem, CL_FALSE, offset_of(t, b) + offset, size, data, 0, nullptr, nullptr);
+// The queue of plugins::async_transfer_slots: the backend's own queue,
+// not blocking (synchronize waits).
+struct cl_queue {
+  using backend = backend_ctx;
+  using buffer = cl_buffer;
+  static constexpr const char *memory = "this backend's OpenCL device";
+  static bp_status alive(backend_ctx *be, bp_error *err) { return device_check(be->dev, err); }
+  static cl_buffer *buffer_of(const bp_tensor *t) { return opencl::buffer_of(t); }
+  static bool reaches(const backend_ctx *be, const cl_buffer *b) { return b->dev->context == be->dev->context; }
+  static bp_status write(backend_ctx *be, cl_buffer *b, size_t at, const void *data, size_t size, bp_error *err) {
+    cl_int rc = clEnqueueWriteBuffer(be->queue, b->mem, CL_FALSE, at, size, data, 0, nullptr, nullptr);
     return rc == CL_SUCCESS ? BP_OK : device_fail(be->dev, rc, cl_site::setup, "set_tensor_async", err);
-  });
-}
-
-bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    cl_buffer *b = nullptr;
-    if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
-    cl_int rc =
-        clEnqueueReadBuffer(be->queue, b->mem, CL_FALSE, offset_of(t, b) + offset, size, data, 0, nullptr, nullptr);
+  }
+  static bp_status read(backend_ctx *be, cl_buffer *b, size_t at, void *data, size_t size, bp_error *err) {
+    cl_int rc = clEnqueueReadBuffer(be->queue, b->mem, CL_FALSE, at, size, data, 0, nullptr, nullptr);
     return rc == CL_SUCCESS ? BP_OK : device_fail(be->dev, rc, cl_site::setup, "get_tensor_async", err);
-  });
-}
+  }
+};
+
+using async = plugins::async_transfer_slots<cl_queue>;
 
 bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
@@ -121,12 +104,12 @@ struct event_obj {
   }
 };
 
-bp_status backend_event_record(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    auto *e = static_cast<event_obj *>(event);
-    if (!be || !e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_record needs a backend and an event");
-    if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
+// The plugin's parts of plugins::event_slots: markers on the backend's queue.
+struct cl_events {
+  using backend = backend_ctx;
+  using event = event_obj;
+  static bp_status alive(backend_ctx *be, bp_error *err) { return device_check(be->dev, err); }
+  static bp_status record(backend_ctx *be, event_obj *e, bp_error *err) {
     cl_event ev = nullptr;
     cl_int rc = clEnqueueMarkerWithWaitList(be->queue, 0, nullptr, &ev);
     if (rc != CL_SUCCESS) return device_fail(be->dev, rc, cl_site::setup, "event_record", err);
@@ -134,15 +117,8 @@ bp_status backend_event_record(void *backend, void *event, bp_error *err) noexce
     e->ev = ev;
     clFlush(be->queue);
     return BP_OK;
-  });
-}
-
-bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    auto *e = static_cast<event_obj *>(event);
-    if (!be || !e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_wait needs a backend and an event");
-    if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
+  }
+  static bp_status wait(backend_ctx *be, event_obj *e, bp_error *err) {
     if (bp_status s = device_check(e->dev, err); s != BP_OK) return s;
     if (!e->ev) return BP_OK;
     cl_context ev_ctx = nullptr;
@@ -154,15 +130,23 @@ bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept
     }
     cl_int rc = clWaitForEvents(1, &e->ev);  // events do not cross contexts
     return rc == CL_SUCCESS ? BP_OK : device_fail(e->dev, rc, cl_site::wait, "event_wait", err);
-  });
-}
+  }
+  static bp_status synchronize(event_obj *e, bp_error *err) {
+    if (bp_status s = device_check(e->dev, err); s != BP_OK) return s;
+    if (!e->ev) return BP_OK;
+    cl_int rc = clWaitForEvents(1, &e->ev);
+    return rc == CL_SUCCESS ? BP_OK : device_fail(e->dev, rc, cl_site::wait, "event_synchronize", err);
+  }
+};
+
+using events = plugins::event_slots<cl_events>;
 
 const bp_backend_i backend_iface = {
     sizeof(bp_backend_i),
     backend_free,
     backend_buffer_type,
-    backend_set_async,
-    backend_get_async,
+    async::set_async,
+    async::get_async,
     nullptr,  // copy_tensor_async: the host's synchronous copy
     backend_synchronize,
     nullptr,  // graph_plan_create
@@ -172,24 +156,9 @@ const bp_backend_i backend_iface = {
     backend_supports_op,
     backend_supports_buft,
     backend_offload_op,
-    backend_event_record,
-    backend_event_wait,
+    events::record,
+    events::wait,
 };
-
-bp_status event_synchronize(void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *e = static_cast<event_obj *>(event);
-    if (!e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_synchronize needs an event");
-    if (bp_status s = device_check(e->dev, err); s != BP_OK) return s;
-    if (!e->ev) return BP_OK;
-    cl_int rc = clWaitForEvents(1, &e->ev);
-    return rc == CL_SUCCESS ? BP_OK : device_fail(e->dev, rc, cl_site::wait, "event_synchronize", err);
-  });
-}
-
-void event_free(void *event) noexcept { delete static_cast<event_obj *>(event); }
-
-const bp_event_i event_iface = {sizeof(bp_event_i), event_synchronize, event_free};
 
 }  // namespace
 
@@ -221,7 +190,7 @@ bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err) {
   if (bp_status s = device_check(dev, err); s != BP_OK) return s;
   auto *e = new event_obj();
   e->dev = dev;
-  out->iface = &event_iface;
+  out->iface = &events::table;
   out->ctx = e;
   return BP_OK;
 }

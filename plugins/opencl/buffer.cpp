@@ -9,8 +9,8 @@
 #include <cstring>
 #include <new>
 
-#include "backplane/plugin_guard.hpp"
 #include "opencl.hpp"
+#include "plugins/common/buffer_slots.hpp"
 
 namespace bp::opencl {
 namespace {
@@ -20,118 +20,62 @@ cl_buffer *as_buffer(void *buf) {
   return b && b->magic == cl_buffer{}.magic ? b : nullptr;
 }
 
-// The device's liveness first, then the shared range check.
-bp_status check_range(const cl_buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what,
-                      bp_error *err) {
-  if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer", what);
-  if (bp_status s = device_check(b->dev, err); s != BP_OK) return s;
-  return plugins::window_check({b->base, b->size}, t, offset, size, what, err);
-}
-
 // Every buffer call waits for its transfer queue (blocking transfers, or a
 // clFinish): a failure there may mean the device is gone.
-bp_status cl_fail(cl_buffer *b, bp_error *err, cl_int rc, const char *what, const bp_tensor *t) {
+bp_status cl_done(cl_buffer *b, cl_int rc, const char *what, const bp_tensor *t, bp_error *err) {
+  if (rc == CL_SUCCESS) return BP_OK;
   return device_fail(b->dev, rc, cl_site::wait, std::string(what) + " of tensor '" + (t ? t->name : "?") + "'", err);
 }
 
-void buffer_free(void *buf) noexcept {
-  cl_buffer *b = as_buffer(buf);
-  if (!b) return;
-  if (b->mem) clReleaseMemObject(b->mem);
-  delete b;
-}
-
-void *buffer_base(void *buf) noexcept {
-  cl_buffer *b = as_buffer(buf);
-  return b ? b->base : nullptr;
-}
-
-bp_status buffer_set_tensor(void *buf, bp_tensor *t, const void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    cl_buffer *b = as_buffer(buf);
-    bp_status s = check_range(b, t, offset, size, "set_tensor", err);
-    if (s != BP_OK || size == 0) return s;
-    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "set_tensor with NULL data");
-    cl_int rc = clEnqueueWriteBuffer(b->dev->transfer_queue, b->mem, CL_TRUE, offset_of(t, b) + offset, size, data, 0,
-                                     nullptr, nullptr);
-    return rc == CL_SUCCESS ? BP_OK : cl_fail(b, err, rc, "set_tensor", t);
-  });
-}
-
-bp_status buffer_get_tensor(void *buf, const bp_tensor *t, void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    cl_buffer *b = as_buffer(buf);
-    bp_status s = check_range(b, t, offset, size, "get_tensor", err);
-    if (s != BP_OK || size == 0) return s;
-    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_tensor with NULL data");
-    cl_int rc = clEnqueueReadBuffer(b->dev->transfer_queue, b->mem, CL_TRUE, offset_of(t, b) + offset, size, data, 0,
-                                    nullptr, nullptr);
-    return rc == CL_SUCCESS ? BP_OK : cl_fail(b, err, rc, "get_tensor", t);
-  });
-}
-
-bp_status fill(cl_buffer *b, uint8_t value, size_t at, size_t size) {
+cl_int fill(cl_buffer *b, uint8_t value, size_t at, size_t size) {
   if (size == 0) return CL_SUCCESS;
   cl_int rc = clEnqueueFillBuffer(b->dev->transfer_queue, b->mem, &value, 1, at, size, 0, nullptr, nullptr);
   if (rc == CL_SUCCESS) rc = clFinish(b->dev->transfer_queue);
   return rc;
 }
 
-bp_status buffer_memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t offset, size_t size,
-                               bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    cl_buffer *b = as_buffer(buf);
-    bp_status s = check_range(b, t, offset, size, "memset_tensor", err);
-    if (s != BP_OK || size == 0) return s;
-    cl_int rc = fill(b, value, offset_of(t, b) + offset, size);
-    return rc == CL_SUCCESS ? BP_OK : cl_fail(b, err, rc, "memset_tensor", t);
-  });
-}
+// The transport of plugins::buffer_slots: the device's transfer queue.
+struct cl_transport {
+  using buffer = cl_buffer;
+  using type_ctx = device_state;
+  static constexpr const char *default_name = "OpenCL";
+  static constexpr size_t default_alignment = 128;
+  static constexpr const char *copy_where = "within one device";
 
-bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    cl_buffer *db = as_buffer(buf);
-    if (!db) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs a buffer");
-    cl_buffer *sb = src ? buffer_of(src) : nullptr;
-    // Device-side copies only between buffers of one context; anything else
-    // goes through the host's generic path.
-    if (bp_status s = plugins::copy_precondition(sb && sb->dev->context == db->dev->context, src, dst,
-                                                 "within one device", err);
-        s != BP_OK)
-      return s;
-    const size_t n = bp_tensor_nbytes(src);
-    bp_status s = check_range(db, dst, 0, n, "copy_tensor", err);
-    if (s != BP_OK || n == 0) return s;
-    cl_int rc = clEnqueueCopyBuffer(db->dev->transfer_queue, sb->mem, db->mem, offset_of(src, sb), offset_of(dst, db),
-                                    n, 0, nullptr, nullptr);
-    if (rc == CL_SUCCESS) rc = clFinish(db->dev->transfer_queue);
-    return rc == CL_SUCCESS ? BP_OK : cl_fail(db, err, rc, "copy_tensor", dst);
-  });
-}
+  static cl_buffer *as_buffer(void *buf) { return opencl::as_buffer(buf); }
+  static bp_status alive(cl_buffer *b, bp_error *err) { return device_check(b->dev, err); }
+  static plugins::memory_window window(const cl_buffer *b) { return {b->base, b->size}; }
+  static void destroy(cl_buffer *b) {
+    if (b->mem) clReleaseMemObject(b->mem);
+    delete b;
+  }
+  static bp_status write(cl_buffer *b, const bp_tensor *t, size_t at, const void *data, size_t size, bp_error *err) {
+    cl_int rc = clEnqueueWriteBuffer(b->dev->transfer_queue, b->mem, CL_TRUE, at, size, data, 0, nullptr, nullptr);
+    return cl_done(b, rc, "set_tensor", t, err);
+  }
+  static bp_status read(cl_buffer *b, const bp_tensor *t, size_t at, void *data, size_t size, bp_error *err) {
+    cl_int rc = clEnqueueReadBuffer(b->dev->transfer_queue, b->mem, CL_TRUE, at, size, data, 0, nullptr, nullptr);
+    return cl_done(b, rc, "get_tensor", t, err);
+  }
+  static bp_status fill(cl_buffer *b, const bp_tensor *t, size_t at, uint8_t value, size_t size, bp_error *err) {
+    return cl_done(b, opencl::fill(b, value, at, size), "memset_tensor", t, err);
+  }
+  static bp_status clear(cl_buffer *b, uint8_t value, bp_error *err) {
+    return cl_done(b, opencl::fill(b, value, 0, b->size), "clear", nullptr, err);
+  }
+  static cl_buffer *source_of(const bp_tensor *src) { return buffer_of(src); }
+  // Kernels and copies address memory of their own context only.
+  static bool same_memory(const cl_buffer *src, const cl_buffer *dst) { return src->dev->context == dst->dev->context; }
+  static bp_status copy(cl_buffer *src, size_t src_at, cl_buffer *dst, size_t dst_at, size_t n, const bp_tensor *t,
+                        bp_error *err) {
+    cl_int rc =
+        clEnqueueCopyBuffer(dst->dev->transfer_queue, src->mem, dst->mem, src_at, dst_at, n, 0, nullptr, nullptr);
+    if (rc == CL_SUCCESS) rc = clFinish(dst->dev->transfer_queue);
+    return cl_done(dst, rc, "copy_tensor", t, err);
+  }
 
-bp_status buffer_clear(void *buf, uint8_t value, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    cl_buffer *b = as_buffer(buf);
-    if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "clear needs a buffer");
-    if (bp_status s = device_check(b->dev, err); s != BP_OK) return s;
-    cl_int rc = fill(b, value, 0, b->size);
-    return rc == CL_SUCCESS ? BP_OK : cl_fail(b, err, rc, "clear", nullptr);
-  });
-}
-
-const char *buft_name(void *ctx) noexcept {
-  auto *dev = static_cast<device_state *>(ctx);
-  return dev ? dev->id.c_str() : "OpenCL";
-}
-
-bp_status buft_alloc(void *ctx, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *dev = static_cast<device_state *>(ctx);
-    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "alloc needs a buffer type and an out ref");
-    out->iface = nullptr;
-    out->ctx = nullptr;
+  static const char *name(const device_state *dev) { return dev->id.c_str(); }
+  static bp_status alloc(device_state *dev, size_t size, cl_buffer **out, bp_error *err) {
     if (dev->max_alloc && size > dev->max_alloc)
       return bp_error_setf(
           err, BP_ERR_OUT_OF_DEVICE_MEMORY,
@@ -154,57 +98,27 @@ bp_status buft_alloc(void *ctx, size_t size, bp_buffer_ref *out, bp_error *err) 
     auto *b = new (std::nothrow) cl_buffer();
     if (!b) {
       clReleaseMemObject(mem);
-      return bp_error_setf(err, BP_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+      return bp_error_set(err, BP_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     b->dev = dev;
     b->mem = mem;
     b->size = size;
-    // A fresh aligned range of the opaque address space, with a gap.
-    const uint64_t span = (static_cast<uint64_t>(bytes) + 2 * dev->alignment + 4095) & ~uint64_t(4095);
-    b->base = reinterpret_cast<char *>(dev->plugin->next_base.fetch_add(span));
-    out->iface = &buffer_iface;
-    out->ctx = b;
+    b->base = plugins::opaque_range(dev->plugin->next_base, bytes, dev->alignment);
+    *out = b;
     return BP_OK;
-  });
-}
+  }
+  static size_t alignment(const device_state *dev) { return dev->alignment; }
+  static size_t max_size(const device_state *dev) {
+    return dev->max_alloc ? static_cast<size_t>(dev->max_alloc) : SIZE_MAX;
+  }
+  static bool is_host(const device_state *) { return false; }
+};
 
-size_t buft_alignment(void *ctx) noexcept {
-  auto *dev = static_cast<device_state *>(ctx);
-  return dev ? dev->alignment : 128;
-}
-
-size_t buft_max_size(void *ctx) noexcept {
-  auto *dev = static_cast<device_state *>(ctx);
-  return dev && dev->max_alloc ? static_cast<size_t>(dev->max_alloc) : SIZE_MAX;
-}
-
-int buft_is_host(void *) noexcept { return 0; }
+using slots = plugins::buffer_slots<cl_transport>;
 
 }  // namespace
 
-const bp_buffer_i buffer_iface = {
-    sizeof(bp_buffer_i),
-    buffer_free,
-    buffer_base,
-    nullptr,  // init_tensor: nothing per tensor
-    buffer_set_tensor,
-    buffer_get_tensor,
-    buffer_memset_tensor,
-    buffer_copy_tensor,
-    buffer_clear,
-    nullptr,  // reset
-    nullptr,  // set_usage
-};
-
-const bp_buffer_type_i buffer_type_iface = {
-    sizeof(bp_buffer_type_i),
-    buft_name,
-    buft_alloc,
-    buft_alignment,
-    buft_max_size,
-    nullptr,  // alloc_size: bp_tensor_nbytes
-    buft_is_host,
-};
+const bp_buffer_type_i &buffer_type_iface = slots::type_table;
 
 bp_buffer_type_ref buffer_type_of(device_state *dev) { return bp_buffer_type_ref{&buffer_type_iface, dev}; }
 

@@ -217,39 +217,29 @@ bp_status device_open(device_state *dev, bp_error *err) {
 
 namespace {
 
-bp_status device_get_props(void *ctx, bp_device_props *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!ctx || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
-    auto *dev = static_cast<device_state *>(ctx);
-    // OpenCL has no portable "free memory" query: free = total.
-    plugins::fill_props({dev->name.c_str(), dev->description.c_str(), dev->id.c_str(), dev->type,
-                         BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS, dev->global_mem, dev->global_mem},
-                        out);
-    return BP_OK;
-  });
-}
-
-bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
-                              bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!ctx || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "backend_init needs a device and an out ref");
-    out->iface = nullptr;
-    out->ctx = nullptr;
-    auto *dev = static_cast<device_state *>(ctx);
+// The plugin's parts of plugins::device_slots.
+struct cl_device {
+  using device = device_state;
+  // OpenCL has no portable "free memory" query: free = total.
+  static plugins::device_facts facts(device_state &dev) {
+    const uint32_t caps = BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS;
+    return {dev.name.c_str(), dev.description.c_str(), dev.id.c_str(), dev.type, caps, dev.global_mem, dev.global_mem};
+  }
+  static bp_status backend_init(device_state *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                                bp_error *err) {
     backend_options opt;
     if (const bp_param_value *p = plugins::find_param(params, n_params, "platform"); p && p->int_value >= 0) {
       // platform=P: the host's device index counts within platform P.
       const auto &all = dev->plugin->devices;
-      std::vector<device_state *> on_platform;
-      for (const auto &d : all)
-        if (d->platform_index == static_cast<uint32_t>(p->int_value)) on_platform.push_back(d.get());
-      if (on_platform.empty())
-        return bp_error_setf(err, BP_ERR_NOT_FOUND, "platform=%lld has no devices (platforms with devices: 0..%u)",
-                             static_cast<long long>(p->int_value), all.empty() ? 0u : all.back()->platform_index);
-      if (dev->index >= on_platform.size())
-        return bp_error_setf(err, BP_ERR_NOT_FOUND, "platform %lld has devices 0..%zu, not %u",
-                             static_cast<long long>(p->int_value), on_platform.size() - 1, dev->index);
-      dev = on_platform[dev->index];
+      const auto platform = static_cast<uint32_t>(p->int_value);
+      const std::string group = "platform=" + std::to_string(platform);
+      const std::string known =
+          "platforms with devices: 0.." + std::to_string(all.empty() ? 0u : all.back()->platform_index);
+      if (bp_status s = plugins::pick_in_group(
+              all, dev->index, [&](const device_state &d) { return d.platform_index == platform; }, group.c_str(),
+              known.c_str(), &dev, err);
+          s != BP_OK)
+        return s;
     }
     if (const bp_param_value *p = plugins::find_param(params, n_params, "cache")) opt.cache = p->int_value != 0;
     if (const bp_param_value *p = plugins::find_param(params, n_params, "cache_dir"); p && p->string_value)
@@ -261,25 +251,15 @@ bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t 
         s != BP_OK)
       return s;
     return backend_create(dev, opt, out, err);
-  });
-}
+  }
+  static constexpr auto event_new = event_create;
+  static bp_buffer_type_ref buffer_type(device_state &dev) { return buffer_type_of(&dev); }
+};
 
-bp_buffer_type_ref device_buffer_type(void *ctx) noexcept { return buffer_type_of(static_cast<device_state *>(ctx)); }
-
-bp_status device_event_new(void *ctx, bp_event_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status { return event_create(static_cast<device_state *>(ctx), out, err); });
-}
+using slots = plugins::device_slots<cl_device>;
 
 }  // namespace
 
-const bp_device_i device_iface = {
-    sizeof(bp_device_i),
-    device_get_props,
-    device_backend_init,
-    device_buffer_type,
-    nullptr,  // host_buffer_type
-    nullptr,  // buffer_from_host_ptr
-    device_event_new,
-};
+const bp_device_i device_iface = slots::table();
 
 }  // namespace bp::opencl

@@ -97,8 +97,7 @@ struct cl_buffer {
   char *base = nullptr;  // opaque address of byte 0
 };
 bp_buffer_type_ref buffer_type_of(device_state *dev);
-extern const bp_buffer_type_i buffer_type_iface;
-extern const bp_buffer_i buffer_iface;
+extern const bp_buffer_type_i &buffer_type_iface;
 // The cl_buffer holding |t| or nullptr when it is not one of ours.
 cl_buffer *buffer_of(const bp_tensor *t);
 // Byte offset of |t| inside its cl_buffer.

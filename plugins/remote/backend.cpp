@@ -13,6 +13,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "graph_wire.hpp"
+#include "plugins/common/buffer_slots.hpp"
 #include "remote.hpp"
 
 namespace bp::remote_plugin {
@@ -105,44 +106,25 @@ bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
   return buffer_type_of(static_cast<backend_ctx *>(backend)->dev);
 }
 
-bp_status transfer_target(backend_ctx *be, const bp_tensor *t, size_t offset, size_t size, remote_buffer **out,
-                          bp_error *err) {
-  if (!be || !t) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "async transfer needs a backend and a tensor");
-  if (bp_status s = session_check(be->sess.get(), err); s != BP_OK) return s;
-  remote_buffer *b = buffer_of(t);
-  if (!b || b->sess != be->sess)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
-                         "async transfer of tensor '%s', which is not in memory of this backend's server session",
-                         t->name);
-  const uint64_t at = static_cast<uint64_t>(static_cast<const char *>(t->data) - b->base);
-  if (at > b->size || offset > b->size - at || size > b->size - at - offset)
-    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "transfer of %zu bytes leaves the buffer of '%s'", size,
-                         t->name);
-  *out = b;
-  return BP_OK;
-}
-
-bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    remote_buffer *b = nullptr;
-    if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
-    const uint64_t at = static_cast<uint64_t>(static_cast<const char *>(t->data) - b->base) + offset;
+// The queue of plugins::async_transfer_slots: the streamed transfers of
+// buffer.cpp with this backend's chunk size and deadline, done before the
+// slot returns.
+struct remote_queue {
+  using backend = backend_ctx;
+  using buffer = remote_buffer;
+  static constexpr const char *memory = "this backend's server session";
+  static bp_status alive(backend_ctx *be, bp_error *err) { return session_check(be->sess.get(), err); }
+  static remote_buffer *buffer_of(const bp_tensor *t) { return remote_plugin::buffer_of(t); }
+  static bool reaches(const backend_ctx *be, const remote_buffer *b) { return b->sess == be->sess; }
+  static bp_status write(backend_ctx *be, remote_buffer *b, size_t at, const void *data, size_t size, bp_error *err) {
     return write_bytes(b, at, data, size, be->opt.chunk_bytes, be->opt.timeout_ms, err);
-  });
-}
-
-bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    remote_buffer *b = nullptr;
-    if (bp_status s = transfer_target(be, t, offset, size, &b, err); s != BP_OK || size == 0) return s;
-    const uint64_t at = static_cast<uint64_t>(static_cast<const char *>(t->data) - b->base) + offset;
+  }
+  static bp_status read(backend_ctx *be, remote_buffer *b, size_t at, void *data, size_t size, bp_error *err) {
     return read_bytes(b, at, data, size, be->opt.chunk_bytes, be->opt.timeout_ms, err);
-  });
-}
+  }
+};
+
+using async = plugins::async_transfer_slots<remote_queue>;
 
 bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
@@ -270,32 +252,27 @@ struct event_obj {
   std::shared_ptr<session> sess;  // of the last record
 };
 
-bp_status backend_event_record(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    auto *e = static_cast<event_obj *>(event);
-    if (!be || !e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_record needs a backend and an event");
-    if (bp_status s = session_check(be->sess.get(), err); s != BP_OK) return s;
+// The plugin's parts of plugins::event_slots.
+struct remote_events {
+  using backend = backend_ctx;
+  using event = event_obj;
+  static bp_status alive(backend_ctx *be, bp_error *err) { return session_check(be->sess.get(), err); }
+  static bp_status record(backend_ctx *be, event_obj *e, bp_error *) {
     e->sess = be->sess;
     return BP_OK;
-  });
-}
+  }
+  static bp_status wait(backend_ctx *, event_obj *, bp_error *) { return BP_OK; }
+  static bp_status synchronize(event_obj *e, bp_error *err) { return session_check(e->sess.get(), err); }
+};
 
-bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *be = static_cast<backend_ctx *>(backend);
-    auto *e = static_cast<event_obj *>(event);
-    if (!be || !e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_wait needs a backend and an event");
-    return session_check(be->sess.get(), err);
-  });
-}
+using events = plugins::event_slots<remote_events>;
 
 const bp_backend_i backend_iface = {
     sizeof(bp_backend_i),
     backend_free,
     backend_buffer_type,
-    backend_set_async,
-    backend_get_async,
+    async::set_async,
+    async::get_async,
     nullptr,  // copy_tensor_async: the host's synchronous copy (buffer copy_tensor stays on the server)
     backend_synchronize,
     backend_plan_create,
@@ -305,21 +282,9 @@ const bp_backend_i backend_iface = {
     backend_supports_op,
     backend_supports_buft,
     nullptr,  // offload_op: copying host weights over the network is rarely worth it
-    backend_event_record,
-    backend_event_wait,
+    events::record,
+    events::wait,
 };
-
-bp_status event_synchronize(void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *e = static_cast<event_obj *>(event);
-    if (!e) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_synchronize needs an event");
-    return session_check(e->sess.get(), err);
-  });
-}
-
-void event_free(void *event) noexcept { delete static_cast<event_obj *>(event); }
-
-const bp_event_i event_iface = {sizeof(bp_event_i), event_synchronize, event_free};
 
 }  // namespace
 
@@ -346,7 +311,7 @@ bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err) {
   if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_new needs a device and an out ref");
   auto *e = new event_obj();
   e->dev = dev;
-  out->iface = &event_iface;
+  out->iface = &events::table;
   out->ctx = e;
   return BP_OK;
 }

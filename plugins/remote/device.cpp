@@ -101,48 +101,33 @@ plugin_state::~plugin_state() {
 
 namespace {
 
-bp_status device_get_props(void *ctx, bp_device_props *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!ctx || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
-    auto *dev = static_cast<device_state *>(ctx);
-    plugins::fill_props({dev->name.c_str(), dev->description.c_str(), dev->id.c_str(), dev->type, dev->caps,
-                         dev->info.memory_total(), dev->info.memory_free()},
-                        out);
-    return BP_OK;
-  });
-}
-
-bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
-                              bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!ctx || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "backend_init needs a device and an out ref");
-    out->iface = nullptr;
-    out->ctx = nullptr;
-    auto *dev = static_cast<device_state *>(ctx);
+// The plugin's parts of plugins::device_slots.
+struct remote_device {
+  using device = device_state;
+  static plugins::device_facts facts(device_state &dev) {
+    return {dev.name.c_str(), dev.description.c_str(), dev.id.c_str(),        dev.type,
+            dev.caps,         dev.info.memory_total(), dev.info.memory_free()};
+  }
+  static bp_status backend_init(device_state *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                                bp_error *err) {
     backend_options opt;
     opt.timeout_ms = dev->plugin->config.timeout_ms;
     opt.chunk_bytes = dev->plugin->config.chunk_bytes;
     if (const bp_param_value *p = plugins::find_param(params, n_params, "server");
         p && p->string_value && *p->string_value) {
       // server=ADDR: the host's device index counts within that server.
-      std::vector<device_state *> on_server;
-      for (const auto &d : dev->plugin->devices)
-        if (d->server->address == p->string_value) on_server.push_back(d.get());
-      if (on_server.empty()) {
-        std::string known;
-        for (const auto &s : dev->plugin->servers) known += (known.empty() ? "" : ", ") + s->address;
-        return bp_error_setf(err, BP_ERR_NOT_FOUND,
-                             "server=%s is not one of the servers with devices (%s); add it to "
-                             "BP_REMOTE",
-                             p->string_value, known.empty() ? "none" : known.c_str());
-      }
+      const std::string address = p->string_value;
+      std::string known;
+      for (const auto &s : dev->plugin->servers) known += (known.empty() ? "" : ", ") + s->address;
+      known = "servers with devices: " + (known.empty() ? std::string("none") : known) + "; add it to BP_REMOTE";
       uint32_t index = 0;
       for (uint32_t i = 0; i < dev->plugin->devices.size(); ++i)
         if (dev->plugin->devices[i].get() == dev) index = i;
-      if (index >= on_server.size())
-        return bp_error_setf(err, BP_ERR_NOT_FOUND, "server %s has devices 0..%zu, not %u", p->string_value,
-                             on_server.size() - 1, index);
-      dev = on_server[index];
+      if (bp_status s = plugins::pick_in_group(
+              dev->plugin->devices, index, [&](const device_state &d) { return d.server->address == address; },
+              ("server=" + address).c_str(), known.c_str(), &dev, err);
+          s != BP_OK)
+        return s;
     }
     // The host fills in the schema's defaults; a default value leaves the
     // environment's setting (BP_REMOTE_TIMEOUT_MS, BP_REMOTE_CHUNK_BYTES).
@@ -156,25 +141,15 @@ bp_status device_backend_init(void *ctx, const bp_param_value *params, uint32_t 
     if (chunk == k_default_chunk_bytes) chunk = static_cast<int64_t>(dev->plugin->config.chunk_bytes);
     opt.chunk_bytes = static_cast<size_t>(chunk);
     return backend_create(dev, opt, out, err);
-  });
-}
+  }
+  static constexpr auto event_new = event_create;
+  static bp_buffer_type_ref buffer_type(device_state &dev) { return buffer_type_of(&dev); }
+};
 
-bp_buffer_type_ref device_buffer_type(void *ctx) noexcept { return buffer_type_of(static_cast<device_state *>(ctx)); }
-
-bp_status device_event_new(void *ctx, bp_event_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status { return event_create(static_cast<device_state *>(ctx), out, err); });
-}
+using slots = plugins::device_slots<remote_device>;
 
 }  // namespace
 
-const bp_device_i device_iface = {
-    sizeof(bp_device_i),
-    device_get_props,
-    device_backend_init,
-    device_buffer_type,
-    nullptr,  // host_buffer_type
-    nullptr,  // buffer_from_host_ptr
-    device_event_new,
-};
+const bp_device_i device_iface = slots::table();
 
 }  // namespace bp::remote_plugin

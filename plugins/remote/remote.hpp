@@ -166,8 +166,7 @@ struct remote_buffer {
   char *base = nullptr;
 };
 bp_buffer_type_ref buffer_type_of(device_state *dev);
-extern const bp_buffer_type_i buffer_type_iface;
-extern const bp_buffer_i buffer_iface;
+extern const bp_buffer_type_i &buffer_type_iface;
 // The remote_buffer holding |t|, or nullptr when it is not one of ours.
 remote_buffer *buffer_of(const bp_tensor *t);
 // Streamed transfers, shared by the buffer and the backend's async slots.

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "backplane/plugin_guard.hpp"
+#include "plugins/common/buffer_slots.hpp"
 #include "vulkan.hpp"
 
 namespace bp::vk {
@@ -132,46 +133,46 @@ bp_buffer_type_ref backend_buffer_type(void *backend) noexcept {
   return bp_buffer_type_ref{&buffer_type_iface, &ctx_of(backend)->dev->buft_device};
 }
 
-// Async transfers go through a staging buffer so the caller's memory is only
-// touched now (set) or at synchronize (get), and the copy is ordered with the
-// graphs recorded around it.
-bp_status backend_set_async(void *backend, bp_tensor *t, const void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    backend_ctx *be = ctx_of(backend);
-    auto *dst = static_cast<vk_buffer *>(t->buffer_ctx);
-    if (!dst || dst->dev != be->dev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "tensor is not on this device");
+// The queue of plugins::async_transfer_slots. Async transfers go through a
+// staging buffer so the caller's memory is only touched now (set) or at
+// synchronize (get), and the copy is ordered with the graphs recorded
+// around it.
+struct vk_queue {
+  using backend = backend_ctx;
+  using buffer = vk_buffer;
+  static constexpr const char *memory = "this backend's Vulkan device";
+  static bp_status alive(backend_ctx *be, bp_error *err) { return device_check(be->dev, err); }
+  static vk_buffer *buffer_of(const bp_tensor *t) {
+    return t && t->data ? static_cast<vk_buffer *>(t->buffer_ctx) : nullptr;
+  }
+  static bool reaches(const backend_ctx *be, const vk_buffer *b) { return b->dev == be->dev; }
+  static bp_status write(backend_ctx *be, vk_buffer *dst, size_t at, const void *data, size_t size, bp_error *err) {
     vk_buffer *st = nullptr;
     if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
     be->staging.push_back(st);
     std::memcpy(st->mapped, data, size);
     VkCommandBuffer cb;
     if (bp_status s = backend_begin(be, &cb, err); s != BP_OK) return s;
-    VkBufferCopy region{0, tensor_offset(t) + offset, size};
+    VkBufferCopy region{0, at, size};
     vkCmdCopyBuffer(cb, st->buffer, dst->buffer, 1, &region);
     cmd_begin_barrier(cb);  // later work in this command buffer reads it
     return BP_OK;
-  });
-}
-
-bp_status backend_get_async(void *backend, const bp_tensor *t, void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    backend_ctx *be = ctx_of(backend);
-    auto *src = static_cast<vk_buffer *>(t->buffer_ctx);
-    if (!src || src->dev != be->dev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "tensor is not on this device");
+  }
+  static bp_status read(backend_ctx *be, vk_buffer *src, size_t at, void *data, size_t size, bp_error *err) {
     vk_buffer *st = nullptr;
     if (bp_status s = buffer_create(be->dev, size, true, &st, err); s != BP_OK) return s;
     be->staging.push_back(st);
     VkCommandBuffer cb;
     if (bp_status s = backend_begin(be, &cb, err); s != BP_OK) return s;
     cmd_begin_barrier(cb);  // after what was recorded before
-    VkBufferCopy region{tensor_offset(t) + offset, 0, size};
+    VkBufferCopy region{at, 0, size};
     vkCmdCopyBuffer(cb, src->buffer, st->buffer, 1, &region);
     be->reads.push_back(pending_read{st, data, size});
     return BP_OK;
-  });
-}
+  }
+};
+
+using async = plugins::async_transfer_slots<vk_queue>;
 
 bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status { return backend_sync(ctx_of(backend), err); });
@@ -220,36 +221,34 @@ int backend_supports_buft(void *backend, bp_buffer_type_ref buft) noexcept {
   return t && t->dev == be->dev ? 1 : 0;
 }
 
-bp_status backend_event_record(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    backend_ctx *be = ctx_of(backend);
-    auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_record needs an event");
+// The plugin's parts of plugins::event_slots: timeline values of the
+// device's queue.
+struct vk_events {
+  using backend = backend_ctx;
+  using event = vk_event;
+  static bp_status alive(backend_ctx *be, bp_error *err) { return device_check(be->dev, err); }
+  static bp_status record(backend_ctx *be, vk_event *ev, bp_error *err) {
     if (bp_status st = backend_flush(be, err); st != BP_OK) return st;
     ev->value = be->last;
     return BP_OK;
-  });
-}
+  }
+  // Same device: the event's work was submitted to this queue earlier, and
+  // every command buffer starts with a full barrier, so later work here is
+  // already ordered after it. Another device's event: wait on the host.
+  static bp_status wait(backend_ctx *be, vk_event *ev, bp_error *err) {
+    return ev->dev == be->dev ? BP_OK : device_wait(ev->dev, ev->value, err);
+  }
+  static bp_status synchronize(vk_event *ev, bp_error *err) { return device_wait(ev->dev, ev->value, err); }
+};
 
-bp_status backend_event_wait(void *backend, void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    backend_ctx *be = ctx_of(backend);
-    auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_wait needs an event");
-    // Same device: the event's work was submitted to this queue earlier, and
-    // every command buffer starts with a full barrier, so later work here is
-    // already ordered after it. Another device's event: wait on the host.
-    if (ev->dev == be->dev) return device_check(be->dev, err);
-    return device_wait(ev->dev, ev->value, err);
-  });
-}
+using events = plugins::event_slots<vk_events>;
 
 const bp_backend_i backend_iface = {
     sizeof(bp_backend_i),
     backend_free,
     backend_buffer_type,
-    backend_set_async,
-    backend_get_async,
+    async::set_async,
+    async::get_async,
     nullptr,  // copy_tensor_async: the host's copy path
     backend_synchronize,
     backend_plan_create,
@@ -259,27 +258,15 @@ const bp_backend_i backend_iface = {
     backend_supports_op,
     backend_supports_buft,
     nullptr,  // offload_op
-    backend_event_record,
-    backend_event_wait,
+    events::record,
+    events::wait,
 };
-
-bp_status event_synchronize(void *event, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *ev = static_cast<vk_event *>(event);
-    if (!ev) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_synchronize needs an event");
-    return device_wait(ev->dev, ev->value, err);
-  });
-}
-
-void event_free(void *event) noexcept { delete static_cast<vk_event *>(event); }
 
 }  // namespace
 
-const bp_event_i event_iface = {sizeof(bp_event_i), event_synchronize, event_free};
-
 bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err) {
   if (bp_status st = device_open(dev, err); st != BP_OK) return st;
-  out->iface = &event_iface;
+  out->iface = &events::table;
   out->ctx = new vk_event{dev, 0};
   return BP_OK;
 }

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backplane/plugin_guard.hpp"
+#include "plugins/common/buffer_slots.hpp"
 #include "vulkan.hpp"
 
 namespace bp::vk {
@@ -208,13 +208,6 @@ bool is_our_buffer(const bp_tensor *t) {
 
 namespace {
 
-// The device's liveness first, then the shared range check.
-bp_status check_range(vk_buffer *b, const bp_tensor *t, size_t offset, size_t size, const char *what, bp_error *err) {
-  if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s needs a buffer", what);
-  if (bp_status s = device_check(b->dev, err); s != BP_OK) return s;
-  return plugins::window_check({static_cast<const char *>(b->base), b->size}, t, offset, size, what, err);
-}
-
 // Copies between host memory and bytes [at, at+size) of |b| through a
 // host-visible staging buffer (device memory that cannot be mapped).
 bp_status staged_copy(vk_buffer *b, size_t at, void *host, size_t size, bool to_device, bp_error *err) {
@@ -233,79 +226,42 @@ bp_status staged_copy(vk_buffer *b, size_t at, void *host, size_t size, bool to_
   return s;
 }
 
-void buffer_free(void *buf) noexcept { buffer_destroy(static_cast<vk_buffer *>(buf)); }
+// The transport of plugins::buffer_slots: mapped memory directly, device
+// memory through a staging buffer or a one-off command buffer; every call
+// waits for the work queued on the device first.
+struct vk_transport {
+  using buffer = vk_buffer;
+  using type_ctx = buffer_type_ctx;
+  static constexpr const char *default_name = "Vulkan";
+  static constexpr size_t default_alignment = 64;
+  static constexpr const char *copy_where = "within one device";
 
-void *buffer_base(void *buf) noexcept { return buf ? static_cast<vk_buffer *>(buf)->base : nullptr; }
-
-bp_status buffer_set_tensor(void *buf, bp_tensor *t, const void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *b = static_cast<vk_buffer *>(buf);
-    if (bp_status s = check_range(b, t, offset, size, "set_tensor", err); s != BP_OK || size == 0) return s;
-    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "set_tensor with NULL data");
+  static vk_buffer *as_buffer(void *buf) { return static_cast<vk_buffer *>(buf); }
+  static bp_status alive(vk_buffer *b, bp_error *err) { return device_check(b->dev, err); }
+  static plugins::memory_window window(const vk_buffer *b) { return {static_cast<const char *>(b->base), b->size}; }
+  static void destroy(vk_buffer *b) { buffer_destroy(b); }
+  static bp_status write(vk_buffer *b, const bp_tensor *, size_t at, const void *data, size_t size, bp_error *err) {
     if (bp_status s = device_wait_all(b->dev, err); s != BP_OK) return s;
-    const size_t at = tensor_offset(t) + offset;
-    if (b->mapped) {
-      std::memcpy(b->mapped + at, data, size);
-      return BP_OK;
-    }
-    return staged_copy(b, at, const_cast<void *>(data), size, true, err);
-  });
-}
-
-bp_status buffer_get_tensor(void *buf, const bp_tensor *t, void *data, size_t offset, size_t size,
-                            bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *b = static_cast<vk_buffer *>(buf);
-    if (bp_status s = check_range(b, t, offset, size, "get_tensor", err); s != BP_OK || size == 0) return s;
-    if (!data) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_tensor with NULL data");
+    if (!b->mapped) return staged_copy(b, at, const_cast<void *>(data), size, true, err);
+    std::memcpy(b->mapped + at, data, size);
+    return BP_OK;
+  }
+  static bp_status read(vk_buffer *b, const bp_tensor *, size_t at, void *data, size_t size, bp_error *err) {
     if (bp_status s = device_wait_all(b->dev, err); s != BP_OK) return s;
-    const size_t at = tensor_offset(t) + offset;
-    if (b->mapped) {
-      std::memcpy(data, b->mapped + at, size);
-      return BP_OK;
-    }
-    return staged_copy(b, at, data, size, false, err);
-  });
-}
-
-bp_status buffer_memset_tensor(void *buf, bp_tensor *t, uint8_t value, size_t offset, size_t size,
-                               bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *b = static_cast<vk_buffer *>(buf);
-    if (bp_status s = check_range(b, t, offset, size, "memset_tensor", err); s != BP_OK || size == 0) return s;
+    if (!b->mapped) return staged_copy(b, at, data, size, false, err);
+    std::memcpy(data, b->mapped + at, size);
+    return BP_OK;
+  }
+  static bp_status fill(vk_buffer *b, const bp_tensor *, size_t at, uint8_t value, size_t size, bp_error *err) {
     if (bp_status s = device_wait_all(b->dev, err); s != BP_OK) return s;
-    const size_t at = tensor_offset(t) + offset;
-    if (b->mapped) {
-      std::memset(b->mapped + at, value, size);
-      return BP_OK;
+    if (!b->mapped) {
+      std::vector<uint8_t> bytes(size, value);
+      return staged_copy(b, at, bytes.data(), size, true, err);
     }
-    std::vector<uint8_t> bytes(size, value);
-    return staged_copy(b, at, bytes.data(), size, true, err);
-  });
-}
-
-bp_status buffer_copy_tensor(void *buf, const bp_tensor *src, bp_tensor *dst, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *db = static_cast<vk_buffer *>(buf);
-    if (!db) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "copy_tensor needs a buffer");
-    auto *sb = src ? static_cast<vk_buffer *>(src->buffer_ctx) : nullptr;
-    if (bp_status s = plugins::copy_precondition(sb && sb->dev == db->dev, src, dst, "within one device", err);
-        s != BP_OK)
-      return s;
-    const size_t n = bp_tensor_nbytes(src);
-    if (bp_status s = check_range(db, dst, 0, n, "copy_tensor", err); s != BP_OK || n == 0) return s;
-    if (bp_status s = device_wait_all(db->dev, err); s != BP_OK) return s;
-    VkBufferCopy region{tensor_offset(src), tensor_offset(dst), n};
-    return device_run_once(
-        db->dev, [&](VkCommandBuffer cb) { vkCmdCopyBuffer(cb, sb->buffer, db->buffer, 1, &region); }, err);
-  });
-}
-
-bp_status buffer_clear(void *buf, uint8_t value, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *b = static_cast<vk_buffer *>(buf);
-    if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "clear needs a buffer");
+    std::memset(b->mapped + at, value, size);
+    return BP_OK;
+  }
+  static bp_status clear(vk_buffer *b, uint8_t value, bp_error *err) {
     if (bp_status s = device_wait_all(b->dev, err); s != BP_OK) return s;
     if (b->mapped) {
       std::memset(b->mapped, value, b->size);
@@ -314,71 +270,43 @@ bp_status buffer_clear(void *buf, uint8_t value, bp_error *err) noexcept {
     const uint32_t word = value * 0x01010101u;
     return device_run_once(
         b->dev, [&](VkCommandBuffer cb) { vkCmdFillBuffer(cb, b->buffer, 0, VK_WHOLE_SIZE, word); }, err);
-  });
-}
+  }
+  static vk_buffer *source_of(const bp_tensor *src) { return static_cast<vk_buffer *>(src->buffer_ctx); }
+  static bool same_memory(const vk_buffer *src, const vk_buffer *dst) { return src->dev == dst->dev; }
+  static bp_status copy(vk_buffer *src, size_t src_at, vk_buffer *dst, size_t dst_at, size_t n, const bp_tensor *,
+                        bp_error *err) {
+    if (bp_status s = device_wait_all(dst->dev, err); s != BP_OK) return s;
+    VkBufferCopy region{src_at, dst_at, n};
+    return device_run_once(
+        dst->dev, [&](VkCommandBuffer cb) { vkCmdCopyBuffer(cb, src->buffer, dst->buffer, 1, &region); }, err);
+  }
 
-const char *buft_name(void *buft) noexcept {
-  auto *t = static_cast<buffer_type_ctx *>(buft);
-  return t ? t->name.c_str() : "Vulkan";
-}
-
-bp_status buft_alloc(void *buft, size_t size, bp_buffer_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    auto *t = static_cast<buffer_type_ctx *>(buft);
-    if (!t || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "alloc needs a buffer type and an out ref");
-    out->iface = nullptr;
-    out->ctx = nullptr;
+  static const char *name(const buffer_type_ctx *t) { return t->name.c_str(); }
+  static bp_status alloc(buffer_type_ctx *t, size_t size, vk_buffer **out, bp_error *err) {
     if (bp_status s = device_open(t->dev, err); s != BP_OK) return s;
-    vk_buffer *b = nullptr;
-    if (bp_status s = buffer_create(t->dev, size, t->host, &b, err); s != BP_OK) return s;
-    b->type = t;
-    out->iface = &buffer_iface;
-    out->ctx = b;
+    if (bp_status s = buffer_create(t->dev, size, t->host, out, err); s != BP_OK) return s;
+    (*out)->type = t;
     return BP_OK;
-  });
-}
+  }
+  static size_t alignment(const buffer_type_ctx *t) {
+    const VkPhysicalDeviceLimits &l = t->dev->props.limits;
+    // 16 at least: the texel paths address tensors in whole RGBA32F texels.
+    return std::max<size_t>({64, l.minStorageBufferOffsetAlignment, l.minTexelBufferOffsetAlignment});
+  }
+  static size_t max_size(const buffer_type_ctx *t) {
+    auto m3 =
+        vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &m3, {}};
+    vkGetPhysicalDeviceProperties2(t->dev->phys, &p2);
+    return static_cast<size_t>(m3.maxMemoryAllocationSize);
+  }
+  static bool is_host(const buffer_type_ctx *t) { return t->host; }
+};
 
-size_t buft_alignment(void *buft) noexcept {
-  auto *t = static_cast<buffer_type_ctx *>(buft);
-  if (!t) return 64;
-  const VkPhysicalDeviceLimits &l = t->dev->props.limits;
-  // 16 at least: the texel paths address tensors in whole RGBA32F texels.
-  return std::max<size_t>({64, l.minStorageBufferOffsetAlignment, l.minTexelBufferOffsetAlignment});
-}
-
-size_t buft_max_size(void *buft) noexcept {
-  auto *t = static_cast<buffer_type_ctx *>(buft);
-  if (!t) return SIZE_MAX;
-  auto m3 =
-      vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
-  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &m3, {}};
-  vkGetPhysicalDeviceProperties2(t->dev->phys, &p2);
-  return static_cast<size_t>(m3.maxMemoryAllocationSize);
-}
-
-int buft_is_host(void *buft) noexcept {
-  auto *t = static_cast<buffer_type_ctx *>(buft);
-  return t && t->host ? 1 : 0;
-}
+using slots = plugins::buffer_slots<vk_transport>;
 
 }  // namespace
 
-const bp_buffer_i buffer_iface = {
-    sizeof(bp_buffer_i),
-    buffer_free,
-    buffer_base,
-    nullptr,  // init_tensor: tensors need no per-tensor state
-    buffer_set_tensor,
-    buffer_get_tensor,
-    buffer_memset_tensor,
-    buffer_copy_tensor,
-    buffer_clear,
-    nullptr,  // reset
-    nullptr,  // set_usage
-};
-
-const bp_buffer_type_i buffer_type_iface = {
-    sizeof(bp_buffer_type_i), buft_name, buft_alloc, buft_alignment, buft_max_size, nullptr, buft_is_host,
-};
+const bp_buffer_type_i &buffer_type_iface = slots::type_table;
 
 }  // namespace bp::vk

@@ -304,25 +304,22 @@ bp_status device_wait_all(device_state *d, bp_error *err) { return device_wait(d
 
 namespace {
 
-bp_status device_get_props(void *dev, bp_device_props *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "get_props needs a device and an out struct");
-    auto *d = static_cast<device_state *>(dev);
+// The plugin's parts of plugins::device_slots.
+struct vk_device {
+  using device = device_state;
+  static plugins::device_facts facts(device_state &d) {
     uint64_t total = 0, free = 0;
-    memory_budget(d, &total, &free);
-    plugins::fill_props({d->name.c_str(), d->description.c_str(), d->id.c_str(), d->type,
-                         BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS | BP_DEVICE_CAP_HOST_BUFFER, total, free},
-                        out);
-    return BP_OK;
-  });
-}
-
-bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
-                              bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "backend_init needs a device and an out ref");
-    out->iface = nullptr;
-    out->ctx = nullptr;
+    memory_budget(&d, &total, &free);
+    return {d.name.c_str(),
+            d.description.c_str(),
+            d.id.c_str(),
+            d.type,
+            BP_DEVICE_CAP_ASYNC | BP_DEVICE_CAP_EVENTS | BP_DEVICE_CAP_HOST_BUFFER,
+            total,
+            free};
+  }
+  static bp_status backend_init(device_state *d, const bp_param_value *params, uint32_t n_params, bp_backend_ref *out,
+                                bp_error *err) {
     backend_options opt;
     plugins::read_bool(params, n_params, "f16", &opt.f16);
     plugins::read_bool(params, n_params, "fast_paths", &opt.fast_paths);
@@ -342,7 +339,6 @@ bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t 
       opt.mul_mat = mul_mat_mode::gpu;
     else
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "mul_mat=%s; use auto, cpu or gpu", mode);
-    auto *d = static_cast<device_state *>(dev);
     if (opt.mul_mat == mul_mat_mode::gpu && !d->gpu_mul_mat)
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
                            "mul_mat=gpu: '%s' allows %u invocations and %u bytes of shared memory per "
@@ -351,36 +347,23 @@ bp_status device_backend_init(void *dev, const bp_param_value *params, uint32_t 
                            d->props.limits.maxComputeSharedMemorySize, d->subgroup_arith ? "" : "no");
     if (bp_status st = device_open(d, err); st != BP_OK) return st;
     return backend_create(d, opt, out, err);
-  });
-}
+  }
+  static constexpr auto event_new = event_create;
+  static bp_buffer_type_ref buffer_type(device_state &d) {
+    return bp_buffer_type_ref{&buffer_type_iface, &d.buft_device};
+  }
+};
 
-bp_buffer_type_ref device_buffer_type(void *dev) noexcept {
-  auto *d = static_cast<device_state *>(dev);
-  return bp_buffer_type_ref{&buffer_type_iface, d ? &d->buft_device : nullptr};
-}
+using slots = plugins::device_slots<vk_device>;
 
 bp_buffer_type_ref device_host_buffer_type(void *dev) noexcept {
   auto *d = static_cast<device_state *>(dev);
   return bp_buffer_type_ref{&buffer_type_iface, d ? &d->buft_host : nullptr};
 }
 
-bp_status device_event_new(void *dev, bp_event_ref *out, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!dev || !out) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "event_new needs a device and an out ref");
-    return event_create(static_cast<device_state *>(dev), out, err);
-  });
-}
-
 }  // namespace
 
-const bp_device_i device_iface = {
-    sizeof(bp_device_i),
-    device_get_props,
-    device_backend_init,
-    device_buffer_type,
-    device_host_buffer_type,
-    nullptr,  // buffer_from_host_ptr: would need VK_EXT_external_memory_host
-    device_event_new,
-};
+// buffer_from_host_ptr: none, it would need VK_EXT_external_memory_host.
+const bp_device_i device_iface = slots::table(device_host_buffer_type);
 
 }  // namespace bp::vk

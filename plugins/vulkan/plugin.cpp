@@ -31,17 +31,7 @@ const bp_param_info params_schema[] = {
      0, 1},
 };
 
-bp_status plugin_init(void **out_plugin, bp_error *err) noexcept {
-  return plugin_guard(err, [&]() -> bp_status {
-    if (!out_plugin) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "init needs an out pointer");
-    auto *state = new plugin_state();
-    state->host = plugins::g_host;
-    *out_plugin = state;
-    return BP_OK;
-  });
-}
-
-void plugin_shutdown(void *plugin) noexcept { delete static_cast<plugin_state *>(plugin); }
+using lifecycle = plugins::plugin_lifecycle<plugin_state>;  // init keeps the host table, nothing more
 
 // Creates the instance and describes every physical device; run once, by
 // devices::find.
@@ -81,16 +71,7 @@ bp_status enumerate_devices(plugin_state *state, bp_error *err) {
 // device_get (plugins/common/plugin_common.hpp).
 using devices = plugins::device_list<plugin_state, enumerate_devices, &device_iface>;
 
-const bp_plugin_i plugin_iface = {
-    sizeof(bp_plugin_i),
-    plugin_init,
-    plugin_shutdown,
-    devices::device_count,
-    devices::device_get,
-    params_schema,
-    sizeof(params_schema) / sizeof(params_schema[0]),
-    devices::enumerate,
-};
+const bp_plugin_i plugin_iface = plugins::plugin_table_of<lifecycle, devices>(params_schema);
 
 }  // namespace
 

@@ -97,8 +97,7 @@ struct buffer_type_ctx {
   std::string name;
 };
 
-extern const bp_buffer_type_i buffer_type_iface;
-extern const bp_buffer_i buffer_iface;
+extern const bp_buffer_type_i &buffer_type_iface;
 
 struct vk_buffer {
   device_state *dev = nullptr;
@@ -282,7 +281,6 @@ bp_status backend_sync(backend_ctx *be, bp_error *err);
 void cmd_begin_barrier(VkCommandBuffer cb);
 void cmd_end_barrier(VkCommandBuffer cb);
 bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err);
-extern const bp_event_i event_iface;
 struct vk_event {
   device_state *dev;
   uint64_t value = 0;

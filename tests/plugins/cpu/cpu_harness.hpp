@@ -52,7 +52,8 @@ class loaded_plugin {
     host_.log_enabled = host_log_enabled;
     bp_error err{};
     iface = entry(BP_PLUGIN_ABI_VERSION, &host_, &err);
-    if (!iface || iface->init(&ctx, &err) != BP_OK) {
+    // As the host does (ABI 1.2): the host table again, through init_with_host.
+    if (!iface || !iface->init_with_host || iface->init_with_host(&host_, &ctx, &err) != BP_OK) {
       ADD_FAILURE() << "entry/init failed: " << err.message;
       iface = nullptr;
       return;

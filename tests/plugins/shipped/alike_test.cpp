@@ -7,11 +7,16 @@
 //   never calls enumerate, sees the same devices as one of ABI 1.1, and a
 //   later enumerate repeats the first outcome. Checked on each plugin file
 //   with a driver to find (blas, vulkan, opencl) through its C table.
+// - init and shutdown are the shared guarded ones (plugin_lifecycle in
+//   plugins/common): init_with_host (ABI 1.2) refuses a NULL out pointer,
+//   clears *out_plugin before anything can fail, and shutdown(NULL) is a
+//   no-op; init, for a host of ABI 1.1, still works.
 #include <backplane/backplane.h>
 #include <backplane/plugin.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -79,6 +84,7 @@ class raw_plugin {
     if (handle_) dlclose(handle_);
   }
   const bp_plugin_i *table() const { return table_; }
+  const bp_host_api *host() const { return &host_; }
 
  private:
   void *handle_ = nullptr;
@@ -139,6 +145,47 @@ TEST(ShippedPlugins, DevicesAreFoundOnceByTheFirstCallThatNeedsThem) {
   for (const char *name : {"blas", "vulkan", "opencl"}) {
     SCOPED_TRACE(name);
     EXPECT_EXIT(std::exit(check_discovery(name)), ::testing::ExitedWithCode(0), "");
+  }
+}
+
+// Drives |name|'s init and shutdown slots, in a process of its own (blas
+// allows one instance per process); the exit status counts the failures.
+int check_lifecycle(const char *name) {
+  int failed = 0;
+  auto check = [&](bool ok, const std::string &what) {
+    if (!ok) {
+      std::fprintf(stderr, "%s: %s\n", name, what.c_str());
+      ++failed;
+    }
+  };
+  raw_plugin p(name);
+  const bp_plugin_i *t = p.table();
+  if (!t) return 0;  // not built here
+  if (t->struct_size < offsetof(bp_plugin_i, init_with_host) + sizeof t->init_with_host || !t->init_with_host)
+    return 100;
+  bp_error err{};
+  check(t->init_with_host(p.host(), nullptr, &err) == BP_ERR_INVALID_ARGUMENT, "a NULL out pointer was accepted");
+  void *state = &err;  // not NULL: init must clear it
+  check(t->init_with_host(p.host(), &state, &err) == BP_OK, std::string("init_with_host: ") + err.message);
+  check(state != &err && state != nullptr, "init_with_host left *out_plugin as it was");
+  if (std::string(name) == "blas") {
+    void *second = &err;  // one instance per process: refused, and cleared
+    check(t->init_with_host(p.host(), &second, &err) == BP_ERR_FAILED_PRECONDITION, "a second blas init passed");
+    check(second == nullptr, "a failed init left *out_plugin set");
+  }
+  t->shutdown(state);
+  t->shutdown(nullptr);
+  void *old_host = nullptr;  // a host of ABI 1.1 calls init
+  check(t->init(&old_host, &err) == BP_OK && old_host, std::string("init: ") + err.message);
+  t->shutdown(old_host);
+  return failed;
+}
+
+TEST(ShippedPlugins, InitAndShutdownAreTheSharedGuardedOnes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (const char *name : {"cpu", "blas", "vulkan", "opencl", "remote"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EXIT(std::exit(check_lifecycle(name)), ::testing::ExitedWithCode(0), "");
   }
 }
 

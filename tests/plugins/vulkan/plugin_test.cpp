@@ -65,7 +65,8 @@ struct loaded_plugin {
     auto entry = reinterpret_cast<bp_plugin_entry_fn>(dlsym(handle, BP_PLUGIN_ENTRY_SYMBOL));
     bp_error err{};
     iface = entry ? entry(BP_PLUGIN_ABI_VERSION, test_host(), &err) : nullptr;
-    if (!iface || iface->init(&state, &err) != BP_OK) {
+    // As the host does (ABI 1.2): the host table again, through init_with_host.
+    if (!iface || !iface->init_with_host || iface->init_with_host(test_host(), &state, &err) != BP_OK) {
       message = err.message;
       iface = nullptr;
       return;
