@@ -7,7 +7,7 @@
 
 #include "backend.hpp"
 #include "backplane/plugin_guard.hpp"
-#include "plugins/common/buffer_slots.hpp"
+#include "buffer_slots.hpp"
 
 namespace bp::opencl {
 

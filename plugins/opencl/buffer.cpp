@@ -10,7 +10,7 @@
 #include <new>
 
 #include "opencl.hpp"
-#include "plugins/common/buffer_slots.hpp"
+#include "buffer_slots.hpp"
 
 namespace bp::opencl {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "graph_wire.hpp"
-#include "plugins/common/buffer_slots.hpp"
+#include "buffer_slots.hpp"
 #include "remote.hpp"
 
 namespace bp::remote_plugin {

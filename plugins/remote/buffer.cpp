@@ -9,7 +9,7 @@
 #include <cstring>
 #include <new>
 
-#include "plugins/common/buffer_slots.hpp"
+#include "buffer_slots.hpp"
 #include "remote.hpp"
 
 namespace bp::remote_plugin {

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "backplane/plugin_guard.hpp"
-#include "plugins/common/buffer_slots.hpp"
+#include "buffer_slots.hpp"
 #include "vulkan.hpp"
 
 namespace bp::vk {

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "plugins/common/buffer_slots.hpp"
+#include "buffer_slots.hpp"
 #include "vulkan.hpp"
 
 namespace bp::vk {
