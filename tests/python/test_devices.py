@@ -14,7 +14,10 @@ def bp_devices_json():
     exe = os.path.join(os.environ.get("BP_TEST_BIN_DIR", ""), "bp-devices")
     if not os.path.exists(exe):
         pytest.skip("bp-devices is not built")
-    return json.loads(subprocess.run([exe, "--json"], check=True, capture_output=True, text=True).stdout)
+    # Under the sanitizer pass the interpreter has the shared ASan runtime
+    # preloaded; bp-devices carries its own (static) one and must not get both.
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    return json.loads(subprocess.run([exe, "--json"], check=True, capture_output=True, text=True, env=env).stdout)
 
 
 def test_same_facts_as_bp_devices():
