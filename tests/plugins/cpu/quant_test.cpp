@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backplane/backplane.h"
 #include "cpu_harness.hpp"
 
 using namespace cpu_test;
