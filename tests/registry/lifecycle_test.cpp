@@ -139,15 +139,10 @@ TEST(RegistryLifecycle, DeviceLostIsStickyAndReleaseStillWorks) {
   ASSERT_NE(load_fixture("lost_after"), nullptr);
   bp_backend *be = nullptr;
   ASSERT_EQ(bp_backend_new("lost_after", &be), BP_OK) << bp_last_error();
-  bp_context *ctx = bp_context_new(0);
-  bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_F32, 7);
-  bp_tensor *b = bp_tensor_new_1d(ctx, BP_TYPE_F32, 7);
-  bp_tensor *c = bp_add(ctx, a, b);
-  ASSERT_NE(c, nullptr) << bp_last_error();
-  bp_graph *g = bp_graph_new(ctx, 0);
-  ASSERT_EQ(bp_graph_build(g, c), BP_OK) << bp_last_error();
-  bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
+  bp_test::add_graph add(be, 7);
+  ASSERT_EQ(add.status, BP_OK) << bp_last_error();
+  bp_tensor *a = add.a, *b = add.b, *c = add.c;
+  bp_graph *g = add.g;
   std::vector<float> x(7), y(7), out(7);
   for (int i = 0; i < 7; ++i) {
     x[i] = 0.5f * i;
@@ -161,10 +156,8 @@ TEST(RegistryLifecycle, DeviceLostIsStickyAndReleaseStillWorks) {
   EXPECT_EQ(bp_backend_graph_compute(be, g), BP_ERR_DEVICE_LOST);
   EXPECT_EQ(bp_backend_graph_compute(be, g), BP_ERR_DEVICE_LOST);  // sticky
   EXPECT_EQ(bp_tensor_get(c, out.data(), 0, sizeof(float) * 7), BP_ERR_DEVICE_LOST);
-  bp_buffer_free(buf);
+  add.release();
   bp_backend_free(be);
-  bp_graph_free(g);
-  bp_context_free(ctx);
   EXPECT_EQ(bp_plugin_unload(bp_test::find_plugin("lost_after")), BP_OK) << bp_last_error();
 }
 

@@ -39,6 +39,38 @@ inline bp_plugin *load_fixture(const std::string &variant) {
   return p;
 }
 
+// c = a + b over |n| f32 values, built and allocated on |be|: what the
+// fixture backends compute in the tests that drive them. |status| is the
+// first failure (bp_last_error() has its message); release() frees the
+// graph's memory (before its plugin is unloaded), as the destructor does.
+struct add_graph {
+  bp_context *ctx = nullptr;
+  bp_tensor *a = nullptr, *b = nullptr, *c = nullptr;
+  bp_graph *g = nullptr;
+  bp_buffer *buf = nullptr;
+  bp_status status = BP_OK;
+
+  add_graph(bp_backend *be, int64_t n) {
+    ctx = bp_context_new(0);
+    a = bp_tensor_new_1d(ctx, BP_TYPE_F32, n);
+    b = bp_tensor_new_1d(ctx, BP_TYPE_F32, n);
+    c = bp_add(ctx, a, b);
+    g = bp_graph_new(ctx, 0);
+    if (!c || !g) status = bp_last_status();
+    if (status == BP_OK) status = bp_graph_build(g, c);
+    if (status == BP_OK) status = bp_context_alloc_tensors(ctx, be, &buf);
+  }
+  add_graph(const add_graph &) = delete;
+  add_graph &operator=(const add_graph &) = delete;
+  ~add_graph() { release(); }
+  void release() {
+    bp_buffer_free(buf);
+    bp_graph_free(g);
+    bp_context_free(ctx);
+    buf = nullptr, g = nullptr, ctx = nullptr;
+  }
+};
+
 // The rejected entry for |path| (status and message), if any.
 inline bool find_rejected(const std::string &path, bp_status *status, std::string *message) {
   for (size_t i = 0, n = bp_rejected_count(); i < n; ++i) {

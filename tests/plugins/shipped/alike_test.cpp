@@ -92,17 +92,24 @@ class raw_plugin {
   const bp_plugin_i *table_ = nullptr;
 };
 
+// The checks of one child process: each failure printed, the count its
+// exit status.
+struct failure_count {
+  const char *name;
+  int n = 0;
+  void check(bool ok, const std::string &what) {
+    if (ok) return;
+    std::fprintf(stderr, "%s: %s\n", name, what.c_str());
+    ++n;
+  }
+};
+
 // Drives |name|'s table as three hosts would, in a process of its own (the
 // registry must not share the plugin file's globals); the exit status is
 // the number of failed checks, each printed.
 int check_discovery(const char *name) {
-  int failed = 0;
-  auto check = [&](bool ok, const std::string &what) {
-    if (!ok) {
-      std::fprintf(stderr, "%s: %s\n", name, what.c_str());
-      ++failed;
-    }
-  };
+  failure_count failed{name};
+  auto check = [&](bool ok, const std::string &what) { failed.check(ok, what); };
   raw_plugin p(name);
   const bp_plugin_i *t = p.table();
   if (!t) return 0;  // not built here
@@ -137,7 +144,7 @@ int check_discovery(const char *name) {
   check(t->device_get(c, n, &dev, &err) == BP_ERR_NOT_FOUND, "device_get past the last device");
   t->shutdown(c);
   std::fprintf(stderr, "%s: %u devices, %s\n", name, n, found == BP_OK ? "found" : why.c_str());
-  return failed;
+  return failed.n;
 }
 
 TEST(ShippedPlugins, DevicesAreFoundOnceByTheFirstCallThatNeedsThem) {
@@ -151,13 +158,8 @@ TEST(ShippedPlugins, DevicesAreFoundOnceByTheFirstCallThatNeedsThem) {
 // Drives |name|'s init and shutdown slots, in a process of its own (blas
 // allows one instance per process); the exit status counts the failures.
 int check_lifecycle(const char *name) {
-  int failed = 0;
-  auto check = [&](bool ok, const std::string &what) {
-    if (!ok) {
-      std::fprintf(stderr, "%s: %s\n", name, what.c_str());
-      ++failed;
-    }
-  };
+  failure_count failed{name};
+  auto check = [&](bool ok, const std::string &what) { failed.check(ok, what); };
   raw_plugin p(name);
   const bp_plugin_i *t = p.table();
   if (!t) return 0;  // not built here
@@ -178,7 +180,7 @@ int check_lifecycle(const char *name) {
   void *old_host = nullptr;  // a host of ABI 1.1 calls init
   check(t->init(&old_host, &err) == BP_OK && old_host, std::string("init: ") + err.message);
   t->shutdown(old_host);
-  return failed;
+  return failed.n;
 }
 
 TEST(ShippedPlugins, InitAndShutdownAreTheSharedGuardedOnes) {
