@@ -223,14 +223,7 @@ BP_API bp_status bp_gguf_writer_write(const bp_gguf_writer *writer, const char *
 /* Names before 0.3, kept as deprecated aliases until 0.3 (docs/api-guide.md,
  * "Renamed before 0.3"). Each forwards to the function named in its message.
  * Define BP_NO_DEPRECATED to hide them. */
-#ifndef BP_NO_DEPRECATED
-#ifndef BP_DEPRECATED
-#if defined(__GNUC__) || defined(__clang__)
-#define BP_DEPRECATED(use) __attribute__((deprecated("use " use)))
-#else
-#define BP_DEPRECATED(use)
-#endif
-#endif
+#ifndef BP_NO_DEPRECATED /* BP_DEPRECATED comes from deprecated.h, through backplane.h */
 BP_DEPRECATED("bp_gguf_kv_describe")
 BP_API bp_status bp_gguf_kv_info(const bp_gguf *file, size_t i, bp_gguf_value_info *out);
 BP_DEPRECATED("bp_gguf_kv_read_int")

@@ -192,14 +192,7 @@ BP_API void bp_sampler_reset(bp_sampler *sampler);
 
 /* Names before 0.3, kept as deprecated aliases until 0.3 (docs/api-guide.md,
  * "Renamed before 0.3"). Define BP_NO_DEPRECATED to hide them. */
-#ifndef BP_NO_DEPRECATED
-#ifndef BP_DEPRECATED
-#if defined(__GNUC__) || defined(__clang__)
-#define BP_DEPRECATED(use) __attribute__((deprecated("use " use)))
-#else
-#define BP_DEPRECATED(use)
-#endif
-#endif
+#ifndef BP_NO_DEPRECATED /* BP_DEPRECATED comes from deprecated.h, through backplane.h */
 BP_DEPRECATED("bp_model_describe") BP_API bp_status bp_model_get_info(const bp_model *model, bp_model_info *out);
 BP_DEPRECATED("bp_model_backend_describe")
 BP_API bp_status bp_model_get_backend_info(const bp_model *model, size_t i, bp_model_backend_info *out);
