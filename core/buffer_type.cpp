@@ -1,6 +1,6 @@
 // buffer_type.cpp: buffer types (a kind of memory of a device) and the
 // device calls that hand them out: buffer_type_wrap, bp_buffer_type_*,
-// bp_device_buffer_type, bp_device_host_buffer_type,
+// bp_device_buffer_type, bp_device_host_buffer_type, bp_device_weight_buffer_type,
 // bp_device_buffer_from_host_ptr.
 //
 // A wrapped type caches what the plugin said once (name, alignment, max size,
@@ -60,6 +60,7 @@ bp_buffer_type *device_buft_for(bp_device *dev, bp_buffer_type_ref ref) {
   std::lock_guard<std::mutex> lock(dev->extra_bufts_mutex);
   if (dev->buft && same_ref(dev->buft->ref, ref)) return dev->buft.get();
   if (dev->host_buft && same_ref(dev->host_buft->ref, ref)) return dev->host_buft.get();
+  if (dev->weight_buft && same_ref(dev->weight_buft->ref, ref)) return dev->weight_buft.get();
   for (const auto &b : dev->extra_bufts) {
     if (same_ref(b->ref, ref)) return b.get();
   }
@@ -219,6 +220,23 @@ BP_API bp_buffer_type *bp_device_host_buffer_type(bp_device *dev) {
       set_errorf(BP_ERR_UNIMPLEMENTED, "%s: device '%s' has no pinned host buffer type", fn, device_label(dev).c_str());
     }
     return dev->host_buft.get();
+  });
+}
+
+BP_API bp_buffer_type *bp_device_weight_buffer_type(bp_device *dev) {
+  return api_guard_ptr<bp_buffer_type>([&]() -> bp_buffer_type * {
+    const char *fn = "bp_device_weight_buffer_type";
+    if (!device_ok(dev, fn)) return nullptr;
+    std::lock_guard<std::mutex> lock(dev->extra_bufts_mutex);
+    if (!dev->weight_buft && BP_HAS_SLOT(dev->ref.iface, bp_device_i, weight_buffer_type)) {
+      bp_buffer_type_ref ref = dev->ref.iface->weight_buffer_type(dev->ref.ctx);
+      if (ref.iface != nullptr) dev->weight_buft = buffer_type_wrap(dev, ref);
+    }
+    if (!dev->weight_buft) {
+      set_errorf(BP_ERR_UNIMPLEMENTED, "%s: device '%s' has no weight buffer type (weights go to its default type)", fn,
+                 device_label(dev).c_str());
+    }
+    return dev->weight_buft.get();
   });
 }
 

@@ -89,6 +89,7 @@ struct bp_device {
   uint64_t memory_total = 0, memory_free = 0;
   std::unique_ptr<bp_buffer_type> buft;       // default
   std::unique_ptr<bp_buffer_type> host_buft;  // may be null
+  std::unique_ptr<bp_buffer_type> weight_buft;  // may be null; made at first ask
   std::atomic<bool> lost{false};              // sticky DEVICE_LOST
   // Other buffer types met through backends (bp_backend_buffer_type when
   // the backend's type is neither buft nor host_buft); live with the device

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cstddef>
 #include <cstring>
 
 #include "core/log.hpp"
@@ -118,9 +119,9 @@ bp_status copy_range(const bp::gguf::mapping &m, uint64_t at, bp_tensor *t, size
 }
 
 // Copied path: buffers of the device's type, each at most its maximum size.
-bp_status place_copied(const bp_gguf *f, bp_device *dev, std::vector<selected> &sel, size_t chunk,
-                       buffers_guard &bufs) {
-  bp_buffer_type *buft = bp_device_buffer_type(dev);
+bp_status place_copied(const bp_gguf *f, bp_device *dev, bp_buffer_type *chosen, std::vector<selected> &sel,
+                       size_t chunk, buffers_guard &bufs) {
+  bp_buffer_type *buft = chosen ? chosen : bp_device_buffer_type(dev);
   if (buft == nullptr) return BP_ERR_INVALID_ARGUMENT;
   const size_t align = bp_buffer_type_alignment(buft), max = bp_buffer_type_max_size(buft);
   // Group the tensors: a new buffer when the next one would pass max.
@@ -186,14 +187,30 @@ BP_API bp_status bp_gguf_load(const bp_gguf *file, bp_context *ctx, bp_device *d
     if (!bp::gguf::handle_check(file, bp::core::TAG_GGUF_FILE, fn, "file")) return BP_ERR_INVALID_ARGUMENT;
     if (ctx == nullptr || dev == nullptr)
       return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: ctx and dev must not be NULL", fn);
-    bp_gguf_load_options opt{sizeof(bp_gguf_load_options), BP_GGUF_LOAD_AUTO, nullptr, 0};
+    bp_gguf_load_options opt{sizeof(bp_gguf_load_options), BP_GGUF_LOAD_AUTO, nullptr, 0, nullptr};
     if (options != nullptr) {
-      if (options->struct_size < sizeof(bp_gguf_load_options)) {
+      // The first version ended at chunk_bytes; later fields are read only
+      // when the caller's struct has them.
+      constexpr size_t first_size = offsetof(bp_gguf_load_options, buffer_type);
+      if (options->struct_size < first_size) {
         return set_errorf(BP_ERR_INVALID_ARGUMENT,
                           "%s: options->struct_size is %u; set it to sizeof(bp_gguf_load_options)", fn,
                           options->struct_size);
       }
-      opt = *options;
+      std::memcpy(&opt, options, std::min<size_t>(options->struct_size, sizeof opt));
+      opt.struct_size = sizeof opt;
+    }
+    if (opt.buffer_type != nullptr) {
+      if (opt.mode == BP_GGUF_LOAD_MAP) {
+        return set_errorf(BP_ERR_INVALID_ARGUMENT,
+                          "%s: options->buffer_type asks for a copy and mode is BP_GGUF_LOAD_MAP: use AUTO or COPY",
+                          fn);
+      }
+      if (bp_buffer_type_device(opt.buffer_type) != dev) {
+        return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: options->buffer_type '%s' is not a buffer type of this device",
+                          fn, bp_buffer_type_name(opt.buffer_type));
+      }
+      opt.mode = BP_GGUF_LOAD_COPY;
     }
     if (opt.mode != BP_GGUF_LOAD_AUTO && opt.mode != BP_GGUF_LOAD_MAP && opt.mode != BP_GGUF_LOAD_COPY) {
       return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: unknown mode %d: use BP_GGUF_LOAD_*", fn, (int)opt.mode);
@@ -260,7 +277,7 @@ BP_API bp_status bp_gguf_load(const bp_gguf *file, bp_context *ctx, bp_device *d
       }
     }
     if (!mapped) {
-      if (bp_status st = place_copied(file, dev, sel, chunk, bufs); st != BP_OK) return st;
+      if (bp_status st = place_copied(file, dev, opt.buffer_type, sel, chunk, bufs); st != BP_OK) return st;
     }
     bufs.keep = true;
     w->buffers = std::move(bufs.list);

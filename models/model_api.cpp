@@ -109,7 +109,7 @@ BP_API bp_status bp_model_load(const char *path, const bp_model_options *options
     int32_t n_first = opt.offload_layers < 0 ? default_offload(m, layer_bytes, other_bytes)
                                              : std::min(opt.offload_layers, m->hp.n_layer);
     if (m->backends.size() == 1) n_first = m->hp.n_layer;
-    st = load_weights(file, m->hp, m->backends, n_first, &m->shares, &m->w);
+    st = load_weights(file, m->hp, m->backends, n_first, !opt.plain_weights, &m->shares, &m->w);
   }
   // Closing and freeing are Backplane calls, which reset the thread's error.
   const std::string why = st != BP_OK ? bp_last_error() : "";

@@ -98,11 +98,18 @@ bp_status check_tensors(const bp_gguf *file, const hparams &hp, uint64_t *n_para
 
 namespace {
 
-bp_status load_into(const bp_gguf *file, backend_share &share, bp_backend *be, const std::string &filter) {
+// |weights|: into the device's weight buffer type when it has one (the
+// matrices that MUL_MAT reads; the token table stays plain for GET_ROWS).
+bp_status load_into(const bp_gguf *file, backend_share &share, bp_backend *be, const std::string &filter,
+                    bool weights = false) {
   bp_gguf_load_options opt{};
   opt.struct_size = sizeof opt;
   opt.mode = BP_GGUF_LOAD_AUTO;
   opt.name_filter = filter.c_str();
+  if (weights) {
+    opt.buffer_type = bp_device_weight_buffer_type(bp_backend_device(be));
+    if (!opt.buffer_type) bp_clear_error();  // none: the default type
+  }
   bp_gguf_weights *w = nullptr;
   if (bp_gguf_load(file, share.ctx, bp_backend_device(be), &opt, &w) != BP_OK)
     return fail(bp_last_status(),
@@ -132,7 +139,7 @@ void free_weights(std::vector<backend_share> *shares) {
 }
 
 bp_status load_weights(const bp_gguf *file, const hparams &hp, const std::vector<bp_backend *> &backends,
-                       int32_t n_first, std::vector<backend_share> *shares, model_weights *w) {
+                       int32_t n_first, bool weight_buffers, std::vector<backend_share> *shares, model_weights *w) {
   const size_t last = backends.size() - 1;
   shares->assign(backends.size(), backend_share{});
   for (backend_share &s : *shares) {
@@ -150,7 +157,7 @@ bp_status load_weights(const bp_gguf *file, const hparams &hp, const std::vector
   bp_status st = BP_OK;
   if ((st = load_into(file, (*shares)[last], backends[last], "token_embd.weight")) ||
       (st = load_into(file, (*shares)[out_be], backends[out_be], "output_norm.weight")) ||
-      (!tied && (st = load_into(file, (*shares)[out_be], backends[out_be], "output.weight"))) ||
+      (!tied && (st = load_into(file, (*shares)[out_be], backends[out_be], "output.weight", weight_buffers))) ||
       (has_freqs && (st = load_into(file, (*shares)[last], backends[last], "rope_freqs.weight")))) {
     free_weights(shares);
     return st;
@@ -164,7 +171,7 @@ bp_status load_weights(const bp_gguf *file, const hparams &hp, const std::vector
     const size_t b = backend_of_layer(il);
     backend_share &s = (*shares)[b];
     const std::string p = "blk." + std::to_string(il) + ".";
-    if ((st = load_into(file, s, backends[b], p + "*")) != BP_OK) {
+    if ((st = load_into(file, s, backends[b], p + "*", weight_buffers)) != BP_OK) {
       free_weights(shares);
       return st;
     }

@@ -92,6 +92,7 @@ void close_plugin(bp_plugin *p, bool call_shutdown) {
     d->tag = bp::core::TAG_DEAD;
     if (d->buft) d->buft->tag = bp::core::TAG_DEAD;
     if (d->host_buft) d->host_buft->tag = bp::core::TAG_DEAD;
+    if (d->weight_buft) d->weight_buft->tag = bp::core::TAG_DEAD;
   }
   p->devices.clear();
   p->tag = bp::core::TAG_DEAD;

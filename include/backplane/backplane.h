@@ -380,6 +380,11 @@ BP_API bp_buffer_type *bp_device_buffer_type(bp_device *dev);
 /* Pinned host buffer type of the device, or NULL. Borrowed; valid while the
  * plugin is loaded. */
 BP_API bp_buffer_type *bp_device_host_buffer_type(bp_device *dev);
+/* The device's buffer type for constant weights (matrices that MUL_MAT
+ * reads), stored in a layout its kernels read fastest, or NULL
+ * (UNIMPLEMENTED) when the device has none. bp_tensor_get/set see the plain
+ * bytes. Borrowed; valid while the plugin is loaded. */
+BP_API bp_buffer_type *bp_device_weight_buffer_type(bp_device *dev);
 /* Wraps caller memory; |ptr| must outlive the buffer. Caller owns the buffer. */
 BP_API bp_status bp_device_buffer_from_host_ptr(bp_device *dev, void *ptr, size_t size, bp_buffer **out_buffer);
 

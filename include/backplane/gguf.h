@@ -152,6 +152,11 @@ typedef struct bp_gguf_load_options {
   bp_gguf_load_mode mode;
   const char *name_filter; /* glob (fnmatch: *, ?, [..]) on tensor names; NULL or "" = all */
   size_t chunk_bytes;      /* copy through a bounce buffer of this size; 0 = 16 MiB */
+  /* Copy into buffers of this type of |dev| (e.g. bp_device_weight_buffer_type)
+   * instead of mapping or the default type; NULL = as |mode| says. Not with
+   * BP_GGUF_LOAD_MAP. Callers built before this field (a smaller
+   * struct_size) get NULL. */
+  bp_buffer_type *buffer_type;
 } bp_gguf_load_options;
 
 typedef struct bp_gguf_weights bp_gguf_weights;

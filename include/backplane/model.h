@@ -55,6 +55,12 @@ typedef struct bp_model_options {
    * to the last. -1 (the default) = every layer, when the list has one
    * entry or the first device can hold them all, else as many as fit. */
   int32_t offload_layers;
+  /* false (the default): on a device with a weight buffer type
+   * (bp_device_weight_buffer_type; the cpu plugin's), the layers' weights
+   * and the output matrix are copied into it at load, in the layout its
+   * kernels read fastest. true: every tensor stays as the file has it
+   * (mapped where the device can compute on host memory). */
+  bool plain_weights;
 } bp_model_options;
 
 /* Opens the GGUF file at |path|, checks that it is a model this library runs

@@ -78,6 +78,7 @@ const bp_device_i kDeviceIface = {
     nullptr,  // host_buffer_type: the default type already is host memory
     dev_buffer_from_host_ptr,
     nullptr,  // event_new: sgemm runs synchronously
+    nullptr,  // weight_buffer_type: sgemm reads the file's layout
 };
 
 // ---- plugin ---------------------------------------------------------------

@@ -123,9 +123,11 @@ struct device_slots {
   }
   static constexpr bp_device_i table(bp_buffer_type_ref (*host_buffer_type)(void *) = nullptr,
                                      bp_status (*buffer_from_host_ptr)(void *, void *, size_t, bp_buffer_ref *,
-                                                                       bp_error *) = nullptr) {
+                                                                       bp_error *) = nullptr,
+                                     bp_buffer_type_ref (*weight_buffer_type)(void *) = nullptr) {
     return bp_device_i{
-        sizeof(bp_device_i), get_props, backend_init, buffer_type, host_buffer_type, buffer_from_host_ptr, event_new,
+        sizeof(bp_device_i),  get_props, backend_init,       buffer_type, host_buffer_type,
+        buffer_from_host_ptr, event_new, weight_buffer_type,
     };
   }
 };

@@ -8,6 +8,7 @@
 #include "kernels.hpp"
 #include "op_family.hpp"
 #include "plugin_common.hpp"
+#include "repack.hpp"
 #include "threadpool.hpp"
 
 namespace bp::cpu {
@@ -90,7 +91,8 @@ int backend_supports_op(void *, const bp_tensor *op) noexcept {
 }
 
 int backend_supports_buft(void *, bp_buffer_type_ref buft) noexcept {
-  return plugin_guard_value(0, [&] { return plugins::is_host_buffer_type(buft) ? 1 : 0; });
+  return plugin_guard_value(
+      0, [&] { return plugins::is_host_buffer_type(buft) || is_weight_buffer_type(buft) ? 1 : 0; });
 }
 
 // ---- events: trivial, work is finished when graph_compute returns

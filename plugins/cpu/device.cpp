@@ -8,6 +8,7 @@
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
 #include "plugin_common.hpp"
+#include "repack.hpp"
 
 namespace bp::cpu {
 
@@ -86,9 +87,11 @@ bp_status device_buffer_from_host_ptr(void *, void *ptr, size_t size, bp_buffer_
   return plugin_guard(err, [&]() -> bp_status { return plugins::wrap_host_ptr(ptr, size, out, err); });
 }
 
+bp_buffer_type_ref device_weight_buffer_type(void *) noexcept { return weight_buffer_type_ref(); }
+
 }  // namespace
 
 // host_buffer_type: none, the default type already is host memory.
-const bp_device_i device_iface = slots::table(nullptr, device_buffer_from_host_ptr);
+const bp_device_i device_iface = slots::table(nullptr, device_buffer_from_host_ptr, device_weight_buffer_type);
 
 }  // namespace bp::cpu

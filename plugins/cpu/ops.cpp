@@ -1,6 +1,7 @@
 // ops.cpp: which kernel computes which op (the cpu plugin's op table).
 #include "kernels.hpp"
 #include "op_family.hpp"
+#include "repack.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -59,6 +60,9 @@ bool node_supported(const bp_tensor *t) {
   if (plugins::touches_quantized(t) && t->op != BP_OP_MUL_MAT && t->op != BP_OP_GET_ROWS && t->op != BP_OP_CPY &&
       t->op != BP_OP_CONT)
     return false;
+  // Repacked weights (repack.hpp): only MUL_MAT reads them, as its a.
+  for (int i = 0; i < BP_MAX_SRC; ++i)
+    if (t->src[i] && is_repacked(t->src[i]) && !(t->op == BP_OP_MUL_MAT && i == 0)) return false;
   const op_kernel *k = find_kernel(t->op);
   if (!k) return false;
   for (int i = 0; i < plugins::n_sources(t->op); ++i)

@@ -29,6 +29,7 @@
 #include "kernels.hpp"
 #include "matmul_dot.hpp"
 #include "quant.hpp"
+#include "repack.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -112,6 +113,7 @@ const float *k_row(const bp_tensor *t, int64_t r, int64_t i2, int64_t i3, float 
 bool mul_mat_supports(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
   if (!has_valid_shape(t) || !has_valid_shape(a) || !has_valid_shape(b)) return false;
+  if (is_repacked(a)) return mul_mat_r_supports(t);                 // ops_matmul_repacked.cpp
   if (a->type == BP_TYPE_BF16) return mul_mat_bf16_supports(t);     // ops_matmul_bf16.cpp
   if (bp_type_is_quantized(a->type)) return mul_mat_q_supports(t);  // ops_matmul_quant.cpp
   // The kernel reads any float type and any strides; these are the op
@@ -124,6 +126,10 @@ bool mul_mat_supports(const bp_tensor *t) {
 int64_t mul_mat_work(const bp_tensor *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3] * t->src[0]->ne[0]; }
 
 void mul_mat_run(const bp_tensor *t, int ith, int nth) {
+  if (is_repacked(t->src[0])) {
+    mul_mat_r_run(t, ith, nth);
+    return;
+  }
   if (t->src[0]->type == BP_TYPE_BF16) {
     mul_mat_bf16_run(t, ith, nth);
     return;

@@ -57,6 +57,8 @@ inline size_t act_col_bytes(int64_t K) { return static_cast<size_t>(act_blocks(K
 // d = max |value| / 127, qs = round(value / d): the column's values may be
 // any floats (inf and NaN give a useless but harmless result).
 void quantize_act_col(const float *src, int64_t K, void *col);
+// One block of 32 values into |q|; returns its scale d.
+float quantize_act_block(const float *x, int8_t *q);
 
 // out[c * ldo + r] = dot(row r of a, column c of b) for r < rm, c < rn:
 // row r at a + r * lda (bytes), column c at b + c * ldb (act_col_bytes).

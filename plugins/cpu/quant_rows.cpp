@@ -300,6 +300,14 @@ void quantize_row(qtype q, const float *src, void *dst, int64_t n) {
   }
 }
 
+float quantize_act_block(const float *x, int8_t *q) {
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 127.0f, id = d != 0.0f ? 127.0f / amax : 0.0f;
+  for (int i = 0; i < 32; ++i) q[i] = static_cast<int8_t>(clamp_round(x[i] * id, -127, 127));
+  return d;
+}
+
 void quantize_act_col(const float *src, int64_t K, void *col) {
   const int64_t nb = act_blocks(K), full = K / 32;
   auto *qs = static_cast<int8_t *>(col);
@@ -311,15 +319,9 @@ void quantize_act_col(const float *src, int64_t K, void *col) {
       d[j] = lo[j] = hi[j] = 0.0f;
       continue;
     }
-    const float *x = src + 32 * j;
-    float amax = 0.0f;
-    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float dj = amax / 127.0f, id = dj != 0.0f ? 127.0f / amax : 0.0f;
+    const float dj = quantize_act_block(src + 32 * j, q);
     int s0 = 0, s1 = 0;
-    for (int i = 0; i < 32; ++i) {
-      q[i] = static_cast<int8_t>(clamp_round(x[i] * id, -127, 127));
-      (i < 16 ? s0 : s1) += q[i];
-    }
+    for (int i = 0; i < 32; ++i) (i < 16 ? s0 : s1) += q[i];
     d[j] = dj;
     lo[j] = dj * static_cast<float>(s0);
     hi[j] = dj * static_cast<float>(s1);

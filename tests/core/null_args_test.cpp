@@ -195,6 +195,7 @@ const std::map<std::string, row> &table() {
       OWN(bp_buffer_type_device),
       OWN(bp_device_buffer_type),
       OWN(bp_device_host_buffer_type),
+      OWN(bp_device_weight_buffer_type),
       OWN(bp_device_buffer_from_host_ptr),
       OK(bp_buffer_free),
       OWN(bp_buffer_size),

@@ -299,3 +299,42 @@ TEST(ModelForward, RopeFrequencyFactorsDivideEachPairsFrequency) {
 }
 
 }  // namespace
+
+// On cpu the layers' Q4_0 and Q8_0 matrices load into the weight buffer type
+// (repacked, copied) unless plain_weights asks for the file's layout
+// (mapped). Both give the same logits up to float summation order: the
+// activations are rounded to int8 the same way and the block dots are exact.
+TEST(ModelForward, WeightBufferAndPlainWeightsAgree) {
+  for (bp_type type : {BP_TYPE_Q4_0, BP_TYPE_Q8_0}) {
+    SCOPED_TRACE(bp_type_name(type));
+    tiny_config cfg;
+    cfg.type = type;
+    tiny_weights w;
+    const std::string path = make(cfg, &w);
+    std::vector<float> got[2];
+    for (int plain = 0; plain < 2; ++plain) {
+      bp_model_options mo{};
+      mo.struct_size = sizeof mo;
+      mo.devices = "cpu:threads=2";
+      mo.offload_layers = -1;
+      mo.plain_weights = plain != 0;
+      loaded m;
+      ASSERT_EQ(bp_model_load(path.c_str(), &mo, &m.model), BP_OK) << bp_last_error();
+      bp_model_backend_info bi{};
+      bi.struct_size = sizeof bi;
+      ASSERT_EQ(bp_model_backend_describe(m.model, 0, &bi), BP_OK);
+      EXPECT_EQ(bi.mapped, plain != 0);
+      const bp_model_context_options opt = context_options(64, true);
+      ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
+      const auto ids = prompt(9, cfg.n_vocab(), 3);
+      ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
+      size_t rows = 0;
+      const float *logits = bp_model_context_logits(m.ctx, &rows);
+      ASSERT_NE(logits, nullptr);
+      got[plain].assign(logits, logits + rows * static_cast<size_t>(cfg.n_vocab()));
+    }
+    ASSERT_EQ(got[0].size(), got[1].size());
+    const std::vector<double> plain_d(got[1].begin(), got[1].end());
+    EXPECT_LT(rel_error(got[0].data(), plain_d, plain_d.size()), 1e-4);
+  }
+}

@@ -39,6 +39,9 @@ TEST(RegistryAbiMinor, PluginOfAbi11LoadsListsDevicesAndComputes) {
   EXPECT_EQ(bp_plugin_status(p, nullptr), BP_OK);
   bp_backend *be = nullptr;
   ASSERT_EQ(bp_backend_new("abi_1_1_plugin", &be), BP_OK) << bp_last_error();
+  // Its device table has no weight buffer type: NULL and UNIMPLEMENTED.
+  EXPECT_EQ(bp_device_weight_buffer_type(bp_backend_device(be)), nullptr);
+  EXPECT_EQ(bp_last_status(), BP_ERR_UNIMPLEMENTED);
   bp_test::add_graph add(be, 5);
   ASSERT_EQ(add.status, BP_OK) << bp_last_error();
   const std::vector<float> x = {1, 2, 3, 4, 5}, y = {10, 20, 30, 40, 50};

@@ -68,9 +68,11 @@ struct graph_setup : setup {
   bp_context *ctx = nullptr;
   bp_graph *graph = nullptr;
   bp_buffer *buf = nullptr;
+  bp_buffer *weights = nullptr;  // a, when the device has a weight buffer type
   bp_tensor *out = nullptr;
   std::vector<bp_tensor *> inputs;
   ~graph_setup() override {
+    bp_buffer_free(weights);
     bp_buffer_free(buf);
     bp_graph_free(graph);
     bp_context_free(ctx);
@@ -222,6 +224,17 @@ std::string verify(const op_case &c, const graph_setup &s) {
 std::unique_ptr<graph_setup> make_graph_setup(const op_case &c, bp_backend *be, std::string &err) {
   std::unique_ptr<graph_setup> s = build_graph(c, err);
   if (!s) return nullptr;
+  if (c.op == op_kind::mul_mat && bp_type_is_quantized(c.a_type) && !c.plain) {
+    // The weights where a model would load them; the rest in the default type.
+    if (bp_buffer_type *wbt = bp_device_weight_buffer_type(bp_backend_device(be))) {
+      bp_tensor *a = s->inputs[0];
+      if (bp_buffer_type_alloc(wbt, bp_buffer_type_alloc_size(wbt, a), &s->weights) != BP_OK ||
+          bp_buffer_place_tensor(s->weights, a, 0) != BP_OK)
+        return err = api_error("allocating the weights in the weight buffer type"), nullptr;
+    } else {
+      bp_clear_error();
+    }
+  }
   if (bp_context_alloc_tensors(s->ctx, be, &s->buf) != BP_OK)
     return err = api_error("bp_context_alloc_tensors"), nullptr;
   uint64_t seed = 1;

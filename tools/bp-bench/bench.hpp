@@ -34,6 +34,10 @@ struct op_case {
   bp_type a_type = BP_TYPE_F32;
   int64_t m = 0, n = 0, k = 0;
   int64_t ne0 = 0, ne1 = 0;
+  // Quantized a: false puts it in the device's weight buffer type where it
+  // has one (bp_device_weight_buffer_type, as models load it), true keeps
+  // the file's layout in the default type (group "..._plain").
+  bool plain = false;
 
   std::string group() const;  // "MUL_MAT_f32", "MUL_MAT_f16xf32", "RMS_NORM", ...
   std::string shape() const;  // "M=1024,N=1024,K=1024" or "4096x512"

@@ -115,9 +115,10 @@ bool parse(int argc, char **argv, options &opt, std::vector<char *> &rest) {
 // or JSON; the CSV reporter is deprecated).
 std::unique_ptr<benchmark::BenchmarkReporter> make_display_reporter(const options &opt) {
   if (opt.format == "json") return std::make_unique<benchmark::JSONReporter>();
-  bool color = opt.color == "auto" ? isatty(STDOUT_FILENO) != 0
-                                   : opt.color == "true" || opt.color == "yes" || opt.color == "1";
-  int oo = (color ? benchmark::ConsoleReporter::OO_Color : 0) | (opt.tabular ? benchmark::ConsoleReporter::OO_Tabular : 0);
+  bool color =
+      opt.color == "auto" ? isatty(STDOUT_FILENO) != 0 : opt.color == "true" || opt.color == "yes" || opt.color == "1";
+  int oo =
+      (color ? benchmark::ConsoleReporter::OO_Color : 0) | (opt.tabular ? benchmark::ConsoleReporter::OO_Tabular : 0);
   return std::make_unique<benchmark::ConsoleReporter>(static_cast<benchmark::ConsoleReporter::OutputOptions>(oo));
 }
 
@@ -153,7 +154,8 @@ int main(int argc, char **argv) {
   const bool defaults = opt.devices.empty();
   if (defaults) {
     opt.devices.push_back("cpu:threads=" + threads);
-    if (bp_plugin *blas = nullptr; bp_registry_find_plugin("blas", &blas) == BP_OK) opt.devices.push_back("blas:threads=" + threads);
+    if (bp_plugin *blas = nullptr; bp_registry_find_plugin("blas", &blas) == BP_OK)
+      opt.devices.push_back("blas:threads=" + threads);
   }
   for (const std::string &spec : opt.devices) {
     backend_slot slot{spec, nullptr};
@@ -179,8 +181,8 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "bp-bench: %s %s: %s\n", c.group().c_str(), c.shape().c_str(), why.c_str());
       return 1;
     }
-    std::string ref_name = c.group() + "/" + c.shape() + "/" +
-                           (c.counts_flops() ? "ref:sgemm" : "ref:memcpy") + ":threads=" + threads;
+    std::string ref_name =
+        c.group() + "/" + c.shape() + "/" + (c.counts_flops() ? "ref:sgemm" : "ref:memcpy") + ":threads=" + threads;
     for (size_t i = 0; i < backends.size(); ++i) {
       if (!bp::bench::backend_supports(backends[i].be, c, why)) {
         unsupported[i] += (unsupported[i].empty() ? "" : ", ") + c.group() + " " + c.shape();

@@ -16,6 +16,12 @@ std::vector<op_case> quant_cases() {
     // One token through weights 8x larger (75-142 MiB, past any LLC).
     c.m = 32768, c.n = 1;
     cases.push_back(c);
+    // The file's layout beside the weight buffer's, for N = 1 and 512.
+    for (int64_t n : {1, 512}) {
+      op_case p = c;
+      p.m = 4096, p.n = n, p.plain = true;
+      cases.push_back(p);
+    }
   }
   return cases;
 }

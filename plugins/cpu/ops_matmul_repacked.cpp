@@ -1,0 +1,91 @@
+// ops_matmul_repacked.cpp: MUL_MAT with a in the repacked layout of a cpu
+// weight buffer (repack.hpp) and F32 b: a [K, M, A2, A3] x b [K, N, B2, B3]
+// -> dst [M, N, B2, B3], a repeating over b's batch dims.
+//
+// The work is split by units of one group of 4 rows (plus one unit for the
+// rows past a matrix's last group, which stay in the file's layout and go
+// through the plain quantized tiles), so every output is written by one
+// thread and its bits do not depend on the thread count. Every thread
+// quantizes all of b's columns itself, as ops_matmul_quant.cpp does. Inside
+// a thread: blocks of kGroupBlock groups against chunks of b's columns of
+// about kColChunkBytes, tiles of one group by up to max_cols columns inside.
+#include <algorithm>
+#include <vector>
+
+#include "kernels.hpp"
+#include "quant.hpp"
+#include "repack.hpp"
+
+namespace bp::cpu {
+namespace {
+
+constexpr int64_t kGroupBlock = 16;
+constexpr size_t kColChunkBytes = 256 * 1024;
+
+char *aligned_in(std::vector<char> &v, size_t bytes) {
+  v.resize(bytes + 64);
+  return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
+}
+
+}  // namespace
+
+bool mul_mat_r_supports(const bp_tensor *t) {
+  const bp_tensor *a = t->src[0];
+  return a->view_src == nullptr && repacked_layout(a) && mul_mat_q_supports(t);
+}
+
+void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
+  const bp_tensor *a = t->src[0], *b = t->src[1];
+  qtype q = qtype::q8_0;
+  qtype_of(a->type, &q);
+  static const rkernels &rk = rkernels_for_cpu();
+  const int64_t K = a->ne[0], M = t->ne[0], N = t->ne[1];
+  const int64_t groups = packed_rows(M) / kPackRows, tail = M - packed_rows(M);
+  const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+  int64_t u0, u1;
+  split_range(groups + (tail ? 1 : 0), ith, nth, &u0, &u1);
+  if (u0 >= u1) return;
+  const int64_t g1 = std::min(u1, groups);
+  const bool do_tail = tail && u1 > groups;
+
+  const size_t col = ract_col_bytes(K), tcol = act_col_bytes(K);
+  std::vector<char> cols_v, tcols_v;
+  char *bq = aligned_in(cols_v, col * static_cast<size_t>(N));
+  char *tq = do_tail ? aligned_in(tcols_v, tcol * static_cast<size_t>(N)) : nullptr;
+  std::vector<float> scratch(static_cast<size_t>(K));
+  const int64_t chunk =
+      std::max<int64_t>(rk.max_cols, static_cast<int64_t>(kColChunkBytes / col) / rk.max_cols * rk.max_cols);
+  const int64_t ldo = static_cast<int64_t>(t->nb[1] / sizeof(float));
+  const size_t lda = a->nb[1], group_bytes = lda * kPackRows;
+
+  for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < t->ne[2]; ++i2) {
+      for (int64_t n = 0; n < N; ++n) {
+        const float *x = read_row(b, n, i2, i3, scratch.data());
+        quantize_ract_col(x, K, bq + n * col);
+        if (tq) quantize_act_col(x, K, tq + n * tcol);
+      }
+      const auto *a0 = reinterpret_cast<const uint8_t *>(row_ptr(a, 0, i2 / r2, i3 / r3));
+      float *out = reinterpret_cast<float *>(row_ptr(t, 0, i2, i3));
+      for (int64_t gb = u0; gb < g1; gb += kGroupBlock) {
+        const int64_t ge = std::min(gb + kGroupBlock, g1);
+        for (int64_t cb = 0; cb < N; cb += chunk) {
+          const int64_t ce = std::min(cb + chunk, N);
+          for (int64_t g = gb; g < ge; ++g)
+            for (int64_t c = cb; c < ce; c += rk.max_cols) {
+              const int rn = static_cast<int>(std::min<int64_t>(rk.max_cols, ce - c));
+              rk.tile(q, rn)(a0 + g * group_bytes, bq + c * col, col, K, out + c * ldo + g * kPackRows, ldo);
+            }
+        }
+      }
+      if (do_tail) {
+        static const qkernels &k = qkernels_for_cpu();
+        for (int64_t r = M - tail; r < M; ++r)
+          for (int64_t c = 0; c < N; ++c)
+            k.tile(q, 1, 1)(reinterpret_cast<const char *>(a0) + r * lda, lda, tq + c * tcol, tcol, K,
+                            out + c * ldo + r, ldo);
+      }
+    }
+}
+
+}  // namespace bp::cpu

@@ -1,0 +1,75 @@
+// repack.cpp: the repacked layout's conversions (repack.hpp) and the
+// quantized columns of b its products read.
+#include "repack.hpp"
+
+#include <cstring>
+
+namespace bp::cpu {
+
+bool repack_format(qtype q) { return q == qtype::q4_0 || q == qtype::q8_0; }
+
+namespace {
+
+// Where the bytes of one block of one row go inside the group's record of
+// that block, as (offset in the row's block, offset in the record, length)
+// runs: the f16 scale, then the quants.
+struct run {
+  int from, to, len;
+};
+
+// Q4_0: row r's 16 nibble bytes at pair r / 2, half r % 2.
+// Q8_0: row r's values 0-15 and 16-31 at pair r / 2, quarters r % 2 and 2 + r % 2.
+template <class Fn>
+void for_each_run(qtype q, int r, Fn &&fn) {
+  fn(run{0, 2 * r, 2});
+  if (q == qtype::q4_0) {
+    fn(run{2, 8 + 32 * (r / 2) + 16 * (r % 2), 16});
+  } else {
+    fn(run{2, 8 + 64 * (r / 2) + 16 * (r % 2), 16});
+    fn(run{18, 8 + 64 * (r / 2) + 32 + 16 * (r % 2), 16});
+  }
+}
+
+template <bool Pack>
+void convert_group(qtype q, const uint8_t *from, uint8_t *to, int64_t k) {
+  const size_t block = static_cast<size_t>(format_of(q).block_bytes), row = qrow_bytes(q, k);
+  const size_t record = block * kPackRows;
+  const int64_t nb = k / format_of(q).block_values;
+  for (int64_t j = 0; j < nb; ++j)
+    for (int r = 0; r < kPackRows; ++r)
+      for_each_run(q, r, [&](run u) {
+        const size_t plain =
+            static_cast<size_t>(r) * row + static_cast<size_t>(j) * block + static_cast<size_t>(u.from);
+        const size_t packed = static_cast<size_t>(j) * record + static_cast<size_t>(u.to);
+        if constexpr (Pack) {
+          std::memcpy(to + packed, from + plain, static_cast<size_t>(u.len));
+        } else {
+          std::memcpy(to + plain, from + packed, static_cast<size_t>(u.len));
+        }
+      });
+}
+
+}  // namespace
+
+void pack_group(qtype q, const uint8_t *plain, uint8_t *packed, int64_t k) { convert_group<true>(q, plain, packed, k); }
+void unpack_group(qtype q, const uint8_t *packed, uint8_t *plain, int64_t k) {
+  convert_group<false>(q, packed, plain, k);
+}
+
+void quantize_ract_col(const float *src, int64_t K, void *col) {
+  const int64_t nb = K / 32;
+  auto *qs = static_cast<int8_t *>(col);
+  float *d = reinterpret_cast<float *>(qs + nb * 32);
+  int32_t *sums = reinterpret_cast<int32_t *>(d + nb);
+  for (int64_t j = 0; j < nb; ++j) {
+    int8_t *qj = qs + 32 * j;
+    d[j] = quantize_act_block(src + 32 * j, qj);
+    for (int l = 0; l < 4; ++l) {
+      int32_t s = 0;
+      for (int t = 0; t < 4; ++t) s += qj[4 * l + t] + qj[16 + 4 * l + t];
+      sums[4 * j + l] = s;
+    }
+  }
+}
+
+}  // namespace bp::cpu

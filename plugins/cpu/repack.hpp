@@ -1,0 +1,90 @@
+// repack.hpp: quantized weights in the cpu plugin's interleaved layout
+// ("repacked"), the one the weight buffer type (weight_buffer.cpp) stores
+// and the repacked MUL_MAT (ops_matmul_repacked.cpp) reads.
+//
+// A GGUF matrix keeps each row's blocks together, so a kernel working on
+// several rows streams from several places and decodes each row's scales
+// and nibbles on its own. The repacked layout interleaves kPackRows rows
+// ("a group"): for each block index j, the group's 4 f16 scales side by
+// side, then the quants arranged so one 256-bit load holds a block of two
+// rows, already in the order the integer dot wants:
+//   Q4_0 (72 bytes per block of the group): d[4] (f16), then for the row
+//     pairs (0,1) and (2,3): 32 bytes = row 2p's 16 nibble bytes, then row
+//     2p+1's. Low nibbles are values 0-15 of both rows, high ones 16-31.
+//   Q8_0 (136 bytes): d[4], then per pair 64 bytes: row 2p values 0-15, row
+//     2p+1 values 0-15, row 2p values 16-31, row 2p+1 values 16-31.
+// A group takes exactly the bytes of its 4 rows in the file, at the same
+// place (group g starts where row 4g started), so offsets, sizes and the
+// rows past the last whole group (kept as they are in the file) do not
+// change: repacking is a permutation inside each group's bytes.
+#ifndef BP_PLUGIN_CPU_REPACK_HPP_
+#define BP_PLUGIN_CPU_REPACK_HPP_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "quant.hpp"
+
+namespace bp::cpu {
+
+constexpr int kPackRows = 4;
+
+// True for the formats with a repacked layout (Q4_0, Q8_0).
+bool repack_format(qtype q);
+// The rows of a tensor of |q| with |k| values per row and |rows| rows per
+// matrix that are repacked: the whole groups (rows - rows % kPackRows).
+inline int64_t packed_rows(int64_t rows) { return rows - rows % kPackRows; }
+
+// One group: kPackRows rows of |k| values (dense, qrow_bytes(q, k) apart)
+// into the repacked layout, and back. |plain| and |packed| do not overlap.
+void pack_group(qtype q, const uint8_t *plain, uint8_t *packed, int64_t k);
+void unpack_group(qtype q, const uint8_t *packed, uint8_t *plain, int64_t k);
+
+// ---- the weight buffer type (weight_buffer.cpp) --------------------------
+// True when |t|'s memory in a weight buffer would be repacked: a format
+// of repack_format, whole blocks, dense, at least one group.
+bool repacked_layout(const bp_tensor *t);
+// True when |t| itself lives in a cpu weight buffer (its buffer_ctx).
+bool in_weight_buffer(const bp_tensor *t);
+// True when |t|'s bytes are in the repacked layout: in a weight buffer and
+// its root (the tensor it views, or itself) has repacked_layout. Only
+// MUL_MAT reads such a tensor, as its a, and only unviewed.
+bool is_repacked(const bp_tensor *t);
+bp_buffer_type_ref weight_buffer_type_ref();
+bool is_weight_buffer_type(bp_buffer_type_ref buft);
+
+// MUL_MAT with a repacked (is_repacked, not a view), F32 b, F32 dst with
+// dense rows (ops_matmul_repacked.cpp).
+bool mul_mat_r_supports(const bp_tensor *t);
+void mul_mat_r_run(const bp_tensor *t, int ith, int nth);
+
+// ---- b for the repacked products ---------------------------------------
+// One column of K values (a multiple of 32): int8 qs[nb * 32], float
+// d[nb], then int32 sums[nb * 4] with nb = K / 32. Value i of block j is
+// d[j] * qs[32 j + i]; sums[4 j + l] = sum of qs[32 j + 4 l + t] and
+// qs[32 j + 16 + 4 l + t] over t < 4 (the int32 lane l of a pair's dot),
+// which takes Q4_0's zero point out of the dot exactly.
+inline size_t ract_col_bytes(int64_t K) {
+  const size_t nb = static_cast<size_t>(K / 32);
+  return (nb * (32 + sizeof(float) + 4 * sizeof(int32_t)) + 63) / 64 * 64;
+}
+// Quantizes like quantize_act_col (d = max |value| / 127).
+void quantize_ract_col(const float *src, int64_t K, void *col);
+
+// out[c * ldo + r] = dot(row r of the group, column c) for r < kPackRows,
+// c < rn: the group at |group|, column c at b + c * ldb (ract_col_bytes).
+using rtile_fn = void (*)(const uint8_t *group, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo);
+
+struct rkernels {
+  const char *name;
+  int max_cols;
+  rtile_fn (*tile)(qtype q, int rn);
+};
+const rkernels &rkernels_baseline();  // repack_gemm_scalar.cpp: the reference
+const rkernels &rkernels_avx2();      // repack_gemm_avx2.cpp: call only with AVX2, FMA, F16C
+// AVX2 where the CPU has it (AVX-512 CPUs run the AVX2 tiles), else baseline.
+const rkernels &rkernels_for_cpu();
+
+}  // namespace bp::cpu
+
+#endif  // BP_PLUGIN_CPU_REPACK_HPP_
