@@ -61,11 +61,16 @@ std::string shape_name(const shape &ne) {
 
 std::string layout_name(layout_kind lay) {
   switch (lay) {
-    case layout_kind::contiguous: return "";
-    case layout_kind::transposed: return " transposed";
-    case layout_kind::permuted: return " permuted";
-    case layout_kind::shuffled: return " shuffled";
-    case layout_kind::strided: return " strided";
+    case layout_kind::contiguous:
+      return "";
+    case layout_kind::transposed:
+      return " transposed";
+    case layout_kind::permuted:
+      return " permuted";
+    case layout_kind::shuffled:
+      return " shuffled";
+    case layout_kind::strided:
+      return " strided";
   }
   return "";
 }
@@ -75,10 +80,9 @@ std::string operand_name(bp_type type, const shape &ne, layout_kind lay) {
 }
 
 std::vector<std::string> conformance_ops() {
-  return {"ADD",     "SUB",      "MUL",  "DIV",    "SCALE",  "CLAMP",   "NEG",      "ABS",     "SQR",
-          "SQRT",    "EXP",      "RELU", "GELU",   "SILU",   "TANH",    "SIGMOID",  "SUM_ROWS", "MEAN",
-          "ARGMAX",  "NORM",     "RMS_NORM", "SOFT_MAX", "MUL_MAT", "GET_ROWS", "CPY", "CONT",
-          "CONCAT",  "ROPE"};
+  return {"ADD",      "SUB",      "MUL",     "DIV",      "SCALE", "CLAMP",   "NEG",      "ABS",  "SQR",    "SQRT",
+          "EXP",      "RELU",     "GELU",    "SILU",     "TANH",  "SIGMOID", "SUM_ROWS", "MEAN", "ARGMAX", "NORM",
+          "RMS_NORM", "SOFT_MAX", "MUL_MAT", "GET_ROWS", "CPY",   "CONT",    "CONCAT",   "ROPE"};
 }
 
 std::vector<case_desc> conformance_cases(const std::vector<std::string> &ops) {

@@ -17,17 +17,22 @@ fill_spec values_for(bp_type t) { return t == i32 ? integers(-1000, 1000) : unif
 
 void add_get_rows(std::vector<case_desc> &out) {
   struct get_rows_case {
-    shape a;     // [E, R, A2, A3]
-    int64_t n;   // ids per matrix
+    shape a;    // [E, R, A2, A3]
+    int64_t n;  // ids per matrix
     bp_type type;
     L la = L::contiguous, lids = L::contiguous;
   };
   const std::vector<get_rows_case> cases = {
-      {{1, 1, 1, 1}, 1, f32},         {{7, 5, 1, 1}, 3, f32},
-      {{33, 9, 1, 1}, 7, f32},        {{257, 3, 1, 1}, 5, f32},  // ids repeat
-      {{7, 5, 3, 2}, 4, f32},         {{33, 9, 1, 1}, 7, f16},
-      {{7, 5, 3, 2}, 4, f16},         {{33, 9, 1, 1}, 7, i32},
-      {{7, 5, 3, 1}, 4, i32},         {{33, 9, 2, 1}, 7, f32, L::strided, L::contiguous},
+      {{1, 1, 1, 1}, 1, f32},
+      {{7, 5, 1, 1}, 3, f32},
+      {{33, 9, 1, 1}, 7, f32},
+      {{257, 3, 1, 1}, 5, f32},  // ids repeat
+      {{7, 5, 3, 2}, 4, f32},
+      {{33, 9, 1, 1}, 7, f16},
+      {{7, 5, 3, 2}, 4, f16},
+      {{33, 9, 1, 1}, 7, i32},
+      {{7, 5, 3, 1}, 4, i32},
+      {{33, 9, 2, 1}, 7, f32, L::strided, L::contiguous},
       {{7, 5, 3, 2}, 4, f16, L::permuted, L::strided},
       {{257, 100, 1, 1}, 67, f16},  // big: split over threads
       {{33, 100, 2, 1}, 513, f32, L::strided},
@@ -100,18 +105,12 @@ void add_cont(std::vector<case_desc> &out) {
     bp_type to;
   };
   const std::vector<cont_case> cases = {
-      {{33, 7, 1, 1}, f32, L::transposed, false, f32},
-      {{7, 5, 3, 2}, f32, L::permuted, false, f32},
-      {{7, 5, 3, 2}, f32, L::shuffled, false, f32},
-      {{257, 3, 2, 1}, f32, L::strided, false, f32},
-      {{33, 7, 1, 1}, f16, L::transposed, false, f16},
-      {{7, 5, 3, 2}, i32, L::shuffled, false, i32},
-      {{1, 1, 1, 1}, f32, L::contiguous, true, f16},
-      {{33, 7, 1, 1}, f32, L::contiguous, true, f16},
-      {{33, 7, 1, 1}, f16, L::contiguous, true, f32},
-      {{33, 7, 3, 1}, f32, L::transposed, true, f16},
-      {{7, 5, 3, 2}, f16, L::shuffled, true, f32},
-      {{257, 3, 1, 1}, f32, L::strided, true, f32},
+      {{33, 7, 1, 1}, f32, L::transposed, false, f32},   {{7, 5, 3, 2}, f32, L::permuted, false, f32},
+      {{7, 5, 3, 2}, f32, L::shuffled, false, f32},      {{257, 3, 2, 1}, f32, L::strided, false, f32},
+      {{33, 7, 1, 1}, f16, L::transposed, false, f16},   {{7, 5, 3, 2}, i32, L::shuffled, false, i32},
+      {{1, 1, 1, 1}, f32, L::contiguous, true, f16},     {{33, 7, 1, 1}, f32, L::contiguous, true, f16},
+      {{33, 7, 1, 1}, f16, L::contiguous, true, f32},    {{33, 7, 3, 1}, f32, L::transposed, true, f16},
+      {{7, 5, 3, 2}, f16, L::shuffled, true, f32},       {{257, 3, 1, 1}, f32, L::strided, true, f32},
       {{257, 67, 1, 1}, f32, L::transposed, false, f32},  // big
       {{7, 2053, 2, 1}, f32, L::shuffled, true, f16},
   };
@@ -129,7 +128,9 @@ void add_cont(std::vector<case_desc> &out) {
         return bp_cast(ctx, in[0], a.type);
       };
     } else {
-      c.build = [](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &) { return bp_cont(ctx, in[0]); };
+      c.build = [](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &) {
+        return bp_cont(ctx, in[0]);
+      };
     }
     c.reference = ref::cont();
     out.push_back(std::move(c));

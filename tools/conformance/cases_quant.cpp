@@ -64,6 +64,14 @@ void add_mul_mat(std::vector<case_desc> &out, bp_type t) {
       return bp_mul_mat(ctx, in[0], in[1]);
     };
     c.reference = ref::mul_mat_quant();
+    // The weights as a model loads them: the same product from the weight
+    // buffer type, where the device has one (an unviewed a only).
+    if (s.la == L::contiguous) {
+      case_desc w = c;
+      w.name += " (weight buffer)";
+      w.weight_buffer = true;
+      out.push_back(std::move(w));
+    }
     out.push_back(std::move(c));
   }
 }

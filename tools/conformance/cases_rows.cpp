@@ -20,11 +20,19 @@ struct row_shape {
 
 const std::vector<row_shape> &row_shapes() {
   static const std::vector<row_shape> shapes = {
-      {{1, 1, 1, 1}},       {{7, 1, 1, 1}},           {{257, 3, 1, 1}},         {{33, 7, 3, 2}},
-      {{33, 7, 1, 1}, L::transposed}, {{7, 5, 3, 2}, L::strided}, {{7, 5, 3, 2}, L::shuffled},
-      {{257, 2, 1, 1}, L::permuted},  {{7, 257, 1, 1}},   {{1, 33, 7, 1}},
+      {{1, 1, 1, 1}},
+      {{7, 1, 1, 1}},
+      {{257, 3, 1, 1}},
+      {{33, 7, 3, 2}},
+      {{33, 7, 1, 1}, L::transposed},
+      {{7, 5, 3, 2}, L::strided},
+      {{7, 5, 3, 2}, L::shuffled},
+      {{257, 2, 1, 1}, L::permuted},
+      {{7, 257, 1, 1}},
+      {{1, 33, 7, 1}},
       {{33, 1, 7, 1}, L::transposed},
-      {{257, 67, 1, 1}},  {{7, 2053, 2, 1}, L::strided},  // > 16k elements: split over threads
+      {{257, 67, 1, 1}},
+      {{7, 2053, 2, 1}, L::strided},  // > 16k elements: split over threads
   };
   return shapes;
 }
@@ -41,11 +49,16 @@ void add_reduction(std::vector<case_desc> &out, bp_op op, reference_fn ref, cons
     c.args = args;
     c.build = [op](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &a) -> bp_tensor * {
       switch (op) {
-        case BP_OP_SUM_ROWS: return bp_sum_rows(ctx, in[0]);
-        case BP_OP_MEAN: return bp_mean(ctx, in[0]);
-        case BP_OP_ARGMAX: return bp_argmax(ctx, in[0]);
-        case BP_OP_NORM: return bp_norm(ctx, in[0], a.f[0]);
-        default: return bp_rms_norm(ctx, in[0], a.f[0]);
+        case BP_OP_SUM_ROWS:
+          return bp_sum_rows(ctx, in[0]);
+        case BP_OP_MEAN:
+          return bp_mean(ctx, in[0]);
+        case BP_OP_ARGMAX:
+          return bp_argmax(ctx, in[0]);
+        case BP_OP_NORM:
+          return bp_norm(ctx, in[0], a.f[0]);
+        default:
+          return bp_rms_norm(ctx, in[0], a.f[0]);
       }
     };
     c.reference = ref;
@@ -75,9 +88,9 @@ void add_soft_max(std::vector<case_desc> &out) {
       {{7, 5, 3, 2}, L::strided, false, {}, BP_TYPE_F32, L::contiguous, false, 0.5f},
       {{33, 7, 1, 1}, L::contiguous, true, {33, 7, 1, 1}},
       {{33, 7, 1, 1}, L::contiguous, true, {33, 7, 1, 1}, BP_TYPE_F16, L::contiguous, false, 0.25f},
-      {{33, 7, 3, 2}, L::contiguous, true, {33, 7, 1, 1}},                 // broadcast over 2 and 3
-      {{33, 7, 3, 2}, L::contiguous, true, {33, 7, 3, 1}, BP_TYPE_F16},    // broadcast over 3
-      {{33, 7, 1, 1}, L::contiguous, true, {33, 9, 1, 1}},                 // more mask rows than a
+      {{33, 7, 3, 2}, L::contiguous, true, {33, 7, 1, 1}},               // broadcast over 2 and 3
+      {{33, 7, 3, 2}, L::contiguous, true, {33, 7, 3, 1}, BP_TYPE_F16},  // broadcast over 3
+      {{33, 7, 1, 1}, L::contiguous, true, {33, 9, 1, 1}},               // more mask rows than a
       {{33, 7, 1, 1}, L::contiguous, true, {33, 7, 1, 1}, BP_TYPE_F32, L::contiguous, true},
       {{257, 33, 2, 1}, L::contiguous, true, {257, 33, 1, 1}, BP_TYPE_F16, L::contiguous, true, 0.125f},
       {{7, 5, 3, 2}, L::permuted, true, {7, 5, 3, 2}, BP_TYPE_F32, L::strided},
@@ -100,7 +113,8 @@ void add_soft_max(std::vector<case_desc> &out) {
     // An f16 mask converts to f32 exactly: no looser bound than an f32 mask.
     c.max_nmse = k_tol_f32_complex;
     c.inputs.push_back(operand(BP_TYPE_F32, s.a, s.la, uniform(-4, 4)));
-    if (s.has_mask) c.inputs.push_back(operand(s.mask_type, s.mask, s.lmask, s.causal ? causal_mask() : uniform(-2, 0)));
+    if (s.has_mask)
+      c.inputs.push_back(operand(s.mask_type, s.mask, s.lmask, s.causal ? causal_mask() : uniform(-2, 0)));
     c.args.f[0] = s.scale;
     c.build = [](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &a) {
       return bp_soft_max(ctx, in[0], in.size() > 1 ? in[1] : nullptr, a.f[0]);

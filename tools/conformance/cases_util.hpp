@@ -40,13 +40,13 @@ inline fill_spec distinct(double lo, double hi) { return {fill_kind::distinct, l
 inline fill_spec causal_mask() { return {fill_kind::causal_mask, 0, 0}; }
 
 // Tolerances (max NMSE).
-constexpr double k_tol_f32 = 1e-7;         // elementwise and reductions in f32
-constexpr double k_tol_f32_complex = 1e-6; // softmax, norms, rope, mul_mat f32
-constexpr double k_tol_f16 = 5e-4;         // MUL_MAT f16 x f32 (a backend may round b to f16)
+constexpr double k_tol_f32 = 1e-7;          // elementwise and reductions in f32
+constexpr double k_tol_f32_complex = 1e-6;  // softmax, norms, rope, mul_mat f32
+constexpr double k_tol_f16 = 5e-4;          // MUL_MAT f16 x f32 (a backend may round b to f16)
 // Elementwise ops on f16: the result differs from the rounded reference by an
 // ulp at most (NMSE ~1e-7), so a looser bound would hide real errors.
 constexpr double k_tol_f16_elementwise = 1e-5;
-constexpr double k_tol_convert = 1e-6;     // pure f32 <-> f16 rounding
+constexpr double k_tol_convert = 1e-6;  // pure f32 <-> f16 rounding
 
 // The node of SCALE, CLAMP (parameters from op_args) or a unary op on in[0].
 build_fn unary_builder(bp_op op);

@@ -38,8 +38,8 @@ std::string fmt(const char *f, double a, double b) {
 comparison compare_values(const std::vector<double> &actual, const expected &want, double max_nmse, bool exact) {
   comparison c;
   if (actual.size() != want.values.size()) {
-    c.message = "result has " + std::to_string(actual.size()) + " elements, reference " +
-                std::to_string(want.values.size());
+    c.message =
+        "result has " + std::to_string(actual.size()) + " elements, reference " + std::to_string(want.values.size());
     return c;
   }
   double err2 = 0, ref2 = 0, worst = -1;
@@ -68,15 +68,15 @@ comparison compare_values(const std::vector<double> &actual, const expected &wan
   if (exact) {
     c.ok = mismatches == 0;
     if (!c.ok)
-      c.message = std::to_string(mismatches) + " of " + std::to_string(actual.size()) +
-                  " elements differ; first at " + index_str(want, first_mismatch) +
+      c.message = std::to_string(mismatches) + " of " + std::to_string(actual.size()) + " elements differ; first at " +
+                  index_str(want, first_mismatch) +
                   fmt(": got %.17g, want %.17g", actual[first_mismatch], want.values[first_mismatch]);
     return c;
   }
   c.ok = c.nmse <= max_nmse;
   if (!c.ok)
-    c.message = "worst at " + index_str(want, worst_at) +
-                fmt(": got %.9g, want %.9g", actual[worst_at], want.values[worst_at]);
+    c.message =
+        "worst at " + index_str(want, worst_at) + fmt(": got %.9g, want %.9g", actual[worst_at], want.values[worst_at]);
   return c;
 }
 

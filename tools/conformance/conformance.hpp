@@ -150,6 +150,10 @@ struct case_desc {
   // of the quantized types. bp-test-ops --optional-feature lets a backend
   // without them pass --require-support (tests/CMakeLists.txt).
   std::string feature;
+  // Input 0 goes to the device's weight buffer type (bp_device_weight_buffer_type:
+  // the layout the device's kernels read weights in, e.g. the cpu plugin's
+  // repacked Q4_0 and Q8_0) when it has one; else to the default type.
+  bool weight_buffer = false;
 };
 
 enum class case_status { passed, failed, unsupported };

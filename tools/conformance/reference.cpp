@@ -41,35 +41,51 @@ void for_each_index(const int64_t ne[4], F f) {
 double apply_unary(bp_op op, double x, const op_args &a) {
   const double pi = 3.14159265358979323846;
   switch (op) {
-    case BP_OP_NEG: return -x;
-    case BP_OP_ABS: return std::fabs(x);
-    case BP_OP_SQR: return x * x;
-    case BP_OP_SQRT: return std::sqrt(x);
-    case BP_OP_EXP: return std::exp(x);
-    case BP_OP_RELU: return x > 0 ? x : 0.0;
+    case BP_OP_NEG:
+      return -x;
+    case BP_OP_ABS:
+      return std::fabs(x);
+    case BP_OP_SQR:
+      return x * x;
+    case BP_OP_SQRT:
+      return std::sqrt(x);
+    case BP_OP_EXP:
+      return std::exp(x);
+    case BP_OP_RELU:
+      return x > 0 ? x : 0.0;
     // GELU as docs/ops.md defines it: x sigmoid(2u), u = sqrt(2/pi) (x +
     // 0.044715 x^3), which is the tanh form 0.5 x (1 + tanh(u)) without its
     // cancellation at large negative x.
     case BP_OP_GELU:
       return x / (1.0 + std::exp(-2.0 * std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
-    case BP_OP_SILU: return x / (1.0 + std::exp(-x));
-    case BP_OP_TANH: return std::tanh(x);
-    case BP_OP_SIGMOID: return 1.0 / (1.0 + std::exp(-x));
-    case BP_OP_SCALE: return x * static_cast<double>(a.f[0]);
+    case BP_OP_SILU:
+      return x / (1.0 + std::exp(-x));
+    case BP_OP_TANH:
+      return std::tanh(x);
+    case BP_OP_SIGMOID:
+      return 1.0 / (1.0 + std::exp(-x));
+    case BP_OP_SCALE:
+      return x * static_cast<double>(a.f[0]);
     // NaN stays NaN (docs/ops.md); std::fmax would give the lower bound.
     case BP_OP_CLAMP:
       return std::isnan(x) ? x : std::fmin(std::fmax(x, static_cast<double>(a.f[0])), static_cast<double>(a.f[1]));
-    default: throw std::logic_error("reference: not a unary op");
+    default:
+      throw std::logic_error("reference: not a unary op");
   }
 }
 
 double apply_binary(bp_op op, double x, double y) {
   switch (op) {
-    case BP_OP_ADD: return x + y;
-    case BP_OP_SUB: return x - y;
-    case BP_OP_MUL: return x * y;
-    case BP_OP_DIV: return x / y;
-    default: throw std::logic_error("reference: not a binary op");
+    case BP_OP_ADD:
+      return x + y;
+    case BP_OP_SUB:
+      return x - y;
+    case BP_OP_MUL:
+      return x * y;
+    case BP_OP_DIV:
+      return x / y;
+    default:
+      throw std::logic_error("reference: not a binary op");
   }
 }
 
@@ -117,8 +133,8 @@ reference_fn binary(bp_op op) {
     const host_input &a = in[0], &b = in[1];
     expected e = make(a.type, a.ne());
     for_each_index(a.ne(), [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-      cell(e, i0, i1, i2, i3) = apply_binary(
-          op, a.at(i0, i1, i2, i3), b.at(i0 % b.ne()[0], i1 % b.ne()[1], i2 % b.ne()[2], i3 % b.ne()[3]));
+      cell(e, i0, i1, i2, i3) =
+          apply_binary(op, a.at(i0, i1, i2, i3), b.at(i0 % b.ne()[0], i1 % b.ne()[1], i2 % b.ne()[2], i3 % b.ne()[3]));
     });
     return finish(std::move(e));
   };

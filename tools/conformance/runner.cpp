@@ -114,8 +114,8 @@ bool read_logical(const bp_tensor *t, std::vector<double> &out, std::string &err
     for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
       for (int64_t i1 = 0; i1 < t->ne[1]; ++i1)
         for (int64_t i0 = 0; i0 < t->ne[0]; ++i0)
-          out.push_back(element_at(raw.data() + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3],
-                                   t->type));
+          out.push_back(
+              element_at(raw.data() + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3], t->type));
   return true;
 }
 
@@ -211,8 +211,21 @@ case_result run_case_unguarded(const case_desc &c, bp_backend *backend) {
   if (!graph) return fail(api_error("bp_graph_new"));
   if (bp_graph_build(graph.get(), node) != BP_OK) return fail(api_error("bp_graph_build"));
 
+  std::unique_ptr<bp_buffer, buffer_deleter> weights;
+  if (c.weight_buffer) {
+    if (bp_buffer_type *wbt = bp_device_weight_buffer_type(bp_backend_device(backend))) {
+      bp_buffer *raw = nullptr;
+      if (bp_buffer_type_alloc(wbt, bp_buffer_type_alloc_size(wbt, leaves[0]), &raw) != BP_OK)
+        return fail(api_error("allocating the weight buffer"));
+      weights.reset(raw);
+      if (bp_buffer_place_tensor(raw, leaves[0], 0) != BP_OK) return fail(api_error("bp_buffer_place_tensor"));
+    } else {
+      bp_clear_error();  // none: the default type, like every other case
+    }
+  }
   bp_buffer *raw_buf = nullptr;
-  if (bp_context_alloc_tensors(ctx.get(), backend, &raw_buf) != BP_OK) return fail(api_error("bp_context_alloc_tensors"));
+  if (bp_context_alloc_tensors(ctx.get(), backend, &raw_buf) != BP_OK)
+    return fail(api_error("bp_context_alloc_tensors"));
   std::unique_ptr<bp_buffer, buffer_deleter> buf(raw_buf);
   // All ones: NaN in f32/f16, so an output element the op never writes shows.
   if (buf && bp_buffer_clear(buf.get(), 0xff) != BP_OK) return fail(api_error("bp_buffer_clear"));
