@@ -24,6 +24,7 @@ struct state {
   std::vector<event> events;
   std::unordered_map<const void *, uint32_t> track_by_ctx;
   std::vector<std::string> tracks;  // stable across recordings
+  std::vector<std::string> bases;   // per track: the backend's own name
 };
 
 // Leaked on purpose: plugin threads may report a span while the process
@@ -70,8 +71,21 @@ uint64_t now_ns() {
 void name_backend(const void *ctx, const std::string &name) {
   state &s = st();
   std::lock_guard<std::mutex> lock(s.mutex);
+  // Each backend of a process gets a track a reader can tell apart, even
+  // when an earlier one had the same name (bp-run's reference cpu and the
+  // cpu it measures are both "cpu:0").
+  const auto same = static_cast<size_t>(std::count(s.bases.begin(), s.bases.end(), name));
   s.track_by_ctx[ctx] = static_cast<uint32_t>(s.tracks.size());
-  s.tracks.push_back(name);
+  s.tracks.push_back(same ? name + " #" + std::to_string(same + 1) : name);
+  s.bases.push_back(name);
+}
+
+void forget_backend(const void *ctx) {
+  state &s = st();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  // A span reported after this (a plugin bug) lands on a "?" track rather
+  // than on the track of a later backend that reuses the address.
+  s.track_by_ctx.erase(ctx);
 }
 
 namespace {
@@ -81,6 +95,7 @@ uint32_t track_locked(state &s, const void *ctx) {
   const auto id = static_cast<uint32_t>(s.tracks.size());
   s.track_by_ctx[ctx] = id;
   s.tracks.emplace_back("?");
+  s.bases.emplace_back("?");
   return id;
 }
 }  // namespace

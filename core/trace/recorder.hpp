@@ -60,8 +60,11 @@ struct event {
 // Names the track of the backend whose plugin ctx is |ctx| (a backend is
 // known to its plugin by its ctx; span reports carry it). Called at every
 // backend creation, traced or not; a ctx reused by a later backend gets that
-// backend's name and a new track.
+// backend's name and a new track. The second backend of one name in the
+// process gets " #2", the third " #3", ...
 void name_backend(const void *ctx, const std::string &name);
+// Called when the backend is freed.
+void forget_backend(const void *ctx);
 
 // The track of |ctx| (one named "?" when it was never named).
 uint32_t track_of(const void *ctx);

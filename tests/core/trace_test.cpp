@@ -100,7 +100,7 @@ TEST_F(TraceTest, EveryNodeOfARunAppearsOnceOnItsBackendAndOnAWorker) {
     ++whole[s->args.value("node", "")];
     sum_ns += s->end_ns - s->begin_ns;
     EXPECT_EQ(t.processes.at(s->pid).rfind("backend cpu", 0), 0u) << t.processes.at(s->pid);
-    EXPECT_EQ(s->args.value("backend", ""), bp_backend_name(backend));
+    EXPECT_EQ(s->args.value("backend", "").rfind(bp_backend_name(backend), 0), 0u) << "the name, maybe with #N";
   }
   for (const auto *s : bp::test::spans_on(t, "node", "worker")) ++parts[s->args.value("node", "")];
   size_t n_nodes = 0;
@@ -154,7 +154,7 @@ TEST_F(TraceTest, SummaryCountsEachOpOnItsBackend) {
   ASSERT_EQ(bp_trace_op_stats(rows.data(), rows.size(), &n), BP_OK);
   for (size_t i = 0; i < n; ++i) {
     EXPECT_EQ(rows[i].count, 3u) << bp_op_name(rows[i].op);
-    EXPECT_STREQ(rows[i].backend, bp_backend_name(backend));
+    EXPECT_EQ(std::string(rows[i].backend).rfind(bp_backend_name(backend), 0), 0u) << rows[i].backend;
     if (i) {
       EXPECT_LE(rows[i].total_ns, rows[i - 1].total_ns) << "largest first";
     }

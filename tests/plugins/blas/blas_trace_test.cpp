@@ -44,7 +44,7 @@ TEST(BlasTrace, EveryProductAppearsOnceWithItsPartsOnWorkers) {
   for (const auto *s : bp::test::spans_on(t, "node", "nodes")) {
     ++whole[s->args.value("node", "")];
     EXPECT_EQ(s->name, "MUL_MAT");
-    EXPECT_EQ(s->args.value("backend", ""), bp_backend_name(be));
+    EXPECT_EQ(s->args.value("backend", "").rfind(bp_backend_name(be), 0), 0u);
   }
   for (const auto *s : bp::test::spans_on(t, "node", "worker")) ++parts[s->args.value("node", "")];
   EXPECT_EQ(whole["c"], 1);
@@ -59,7 +59,7 @@ TEST(BlasTrace, EveryProductAppearsOnceWithItsPartsOnWorkers) {
   ASSERT_EQ(n, 1u);
   EXPECT_EQ(row.op, BP_OP_MUL_MAT);
   EXPECT_EQ(row.count, 2u);
-  EXPECT_STREQ(row.backend, bp_backend_name(be));
+  EXPECT_EQ(std::string(row.backend).rfind(bp_backend_name(be), 0), 0u) << row.backend;
   EXPECT_EQ(row.flops, uint64_t{2} * 96 * 128 * 40 * 2 + uint64_t{2} * 8 * 96 * 40 * 2);
 
   std::remove(path.c_str());
