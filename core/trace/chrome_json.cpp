@@ -122,14 +122,18 @@ bool write_chrome_json(const snapshot &s, const std::string &path, std::string &
     out += "{\"ph\":\"X\",\"name\":";
     append_escaped(out, e->name.c_str());
     out += ",\"cat\":";
-    append_escaped(out, e->category.c_str());
+    append_escaped(out, e->category);
     out += ",\"pid\":" + std::to_string(e->track + 1) + ",\"tid\":" + std::to_string(e->lane) + ",\"ts\":";
     append_micros(out, begin);
     out += ",\"dur\":";
     append_micros(out, e->end - e->begin);
     out += ",\"args\":{";
-    if (e->has_node) {
+    if (e->has_node && e->node_full) {
       append_node_args(out, e->node, backend);
+    } else if (e->has_node) {
+      out += "\"node\":";
+      append_escaped(out, e->node.name);
+      out += ",\"part\":" + std::to_string(e->lane - kLaneWorker0);
     } else {
       out += e->args;
     }

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "backplane/backplane.h"
+#include "core/ops_internal.hpp"  // op_flops, op_bytes
 
 namespace bp::core::trace {
 
@@ -21,7 +22,10 @@ struct state {
   std::mutex mutex;
   std::string path;  // "" when the recording only feeds the summary
   uint64_t origin = 0;
-  std::vector<event> events;
+  // Fixed-capacity chunks: a recorded event never moves and a span costs no
+  // allocation but one per kChunk events (a std::deque of events this size
+  // allocates a block per event).
+  std::vector<std::vector<event>> chunks;
   std::unordered_map<const void *, uint32_t> track_by_ctx;
   std::vector<std::string> tracks;  // stable across recordings
   std::vector<std::string> bases;   // per track: the backend's own name
@@ -36,6 +40,8 @@ state &st() {
 
 std::atomic<bool> g_env_checked{false};
 
+constexpr size_t kChunk = 4096;
+
 bool start_locked(state &s, const char *path, std::string &why) {
   if (on()) {
     why = "a trace is already recording" + (s.path.empty() ? std::string() : " to '" + s.path + "'") +
@@ -43,7 +49,7 @@ bool start_locked(state &s, const char *path, std::string &why) {
     return false;
   }
   s.path = path ? path : "";
-  s.events.clear();
+  s.chunks.clear();
   s.origin = now_ns();
   g_recording.store(true, std::memory_order_release);
   return true;
@@ -106,20 +112,31 @@ uint32_t track_of(const void *ctx) {
   return track_locked(s, ctx);
 }
 
-void record(event &&e) {
+void record(const void *track_ctx, event &&e) {
   state &s = st();
   std::lock_guard<std::mutex> lock(s.mutex);
   // Checked again under the lock: a span that ends after bp_trace_stop took
   // its snapshot belongs to no recording.
   if (!on()) return;
-  s.events.push_back(std::move(e));
+  e.track = track_locked(s, track_ctx);
+  if (s.chunks.empty() || s.chunks.back().size() == s.chunks.back().capacity()) {
+    s.chunks.emplace_back();
+    s.chunks.back().reserve(kChunk);
+  }
+  s.chunks.back().push_back(std::move(e));
 }
 
-void describe_node(const bp_tensor *t, event &e) {
+void describe_node(const bp_tensor *t, bool full, event &e) {
   e.has_node = true;
+  e.node_full = full;
   node_info &n = e.node;
   n.op = t->op;
   n.type = t->type;
+  std::memcpy(n.name, t->name, sizeof n.name);
+  n.name[sizeof n.name - 1] = '\0';
+  e.name = bp_op_name(t->op);
+  e.category = "node";
+  if (!full) return;
   std::memcpy(n.ne, t->ne, sizeof n.ne);
   n.n_src = 0;
   for (const bp_tensor *src : t->src) {
@@ -128,12 +145,9 @@ void describe_node(const bp_tensor *t, event &e) {
     std::memcpy(n.src_ne[n.n_src], src->ne, sizeof n.src_ne[0]);
     ++n.n_src;
   }
-  n.flops = bp_op_flops(t);
-  n.bytes = bp_op_bytes(t);
-  std::memcpy(n.name, t->name, sizeof n.name);
-  n.name[sizeof n.name - 1] = '\0';
-  e.name = bp_op_name(t->op);
-  e.category = "node";
+  // The node passed validate_node when it was submitted.
+  n.flops = op_flops(t);
+  n.bytes = op_bytes(t);
 }
 
 bool start(const char *path, std::string &why) {
@@ -160,7 +174,10 @@ snapshot take_snapshot() {
   snapshot out;
   out.origin = s.origin;
   out.tracks = s.tracks;
-  out.events = s.events;
+  size_t n = 0;
+  for (const auto &c : s.chunks) n += c.size();
+  out.events.reserve(n);
+  for (const auto &c : s.chunks) out.events.insert(out.events.end(), c.begin(), c.end());
   return out;
 }
 
@@ -193,10 +210,10 @@ void host_trace_node(void *, const bp_trace_node_span *span) {
     event e;
     e.begin = span->begin_ns;
     e.end = std::max(span->end_ns, span->begin_ns);
-    e.track = track_of(span->backend);
-    e.lane = span->thread < 0 ? kLaneNodes : kLaneWorker0 + static_cast<uint32_t>(span->thread);
-    describe_node(span->node, e);
-    record(std::move(e));
+    const bool whole = span->thread < 0;
+    e.lane = whole ? kLaneNodes : kLaneWorker0 + static_cast<uint32_t>(span->thread);
+    describe_node(span->node, whole, e);
+    record(span->backend, std::move(e));
   } catch (...) {
     // Out of memory while tracing: the span is lost, the computation is not.
   }

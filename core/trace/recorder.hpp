@@ -3,10 +3,11 @@
 //
 // One process-wide recording: a flag that every instrumented place tests
 // first (the one branch tracing costs when off), and a list of events under
-// a mutex. A mutex rather than per-thread buffers: plugin worker threads
-// are not the core's, and a per-thread buffer would have to outlive the
-// thread (and the plugin that made it); one uncontended lock per span is
-// well under the 5% the issue allows on a decode step.
+// a mutex. A mutex rather than per-thread buffers: plugin worker threads are
+// not the core's, and a per-thread buffer would have to outlive the thread
+// (and the plugin that made it). One lock per span and storage in
+// fixed chunks (no allocation per span, recorded events never move) keep a
+// span cheap (docs/performance.md has the figures).
 #pragma once
 
 #include <atomic>
@@ -50,10 +51,11 @@ struct event {
   uint64_t begin = 0, end = 0;
   uint32_t track = 0;  // index into the recording's track names
   uint32_t lane = 0;
-  std::string name;      // the span's label ("split 3", "copy", the op's name)
-  std::string category;  // "sched", "copy", "plan", "submit", "sync", "node"
-  std::string args;      // a JSON object's members, already written ("" for none)
+  std::string name;           // the label ("split 3", "copy", an op's name: short, so no allocation)
+  const char *category = "";  // static: "sched", "copy", "plan", "submit", "sync", "node"
+  std::string args;           // a JSON object's members, already written ("" for none)
   bool has_node = false;
+  bool node_full = false;  // a whole-node span: shapes, sources, bytes and FLOPs filled
   node_info node;
 };
 
@@ -69,11 +71,14 @@ void forget_backend(const void *ctx);
 // The track of |ctx| (one named "?" when it was never named).
 uint32_t track_of(const void *ctx);
 
-// Appends |e| (moved) when a recording runs.
-void record(event &&e);
+// Appends |e| (moved) when a recording runs; |track_ctx| names its track
+// (track_of), looked up under the same lock.
+void record(const void *track_ctx, event &&e);
 
-// Fills the node fields of |e| from |t|.
-void describe_node(const bp_tensor *t, event &e);
+// Fills the node fields of |e| from |t|: everything when |full| (a
+// whole-node span), else the op and the name (a worker's part, which the
+// whole-node span describes already).
+void describe_node(const bp_tensor *t, bool full, event &e);
 
 // Starts and stops the recording (trace.h's semantics); the env variant
 // runs once, at the first backend creation.

@@ -15,12 +15,11 @@ void span::finish() noexcept {
     event e;
     e.begin = begin_;
     e.end = now_ns();
-    e.track = track_of(ctx_);
     e.lane = kLaneHost;
     e.name = std::move(name_);
     e.category = category_;
     e.args = std::move(args_);
-    record(std::move(e));
+    record(ctx_, std::move(e));
   } catch (...) {
     // Out of memory while tracing: the span is lost, the call is not.
   }
