@@ -15,6 +15,8 @@
 #include "abi/tables.hpp"
 #include "core/objects.hpp"
 #include "core/ops_internal.hpp"  // validate_node
+#include "core/trace/recorder.hpp"
+#include "core/trace/span.hpp"
 
 namespace bp::core {
 
@@ -52,6 +54,8 @@ bp_status backend_create(bp_device *dev, const bp_param_value *params, uint32_t 
   backend->name = name;
   backend->buft = buft;
   plugin_retain(dev->plugin);
+  trace::name_backend(ref.ctx, name);
+  trace::start_from_env_once();
   *out = backend.release();
   return BP_OK;
 }
@@ -76,6 +80,7 @@ bp_status usable_backend(const bp_backend *be, const char *fn) {
 
 bp_status call_synchronize(bp_backend *be) {
   if (!BP_HAS_SLOT(be->ref.iface, bp_backend_i, synchronize)) return BP_OK;
+  trace::span span(be->ref.ctx, "sync", "synchronize");
   bp_error err{};
   bp_status st = be->ref.iface->synchronize(be->ref.ctx, &err);
   if (st != BP_OK) return plugin_failed(be->device, st, err, "synchronizing backend '" + be->name + "'");
@@ -171,6 +176,9 @@ bp_status validate_graph(bp_backend *be, const bp_graph *graph, const char *fn) 
 bp_status compute_async(bp_backend *be, const bp_graph *graph, const char *fn) {
   if (bp_status st = usable_backend(be, fn); st != BP_OK) return st;
   if (!handle_ok(graph, TAG_GRAPH)) return bad_handle(fn, "graph", graph, TAG_GRAPH);
+  // Validation included: it is host time every submission pays.
+  trace::span span(be->ref.ctx, "submit", "submit");
+  if (span.active()) span.args() = "\"nodes\":" + std::to_string(graph->nodes.size());
   if (bp_status st = validate_graph(be, graph, fn); st != BP_OK) return st;
   if (graph->nodes.empty()) return BP_OK;
   bp_graph_desc desc{};
@@ -202,6 +210,7 @@ BP_API void bp_backend_free(bp_backend *backend) {
   if (backend == nullptr) return;
   if (!free_check(backend, TAG_BACKEND, "bp_backend_free", "backend")) return;
   bp::core::plugin_core *plugin = backend->device->plugin;
+  trace::forget_backend(backend->ref.ctx);
   backend->ref.iface->free(backend->ref.ctx);
   retire_handle(backend);
   plugin_release(plugin);
@@ -353,6 +362,8 @@ bp_status plan_create(bp_backend *be, const bp_graph *graph, bp_graph_plan **out
                       "%s: backend '%s' has no graph plans; run the graph with "
                       "bp_backend_graph_compute",
                       fn, be->name.c_str());
+  trace::span span(be->ref.ctx, "plan", "plan build");
+  if (span.active()) span.args() = "\"nodes\":" + std::to_string(graph->nodes.size());
   if (bp_status st = validate_graph(be, graph, fn); st != BP_OK) return st;
   // Views compute nothing: the plugin gets the nodes that run.
   std::vector<bp_tensor *> nodes;
@@ -388,6 +399,8 @@ BP_API bp_status bp_graph_plan_compute_async(bp_graph_plan *plan) {
     if (!handle_ok(plan, TAG_PLAN)) return bad_handle(fn, "graph plan", plan, TAG_PLAN);
     bp_backend *be = plan->backend;
     if (bp_status st = usable_backend(be, fn); st != BP_OK) return st;
+    trace::span span(be->ref.ctx, "submit", "plan submit");
+    if (span.active()) span.args() = "\"nodes\":" + std::to_string(plan->n_nodes);
     bp_error err{};
     bp_status st = be->ref.iface->graph_plan_compute(be->ref.ctx, plan->plan, &err);
     if (st != BP_OK)

@@ -94,4 +94,9 @@ bp_status validate_node(const bp_tensor *t);
 // shape and both are contiguous. [core/ops_table.cpp]
 int op_inplace_src(const bp_tensor *t);
 
+// bp_op_flops and bp_op_bytes of a node already validated (the trace
+// recorder's, which must not pay validate_node again per node).
+uint64_t op_flops(const bp_tensor *t);
+uint64_t op_bytes(const bp_tensor *t);
+
 }  // namespace bp::core

@@ -223,6 +223,18 @@ BP_API const char *bp_op_name(bp_op op) { return bp::core::ops::op_name(bp::core
 BP_API uint64_t bp_op_flops(const bp_tensor *t) {
   BP_API_SCOPE();
   if (!cost_input_ok(t, "bp_op_flops")) return 0;
+  return bp::core::op_flops(t);
+}
+
+BP_API uint64_t bp_op_bytes(const bp_tensor *t) {
+  BP_API_SCOPE();
+  if (!cost_input_ok(t, "bp_op_bytes") || bp_op_is_view(t->op)) return 0;
+  return bp::core::op_bytes(t);
+}
+
+}  // extern "C"
+
+uint64_t bp::core::op_flops(const bp_tensor *t) {
   const uint64_t n = elems(t);
   switch (t->op) {
     case BP_OP_ADD:
@@ -268,9 +280,8 @@ BP_API uint64_t bp_op_flops(const bp_tensor *t) {
   }
 }
 
-BP_API uint64_t bp_op_bytes(const bp_tensor *t) {
-  BP_API_SCOPE();
-  if (!cost_input_ok(t, "bp_op_bytes") || bp_op_is_view(t->op)) return 0;
+uint64_t bp::core::op_bytes(const bp_tensor *t) {
+  if (bp_op_is_view(t->op)) return 0;
   uint64_t bytes = bp_tensor_nbytes(t);
   // CPY writes src1's memory but does not read it.
   const int n_read = t->op == BP_OP_CPY ? 1 : BP_MAX_SRC;
@@ -279,5 +290,3 @@ BP_API uint64_t bp_op_bytes(const bp_tensor *t) {
   }
   return bytes;
 }
-
-}  // extern "C"

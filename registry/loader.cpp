@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "abi/minor.hpp"
+#include "core/trace/recorder.hpp"
 #include "registry/registry_internal.hpp"
 
 namespace bp::registry {
@@ -272,6 +273,9 @@ bp_status load_plugin_file(const std::string &path_in, bp_plugin **out, bool fro
   p->host.host = p.get();
   p->host.log = host_log;
   p->host.log_enabled = host_log_enabled;
+  p->host.trace_enabled = bp::core::trace::host_trace_enabled;
+  p->host.trace_now = bp::core::trace::host_trace_now;
+  p->host.trace_node = bp::core::trace::host_trace_node;
   if (strings.abi_minor > BP_PLUGIN_ABI_MINOR)
     bp::core::logf(BP_LOG_DEBUG, "registry", "plugin '%s' was built for ABI %u.%u (host %u.%u): newer slots unused",
                    name.c_str(), strings.abi_major, strings.abi_minor, BP_PLUGIN_ABI_VERSION, BP_PLUGIN_ABI_MINOR);

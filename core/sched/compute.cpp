@@ -16,6 +16,7 @@
 #include "core/errors.hpp"
 #include "core/handles.hpp"
 #include "core/sched/sched.hpp"
+#include "core/trace/span.hpp"
 
 namespace bp::core {
 namespace {
@@ -39,6 +40,13 @@ bp_status flush_readers(bp_sched *s, int backend) {
 bp_status copy_input(bp_sched *s, const sched_copy &c) {
   bp_backend *dst_be = s->backends[(size_t)c.backend];
   bp_tensor *dst = c.versions[s->cur_slot];
+  // Waits included: what the copy costs the split is its waits too.
+  trace::span span(dst_be->ref.ctx, "copy", "copy");
+  if (span.active()) {
+    span.args() = "\"kind\":\"" + std::string(c.user_data ? "input" : "intermediate") +
+                  "\",\"bytes\":" + std::to_string(bp_tensor_nbytes(c.src)) + ",\"from\":\"" +
+                  (c.src_backend >= 0 ? s->backends[(size_t)c.src_backend]->name : std::string("user")) + "\"";
+  }
   bp_event *ev = slot_event(s, c.backend);
   bp_status st;
   if (c.user_data) {
@@ -140,6 +148,12 @@ bp_status sched_compute_splits(bp_sched *s) {
   bool stop = false;
   for (sched_split &sp : s->splits) {
     bp_backend *be = s->backends[(size_t)sp.backend];
+    trace::span span(be->ref.ctx, "sched", "split");
+    if (span.active()) {
+      span.name() = "split " + std::to_string(&sp - s->splits.data());
+      span.args() = "\"nodes\":" + std::to_string(sp.end - sp.first) +
+                    ",\"inputs\":" + std::to_string(sp.inputs.size()) + ",\"bytes_copied\":" + std::to_string(sp.bytes);
+    }
     bp_status st = flush_readers(s, sp.backend);
     if (st != BP_OK) return st;
     for (int ci : sp.inputs) {

@@ -1,4 +1,4 @@
-/* plugin.h: the Backplane plugin ABI, version 1.2.
+/* plugin.h: the Backplane plugin ABI, version 1.3.
  *
  * What it is: the C interface tables a device plugin (libbp-<name>.so)
  * exports and the host services table the core lends it. A plugin is built
@@ -58,8 +58,9 @@ extern "C" {
  * reads its descriptor's abi_minor). 1: bp_plugin_i.enumerate. 2:
  * bp_plugin_i.init_with_host; ROPE's optional src[2] (frequency factors),
  * which the host never shows a plugin of minor < 2 (supports_op answers
- * "no" for it on that plugin's behalf). */
-#define BP_PLUGIN_ABI_MINOR 2
+ * "no" for it on that plugin's behalf). 3: the host table's tracing slots
+ * (trace_enabled, trace_now, trace_node). */
+#define BP_PLUGIN_ABI_MINOR 3
 #define BP_PLUGIN_MAGIC 0x4C504250u /* "BPPL" little-endian */
 #define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_entry"
@@ -131,6 +132,8 @@ typedef struct bp_plugin_descriptor_t {
         BP_PLUGIN_ABI_MINOR, (name), (version), (description), BP_PLUGIN_BUILD_FLAGS              \
   }
 
+struct bp_trace_node_span; /* below: what trace_node records */
+
 /* Services the host lends; valid from bp_plugin_entry until shutdown returns.
  * A plugin must not call a slot beyond the host's struct_size. */
 typedef struct bp_host_api {
@@ -141,7 +144,36 @@ typedef struct bp_host_api {
   void (*log)(void *host, bp_log_level level, const char *message);
   /* True when |level| would be printed (skip formatting otherwise). */
   int (*log_enabled)(void *host, bp_log_level level);
+  /* ---- ABI 1.3: tracing (docs/performance.md, "Tracing") ---- */
+  /* Nonzero while the application records a trace. Cheap (one atomic load):
+   * ask once per graph and skip every other trace call when it says no. */
+  int (*trace_enabled)(void *host);
+  /* The trace clock, in nanoseconds: the host's steady clock, which every
+   * span's begin_ns and end_ns must use. A device that times its own work
+   * maps its timestamps onto this clock before it reports them. */
+  uint64_t (*trace_now)(void *host);
+  /* Records one node span (copied; |span| is borrowed for the call). The host
+   * adds the op, types, shapes, bytes and FLOPs from span->node. Thread-safe:
+   * each worker thread may report its own part. */
+  void (*trace_node)(void *host, const struct bp_trace_node_span *span);
 } bp_host_api;
+
+/* The thread value of a span that covers a whole node on the backend's queue
+ * (from the start of its first part to the end of its last). */
+#define BP_TRACE_WHOLE_NODE (-1)
+
+/* A span of node work that a plugin reports through bp_host_api.trace_node
+ * (ABI 1.3). Starts with struct_size so fields can be appended; the host
+ * reads no further than it. A plugin reports, per node it runs, one span with
+ * thread = BP_TRACE_WHOLE_NODE (the per-op summary counts these) and, when
+ * the node runs on several threads, one span per thread with its index. */
+typedef struct bp_trace_node_span {
+  uint32_t struct_size; /* sizeof(bp_trace_node_span) as the plugin was built */
+  int32_t thread;       /* worker index 0.. (0: the thread that called compute), or BP_TRACE_WHOLE_NODE */
+  void *backend;        /* the backend's ctx, as backend_init returned it: names the track */
+  const bp_tensor *node;
+  uint64_t begin_ns, end_ns; /* trace_now's clock */
+} bp_trace_node_span;
 
 /* Key/value pairs the core parsed and validated against the plugin's schema.
  * Every declared parameter is present (defaults filled in). Borrowed; valid
@@ -388,6 +420,30 @@ static inline void bp_host_logf(const bp_host_api *host, bp_log_level level, con
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   host->log(host->host, level, line);
+}
+
+/* Nonzero when |host| (the table bp_plugin_entry received; may be NULL) has
+ * the tracing slots of ABI 1.3 and records a trace now. */
+static inline int bp_host_trace_enabled(const bp_host_api *host) {
+  if (!host || host->struct_size < offsetof(bp_host_api, trace_node) + sizeof(host->trace_node)) return 0;
+  return host->trace_enabled && host->trace_now && host->trace_node && host->trace_enabled(host->host);
+}
+
+/* The trace clock (ns); call it only after bp_host_trace_enabled said yes. */
+static inline uint64_t bp_host_trace_now(const bp_host_api *host) { return host->trace_now(host->host); }
+
+/* Reports a span of |node| on |backend| (its ctx) by |thread|; call it only
+ * after bp_host_trace_enabled said yes. */
+static inline void bp_host_trace_node(const bp_host_api *host, void *backend, const bp_tensor *node, int32_t thread,
+                                      uint64_t begin_ns, uint64_t end_ns) {
+  bp_trace_node_span span;
+  span.struct_size = (uint32_t)sizeof span;
+  span.thread = thread;
+  span.backend = backend;
+  span.node = node;
+  span.begin_ns = begin_ns;
+  span.end_ns = end_ns;
+  host->trace_node(host->host, &span);
 }
 
 #if defined(__GNUC__)

@@ -23,6 +23,8 @@ bp_status be_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *
   return plugin_guard(err, [&]() -> bp_status {
     if (bp_status s = plugins::check_graph(backend, graph, err); s != BP_OK) return s;
     backend_ctx &ctx = *as_ctx(backend);
+    // Asked once per graph: untraced, a node costs this one flag test.
+    const bool tracing = bp_host_trace_enabled(ctx.host) != 0;
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
       if (bp_op_is_view(node->op)) continue;
@@ -31,7 +33,15 @@ bp_status be_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *
                           ") is not supported: this backend runs only MUL_MAT with f32/f16 a, f32 b and dense rows";
         return bp_error_set(err, BP_ERR_UNIMPLEMENTED, msg.c_str());
       }
+      if (!tracing) {
+        mul_mat_compute(node, ctx);
+        continue;
+      }
+      const uint64_t begin = bp_host_trace_now(ctx.host);
+      ctx.traced = node;
       mul_mat_compute(node, ctx);
+      ctx.traced = nullptr;
+      bp_host_trace_node(ctx.host, backend, node, BP_TRACE_WHOLE_NODE, begin, bp_host_trace_now(ctx.host));
     }
     // The nodes between this split and the next run on another backend:
     // workers that kept polling would take its cores.

@@ -64,6 +64,9 @@ struct backend_ctx {
   int64_t min_mnk;
   plugins::thread_pool pool;   // sized by the threads parameter
   std::vector<float> scratch;  // f16 a widened to f32; one backend = one caller thread
+  const bp_host_api *host = nullptr;  // the plugin's, for trace spans
+  // While a trace records, the node whose parts report worker spans; else NULL.
+  const bp_tensor *traced = nullptr;
 };
 
 // The buffer type: host memory (plugins/common/host_buffer.hpp). One name

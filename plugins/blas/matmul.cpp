@@ -127,19 +127,31 @@ struct product {
   }
 };
 
+// Runs body(ith, nth) on |nth| threads of the backend's pool; while a trace
+// records, each thread reports its part of ctx.traced.
 template <typename F>
-void run_on_pool(plugins::thread_pool &pool, int nth, F body) {
-  std::string error = pool.run(nth, body);
+void run_on_pool(backend_ctx &ctx, int nth, F body) {
+  std::string error;
+  if (ctx.traced == nullptr) {
+    error = ctx.pool.run(nth, body);
+  } else {
+    auto traced = [&](int ith, int n) {
+      const uint64_t begin = bp_host_trace_now(ctx.host);
+      body(ith, n);
+      bp_host_trace_node(ctx.host, &ctx, ctx.traced, ith, begin, bp_host_trace_now(ctx.host));
+    };
+    error = ctx.pool.run(nth, traced);
+  }
   if (!error.empty()) throw plugin_error(BP_ERR_INTERNAL, "" + error);
 }
 
-void run_split(plugins::thread_pool &pool, const product &p) {
-  const int nth = p.work() >= kSplitWork ? pool.size() : 1;
-  if (nth == 1) {
+void run_split(backend_ctx &ctx, const product &p) {
+  const int nth = p.work() >= kSplitWork ? ctx.pool.size() : 1;
+  if (nth == 1 && ctx.traced == nullptr) {
     p.part(0, 1);
     return;
   }
-  run_on_pool(pool, nth, [&](int ith, int n) { p.part(ith, n); });
+  run_on_pool(ctx, nth, [&](int ith, int n) { p.part(ith, n); });
 }
 
 }  // namespace
@@ -172,7 +184,7 @@ void mul_mat_compute(const bp_tensor *node, backend_ctx &ctx) {
     p.B = static_cast<const float *>(b->data);
     p.A = static_cast<const char *>(a->data);
     p.D = static_cast<float *>(node->data);
-    run_split(pool, p);
+    run_split(ctx, p);
     return;
   }
 
@@ -188,7 +200,7 @@ void mul_mat_compute(const bp_tensor *node, backend_ctx &ctx) {
 
   // Small f32 batches: whole batches per thread, one barrier for all.
   if (!widen && p.work() < kSplitWork && pool.size() > 1 && p.work() * n_batches >= kSplitWork) {
-    run_on_pool(pool, pool.size(), [&](int ith, int nth) {
+    run_on_pool(ctx, pool.size(), [&](int ith, int nth) {
       for (int64_t i = ith; i < n_batches; i += nth) batch(i).part(0, 1);
     });
     return;
@@ -206,7 +218,7 @@ void mul_mat_compute(const bp_tensor *node, backend_ctx &ctx) {
     } else if (widen) {
       widened_from = q.A;
     }
-    run_split(pool, q);
+    run_split(ctx, q);
   }
 }
 

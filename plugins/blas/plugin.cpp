@@ -59,7 +59,9 @@ bp_status dev_backend_init(void *, const bp_param_value *params, uint32_t n_para
     if (bp_status s = plugins::read_int_in(params, n_params, "min_mnk", 0, INT64_MAX, &min_mnk, err); s != BP_OK)
       return s;
     if (threads == 0) threads = g_state ? g_state->default_threads : 1;
-    *out = bp_backend_ref{&kBackendIface, new backend_ctx(static_cast<int>(threads), min_mnk)};
+    auto *ctx = new backend_ctx(static_cast<int>(threads), min_mnk);
+    ctx->host = g_state ? g_state->host : nullptr;
+    *out = bp_backend_ref{&kBackendIface, ctx};
     return BP_OK;
   });
 }

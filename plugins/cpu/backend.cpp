@@ -32,14 +32,29 @@ struct node_task {
   void operator()(int ith, int nth) const { kernel->run(node, ith, nth); }
 };
 
+// node_task while a trace records: each thread reports its own part, so the
+// trace shows how evenly the work was split and when each worker woke.
+struct traced_node_task {
+  const bp_tensor *node;
+  const op_kernel *kernel;
+  const bp_host_api *host;
+  void *backend;
+  void operator()(int ith, int nth) const {
+    const uint64_t begin = bp_host_trace_now(host);
+    kernel->run(node, ith, nth);
+    bp_host_trace_node(host, backend, node, ith, begin, bp_host_trace_now(host));
+  }
+};
+
 void backend_free(void *backend) noexcept { delete static_cast<backend_ctx *>(backend); }
 
 bp_buffer_type_ref backend_buffer_type(void *) noexcept { return buffer_type_ref(); }
 
 bool has_memory(const bp_tensor *t) { return t->data != nullptr; }
 
-bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bp_error *err) {
+bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bool tracing, bp_error *err) {
   if (bp_tensor_nelements(node) == 0) return BP_OK;  // nothing to write
+  const uint64_t begin = tracing ? bp_host_trace_now(ctx->plugin->host) : 0;
   if (!node_supported(node))
     return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "node '%s' (%s, %s) is not supported by the cpu backend",
                          node->name, plugins::op_name(node->op), bp_type_name(node->type));
@@ -58,8 +73,16 @@ bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bp_error *err) {
   }
   const int64_t work = k->work ? k->work(node) : bp_tensor_nelements(node);
   const int nth = work >= kParallelWork ? ctx->pool.size() : 1;
-  node_task task{node, k};
-  std::string error = ctx->pool.run(nth, task);
+  std::string error;
+  if (!tracing) {
+    node_task task{node, k};
+    error = ctx->pool.run(nth, task);
+  } else {
+    const bp_host_api *host = ctx->plugin->host;
+    traced_node_task task{node, k, host, ctx};
+    error = ctx->pool.run(nth, task);
+    bp_host_trace_node(host, ctx, node, BP_TRACE_WHOLE_NODE, begin, bp_host_trace_now(host));
+  }
   if (!error.empty()) return bp_error_setf(err, BP_ERR_INTERNAL, "node '%s' failed: %s", node->name, error.c_str());
   return BP_OK;
 }
@@ -68,10 +91,12 @@ bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_er
   return plugin_guard(err, [&]() -> bp_status {
     auto *ctx = static_cast<backend_ctx *>(backend);
     if (bp_status s = plugins::check_graph(ctx, graph, err); s != BP_OK) return s;
+    // Asked once per graph: untraced, a node costs this one flag test.
+    const bool tracing = bp_host_trace_enabled(ctx->plugin->host) != 0;
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
       if (bp_op_is_view(node->op)) continue;
-      bp_status s = compute_node(ctx, node, err);
+      bp_status s = compute_node(ctx, node, tracing, err);
       if (s != BP_OK) {
         ctx->pool.rest();
         return s;

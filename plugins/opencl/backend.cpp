@@ -13,8 +13,11 @@ namespace bp::opencl {
 
 backend_ctx::~backend_ctx() {
   if (queue && !dev->lost.load()) clFinish(queue);  // a lost device may never finish
+  // Not reported: the graphs those nodes belonged to may be gone by now.
+  trace_harvest(this, 0, false);
   for (auto &[key, k] : kernels) clReleaseKernel(k);
-  if (queue) clReleaseCommandQueue(queue);
+  if (plain_queue) clReleaseCommandQueue(plain_queue);
+  if (profiled_queue) clReleaseCommandQueue(profiled_queue);
 }
 
 namespace {
@@ -52,7 +55,10 @@ bp_status backend_synchronize(void *backend, bp_error *err) noexcept {
     if (!be) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "synchronize needs a backend");
     if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
     cl_int rc = clFinish(be->queue);
-    return rc == CL_SUCCESS ? BP_OK : device_fail(be->dev, rc, cl_site::wait, "clFinish", err);
+    if (rc != CL_SUCCESS) return device_fail(be->dev, rc, cl_site::wait, "clFinish", err);
+    // The graphs are still valid here (until synchronize, by contract).
+    if (!be->traced.empty()) trace_harvest(be, bp_host_trace_now(be->dev->plugin->host), true);
+    return BP_OK;
   });
 }
 
@@ -61,10 +67,16 @@ bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_er
     auto *be = static_cast<backend_ctx *>(backend);
     if (bp_status s = plugins::check_graph(be, graph, err); s != BP_OK) return s;
     if (bp_status s = device_check(be->dev, err); s != BP_OK) return s;
+    // Asked once per graph: untraced, a node costs this one flag test.
+    const bool tracing = bp_host_trace_enabled(be->dev->plugin->host) != 0;
+    if (bp_status s = trace_select_queue(be, tracing, err); s != BP_OK) return s;
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
       if (bp_op_is_view(node->op)) continue;
-      if (bp_status s = compute_node(be, node, err); s != BP_OK) return s;
+      if (tracing) be->traced_node = node;
+      const bp_status s = compute_node(be, node, err);
+      be->traced_node = nullptr;
+      if (s != BP_OK) return s;
     }
     clFlush(be->queue);  // start the work now; synchronize waits for it
     return BP_OK;
@@ -176,7 +188,7 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   be->matmul_vector_width = vw >= 16 ? 16 : vw >= 8 ? 8 : 4;
   be->matmul_cols = opt.matmul_cols ? opt.matmul_cols : be->matmul_vector_width == 8 ? 2 : 4;
   cl_int rc = CL_SUCCESS;
-  be->queue = clCreateCommandQueue(dev->context, dev->device, 0, &rc);
+  be->queue = be->plain_queue = clCreateCommandQueue(dev->context, dev->device, 0, &rc);
   if (!be->queue || rc != CL_SUCCESS) return device_fail(dev, rc, cl_site::setup, "creating a queue", err);
   bp_host_logf(dev->plugin->host, BP_LOG_INFO, "backend on %s (cache %s)", dev->name.c_str(),
                be->cache.enabled ? be->cache.dir.c_str() : "off");

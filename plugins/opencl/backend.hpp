@@ -5,8 +5,10 @@
 
 #include <CL/cl.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "opencl.hpp"
 
@@ -30,8 +32,36 @@ struct backend_ctx {
   // Kernel objects, created once per (program, name) and reused for every
   // node: only their arguments change. Key: family|options|name.
   std::map<std::string, cl_kernel> kernels;
+  // Tracing (trace.cpp): |queue| is |plain_queue|, or while a trace records
+  // |profiled_queue| (CL_QUEUE_PROFILING_ENABLE, made at the first traced
+  // graph), so an untraced run pays nothing for profiling.
+  cl_command_queue plain_queue = nullptr, profiled_queue = nullptr;
+  const bp_tensor *traced_node = nullptr;  // the node whose commands get events; NULL when untraced
+  struct traced_command {
+    const bp_tensor *node;
+    cl_event ev;
+    uint64_t enqueued_ns;  // the host's trace clock when it was enqueued
+  };
+  std::vector<traced_command> traced;  // reported and released at synchronize
+  uint64_t last_traced_end = 0;        // keeps the nodes track in order across graphs
   ~backend_ctx();
 };
+
+// trace.cpp: device times of nodes, mapped onto the host's trace clock.
+// Selects the queue for a graph (profiled while |tracing|), finishing the
+// other one's work first so the backend's commands stay in order.
+bp_status trace_select_queue(backend_ctx *be, bool tracing, bp_error *err);
+// The event out-argument for a command of the node being traced, or NULL.
+inline cl_event *trace_event(backend_ctx *be, cl_event *ev) { return be->traced_node ? ev : nullptr; }
+// The trace clock just before a command of the node being traced is
+// enqueued (0 when untraced): the command cannot start before it.
+uint64_t trace_before_enqueue(const backend_ctx *be);
+// Keeps |ev| (from trace_event; NULL is ignored) for the node being traced.
+void trace_enqueued(backend_ctx *be, cl_event ev, uint64_t before_ns);
+// After the queue finished (clFinish returned at |finished_ns| on the trace
+// clock): reports one span per traced node (|report|) and releases the
+// events.
+void trace_harvest(backend_ctx *be, uint64_t finished_ns, bool report);
 
 bp_status backend_create(device_state *dev, const backend_options &opt, bp_backend_ref *out, bp_error *err);
 bp_status event_create(device_state *dev, bp_event_ref *out, bp_error *err);

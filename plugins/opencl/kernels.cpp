@@ -53,8 +53,12 @@ bp_status launch::run(cl_uint dims, const size_t *global, const size_t *local, c
     g[i] = (global[i] + l[i] - 1) / l[i] * l[i];
     if (g[i] == 0) return BP_OK;  // nothing to do
   }
-  cl_int rc = clEnqueueNDRangeKernel(be_->queue, k_, dims, nullptr, g, local ? l : nullptr, 0, nullptr, nullptr);
+  cl_event ev = nullptr;
+  const uint64_t before = trace_before_enqueue(be_);
+  cl_int rc =
+      clEnqueueNDRangeKernel(be_->queue, k_, dims, nullptr, g, local ? l : nullptr, 0, nullptr, trace_event(be_, &ev));
   if (rc != CL_SUCCESS) return device_fail(be_->dev, rc, cl_site::setup, std::string("launching ") + what, err);
+  trace_enqueued(be_, ev, before);
   return BP_OK;
 }
 

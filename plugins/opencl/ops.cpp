@@ -198,10 +198,13 @@ bp_status run_copy(backend_ctx *be, const bp_tensor *t, bp_error *err) {
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "'%s' has a source outside OpenCL memory", t->name);
     const size_t n = bp_tensor_nbytes(t);
     if (ba == bd && offset_of(a, ba) == offset_of(t, bd)) return BP_OK;
-    cl_int rc =
-        clEnqueueCopyBuffer(be->queue, ba->mem, bd->mem, offset_of(a, ba), offset_of(t, bd), n, 0, nullptr, nullptr);
-    return rc == CL_SUCCESS ? BP_OK
-                            : device_fail(be->dev, rc, cl_site::setup, std::string("copy '") + t->name + "'", err);
+    cl_event ev = nullptr;
+    const uint64_t before = trace_before_enqueue(be);
+    cl_int rc = clEnqueueCopyBuffer(be->queue, ba->mem, bd->mem, offset_of(a, ba), offset_of(t, bd), n, 0, nullptr,
+                                    trace_event(be, &ev));
+    if (rc != CL_SUCCESS) return device_fail(be->dev, rc, cl_site::setup, std::string("copy '") + t->name + "'", err);
+    trace_enqueued(be, ev, before);
+    return BP_OK;
   }
   const std::string opts = opts2("S_TYPE", a->type, "D_TYPE", t->type);
   cl_kernel k = nullptr;

@@ -46,7 +46,9 @@ void log_profile(const backend_ctx *be) {
 
 backend_ctx::~backend_ctx() {
   bp_error ignored{};
+  closing = true;  // the traced graphs' nodes may be freed by now: not reported
   backend_sync(this, &ignored);
+  trace_harvest(this, 0);  // frees the query pools even if the wait failed
   if (opt.profile) log_profile(this);
   device_wait_all(dev, nullptr);
   for (vk_buffer *b : staging) buffer_destroy(b);
@@ -106,6 +108,8 @@ bp_status backend_flush(backend_ctx *be, bp_error *err) {
 bp_status backend_sync(backend_ctx *be, bp_error *err) {
   bp_status st = backend_flush(be, err);
   if (st == BP_OK) st = device_wait(be->dev, be->last, err);
+  // The graphs are still valid here (until synchronize, by contract).
+  if (st == BP_OK && !be->traced.empty()) trace_harvest(be, bp_host_trace_now(be->dev->plugin->host));
   if (st == BP_OK)
     for (const pending_read &pr : be->reads) std::memcpy(pr.dst, pr.staging->mapped, pr.size);
   be->reads.clear();

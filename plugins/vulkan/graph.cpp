@@ -150,14 +150,28 @@ bp_status graph_compute(backend_ctx *be, const bp_graph_desc *graph, bp_error *e
   VkCommandBuffer cb;
   if (bp_status st = backend_begin(be, &cb, err); st != BP_OK) return st;
   recorder rec{be, cb, {}, {}, VK_NULL_HANDLE, 0, 0, VK_NULL_HANDLE};
-  if (be->opt.profile) {
+  // Asked once per graph: untraced, the recording is the same as before.
+  const bp_host_api *host = be->dev->plugin->host;
+  const bool tracing =
+      !be->opt.profile && be->dev->props.limits.timestampComputeAndGraphics && bp_host_trace_enabled(host);
+  if (be->opt.profile || tracing) {
     if (bp_status st = profile_begin(be, cb, static_cast<uint32_t>(ds.size()), &rec.timestamps, err); st != BP_OK)
       return st;
   }
   for (const dispatch &d : ds) record(rec, d);
-  bp_host_logf(be->dev->plugin->host, BP_LOG_DEBUG, "graph of %u nodes: %u dispatches, %u barriers", graph->n_nodes,
-               rec.n_dispatches, rec.n_barriers);
-  if (rec.timestamps) return profile_end(be, rec.timestamps, ds, err);
+  bp_host_logf(host, BP_LOG_DEBUG, "graph of %u nodes: %u dispatches, %u barriers", graph->n_nodes, rec.n_dispatches,
+               rec.n_barriers);
+  if (be->opt.profile) return profile_end(be, rec.timestamps, ds, err);
+  if (tracing) {
+    traced_graph tg;
+    tg.pool = rec.timestamps;
+    for (const dispatch &d : ds) {
+      tg.node.push_back(d.node);
+      tg.fused.push_back(d.fused);
+    }
+    tg.submitted_ns = bp_host_trace_now(host);
+    be->traced.push_back(std::move(tg));
+  }
   return backend_flush(be, err);
 }
 
@@ -169,6 +183,7 @@ bp_status graph_plan_create(backend_ctx *be, const bp_graph_desc *graph, graph_p
     return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "no graph plans with profile=true (graphs run one by one)");
   auto plan = std::make_unique<graph_plan>();
   plan->be = be;
+  plan->nodes.assign(graph->nodes, graph->nodes + graph->n_nodes);
   std::vector<dispatch> ds;
   bp_status st = plan_graph(be, graph, ds, err);
   VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, be->pool,
@@ -210,6 +225,12 @@ void graph_plan_destroy(graph_plan *plan) {
 
 bp_status graph_plan_run(graph_plan *plan, bp_error *err) {
   backend_ctx *be = plan->be;
+  if (bp_host_trace_enabled(be->dev->plugin->host) && be->dev->props.limits.timestampComputeAndGraphics) {
+    // The recorded command buffer has no timestamps: while a trace records,
+    // the replay is recorded again with them (the nodes are the plan's).
+    bp_graph_desc desc{sizeof desc, static_cast<uint32_t>(plan->nodes.size()), plan->nodes.data()};
+    return graph_compute(be, &desc, err);
+  }
   // Work queued before the replay (async writes of its inputs) goes first.
   if (bp_status st = backend_flush(be, err); st != BP_OK) return st;
   uint64_t v = 0;

@@ -50,11 +50,18 @@ bp_status op_plan(backend_ctx *be, const bp_tensor *node, const bp_tensor *next,
   if (plan_fused(p, next, out, &fused)) {
     if (fused != BP_OK) return fused;
     *consumed = 2;
-    for (size_t i = first; i < out.size(); ++i) out[i].op = fused_label(node->op, next->op);
+    for (size_t i = first; i < out.size(); ++i) {
+      out[i].op = fused_label(node->op, next->op);
+      out[i].node = node;
+      out[i].fused = next;
+    }
     return BP_OK;
   }
   bp_status st = plan_node(p, out);
-  for (size_t i = first; i < out.size(); ++i) out[i].op = plugins::op_name(node->op);
+  for (size_t i = first; i < out.size(); ++i) {
+    out[i].op = plugins::op_name(node->op);
+    out[i].node = node;
+  }
   return st;
 }
 

@@ -244,6 +244,14 @@ struct profile_entry {
   uint64_t count = 0;
 };
 
+// A traced graph waiting for its timestamps (trace.cpp): one before the
+// first dispatch and one after each, read at synchronize.
+struct traced_graph {
+  VkQueryPool pool = VK_NULL_HANDLE;
+  std::vector<const bp_tensor *> node, fused;  // per dispatch: its node and the node fused into it (or NULL)
+  uint64_t submitted_ns = 0;                   // the host's trace clock just before the submission
+};
+
 struct cmd_slot {
   VkCommandBuffer cb = VK_NULL_HANDLE;
   uint64_t value = 0;  // timeline value of its last submission (0: never)
@@ -266,6 +274,9 @@ struct backend_ctx {
   std::vector<vk_buffer *> staging;  // async transfers until synchronize
   std::vector<pending_read> reads;
   std::map<std::string, profile_entry> profile;  // "OP variant" -> time
+  std::vector<traced_graph> traced;              // until synchronize reads their times
+  uint64_t last_traced_end = 0;                  // keeps the nodes track in order across graphs
+  bool closing = false;                          // set by the destructor: nodes may be gone
   ~backend_ctx();
 };
 
@@ -302,6 +313,7 @@ struct byte_range {
 struct dispatch {
   const char *variant = nullptr;
   const char *op = nullptr;  // the node's op, for profiles
+  const bp_tensor *node = nullptr, *fused = nullptr;  // for traces: the node, and the next one fused into it
   layout_kind layout = layout_kind::ssbo;
   uint32_t spec[3] = {};
   uint32_t n_spec = 0;
@@ -325,7 +337,16 @@ struct graph_plan {
   VkCommandBuffer cb = VK_NULL_HANDLE;
   uint64_t value = 0;  // last submission
   uint32_t n_dispatches = 0, n_barriers = 0;
+  // The graph's nodes, alive while the plan is (the replay reads them): a
+  // replay while a trace records records them afresh, with timestamps.
+  std::vector<bp_tensor *> nodes;
 };
+
+// trace.cpp: node times from timestamp queries, for the host's trace.
+// After the queue reached the backend's last submission (at |finished_ns|
+// on the trace clock): reports the traced graphs' nodes (not while closing)
+// and frees their query pools.
+void trace_harvest(backend_ctx *be, uint64_t finished_ns);
 
 bp_status graph_compute(backend_ctx *be, const bp_graph_desc *graph, bp_error *err);
 bp_status graph_plan_create(backend_ctx *be, const bp_graph_desc *graph, graph_plan **out, bp_error *err);

@@ -6,7 +6,7 @@
 // (the roofline of a product that streams its weights), all measured in
 // this run with the same threads.
 //
-//   bp-bench [--device SPEC]... [--threads N] [--plugin-path DIR]... [--benchmark_* flags]
+//   bp-bench [--device SPEC]... [--threads N] [--plugin-path DIR]... [--trace FILE.json] [--benchmark_* flags]
 //
 // Our flags are taken out of argv before benchmark::Initialize sees the rest.
 // Exit status: 0 when every benchmark ran, 1 when one failed (or a --device
@@ -25,6 +25,7 @@
 
 #include "bench.hpp"
 #include "common/cli.hpp"
+#include "common/trace_cli.hpp"
 
 namespace {
 
@@ -36,18 +37,22 @@ struct options {
   std::string color = "auto";
   bool tabular = false;
   std::string filter;  // --benchmark_filter: "Quant" in it adds the quantized cases
+  bp::tools::trace_options trace;  // --trace FILE
 };
 
 const char kUsage[] =
     "bp-bench: Backplane ops on each backend against a same-run reference (cblas_sgemm, memcpy)\n"
     "\n"
-    "  bp-bench [--device SPEC]... [--threads N] [--plugin-path DIR]... [--benchmark_* flags]\n"
+    "  bp-bench [--device SPEC]... [--threads N] [--plugin-path DIR]... [--trace FILE.json] [--benchmark_* flags]\n"
     "\n"
     "  --device SPEC       a backend to benchmark, any spec bp_backend_new takes (repeatable).\n"
     "                      Default: cpu:threads=N, and blas:threads=N when the blas plugin is found.\n"
     "  --threads N         threads of the references (OpenBLAS sgemm, memcpy) and of the default\n"
     "                      devices. Default: the number of hardware threads.\n"
     "  --plugin-path DIR   also search DIR for libbp-*.so (repeatable).\n"
+    "  --trace FILE        write a Chrome trace-event JSON of every benchmarked graph to FILE\n"
+    "                      (Perfetto opens it); narrow it with --benchmark_filter and\n"
+    "                      --benchmark_min_time, every iteration is recorded.\n"
     "  --version           print the version and exit.\n"
     "\n"
     "The summary also gives each case against the machine, measured in the same run with the\n"
@@ -81,6 +86,12 @@ bool parse(int argc, char **argv, options &opt, std::vector<char *> &rest) {
       opt.devices.push_back(v);
     } else if (const char *v = flag_value(argc, argv, i, "--plugin-path", missing)) {
       opt.plugin_paths.push_back(v);
+    } else if (const char *v = flag_value(argc, argv, i, "--trace", missing)) {
+      if (*v == '\0') {
+        std::fprintf(stderr, "bp-bench: --trace wants a file name\n");
+        return false;
+      }
+      opt.trace.path = v;
     } else if (const char *v = flag_value(argc, argv, i, "--threads", missing)) {
       char *end = nullptr;
       long n = std::strtol(v, &end, 10);
@@ -143,6 +154,11 @@ int main(int argc, char **argv) {
   int bench_argc = static_cast<int>(rest.size()) - 1;
   benchmark::Initialize(&bench_argc, rest.data());
   if (benchmark::ReportUnrecognizedArguments(bench_argc, rest.data())) return 2;
+  // Before the first backend, so that --trace wins over BP_TRACE.
+  if (std::string why = bp::tools::trace_begin(opt.trace); !why.empty()) {
+    std::fprintf(stderr, "bp-bench: --trace: %s\n", why.c_str());
+    return 1;
+  }
 
   for (const std::string &dir : opt.plugin_paths)
     if (bp_registry_add_path(dir.c_str()) != BP_OK)
@@ -250,6 +266,8 @@ int main(int argc, char **argv) {
 
   bp::bench::collecting_reporter reporter(make_display_reporter(opt));
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  const std::string trace_error = bp::tools::trace_end(opt.trace);
+  if (!trace_error.empty()) std::fprintf(stderr, "bp-bench: --trace: %s\n", trace_error.c_str());
   bp::bench::release_cached_setup();
   bp::bench::release_remote_benches();
   benchmark::Shutdown();
@@ -265,6 +283,7 @@ int main(int argc, char **argv) {
 
   bool failed = false;
   for (const auto &[name, r] : reporter.results()) failed = failed || !r.error.empty();
+  failed = failed || !trace_error.empty();
   for (backend_slot &b : backends) bp_backend_free(b.be);
   bp_runtime_shutdown();
   return failed ? 1 : 0;

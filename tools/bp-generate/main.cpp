@@ -6,6 +6,7 @@
 //               [--offload N] [--kv-f32] [--temp T] [--top-k K] [--top-p P] [--min-p M]
 //               [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--stop STRING]... [--special]
 //               [--json] [--logits-out FILE] [--tokenize] [--bench [--pp N] [--tg N] [--reps R]]
+//               [--trace FILE.json] [--profile]
 //
 // Exit status: 0 done, 1 a step failed (the message names it and carries
 // bp_last_error()), 2 bad flags. docs/tools.md describes every output.
@@ -29,6 +30,7 @@
 #include "common/cli.hpp"
 #include "common/splitmix64.hpp"
 #include "common/text_table.hpp"
+#include "common/trace_cli.hpp"
 #include "stream.hpp"
 
 namespace {
@@ -359,6 +361,18 @@ int run_generate(const options &opt, handles &h, const bp_model_info &info, cons
 
 }  // namespace
 
+// Ends the recording of --trace/--profile on every way out of main: the
+// file is written and the summary printed whatever step ended the run.
+struct trace_scope {
+  const bp::tools::trace_options &opt;
+  FILE *profile_to;
+  ~trace_scope() {
+    if (std::string why = bp::tools::trace_end(opt); !why.empty())
+      std::fprintf(stderr, "bp-generate: --trace: %s\n", why.c_str());
+    if (opt.profile) std::fputs(bp::tools::profile_table().c_str(), profile_to);
+  }
+};
+
 int main(int argc, char **argv) {
   options opt;
   CLI::App app{"bp-generate: run a llama-family GGUF model: generate text, tokenize, or benchmark"};
@@ -403,6 +417,10 @@ int main(int argc, char **argv) {
   tg_opt->needs(bench_opt);
   reps_opt->needs(bench_opt);
   tok_opt->excludes(bench_opt);
+  bp::tools::trace_options trace;
+  app.add_option("--trace", trace.path, "write a Chrome trace-event JSON of the whole run to FILE (Perfetto opens it)");
+  app.add_flag("--profile", trace.profile,
+               "print the per-op time summary at the end (stdout after --bench's table, else stderr)");
   if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
   if (opt.bench && opt.pp == 0 && opt.tg == 0) {
     std::fprintf(stderr, "bp-generate: --pp and --tg are both 0: nothing to measure\n");
@@ -417,6 +435,12 @@ int main(int argc, char **argv) {
     opt.prompt = ss.str();
   }
 
+  if (std::string why = bp::tools::trace_begin(trace); !why.empty()) {
+    std::fprintf(stderr, "bp-generate: --trace: %s\n", why.c_str());
+    return 1;
+  }
+  // Declared before |h|: the recording ends after the model is freed.
+  const trace_scope traced{trace, opt.bench && !opt.json ? stdout : stderr};
   handles h;
   bp_model_options mo{};
   mo.struct_size = sizeof mo;

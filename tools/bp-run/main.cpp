@@ -4,7 +4,7 @@
 //
 //   bp-run [--device "blas;cpu"] [--plugin-path DIR]... [--plugin FILE]... [--layers N] [--dim N] [--heads N] [--ff N]
 //          [--vocab N] [--tokens N] [--seed N] [--runs N] [--dot FILE] [--json]
-//          [--save FILE.gguf] [--load FILE.gguf] [--logits-out FILE.f32]
+//          [--save FILE.gguf] [--load FILE.gguf] [--logits-out FILE.f32] [--trace FILE.json] [--profile]
 //
 // Exit status: 0 when the logits match (NMSE < 1e-6), 1 when they do not or a
 // step failed, 2 for bad flags.
@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "common/cli.hpp"
+#include "common/trace_cli.hpp"
 #include "gguf_io.hpp"
 #include "run.hpp"
 
@@ -51,6 +52,9 @@ int main(int argc, char **argv) {
   app.add_option("--save", save_path, "write the weights and sizes to a GGUF file after the run");
   app.add_option("--load", load_path, "take the sizes, seed and weights from a GGUF file --save wrote");
   app.add_option("--logits-out", logits_path, "write the logits as little-endian f32");
+  bp::tools::trace_options trace;
+  app.add_option("--trace", trace.path, "write a Chrome trace-event JSON of every run to FILE (Perfetto opens it)");
+  app.add_flag("--profile", trace.profile, "print the per-op time summary at the end (to stderr with --json)");
   if (auto rc = bp::tools::parse_command_line(app, argc, argv)) return *rc;
   if (!load_path.empty()) {
     if (std::string why = bp::run::read_gguf_config(load_path, opt.cfg); !why.empty()) {
@@ -73,13 +77,22 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  if (std::string why = bp::tools::trace_begin(trace); !why.empty()) {
+    std::fprintf(stderr, "bp-run: --trace: %s\n", why.c_str());
+    return 1;
+  }
   bp::run::run_report report;
   bool ok = bp::run::run_all(opt, report);
+  if (std::string why = bp::tools::trace_end(trace); !why.empty()) {
+    ok = false;
+    if (report.error.empty()) report.error = "--trace: " + why;
+  }
   if (opt.json) {
     std::printf("%s\n", bp::run::to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fputs(bp::run::to_text(report).c_str(), stdout);
   }
+  if (trace.profile) std::fputs(bp::tools::profile_table().c_str(), opt.json ? stderr : stdout);
   if (!ok) {
     // The report (stdout) is for the results; the error goes to stderr.
     std::fprintf(stderr, "bp-run: error: %s\n", report.error.c_str());

@@ -44,8 +44,15 @@ captured_log &plugin_log() {
 }
 
 const bp_host_api *test_host() {
-  static const bp_host_api host{sizeof(bp_host_api), BP_PLUGIN_ABI_VERSION, BP_PLUGIN_ABI_MINOR,
-                                &plugin_log(),       &captured_log::log,    &captured_log::enabled};
+  static const bp_host_api host{sizeof(bp_host_api),
+                                BP_PLUGIN_ABI_VERSION,
+                                BP_PLUGIN_ABI_MINOR,
+                                &plugin_log(),
+                                &captured_log::log,
+                                &captured_log::enabled,
+                                nullptr,
+                                nullptr,
+                                nullptr};
   return &host;
 }
 
