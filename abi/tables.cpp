@@ -27,6 +27,7 @@ constexpr slot k_device[] = {
     BP_SLOT(bp_device_i, host_buffer_type, false),
     BP_SLOT(bp_device_i, buffer_from_host_ptr, false),
     BP_SLOT(bp_device_i, event_new, false),
+    BP_SLOT(bp_device_i, weight_buffer_type, false),  // appended in 1.3
 };
 constexpr slot k_buffer_type[] = {
     BP_SLOT(bp_buffer_type_i, name, true),        BP_SLOT(bp_buffer_type_i, alloc, true),

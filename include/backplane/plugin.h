@@ -323,6 +323,7 @@ typedef struct bp_device_i {
   bp_status (*buffer_from_host_ptr)(void *dev, void *ptr, size_t size, bp_buffer_ref *out, bp_error *err);
   /* (optional) New event. Host owns; frees with out->iface->free. */
   bp_status (*event_new)(void *dev, bp_event_ref *out, bp_error *err);
+  /* ---- ABI 1.3 ---- */
   /* (optional; the host checks struct_size) Buffer type for constant
    * weights, in a layout of the plugin's choosing for the ops that read
    * them: set_tensor and get_tensor convert, so the host always sees the
