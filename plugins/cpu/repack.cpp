@@ -6,7 +6,7 @@
 
 namespace bp::cpu {
 
-bool repack_format(qtype q) { return q == qtype::q4_0 || q == qtype::q8_0; }
+bool repack_format(qtype q) { return q == qtype::q4_0 || q == qtype::q8_0 || q == qtype::q4_k; }
 
 namespace {
 
@@ -19,8 +19,21 @@ struct run {
 
 // Q4_0: row r's 16 nibble bytes at pair r / 2, half r % 2.
 // Q8_0: row r's values 0-15 and 16-31 at pair r / 2, quarters r % 2 and 2 + r % 2.
+// Q4_K: row r's d and dmin at 4r, its 12 scale bytes at 16 + 12r, then per
+// sub-block pair s its 32 nibble bytes as 16 at pair r / 2, half r % 2, and 16
+// at the next 32 bytes.
 template <class Fn>
 void for_each_run(qtype q, int r, Fn &&fn) {
+  if (q == qtype::q4_k) {
+    fn(run{0, 4 * r, 4});
+    fn(run{4, 16 + 12 * r, 12});
+    for (int s = 0; s < 4; ++s) {
+      const int at = 64 + 128 * s + 64 * (r / 2) + 16 * (r % 2);
+      fn(run{16 + 32 * s, at, 16});
+      fn(run{16 + 32 * s + 16, at + 32, 16});
+    }
+    return;
+  }
   fn(run{0, 2 * r, 2});
   if (q == qtype::q4_0) {
     fn(run{2, 8 + 32 * (r / 2) + 16 * (r % 2), 16});
@@ -61,14 +74,18 @@ void quantize_ract_col(const float *src, int64_t K, void *col) {
   auto *qs = static_cast<int8_t *>(col);
   float *d = reinterpret_cast<float *>(qs + nb * 32);
   int32_t *sums = reinterpret_cast<int32_t *>(d + nb);
+  float *bsum = reinterpret_cast<float *>(sums + 4 * nb);
   for (int64_t j = 0; j < nb; ++j) {
     int8_t *qj = qs + 32 * j;
     d[j] = quantize_act_block(src + 32 * j, qj);
+    int32_t all = 0;
     for (int l = 0; l < 4; ++l) {
       int32_t s = 0;
       for (int t = 0; t < 4; ++t) s += qj[4 * l + t] + qj[16 + 4 * l + t];
       sums[4 * j + l] = s;
+      all += s;
     }
+    bsum[j] = d[j] * static_cast<float>(all);
   }
 }
 

@@ -13,6 +13,11 @@
 //     2p+1's. Low nibbles are values 0-15 of both rows, high ones 16-31.
 //   Q8_0 (136 bytes): d[4], then per pair 64 bytes: row 2p values 0-15, row
 //     2p+1 values 0-15, row 2p values 16-31, row 2p+1 values 16-31.
+//   Q4_K (576 bytes per super-block of the group): d and dmin of the 4 rows
+//     (16 bytes), their 12 scale bytes (48), then per sub-block pair s (its
+//     32 nibble bytes: sub-block 2s in the low nibbles, 2s + 1 in the high)
+//     and row pair p: 16 bytes of row 2p, 16 of row 2p+1 (values 0-15 of
+//     both sub-blocks), then the same for values 16-31.
 // A group takes exactly the bytes of its 4 rows in the file, at the same
 // place (group g starts where row 4g started), so offsets, sizes and the
 // rows past the last whole group (kept as they are in the file) do not
@@ -29,7 +34,7 @@ namespace bp::cpu {
 
 constexpr int kPackRows = 4;
 
-// True for the formats with a repacked layout (Q4_0, Q8_0).
+// True for the formats with a repacked layout (Q4_0, Q8_0, Q4_K).
 bool repack_format(qtype q);
 // The rows of a tensor of |q| with |k| values per row and |rows| rows per
 // matrix that are repacked: the whole groups (rows - rows % kPackRows).
@@ -60,13 +65,14 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth);
 
 // ---- b for the repacked products ---------------------------------------
 // One column of K values (a multiple of 32): int8 qs[nb * 32], float
-// d[nb], then int32 sums[nb * 4] with nb = K / 32. Value i of block j is
-// d[j] * qs[32 j + i]; sums[4 j + l] = sum of qs[32 j + 4 l + t] and
-// qs[32 j + 16 + 4 l + t] over t < 4 (the int32 lane l of a pair's dot),
-// which takes Q4_0's zero point out of the dot exactly.
+// d[nb], int32 sums[nb * 4], float bsum[nb] with nb = K / 32. Value i of
+// block j is d[j] * qs[32 j + i]; sums[4 j + l] = sum of qs[32 j + 4 l + t]
+// and qs[32 j + 16 + 4 l + t] over t < 4 (the int32 lane l of a pair's dot),
+// which takes Q4_0's zero point out of the dot exactly; bsum[j] = d[j] times
+// the block's sum (Q4_K's minimums).
 inline size_t ract_col_bytes(int64_t K) {
   const size_t nb = static_cast<size_t>(K / 32);
-  return (nb * (32 + sizeof(float) + 4 * sizeof(int32_t)) + 63) / 64 * 64;
+  return (nb * (32 + 2 * sizeof(float) + 4 * sizeof(int32_t)) + 63) / 64 * 64;
 }
 // Quantizes like quantize_act_col (d = max |value| / 127).
 void quantize_ract_col(const float *src, int64_t K, void *col);

@@ -123,6 +123,90 @@ void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, i
     for (int p = 0; p < 2; ++p) store_pair(acc[p][c], out + c * ldo + 2 * p);
 }
 
+// Q4_K, one super-block of the group at a time. Per row, the 8 sub-blocks'
+// 6-bit scales and minimums are unpacked four at a time from 32-bit words
+// (the layout of quant_blocks.hpp's scale_min) and multiplied by d and dmin.
+// The minimums leave once per super-block: a row's 8 minimums times b's 8
+// scaled block sums, folded onto the pair's lanes (any lane of a row counts,
+// the lanes are summed at the end). Per sub-block pair, each row pair's two
+// 256-bit loads give both sub-blocks' values 0-15 and 16-31 of both rows.
+inline void kmin_row(const uint8_t *rec, int r, float *scale, float *min) {
+  uint32_t w[3];
+  std::memcpy(w, rec + 16 + 12 * r, 12);
+  const uint32_t sc_lo = w[0] & 0x3F3F3F3Fu, m_lo = w[1] & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (w[2] & 0x0F0F0F0Fu) | ((w[0] >> 2) & 0x30303030u);
+  const uint32_t m_hi = ((w[2] >> 4) & 0x0F0F0F0Fu) | ((w[1] >> 2) & 0x30303030u);
+  const __m256 sc =
+      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), 0, 0)));
+  const __m256 m =
+      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_setr_epi32(static_cast<int>(m_lo), static_cast<int>(m_hi), 0, 0)));
+  uint16_t h[2];
+  std::memcpy(h, rec + 4 * r, 4);
+  _mm256_store_ps(scale, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(h[0])), sc));
+  _mm256_store_ps(min, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(h[1])), m));
+}
+
+// [a x4, b x4]
+inline __m256 spread(const float *a, const float *b) {
+  return _mm256_blend_ps(_mm256_broadcast_ss(a), _mm256_broadcast_ss(b), 0xF0);
+}
+
+template <int RN>
+void rtile_q4_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
+  constexpr size_t kRecord = 144 * kPackRows;
+  const int64_t nb = K / 32, nsuper = K / 256;
+  const int8_t *yq[RN];
+  const float *yd[RN], *ys[RN];
+  for (int c = 0; c < RN; ++c) {
+    yq[c] = reinterpret_cast<const int8_t *>(b + c * ldb);
+    yd[c] = reinterpret_cast<const float *>(yq[c] + nb * 32);
+    ys[c] = reinterpret_cast<const float *>(reinterpret_cast<const int32_t *>(yd[c] + nb) + 4 * nb);
+  }
+  __m256 acc[2][RN];
+  for (int p = 0; p < 2; ++p)
+    for (int c = 0; c < RN; ++c) acc[p][c] = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  alignas(32) float scale[kPackRows][8], min[kPackRows][8];
+  for (int64_t s = 0; s < nsuper; ++s) {
+    const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
+    if constexpr (RN <= 2)
+      for (size_t o = 0; o < kRecord; o += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(rec + kPrefetchBytes + o), _MM_HINT_T0);
+    for (int r = 0; r < kPackRows; ++r) kmin_row(rec, r, scale[r], min[r]);
+    for (int c = 0; c < RN; ++c) {
+      const __m256 bs = _mm256_loadu_ps(ys[c] + 8 * s);
+      for (int p = 0; p < 2; ++p) {
+        const __m256 m0 = _mm256_mul_ps(_mm256_load_ps(min[2 * p]), bs);
+        const __m256 m1 = _mm256_mul_ps(_mm256_load_ps(min[2 * p + 1]), bs);
+        const __m256 fold = _mm256_add_ps(_mm256_permute2f128_ps(m0, m1, 0x20), _mm256_permute2f128_ps(m0, m1, 0x31));
+        acc[p][c] = _mm256_sub_ps(acc[p][c], fold);
+      }
+    }
+    for (int q = 0; q < 4; ++q)
+      for (int p = 0; p < 2; ++p) {
+        const uint8_t *qs = rec + 64 + 128 * q + 64 * p;
+        const __m256i vlo = load32(qs), vhi = load32(qs + 32);
+        const __m256i x[2][2] = {
+            {_mm256_and_si256(vlo, m4), _mm256_and_si256(vhi, m4)},
+            {_mm256_and_si256(_mm256_srli_epi16(vlo, 4), m4), _mm256_and_si256(_mm256_srli_epi16(vhi, 4), m4)}};
+        for (int h = 0; h < 2; ++h) {
+          const int j = 2 * q + h;
+          const __m256 sp = spread(&scale[2 * p][j], &scale[2 * p + 1][j]);
+          const int64_t blk = 8 * s + j;
+          for (int c = 0; c < RN; ++c) {
+            const __m256i yl = bcast16(yq[c] + 32 * blk), yh = bcast16(yq[c] + 32 * blk + 16);
+            const __m256i dot = _mm256_madd_epi16(
+                _mm256_add_epi16(_mm256_maddubs_epi16(x[h][0], yl), _mm256_maddubs_epi16(x[h][1], yh)), ones);
+            acc[p][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(sp, _mm256_broadcast_ss(yd[c] + blk)),
+                                        acc[p][c]);
+          }
+        }
+      }
+  }
+  for (int c = 0; c < RN; ++c)
+    for (int p = 0; p < 2; ++p) store_pair(acc[p][c], out + c * ldo + 2 * p);
+}
+
 template <class F>
 rtile_fn tile_for(int rn) {
   static const rtile_fn tiles[] = {rtile<F, 1>, rtile<F, 2>, rtile<F, 3>, rtile<F, 4>};
@@ -135,6 +219,10 @@ rtile_fn tile_avx2(qtype q, int rn) {
       return tile_for<q4_0_pairs>(rn);
     case qtype::q8_0:
       return tile_for<q8_0_pairs>(rn);
+    case qtype::q4_k: {
+      static const rtile_fn tiles[] = {rtile_q4_k<1>, rtile_q4_k<2>, rtile_q4_k<3>, rtile_q4_k<4>};
+      return tiles[rn - 1];
+    }
     default:
       return nullptr;
   }

@@ -21,6 +21,39 @@ int packed_value(qtype q, const uint8_t *rec, int r, int i) {
   return static_cast<int8_t>(rec[8 + 64 * (r / 2) + 32 * half + 16 * (r % 2) + v]);
 }
 
+// Q4_K: value i of sub-block j of row r (its nibble, 0-15), and the
+// sub-block's scale and minimum, from the super-block's record.
+int packed_q4_k(const uint8_t *rec, int r, int j, int i) {
+  const uint8_t b = rec[64 + 128 * (j / 2) + 64 * (r / 2) + 32 * (i / 16) + 16 * (r % 2) + i % 16];
+  return j % 2 ? b >> 4 : b & 0xF;
+}
+
+void tile_q4_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
+  const int64_t nb = K / 32;
+  constexpr size_t kRecord = 144 * kPackRows;
+  const auto *yq = reinterpret_cast<const int8_t *>(b);
+  const auto *yd = reinterpret_cast<const float *>(yq + nb * 32);
+  const auto *bsum = reinterpret_cast<const float *>(reinterpret_cast<const int32_t *>(yd + nb) + 4 * nb);
+  (void)ldb;
+  for (int r = 0; r < kPackRows; ++r) {
+    float acc = 0.0f;
+    for (int64_t s = 0; s < K / 256; ++s) {
+      const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
+      const float d = bp_fp16_to_fp32(u16_at(rec + 4 * r)), dmin = bp_fp16_to_fp32(u16_at(rec + 4 * r + 2));
+      for (int j = 0; j < 8; ++j) {
+        const int64_t blk = 8 * s + j;
+        int sc, m, dot = 0;
+        scale_min(rec + 16 + 12 * r, j, &sc, &m);
+        for (int i = 0; i < 32; ++i) dot += packed_q4_k(rec, r, j, i) * yq[32 * blk + i];
+        acc += static_cast<float>(dot) * (d * static_cast<float>(sc) * yd[blk]);
+        acc -= dmin * static_cast<float>(m) * bsum[blk];
+      }
+    }
+    out[r] = acc;
+  }
+  (void)ldo;
+}
+
 template <int RN>
 void tile_scalar(qtype q, const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   const int64_t nb = K / 32;
@@ -52,6 +85,8 @@ rtile_fn tile_baseline(qtype q, int) {
       return tile_of<qtype::q4_0>;
     case qtype::q8_0:
       return tile_of<qtype::q8_0>;
+    case qtype::q4_k:
+      return tile_q4_k;
     default:
       return nullptr;
   }
