@@ -120,6 +120,37 @@ bp_status load_into(const bp_gguf *file, backend_share &share, bp_backend *be, c
   return BP_OK;
 }
 
+// Whether tensor |name| goes to a weight buffer type: a quantized matrix.
+// Float tensors gain nothing there that mapping does not give them (no
+// device repacks them), so they stay the file's mapped pages.
+bool weight_buffer_suits(const bp_gguf *file, const std::string &name) {
+  size_t idx = 0;
+  bp_gguf_tensor_info info{};
+  info.struct_size = sizeof info;
+  if (bp_gguf_find_tensor(file, name.c_str(), &idx) != BP_OK || bp_gguf_tensor_describe(file, idx, &info) != BP_OK) {
+    bp_clear_error();
+    return false;
+  }
+  return info.supported && bp_type_is_quantized(info.type) && info.ne[1] > 1;
+}
+
+// The layer's tensors (names starting with |prefix|) onto |be|, each on its
+// own: the quantized matrices into the weight buffer type when
+// |weight_buffers|, the rest as the device takes them.
+bp_status load_layer(const bp_gguf *file, backend_share &share, bp_backend *be, const std::string &prefix,
+                     bool weight_buffers) {
+  for (size_t i = 0; i < bp_gguf_tensor_count(file); ++i) {
+    bp_gguf_tensor_info info{};
+    info.struct_size = sizeof info;
+    if (bp_gguf_tensor_describe(file, i, &info) != BP_OK) return bp_last_status();
+    const std::string name = info.name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (bp_status st = load_into(file, share, be, name, weight_buffers && weight_buffer_suits(file, name)); st != BP_OK)
+      return st;
+  }
+  return BP_OK;
+}
+
 // The tensor called |name|, or NULL (some are optional: a NOT_FOUND is not
 // left as the thread's last error).
 bp_tensor *find(const backend_share &s, const std::string &name) {
@@ -157,7 +188,8 @@ bp_status load_weights(const bp_gguf *file, const hparams &hp, const std::vector
   bp_status st = BP_OK;
   if ((st = load_into(file, (*shares)[last], backends[last], "token_embd.weight")) ||
       (st = load_into(file, (*shares)[out_be], backends[out_be], "output_norm.weight")) ||
-      (!tied && (st = load_into(file, (*shares)[out_be], backends[out_be], "output.weight", weight_buffers))) ||
+      (!tied && (st = load_into(file, (*shares)[out_be], backends[out_be], "output.weight",
+                                weight_buffers && weight_buffer_suits(file, "output.weight")))) ||
       (has_freqs && (st = load_into(file, (*shares)[last], backends[last], "rope_freqs.weight")))) {
     free_weights(shares);
     return st;
@@ -171,7 +203,7 @@ bp_status load_weights(const bp_gguf *file, const hparams &hp, const std::vector
     const size_t b = backend_of_layer(il);
     backend_share &s = (*shares)[b];
     const std::string p = "blk." + std::to_string(il) + ".";
-    if ((st = load_into(file, s, backends[b], p + "*", weight_buffers)) != BP_OK) {
+    if ((st = load_layer(file, s, backends[b], p, weight_buffers)) != BP_OK) {
       free_weights(shares);
       return st;
     }

@@ -45,9 +45,9 @@ bp_status check_tensors(const bp_gguf *file, const hparams &hp, uint64_t *n_para
 // Loads the weights: layers [0, n_first) onto backend 0, the rest onto the
 // last backend; the token table onto the last backend (GET_ROWS runs there),
 // the output norm and matrix beside the last layer. Fills |shares| (one per
-// backend) and |w|. With |weight_buffers|, the layers and the output
-// matrix go to each device's weight buffer type where it has one. On
-// failure everything loaded is freed.
+// backend) and |w|. With |weight_buffers|, the layers' quantized matrices
+// and a quantized output matrix go to each device's weight buffer type
+// where it has one. On failure everything loaded is freed.
 bp_status load_weights(const bp_gguf *file, const hparams &hp, const std::vector<bp_backend *> &backends,
                        int32_t n_first, bool weight_buffers, std::vector<backend_share> *shares, model_weights *w);
 

@@ -56,10 +56,10 @@ typedef struct bp_model_options {
    * entry or the first device can hold them all, else as many as fit. */
   int32_t offload_layers;
   /* false (the default): on a device with a weight buffer type
-   * (bp_device_weight_buffer_type; the cpu plugin's), the layers' weights
-   * and the output matrix are copied into it at load, in the layout its
-   * kernels read fastest. true: every tensor stays as the file has it
-   * (mapped where the device can compute on host memory). */
+   * (bp_device_weight_buffer_type; the cpu plugin's), the layers' quantized
+   * matrices and a quantized output matrix are copied into it at load, in
+   * the layout its kernels read fastest. true: every tensor stays as the
+   * file has it (mapped where the device can compute on host memory). */
   bool plain_weights;
 } bp_model_options;
 

@@ -6,7 +6,7 @@
 
 namespace bp::cpu {
 
-bool repack_format(qtype q) { return q == qtype::q4_0 || q == qtype::q8_0 || q == qtype::q4_k; }
+bool repack_format(qtype q) { return q == qtype::q4_0 || q == qtype::q8_0 || q == qtype::q4_k || q == qtype::q6_k; }
 
 namespace {
 
@@ -22,8 +22,21 @@ struct run {
 // Q4_K: row r's d and dmin at 4r, its 12 scale bytes at 16 + 12r, then per
 // sub-block pair s its 32 nibble bytes as 16 at pair r / 2, half r % 2, and 16
 // at the next 32 bytes.
+// Q6_K: row r's d at 2r, its 16 scales at 8 + 16r, then its 4 chunks of 32
+// ql bytes and 2 of 32 qh bytes, each as 16 at pair r / 2, half r % 2, and 16
+// at the next 32 bytes.
 template <class Fn>
 void for_each_run(qtype q, int r, Fn &&fn) {
+  if (q == qtype::q6_k) {
+    fn(run{208, 2 * r, 2});
+    fn(run{192, 8 + 16 * r, 16});
+    for (int c = 0; c < 6; ++c) {  // ql chunks 0-3, then qh chunks 0-1
+      const int at = 72 + 128 * c + 64 * (r / 2) + 16 * (r % 2);
+      fn(run{32 * c, at, 16});
+      fn(run{32 * c + 16, at + 32, 16});
+    }
+    return;
+  }
   if (q == qtype::q4_k) {
     fn(run{0, 4 * r, 4});
     fn(run{4, 16 + 12 * r, 12});

@@ -18,6 +18,9 @@
 //     32 nibble bytes: sub-block 2s in the low nibbles, 2s + 1 in the high)
 //     and row pair p: 16 bytes of row 2p, 16 of row 2p+1 (values 0-15 of
 //     both sub-blocks), then the same for values 16-31.
+//   Q6_K (840 bytes per super-block of the group): the 4 rows' d (8 bytes),
+//     their 16 int8 scales (64), then the 4 chunks of 32 ql bytes and the 2
+//     chunks of 32 qh bytes, each per row pair as Q4_K's nibble bytes are.
 // A group takes exactly the bytes of its 4 rows in the file, at the same
 // place (group g starts where row 4g started), so offsets, sizes and the
 // rows past the last whole group (kept as they are in the file) do not
@@ -34,7 +37,7 @@ namespace bp::cpu {
 
 constexpr int kPackRows = 4;
 
-// True for the formats with a repacked layout (Q4_0, Q8_0, Q4_K).
+// True for the formats with a repacked layout (Q4_0, Q8_0, Q4_K, Q6_K).
 bool repack_format(qtype q);
 // The rows of a tensor of |q| with |k| values per row and |rows| rows per
 // matrix that are repacked: the whole groups (rows - rows % kPackRows).

@@ -207,6 +207,75 @@ void rtile_q4_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
     for (int p = 0; p < 2; ++p) store_pair(acc[p][c], out + c * ldo + 2 * p);
 }
 
+// Q6_K, one super-block of the group at a time. A row's 16 int8 scales
+// times d become floats once per super-block; each 16-value half of a
+// sub-block has its own, so a pair's dot is widened per half. The values
+// are 0-63 before their -32, which leaves exactly, in integers, as 32 times
+// b's sums per lane (one vpmaddubsw of 32s, shared by both row pairs).
+template <int RN>
+void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
+  constexpr size_t kRecord = 210 * kPackRows;
+  const int64_t nb = K / 32, nsuper = K / 256;
+  const int8_t *yq[RN];
+  const float *yd[RN];
+  for (int c = 0; c < RN; ++c) {
+    yq[c] = reinterpret_cast<const int8_t *>(b + c * ldb);
+    yd[c] = reinterpret_cast<const float *>(yq[c] + nb * 32);
+  }
+  __m256 acc[2][RN];
+  for (int p = 0; p < 2; ++p)
+    for (int c = 0; c < RN; ++c) acc[p][c] = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03), ones = _mm256_set1_epi16(1);
+  const __m256i c32 = _mm256_set1_epi8(32);
+  alignas(32) float scale[kPackRows][16];
+  for (int64_t s = 0; s < nsuper; ++s) {
+    const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
+    if constexpr (RN <= 2)
+      for (size_t o = 0; o < kRecord; o += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(rec + kPrefetchBytes + o), _MM_HINT_T0);
+    for (int r = 0; r < kPackRows; ++r) {
+      uint16_t h;
+      std::memcpy(&h, rec + 2 * r, 2);
+      const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
+      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rec + 8 + 16 * r));
+      _mm256_store_ps(scale[r], _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+      _mm256_store_ps(scale[r] + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
+    }
+    for (int j = 0; j < 8; ++j) {
+      const int hh = j / 4, t = j % 4;
+      const int64_t blk = 8 * s + j;
+      __m256i corr_lo[RN], corr_hi[RN];
+      for (int c = 0; c < RN; ++c) {
+        corr_lo[c] = _mm256_madd_epi16(_mm256_maddubs_epi16(c32, bcast16(yq[c] + 32 * blk)), ones);
+        corr_hi[c] = _mm256_madd_epi16(_mm256_maddubs_epi16(c32, bcast16(yq[c] + 32 * blk + 16)), ones);
+      }
+      const __m128i shift = _mm_cvtsi32_si128(2 * t);
+      for (int p = 0; p < 2; ++p) {
+        const uint8_t *ql = rec + 72 + 128 * (2 * hh + (t & 1)) + 64 * p, *qh = rec + 72 + 128 * (4 + hh) + 64 * p;
+        __m256i x[2];
+        for (int half = 0; half < 2; ++half) {
+          const __m256i l = load32(ql + 32 * half), top = load32(qh + 32 * half);
+          const __m256i nib = t < 2 ? _mm256_and_si256(l, m4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), m4);
+          x[half] = _mm256_or_si256(nib, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(top, shift), m2), 4));
+        }
+        const __m256 s_lo = spread(&scale[2 * p][2 * j], &scale[2 * p + 1][2 * j]);
+        const __m256 s_hi = spread(&scale[2 * p][2 * j + 1], &scale[2 * p + 1][2 * j + 1]);
+        for (int c = 0; c < RN; ++c) {
+          const __m256 dy = _mm256_broadcast_ss(yd[c] + blk);
+          const __m256i dlo = _mm256_sub_epi32(
+              _mm256_madd_epi16(_mm256_maddubs_epi16(x[0], bcast16(yq[c] + 32 * blk)), ones), corr_lo[c]);
+          const __m256i dhi = _mm256_sub_epi32(
+              _mm256_madd_epi16(_mm256_maddubs_epi16(x[1], bcast16(yq[c] + 32 * blk + 16)), ones), corr_hi[c]);
+          acc[p][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo), _mm256_mul_ps(s_lo, dy), acc[p][c]);
+          acc[p][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi), _mm256_mul_ps(s_hi, dy), acc[p][c]);
+        }
+      }
+    }
+  }
+  for (int c = 0; c < RN; ++c)
+    for (int p = 0; p < 2; ++p) store_pair(acc[p][c], out + c * ldo + 2 * p);
+}
+
 template <class F>
 rtile_fn tile_for(int rn) {
   static const rtile_fn tiles[] = {rtile<F, 1>, rtile<F, 2>, rtile<F, 3>, rtile<F, 4>};
@@ -221,6 +290,10 @@ rtile_fn tile_avx2(qtype q, int rn) {
       return tile_for<q8_0_pairs>(rn);
     case qtype::q4_k: {
       static const rtile_fn tiles[] = {rtile_q4_k<1>, rtile_q4_k<2>, rtile_q4_k<3>, rtile_q4_k<4>};
+      return tiles[rn - 1];
+    }
+    case qtype::q6_k: {
+      static const rtile_fn tiles[] = {rtile_q6_k<1>, rtile_q6_k<2>, rtile_q6_k<3>, rtile_q6_k<4>};
       return tiles[rn - 1];
     }
     default:

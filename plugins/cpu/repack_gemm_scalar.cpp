@@ -54,6 +54,37 @@ void tile_q4_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *ou
   (void)ldo;
 }
 
+// Q6_K: value i of sub-block j of row r (0-63, before its -32).
+int packed_q6_k(const uint8_t *rec, int r, int j, int i) {
+  const int h = j / 4, t = j % 4, pair = 64 * (r / 2) + 32 * (i / 16) + 16 * (r % 2) + i % 16;
+  const uint8_t lo = rec[72 + 128 * (2 * h + (t & 1)) + pair], hi = rec[72 + 128 * (4 + h) + pair];
+  return ((t < 2 ? lo & 0xF : lo >> 4) | (((hi >> (2 * t)) & 3) << 4));
+}
+
+void tile_q6_k(const uint8_t *g, const char *b, size_t, int64_t K, float *out, int64_t) {
+  const int64_t nb = K / 32;
+  constexpr size_t kRecord = 210 * kPackRows;
+  const auto *yq = reinterpret_cast<const int8_t *>(b);
+  const auto *yd = reinterpret_cast<const float *>(yq + nb * 32);
+  for (int r = 0; r < kPackRows; ++r) {
+    float acc = 0.0f;
+    for (int64_t s = 0; s < K / 256; ++s) {
+      const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
+      const float d = bp_fp16_to_fp32(u16_at(rec + 2 * r));
+      const auto *sc = reinterpret_cast<const int8_t *>(rec + 8 + 16 * r);
+      for (int j = 0; j < 8; ++j) {
+        const int64_t blk = 8 * s + j;
+        for (int half = 0; half < 2; ++half) {
+          int dot = 0;
+          for (int i = 16 * half; i < 16 * half + 16; ++i) dot += (packed_q6_k(rec, r, j, i) - 32) * yq[32 * blk + i];
+          acc += static_cast<float>(dot) * (d * static_cast<float>(sc[2 * j + half]) * yd[blk]);
+        }
+      }
+    }
+    out[r] = acc;
+  }
+}
+
 template <int RN>
 void tile_scalar(qtype q, const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   const int64_t nb = K / 32;
@@ -87,6 +118,8 @@ rtile_fn tile_baseline(qtype q, int) {
       return tile_of<qtype::q8_0>;
     case qtype::q4_k:
       return tile_q4_k;
+    case qtype::q6_k:
+      return tile_q6_k;
     default:
       return nullptr;
   }

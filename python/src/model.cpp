@@ -324,12 +324,13 @@ struct Generation {
   }
 };
 
-Model load(const std::string &path, const py::object &device, int32_t offload) {
+Model load(const std::string &path, const py::object &device, int32_t offload, bool plain_weights) {
   std::string devices = device.is_none() ? "" : device.cast<std::string>();
   bp_model_options o{};
   o.struct_size = sizeof o;
   o.devices = devices.c_str();
   o.offload_layers = offload;
+  o.plain_weights = plain_weights;
   auto h = std::make_shared<ModelH>();
   call_nogil([&] { return bp_model_load(path.c_str(), &o, &h->m); });
   return Model{h};
@@ -499,9 +500,10 @@ void init_model(py::module_ &m) {
       .def_property_readonly("context", [](const Generation &g) { return ModelContext{g.ctx}; });
 
   py::class_<Model>(m, "Model",
-                    "A llama-family GGUF model (bp_model_load): Model(path, device='cpu', offload=-1). `with` or "
-                    "close() drops it; contexts keep it alive.")
-      .def(py::init(&load), py::arg("path"), py::arg("device") = "cpu", py::arg("offload") = -1)
+                    "A llama-family GGUF model (bp_model_load): Model(path, device='cpu', offload=-1, "
+                    "plain_weights=False). `with` or close() drops it; contexts keep it alive.")
+      .def(py::init(&load), py::arg("path"), py::arg("device") = "cpu", py::arg("offload") = -1,
+           py::arg("plain_weights") = false)
       .def_property_readonly("info", [](const Model &self) { return info_of(self.get()); })
       .def_property_readonly("backends",
                              [](const Model &self) {

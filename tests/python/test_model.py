@@ -420,3 +420,16 @@ def test_exports():
     for name in ("Model", "ModelContext", "ModelInfo", "Generation"):
         assert hasattr(bp, name)
     assert os.path.exists(os.path.join(os.path.dirname(bp.__file__), "__init__.pyi"))
+
+
+def test_plain_weights_keeps_float_weights_mapped_either_way(tiny):
+    ids = prompt_ids()
+    rows = []
+    for plain in (False, True):
+        with bp.Model(tiny[0], plain_weights=plain) as m:
+            # Float matrices never go to a weight buffer: mapped both ways.
+            assert m.backends[0]["mapped"] is True
+            with m.context(n_ctx=32) as c:
+                c.eval(ids, all_logits=True)
+                rows.append(np.array(c.logits, copy=True))
+    np.testing.assert_array_equal(rows[0], rows[1])

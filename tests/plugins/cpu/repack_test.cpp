@@ -18,7 +18,7 @@ using namespace cpu_test;
 
 namespace {
 
-const qt kRepacked[] = {kTypes[0], kTypes[1], kTypes[3]};  // Q8_0, Q4_0, Q4_K
+const qt kRepacked[] = {kTypes[0], kTypes[1], kTypes[3], kTypes[4]};  // Q8_0, Q4_0, Q4_K, Q6_K
 
 // A weight buffer of |p|'s device holding a copy of the dense tensor |x|,
 // and the tensor that lives in it (same type, shape and strides).
@@ -280,8 +280,8 @@ TEST(CpuRepack, OnlyMulMatReadsRepackedBytes) {
   EXPECT_FALSE(p.supports(pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {4, 1}, {v, b})));
   EXPECT_TRUE(p.supports(pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {8, 1}, {w.t, b})));
 
-  // Q6_K and a 3-row Q4_0 matrix: plain in the weight buffer, GET_ROWS works.
-  for (auto [type, rows_n] : {std::pair<qt, int64_t>{kTypes[4], 8}, std::pair<qt, int64_t>{kTypes[1], 3}}) {
+  // Q5_K and a 3-row Q4_0 matrix: plain in the weight buffer, GET_ROWS works.
+  for (auto [type, rows_n] : {std::pair<qt, int64_t>{kTypes[5], 8}, std::pair<qt, int64_t>{kTypes[1], 3}}) {
     bp_tensor *x = make_q(pool, type, {256, rows_n});
     fill_q(x, type, rng);
     weight_copy wx(p, pool, x);
