@@ -1,6 +1,7 @@
 // quant_harness.hpp: the quantized-weight helpers the cpu plugin's tests
 // share: this file's own decoder of the GGUF block layouts (in double),
-// random blocks, and b whose blocks quantize to int8 exactly.
+// random blocks, b whose blocks quantize to int8 exactly, one MUL_MAT run and
+// its check against the decoded weights in double.
 #ifndef BP_TESTS_PLUGINS_CPU_QUANT_HARNESS_HPP_
 #define BP_TESTS_PLUGINS_CPU_QUANT_HARNESS_HPP_
 
@@ -129,6 +130,57 @@ inline void fill_exact_b(const bp_tensor *b, std::mt19937 &rng) {
       const float s = std::ldexp(1.0f, e(rng));
       const int big = at(rng);
       for (int i = 0; i < 32; ++i) put(b, (i == big ? (v(rng) < 0 ? -127 : 127) : v(rng)) * s, k0 + i, n);
+    }
+}
+
+// The output of one MUL_MAT, copied out of the node.
+struct product {
+  std::vector<float> out;
+  bool ok = false;
+};
+
+// MUL_MAT(a, b) on |p|'s backend (a failure is reported and ok stays false).
+inline product compute_mul_mat(loaded_plugin &p, bp_tensor *a, bp_tensor *b, tensor_pool &pool) {
+  product r;
+  bp_tensor *out = pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, {a, b});
+  if (!p.supports(out)) {
+    ADD_FAILURE() << "MUL_MAT of " << bp_type_name(a->type) << " is not supported";
+    return r;
+  }
+  bp_error err{};
+  if (p.compute({out}, &err) != BP_OK) {
+    ADD_FAILURE() << err.message;
+    return r;
+  }
+  r.out.resize(static_cast<size_t>(bp_tensor_nelements(out)));
+  std::memcpy(r.out.data(), out->data, r.out.size() * sizeof(float));
+  r.ok = true;
+  return r;
+}
+
+// |got| against a double-precision product of a's rows as this file decodes
+// them (|a| dense, in the file's layout) and b [K, N, B2]: batch i2 uses a's
+// i2 / (B2 / A2). Within 2e-6 of the sum of the products' magnitudes: with
+// an integer-exact b (fill_exact_b) only the float scales and sums round.
+// Reports the first output outside and stops.
+inline void expect_matches_decoded(const product &got, const bp_tensor *a, const qt &t, const bp_tensor *b) {
+  const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1], r2 = b->ne[2] / a->ne[2];
+  for (int64_t i2 = 0; i2 < b->ne[2]; ++i2)
+    for (int64_t m = 0; m < M; ++m) {
+      const std::vector<double> w = decode_row(a, t, m, i2 / r2);
+      for (int64_t n = 0; n < N; ++n) {
+        double ref = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          ref += w[k] * get(b, k, n, i2);
+          mag += std::fabs(w[k] * get(b, k, n, i2));
+        }
+        const double y = got.out[static_cast<size_t>((i2 * N + n) * M + m)];
+        if (!(std::fabs(y - ref) <= 2e-6 * mag + 1e-30)) {
+          ADD_FAILURE() << "batch " << i2 << " m " << m << " n " << n << ": " << y << ", want " << ref << " within "
+                        << 2e-6 * mag;
+          return;
+        }
+      }
     }
 }
 

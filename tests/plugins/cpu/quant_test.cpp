@@ -17,29 +17,9 @@ using namespace cpu_test;
 
 namespace {
 
-struct product {
-  std::vector<float> out;
-  bool ok = false;
-};
-
 product run_mul_mat(int threads, bp_tensor *a, bp_tensor *b, tensor_pool &pool) {
   loaded_plugin p{threads};
-  product r;
-  if (!p.ok()) return r;
-  bp_tensor *out = pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, {a, b});
-  if (!p.supports(out)) {
-    ADD_FAILURE() << "MUL_MAT of " << bp_type_name(a->type) << " is not supported";
-    return r;
-  }
-  bp_error err{};
-  if (p.compute({out}, &err) != BP_OK) {
-    ADD_FAILURE() << err.message;
-    return r;
-  }
-  r.out.resize(static_cast<size_t>(bp_tensor_nelements(out)));
-  std::memcpy(r.out.data(), out->data, r.out.size() * sizeof(float));
-  r.ok = true;
-  return r;
+  return p.ok() ? compute_mul_mat(p, a, b, pool) : product{};
 }
 
 }  // namespace
@@ -61,17 +41,7 @@ TEST(CpuQuant, MatMulMatchesDecodedWeightsInDouble) {
           fill_exact_b(b, rng);
           const product got = run_mul_mat(2, a, b, pool);
           ASSERT_TRUE(got.ok);
-          for (int64_t m = 0; m < M; ++m) {
-            const std::vector<double> w = decode_row(a, t, m);
-            for (int64_t n = 0; n < N; ++n) {
-              double ref = 0, mag = 0;
-              for (int64_t k = 0; k < K; ++k) {
-                ref += w[k] * get(b, k, n);
-                mag += std::fabs(w[k] * get(b, k, n));
-              }
-              ASSERT_NEAR(got.out[n * M + m], ref, 2e-6 * mag + 1e-30) << "m " << m << " n " << n;
-            }
-          }
+          expect_matches_decoded(got, a, t, b);
         }
 }
 
@@ -139,18 +109,7 @@ TEST(CpuQuant, MatMulBroadcastsOverBatches) {
   fill_exact_b(b, rng);
   const product got = run_mul_mat(2, a, b, pool);
   ASSERT_TRUE(got.ok);
-  for (int64_t i2 = 0; i2 < 4; ++i2)
-    for (int64_t m = 0; m < M; ++m) {
-      const std::vector<double> w = decode_row(a, t, m, i2 / 2);
-      for (int64_t n = 0; n < N; ++n) {
-        double ref = 0, mag = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          ref += w[k] * get(b, k, n, i2);
-          mag += std::fabs(w[k] * get(b, k, n, i2));
-        }
-        EXPECT_NEAR(got.out[(i2 * N + n) * M + m], ref, 2e-6 * mag);
-      }
-    }
+  expect_matches_decoded(got, a, t, b);
 }
 
 TEST(CpuQuant, DeclinesWhatItDoesNotImplement) {
@@ -296,10 +255,11 @@ TEST(CpuQuant, MatchesTheCoreReference) {
     const size_t bytes = static_cast<size_t>(K * R / t.block * t.bytes);
     std::vector<unsigned char> want(bytes);
     {
-    size_t written = 0;
-    ASSERT_EQ(bp_quantize_rows(t.type, static_cast<const float *>(src->data), want.data(), R, K, &written), BP_OK) << bp_last_error();
-    ASSERT_EQ(written, bytes);
-  }
+      size_t written = 0;
+      ASSERT_EQ(bp_quantize_rows(t.type, static_cast<const float *>(src->data), want.data(), R, K, &written), BP_OK)
+          << bp_last_error();
+      ASSERT_EQ(written, bytes);
+    }
     if (t.type == BP_TYPE_Q8_0 || t.type == BP_TYPE_Q4_0 || t.type == BP_TYPE_Q5_0) {
       EXPECT_EQ(0, std::memcmp(want.data(), cont->data, bytes));
     }

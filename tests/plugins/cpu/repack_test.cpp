@@ -83,32 +83,12 @@ std::vector<uint8_t> bytes(const bp_tensor *x) {
   return {p, p + weight_copy::bytes_of(x)};
 }
 
-struct product {
-  std::vector<float> out;
-  bool ok = false;
-};
-
 // MUL_MAT(a moved into a weight buffer, b) on |threads| threads.
 product run_repacked(int threads, const bp_tensor *a, bp_tensor *b, tensor_pool &pool) {
   loaded_plugin p{threads};
-  product r;
-  if (!p.ok()) return r;
+  if (!p.ok()) return {};
   weight_copy w(p, pool, a);
-  if (!w.ok()) return r;
-  bp_tensor *out = pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, {w.t, b});
-  if (!p.supports(out)) {
-    ADD_FAILURE() << "MUL_MAT of repacked " << bp_type_name(a->type) << " is not supported";
-    return r;
-  }
-  bp_error err{};
-  if (p.compute({out}, &err) != BP_OK) {
-    ADD_FAILURE() << err.message;
-    return r;
-  }
-  r.out.resize(static_cast<size_t>(bp_tensor_nelements(out)));
-  std::memcpy(r.out.data(), out->data, r.out.size() * sizeof(float));
-  r.ok = true;
-  return r;
+  return w.ok() ? compute_mul_mat(p, w.t, b, pool) : product{};
 }
 
 }  // namespace
@@ -197,17 +177,7 @@ TEST(CpuRepack, MatMulMatchesPlainWeightsInDouble) {
           fill_exact_b(b, rng);
           const product got = run_repacked(2, a, b, pool);
           ASSERT_TRUE(got.ok);
-          for (int64_t m = 0; m < M; ++m) {
-            const std::vector<double> w = decode_row(a, t, m);
-            for (int64_t n = 0; n < N; ++n) {
-              double ref = 0, mag = 0;
-              for (int64_t k = 0; k < K; ++k) {
-                ref += w[k] * get(b, k, n);
-                mag += std::fabs(w[k] * get(b, k, n));
-              }
-              ASSERT_NEAR(got.out[n * M + m], ref, 2e-6 * mag + 1e-30) << "m " << m << " n " << n;
-            }
-          }
+          expect_matches_decoded(got, a, t, b);
         }
 }
 
@@ -241,18 +211,7 @@ TEST(CpuRepack, MatMulBroadcastsOverBatches) {
     fill_exact_b(b, rng);
     const product got = run_repacked(2, a, b, pool);
     ASSERT_TRUE(got.ok);
-    for (int64_t i2 = 0; i2 < 4; ++i2)
-      for (int64_t m = 0; m < M; ++m) {
-        const std::vector<double> w = decode_row(a, t, m, i2 / 2);
-        for (int64_t n = 0; n < N; ++n) {
-          double ref = 0, mag = 0;
-          for (int64_t k = 0; k < K; ++k) {
-            ref += w[k] * get(b, k, n, i2);
-            mag += std::fabs(w[k] * get(b, k, n, i2));
-          }
-          EXPECT_NEAR(got.out[(i2 * N + n) * M + m], ref, 2e-6 * mag);
-        }
-      }
+    expect_matches_decoded(got, a, t, b);
   }
 }
 
