@@ -116,6 +116,18 @@ TEST(GgufDevices, LoadsIntoTheCpuWeightBufferType) {
   EXPECT_EQ(bp_gguf_load(g, wctx, bp_backend_device(be), &opt, &w), BP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bp_last_error()).find("BP_GGUF_LOAD_MAP"), std::string::npos) << bp_last_error();
 
+  // Another device's buffer type is refused, naming it (lavapipe on CI).
+  if (bp_backend *other = gguf_test::backend("vulkan")) {
+    opt.mode = BP_GGUF_LOAD_AUTO;
+    opt.buffer_type = bp_device_buffer_type(bp_backend_device(other));
+    EXPECT_EQ(bp_gguf_load(g, wctx, bp_backend_device(be), &opt, &w), BP_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(bp_last_error()).find("not a buffer type of this device"), std::string::npos)
+        << bp_last_error();
+    EXPECT_EQ(bp_context_tensor_count(wctx), 0u);  // nothing made
+    bp_backend_free(other);
+    opt.buffer_type = wbt;
+  }
+
   opt.mode = BP_GGUF_LOAD_AUTO;
   opt.chunk_bytes = 100;  // pieces that split the groups
   ASSERT_EQ(bp_gguf_load(g, wctx, bp_backend_device(be), &opt, &w), BP_OK) << bp_last_error();
