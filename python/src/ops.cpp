@@ -303,12 +303,19 @@ void init_ops(py::module_ &m) {
         py::arg("axis") = py::none(), "a then b along Backplane dim |dim|, or NumPy axis |axis|.");
   m.def(
       "rope",
-      [](const Tensor &a, const Tensor &pos, int n_dims, const py::object &mode, float base, float scale) {
+      [](const Tensor &a, const Tensor &pos, int n_dims, const py::object &mode, float base, float scale,
+         const py::object &freq_factors) {
         CtxP c = current_ctx();
-        return result(c, bp_rope(c->ctx, a.t, pos.t, n_dims, rope_mode(mode), base, scale), {&a, &pos}, a.ndim);
+        if (freq_factors.is_none())
+          return result(c, bp_rope(c->ctx, a.t, pos.t, n_dims, rope_mode(mode), base, scale), {&a, &pos}, a.ndim);
+        const Tensor &ff = freq_factors.cast<const Tensor &>();
+        return result(c, bp_rope_ext(c->ctx, a.t, pos.t, ff.t, n_dims, rope_mode(mode), base, scale), {&a, &pos, &ff},
+                      a.ndim);
       },
       py::arg("a"), py::arg("pos"), py::arg("n_dims"), py::arg("mode") = 0, py::arg("freq_base") = 10000.0f,
-      py::arg("freq_scale") = 1.0f, "Rotary embedding of a [D, H, T, B] (ne order) by i32 positions [T].");
+      py::arg("freq_scale") = 1.0f, py::arg("freq_factors") = py::none(),
+      "Rotary embedding of a [D, H, T, B] (ne order) by i32 positions [T]; pair i's angle is divided by "
+      "freq_factors[i] when given (f32, at least n_dims/2).");
   m.def("reshape", &reshape, py::arg("a"), py::arg("shape"), "A view of contiguous a with a NumPy-order shape.");
   m.def("view", &view, py::arg("a"), py::arg("shape"), py::arg("strides") = std::vector<int64_t>{},
         py::arg("offset") = 0, "A view of a: NumPy-order shape and byte strides, |offset| bytes in.");

@@ -224,12 +224,14 @@ def test_concat(spec, rng, axis):
     np.testing.assert_array_equal(got, np.concatenate([a, b], axis))
 
 
-def rope_ref(x, pos, n_dims, mode, base, scale):
+def rope_ref(x, pos, n_dims, mode, base, scale, factors=None):
     # x: NumPy [B, T, H, D]
     y = x.astype(np.float64).copy()
     half = n_dims // 2
     i = np.arange(half)
     theta = pos[:, None].astype(np.float64) * scale * base ** (-2.0 * i / n_dims)   # [T, half]
+    if factors is not None:
+        theta = theta / factors[:half].astype(np.float64)
     c, s = np.cos(theta)[None, :, None, :], np.sin(theta)[None, :, None, :]
     if mode == 0:
         x0, x1 = y[..., 0:n_dims:2].copy(), y[..., 1:n_dims:2].copy()
@@ -248,6 +250,25 @@ def test_rope(spec, rng, mode):
     pos = np.array([0, 1, 2, 7, 100], np.int32)
     got = run(bp.rope(bp.tensor(x), bp.tensor(pos), 12, mode, 10000.0, 1.0), spec)[0]
     check(got, rope_ref(x, pos, 12, 0 if mode == "normal" else 2, 10000.0, 1.0), TOL_ROWS)
+
+
+@pytest.mark.parametrize("mode", ["normal", "neox"])
+def test_rope_with_frequency_factors(spec, rng, mode):
+    x = rng.uniform(-1, 1, (1, 4, 2, 16)).astype(F32)
+    pos = np.array([0, 3, 50, 901], np.int32)
+    factors = np.array([1.0, 1.0, 2.5, 8.0, 32.0, 0.5, 7.0], F32)  # one spare beyond n_dims/2
+    got = run(bp.rope(bp.tensor(x), bp.tensor(pos), 12, mode, 500000.0, 1.0, freq_factors=bp.tensor(factors)),
+              spec)[0]
+    want = rope_ref(x, pos, 12, 0 if mode == "normal" else 2, 500000.0, 1.0, factors)
+    check(got, want, TOL_ROWS)
+    # The factors matter: without them the result is another one.
+    assert np.abs(want - rope_ref(x, pos, 12, 0 if mode == "normal" else 2, 500000.0, 1.0)).max() > 1e-2
+
+
+def test_rope_frequency_factors_must_cover_half_the_rotated_dims(rng):
+    x = bp.tensor(rng.uniform(-1, 1, (1, 2, 2, 16)).astype(F32))
+    with pytest.raises(bp.InvalidArgument):
+        bp.rope(x, bp.tensor(np.zeros(2, np.int32)), 12, freq_factors=bp.tensor(np.ones(5, F32)))
 
 
 def test_views_and_odd_shapes(spec, rng):
