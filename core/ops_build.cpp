@@ -206,6 +206,16 @@ BP_API bp_tensor *bp_rope_ext(bp_context *ctx, bp_tensor *a, bp_tensor *pos, bp_
   });
 }
 
+BP_API bp_tensor *bp_attention(bp_context *ctx, bp_tensor *q, bp_tensor *k, bp_tensor *v, bp_tensor *mask,
+                               float scale) {
+  BP_API_SCOPE();
+  int32_t p[BP_MAX_OP_PARAMS] = {f32_bits(scale)};
+  return bp::core::build_guard(ctx, [&] {
+    bp_tensor *src[4] = {q, k, v, mask};
+    return build(ctx, BP_OP_ATTENTION, src, mask ? 4 : 3, p, "bp_attention");
+  });
+}
+
 // The generic builder: the caller names the op (a program that rebuilds a
 // graph from a description, such as bp-serve). The checks a typed builder
 // gets from its signature (the op, the source count, the parameter words)

@@ -17,19 +17,25 @@ const char *const k_src_names[BP_MAX_SRC] = {"a", "b", "src2", "src3"};
 const char *src_name(const rule_io &io, int i) {
   if (i == 1) {
     switch (io.op) {
-      case BP_OP_SOFT_MAX: return "mask";
-      case BP_OP_GET_ROWS: return "ids";
-      case BP_OP_ROPE: return "pos";
-      default: break;
+      case BP_OP_SOFT_MAX:
+        return "mask";
+      case BP_OP_GET_ROWS:
+        return "ids";
+      case BP_OP_ROPE:
+        return "pos";
+      default:
+        break;
     }
   }
   if (i == 2 && io.op == BP_OP_ROPE) return "freq_factors";
+  if (io.op == BP_OP_ATTENTION) {
+    static const char *const names[BP_MAX_SRC] = {"q", "k", "v", "mask"};
+    return names[i];
+  }
   return k_src_names[i];
 }
 
-std::string desc(const rule_io &io, int i) {
-  return std::string(src_name(io, i)) + " " + describe(io.src[i]);
-}
+std::string desc(const rule_io &io, int i) { return std::string(src_name(io, i)) + " " + describe(io.src[i]); }
 
 bp_status fail(const rule_io &io, const std::string &what) {
   return set_error(BP_ERR_INVALID_ARGUMENT, std::string(io.fn) + ": " + what);
@@ -46,8 +52,9 @@ bp_status need_type(const rule_io &io, int i, std::initializer_list<bp_type> all
   }
   std::string hint;
   if (bp_type_is_quantized(t)) {
-    hint = " (quantized tensors are read only by MUL_MAT as a, GET_ROWS as the table, and written by CPY and CONT "
-           "from f32)";
+    hint =
+        " (quantized tensors are read only by MUL_MAT as a, GET_ROWS as the table, and written by CPY and CONT "
+        "from f32)";
   }
   return fail(io, desc(io, i) + ": the type must be " + names + hint);
 }
@@ -101,8 +108,8 @@ bp_status rule_binary(rule_io &io) {
   }
   for (int i = 0; i < BP_MAX_DIMS; ++i) {
     if (a->ne[i] % b->ne[i] != 0) {
-      return fail(io, desc(io, 1) + " does not broadcast over " + desc(io, 0) + ": in dim " + std::to_string(i) +
-                          ", " + std::to_string(b->ne[i]) + " does not divide " + std::to_string(a->ne[i]) +
+      return fail(io, desc(io, 1) + " does not broadcast over " + desc(io, 0) + ": in dim " + std::to_string(i) + ", " +
+                          std::to_string(b->ne[i]) + " does not divide " + std::to_string(a->ne[i]) +
                           " (each dim of b must divide a's)");
     }
   }
@@ -327,8 +334,8 @@ bp_status rule_rope(rule_io &io) {
                         "], one position per entry of a's dim 2");
   }
   if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > a->ne[0]) {
-    return fail(io, "n_dims = " + std::to_string(n_dims) + " for " + desc(io, 0) + ": it must be even, > 0 and <= " +
-                        std::to_string(a->ne[0]));
+    return fail(io, "n_dims = " + std::to_string(n_dims) + " for " + desc(io, 0) +
+                        ": it must be even, > 0 and <= " + std::to_string(a->ne[0]));
   }
   if (mode != BP_ROPE_NORMAL && mode != BP_ROPE_NEOX) {
     return fail(io, "mode = " + std::to_string(mode) + ": use BP_ROPE_NORMAL (0) or BP_ROPE_NEOX (2)");
@@ -356,6 +363,66 @@ bp_status rule_rope(rule_io &io) {
   }
   io.out_type = BP_TYPE_F32;
   copy_shape(io, a);
+  return BP_OK;
+}
+
+bp_status rule_attention(rule_io &io) {
+  const bp_tensor *q = io.src[0], *k = io.src[1], *v = io.src[2], *mask = io.src[3];
+  const float scale = io.param_f32(0);
+  if (!std::isfinite(scale)) return fail(io, "scale " + std::to_string(scale) + " is not finite");
+  if (need_type(io, 0, {BP_TYPE_F32}) || need_type(io, 1, {BP_TYPE_F32, BP_TYPE_F16}) ||
+      need_type(io, 2, {BP_TYPE_F32, BP_TYPE_F16})) {
+    return BP_ERR_INVALID_ARGUMENT;
+  }
+  if (k->type != v->type) {
+    return fail(io, desc(io, 1) + " and " + desc(io, 2) + " differ in type: k and v must both be f32 or both f16");
+  }
+  if (k->ne[0] != q->ne[0]) {
+    return fail(io, desc(io, 0) + " and " + desc(io, 1) + " differ in dim 0 (" + std::to_string(q->ne[0]) + " vs " +
+                        std::to_string(k->ne[0]) + "): a key row must be as long as a query row");
+  }
+  if (v->ne[1] != k->ne[1] || v->ne[2] != k->ne[2] || v->ne[3] != k->ne[3]) {
+    return fail(io, desc(io, 2) + " does not fit " + desc(io, 1) +
+                        ": v needs k's dims 1 to 3 (one value row per key, the same heads and batch)");
+  }
+  for (int i = 2; i < BP_MAX_DIMS; ++i) {
+    if (q->ne[i] % k->ne[i] != 0) {
+      return fail(io, desc(io, 1) + " does not broadcast over " + desc(io, 0) + " in dim " + std::to_string(i) + ": " +
+                          std::to_string(k->ne[i]) + " does not divide " + std::to_string(q->ne[i]) +
+                          (i == 2 ? " (query heads share key heads in equal groups)" : ""));
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (!bp_tensor_rows_contiguous(io.src[i])) {
+      return fail(io, desc(io, i) + " has rows that are not dense (nb[0] = " + std::to_string(io.src[i]->nb[0]) +
+                          "): pass bp_cont() of it");
+    }
+  }
+  if (mask != nullptr) {
+    if (need_type(io, 3, {BP_TYPE_F32})) return BP_ERR_INVALID_ARGUMENT;
+    if (mask->ne[0] != k->ne[1]) {
+      return fail(io, desc(io, 3) + " and " + desc(io, 1) + " differ in length (" + std::to_string(mask->ne[0]) +
+                          " vs " + std::to_string(k->ne[1]) + "): a mask row holds one value per key");
+    }
+    if (mask->ne[1] < q->ne[1]) {
+      return fail(io, desc(io, 3) + " has " + std::to_string(mask->ne[1]) + " rows but " + desc(io, 0) + " has " +
+                          std::to_string(q->ne[1]) + " tokens: the mask needs a row per token (dim 1)");
+    }
+    for (int i = 2; i < BP_MAX_DIMS; ++i) {
+      if (q->ne[i] % mask->ne[i] != 0) {
+        return fail(io, desc(io, 3) + " does not broadcast over " + desc(io, 0) + " in dim " + std::to_string(i) +
+                            ": " + std::to_string(mask->ne[i]) + " does not divide " + std::to_string(q->ne[i]));
+      }
+    }
+    if (!bp_tensor_rows_contiguous(mask)) {
+      return fail(io, desc(io, 3) + " has rows that are not dense: pass bp_cont() of it");
+    }
+  }
+  io.out_type = BP_TYPE_F32;
+  io.out_ne[0] = v->ne[0];
+  io.out_ne[1] = q->ne[2];
+  io.out_ne[2] = q->ne[1];
+  io.out_ne[3] = q->ne[3];
   return BP_OK;
 }
 

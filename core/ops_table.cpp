@@ -45,6 +45,7 @@ const op_info k_ops[] = {
     {"CONT", "bp_cont", 1, 1, rule_cont, false},
     {"CONCAT", "bp_concat", 2, 2, rule_concat, false},
     {"ROPE", "bp_rope", 2, 3, rule_rope, true},
+    {"ATTENTION", "bp_attention", 3, 4, rule_attention, false},
 };
 static_assert(sizeof k_ops / sizeof k_ops[0] == BP_OP_COUNT, "the op table must list every bp_op in enum order");
 
@@ -74,6 +75,7 @@ int param_words(bp_op op) {
     case BP_OP_RMS_NORM:
     case BP_OP_SOFT_MAX:
     case BP_OP_CONCAT:
+    case BP_OP_ATTENTION:
       return 1;
     case BP_OP_CLAMP:
       return 2;
@@ -90,7 +92,12 @@ bp_tensor *build(bp_context *ctx, bp_op op, bp_tensor *const *src, int n_src, co
   if (!context_usable(ctx, fn)) return nullptr;
   for (int i = 0; i < oi.n_src_min; ++i) {
     if (src[i] != nullptr) continue;
-    const char *name = i == 0 ? "a" : op == BP_OP_GET_ROWS ? "ids" : op == BP_OP_ROPE ? "pos" : "b";
+    static const char *const attention_names[] = {"q", "k", "v"};
+    const char *name = op == BP_OP_ATTENTION  ? attention_names[i]
+                       : i == 0               ? "a"
+                       : op == BP_OP_GET_ROWS ? "ids"
+                       : op == BP_OP_ROPE     ? "pos"
+                                              : "b";
     return null_input(fn, name);
   }
   rule_io io;
@@ -275,6 +282,14 @@ uint64_t bp::core::op_flops(const bp_tensor *t) {
       return t->src[0] && t->src[0]->type != t->type ? n : 0;
     case BP_OP_ROPE:
       return 6 * n;
+    case BP_OP_ATTENTION: {
+      // Per query row and key: a dot product over D, the online softmax
+      // (~8), and a multiply-add over Dv; n is Dv x rows.
+      const bp_tensor *q = t->src[0], *k = t->src[1];
+      if (!q || !k) return 0;
+      const uint64_t rows = (uint64_t)q->ne[1] * q->ne[2] * q->ne[3], n_kv = (uint64_t)k->ne[1];
+      return rows * n_kv * (2 * (uint64_t)q->ne[0] + 8) + 2 * n * n_kv;
+    }
     default:
       return 0;  // leaves, views, GET_ROWS, CONCAT move data only
   }

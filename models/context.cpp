@@ -47,6 +47,36 @@ bp_status alloc_kv(bp_model_context *c) {
   return BP_OK;
 }
 
+// Whether |be| runs the fused ATTENTION node of this model's shapes: asked
+// of a node built for the question (one token, two cached positions).
+bool runs_fused_attention(bp_backend *be, const hparams &hp, bp_type kv_type) {
+  bp_context *x = bp_context_new(0);
+  if (!x) return false;
+  bp_tensor *q = bp_tensor_new_3d(x, BP_TYPE_F32, hp.head_dim, 1, hp.n_head);
+  bp_tensor *k = bp_tensor_new_3d(x, kv_type, hp.head_dim, 2, hp.n_head_kv);
+  bp_tensor *v = bp_tensor_new_3d(x, kv_type, hp.head_dim, 2, hp.n_head_kv);
+  bp_tensor *mask = bp_tensor_new_2d(x, BP_TYPE_F32, 2, 1);
+  bp_tensor *node = q && k && v && mask ? bp_attention(x, q, k, v, mask, 1.0f) : nullptr;
+  const bool ok = node && bp_backend_supports_op(be, node);
+  bp_context_free(x);
+  return ok;
+}
+
+// The fused op unless the caller asked otherwise or a backend that holds a
+// layer (and so its cache) lacks it: the scheduler would then move every
+// layer's cache to another device each step.
+bool pick_fused_attention(const bp_model_context *c, const bp_model_context_options &opt) {
+  if (opt.unfused_attention) return false;
+  const bp_model *m = c->model;
+  std::vector<bool> asked(c->backends.size(), false);
+  for (const layer_weights &L : m->w.layers) {
+    if (asked[L.backend]) continue;
+    asked[L.backend] = true;
+    if (!runs_fused_attention(c->backends[L.backend], m->hp, c->kv.type)) return false;
+  }
+  return true;
+}
+
 bp_status open_backends(bp_model_context *c) {
   const bp_model *m = c->model;
   std::vector<bp_backend *> buf(m->backends.size() + 1, nullptr);
@@ -95,7 +125,10 @@ bp_status context_create(bp_model *m, const bp_model_context_options &opt, bp_mo
   c->n_batch = opt.n_batch ? opt.n_batch : 512;
   c->kv.type = opt.kv_f32 ? BP_TYPE_F32 : BP_TYPE_F16;
   bp_status st = open_backends(c);
-  if (st == BP_OK) st = alloc_kv(c);
+  if (st == BP_OK) {
+    c->kv.fused = pick_fused_attention(c, opt);
+    st = alloc_kv(c);
+  }
   if (st == BP_OK) {
     c->sched = bp_sched_new(c->backends.data(), nullptr, c->backends.size(), graph_capacity(m->hp) + 16, false);
     if (!c->sched) st = fail(bp_last_status(), std::string("creating the scheduler: ") + bp_last_error());

@@ -6,7 +6,7 @@
 //   q, k = rms_norm_per_head(q) * q_norm, (k) * k_norm  qwen3 only
 //   q, k = rope(q), rope(k)                             NORMAL for llama, NEOX for qwen
 //   the cache takes k and v at positions p0 .. p0+T-1
-//   x += Wo softmax(q K^T / sqrt(d) + mask) V
+//   x += Wo softmax(q K^T / sqrt(d) + mask) V         one ATTENTION node where supported
 //   h = rms_norm(x) * ffn_norm
 //   x += Wdown (silu(Wgate h) * Wup h)
 // then logits = Wout (rms_norm(x) * output_norm).
@@ -79,28 +79,43 @@ bp_status build_forward(const hparams &hp, const model_weights &w, const kv_cach
 
     // Into the cache first: the attention below reads the cache, and the
     // graph runs its nodes in the order they were added. K is stored
-    // position-major ([Ekv, n_ctx]); V transposed ([n_ctx, Ekv], each channel's
-    // positions together), so both products below read dense rows and no
-    // per-step transpose of the whole cache is needed.
+    // position-major ([Ekv, n_ctx]); V the same for the fused op, else
+    // transposed ([n_ctx, Ekv], each channel's positions together) so the
+    // second product reads dense rows and no per-step transpose of the whole
+    // cache is needed.
     const int64_t flat = T * Ekv;
-    bp_tensor *k_slot = bp_view_1d(c, kv.k[il], flat, static_cast<size_t>(shape.p0) * Ekv * kv_es);
-    bp_tensor *v_slot =
-        bp_view_2d(c, kv.v[il], T, Ekv, static_cast<size_t>(kv.n_ctx) * kv_es, static_cast<size_t>(shape.p0) * kv_es);
+    const size_t p0_row = static_cast<size_t>(shape.p0) * Ekv * kv_es;
+    bp_tensor *k_slot = bp_view_1d(c, kv.k[il], flat, p0_row);
+    bp_tensor *v_into = nullptr;
+    if (kv.fused) {
+      v_into = bp_cpy(c, bp_reshape(c, v, 1, &flat), bp_view_1d(c, kv.v[il], flat, p0_row));
+    } else {
+      bp_tensor *v_slot = bp_view_2d(c, kv.v[il], T, Ekv, static_cast<size_t>(kv.n_ctx) * kv_es,
+                                     static_cast<size_t>(shape.p0) * kv_es);
+      v_into = bp_cpy(c, T == 1 ? bp_reshape_2d(c, v, 1, Ekv) : bp_transpose(c, v), v_slot);
+    }
     bp_status st = BP_OK;
     if ((st = bp_graph_build(g->graph, bp_cpy(c, bp_reshape(c, k, 1, &flat), k_slot))) ||
-        (st = bp_graph_build(g->graph, bp_cpy(c, T == 1 ? bp_reshape_2d(c, v, 1, Ekv) : bp_transpose(c, v), v_slot)))) {
+        (st = bp_graph_build(g->graph, v_into))) {
       free_forward(g);
       return st;
     }
 
-    // K as [hd, n_kv, Hkv] and V as [n_kv, hd, Hkv]; query heads share
-    // key/value heads in groups of H / Hkv (MUL_MAT broadcasts dim 2).
+    // K as [hd, n_kv, Hkv]; query heads share key/value heads in groups of
+    // H / Hkv (ATTENTION and MUL_MAT both broadcast dim 2).
     bp_tensor *K = bp_view_3d(c, kv.k[il], hd, n_kv, Hkv, Ekv * kv_es, hd * kv_es, 0);
-    bp_tensor *Vt = bp_view_3d(c, kv.v[il], n_kv, hd, Hkv, kv.n_ctx * kv_es, kv.n_ctx * hd * kv_es, 0);
-    bp_tensor *Q = bp_permute(c, q, 0, 2, 1, 3);                             // [hd, T, H]
-    bp_tensor *kq = bp_soft_max(c, bp_mul_mat(c, K, Q), g->mask, kq_scale);  // [n_kv, T, H]
-    bp_tensor *kqv = bp_mul_mat(c, Vt, kq);                                  // [hd, T, H]
-    bp_tensor *merged = bp_reshape_2d(c, bp_cont(c, bp_permute(c, kqv, 0, 2, 1, 3)), hd * H, T);
+    bp_tensor *Q = bp_permute(c, q, 0, 2, 1, 3);  // [hd, T, H]
+    bp_tensor *merged = nullptr;
+    if (kv.fused) {
+      bp_tensor *V = bp_view_3d(c, kv.v[il], hd, n_kv, Hkv, Ekv * kv_es, hd * kv_es, 0);
+      merged = bp_reshape_2d(c, bp_attention(c, Q, K, V, g->mask, kq_scale), hd * H, T);  // [hd, H, T]
+    } else {
+      // V as [n_kv, hd, Hkv].
+      bp_tensor *Vt = bp_view_3d(c, kv.v[il], n_kv, hd, Hkv, kv.n_ctx * kv_es, kv.n_ctx * hd * kv_es, 0);
+      bp_tensor *kq = bp_soft_max(c, bp_mul_mat(c, K, Q), g->mask, kq_scale);  // [n_kv, T, H]
+      bp_tensor *kqv = bp_mul_mat(c, Vt, kq);                                  // [hd, T, H]
+      merged = bp_reshape_2d(c, bp_cont(c, bp_permute(c, kqv, 0, 2, 1, 3)), hd * H, T);
+    }
     x = bp_add(c, x, bp_mul_mat(c, L.wo, merged));
 
     h = bp_mul(c, bp_rms_norm(c, x, hp.norm_eps), L.ffn_norm);

@@ -16,6 +16,11 @@ struct kv_cache {
   std::vector<bp_tensor *> k, v;
   uint32_t n_ctx = 0;
   bp_type type = BP_TYPE_F16;
+  // Attention is one ATTENTION node per layer, and V is stored like K
+  // (position-major). Else attention is two products around SOFT_MAX, and V
+  // is stored transposed (each channel's positions together), so the second
+  // product reads dense rows.
+  bool fused = false;
 };
 
 struct batch_shape {

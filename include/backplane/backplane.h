@@ -231,6 +231,14 @@ BP_API bp_tensor *bp_rope(bp_context *ctx, bp_tensor *a, bp_tensor *pos, int n_d
  * by freq_factors[i] (LLaMA 3.1's rope_freqs.weight). */
 BP_API bp_tensor *bp_rope_ext(bp_context *ctx, bp_tensor *a, bp_tensor *pos, bp_tensor *freq_factors, int n_dims,
                               int mode, float freq_base, float freq_scale);
+/* Fused attention, softmax(scale q k^T + mask) v per query row, without the
+ * scores matrix in memory: q f32 [D, T, H, B]; k [D, N, Hk, B] and v
+ * [Dv, N, Hk, B] both f32 or both f16, dense rows, Hk dividing H (query head
+ * h reads key/value head h / (H / Hk)); mask NULL or f32 [N, >= T, ...] whose
+ * dims 2 and 3 divide H and B. Result f32 [Dv, H, T, B]: heads of one token
+ * together, so merging heads is a reshape. A fully masked row gives zeros. */
+BP_API bp_tensor *bp_attention(bp_context *ctx, bp_tensor *q, bp_tensor *k, bp_tensor *v, bp_tensor *mask,
+                               float scale);
 
 /* Any computed op by number, for programs that rebuild a graph from a
  * description: |src| holds |n_src| sources (as many as the op takes; an

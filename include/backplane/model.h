@@ -142,6 +142,10 @@ typedef struct bp_model_context_options {
   uint32_t n_ctx;       /* positions the KV cache holds; 0 = min(n_ctx_train, 4096) */
   uint32_t n_batch;     /* tokens per prompt graph; 0 = 512 */
   bool kv_f32;          /* KV cache in f32 instead of f16 */
+  /* Attention as separate products and SOFT_MAX instead of the fused
+   * ATTENTION op. By default the fused op is used when every backend that
+   * holds a layer supports it (docs/models.md, "Attention"). */
+  bool unfused_attention;
 } bp_model_context_options;
 
 /* New context on |model| with an empty KV cache allocated on the devices

@@ -61,6 +61,8 @@ constexpr int n_sources(bp_op op) {
     case BP_OP_CONCAT:
     case BP_OP_ROPE:
       return 2;
+    case BP_OP_ATTENTION:
+      return 3;
     default:
       return 1;
   }
@@ -73,7 +75,7 @@ inline const char *op_name(bp_op op) {
                                       "MUL",      "DIV",  "SCALE",   "CLAMP",   "NEG",       "ABS",      "SQR",
                                       "SQRT",     "EXP",  "RELU",    "GELU",    "SILU",      "TANH",     "SIGMOID",
                                       "SUM_ROWS", "MEAN", "ARGMAX",  "NORM",    "RMS_NORM",  "SOFT_MAX", "MUL_MAT",
-                                      "GET_ROWS", "CPY",  "CONT",    "CONCAT",  "ROPE"};
+                                      "GET_ROWS", "CPY",  "CONT",    "CONCAT",  "ROPE",      "ATTENTION"};
   static_assert(sizeof names / sizeof names[0] == BP_OP_COUNT, "name every bp_op here, in enum order");
   return op >= 0 && op < static_cast<int>(sizeof names / sizeof names[0]) ? names[op] : "?";
 }

@@ -91,6 +91,9 @@ bool concat_supports(const bp_tensor *t);
 void concat_run(const bp_tensor *t, int ith, int nth);
 bool rope_supports(const bp_tensor *t);
 void rope_run(const bp_tensor *t, int ith, int nth);
+bool attention_supports(const bp_tensor *t);
+void attention_run(const bp_tensor *t, int ith, int nth);
+int64_t attention_work(const bp_tensor *t);
 
 // ---- helpers -------------------------------------------------------------
 

@@ -15,6 +15,7 @@ const op_kernel kGetRows = {get_rows_supports, get_rows_prepare, get_rows_run, n
 const op_kernel kCopy = {copy_supports, nullptr, copy_run, nullptr};
 const op_kernel kConcat = {concat_supports, nullptr, concat_run, nullptr};
 const op_kernel kRope = {rope_supports, nullptr, rope_run, nullptr};
+const op_kernel kAttention = {attention_supports, nullptr, attention_run, attention_work};
 
 }  // namespace
 
@@ -44,6 +45,8 @@ const op_kernel *find_kernel(bp_op op) {
       return &kConcat;
     case BP_OP_ROPE:
       return &kRope;
+    case BP_OP_ATTENTION:
+      return &kAttention;
     default:
       return nullptr;
   }

@@ -296,6 +296,35 @@ bp_status run_rope(backend_ctx *be, const bp_tensor *t, bp_error *err) {
       .run(2, g, l, t->name, err);
 }
 
+// One work-group of 64 per query row (attention.cl); each work-item keeps
+// 4 output channels, so value rows of up to 256.
+constexpr int64_t k_attention_group = 64, k_attention_max_dv = 256;
+
+bp_status run_attention(backend_ctx *be, const bp_tensor *t, bp_error *err) {
+  const bp_tensor *mask = t->src[3];
+  std::string opts = "-DKV_TYPE=" + std::to_string(type_code(t->src[1]->type));
+  if (mask) opts += " -DHAS_MASK=1";
+  cl_kernel k = nullptr;
+  if (bp_status s = get_kernel(be, "attention", opts, "attention", &k, err); s != BP_OK) return s;
+  const int64_t rows = t->ne[1] * t->ne[2] * t->ne[3];
+  size_t g[1] = {static_cast<size_t>(rows * k_attention_group)}, l[1] = {static_cast<size_t>(k_attention_group)};
+  launch l_att(be, k);
+  l_att.tensor(t->src[0]).tensor(t->src[1]).tensor(t->src[2]);
+  if (mask) l_att.tensor(mask);
+  return l_att.tensor(t).arg(bp_tensor_param_f32(t, 0)).run(1, g, l, t->name, err);
+}
+
+bool attention_supported(const bp_tensor *t) {
+  const bp_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *mask = t->src[3];
+  if (t->type != BP_TYPE_F32 || q->type != BP_TYPE_F32 || !is_float(k->type) || k->type != v->type) return false;
+  if (k->ne[0] != q->ne[0] || v->ne[1] != k->ne[1] || q->ne[2] % k->ne[2] != 0 || q->ne[3] % k->ne[3] != 0)
+    return false;
+  if (t->ne[0] != v->ne[0] || t->ne[1] != q->ne[2] || t->ne[2] != q->ne[1] || t->ne[3] != q->ne[3]) return false;
+  if (v->ne[0] > k_attention_max_dv || !bp_tensor_is_contiguous(t)) return false;
+  return !mask || (mask->type == BP_TYPE_F32 && mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1] &&
+                   q->ne[2] % mask->ne[2] == 0 && q->ne[3] % mask->ne[3] == 0);
+}
+
 bool supports(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
   switch (plugins::family_of(t->op)) {
@@ -351,6 +380,8 @@ bool supports(const bp_tensor *t) {
              (mode == BP_ROPE_NORMAL || mode == BP_ROPE_NEOX) &&
              (!ff || (ff->type == BP_TYPE_F32 && ff->ne[0] >= n_dims / 2));
     }
+    case BP_OP_ATTENTION:
+      return attention_supported(t);
     default:
       return false;
   }
@@ -399,6 +430,8 @@ bp_status compute_node(backend_ctx *be, const bp_tensor *t, bp_error *err) {
       return run_concat(be, t, err);
     case BP_OP_ROPE:
       return run_rope(be, t, err);
+    case BP_OP_ATTENTION:
+      return run_attention(be, t, err);
     default:
       return run_unary(be, t, err);
   }

@@ -175,12 +175,13 @@ std::string token_bytes(bp_model *m, bp_token id) {
   return std::string(d ? d : "", n);
 }
 
-MCtxP new_context(const ModelP &h, uint32_t n_ctx, uint32_t n_batch, bool kv_f32) {
+MCtxP new_context(const ModelP &h, uint32_t n_ctx, uint32_t n_batch, bool kv_f32, bool unfused_attention = false) {
   bp_model_context_options o{};
   o.struct_size = sizeof o;
   o.n_ctx = n_ctx;
   o.n_batch = n_batch;
   o.kv_f32 = kv_f32;
+  o.unfused_attention = unfused_attention;
   auto c = std::make_shared<MCtxH>();
   c->model = h;
   call_nogil([&] { return bp_model_context_new(h->m, &o, &c->c); });
@@ -555,12 +556,14 @@ void init_model(py::module_ &m) {
           "True for a token that ends a generation (EOS, EOT ...).")
       .def(
           "context",
-          [](const Model &self, uint32_t n_ctx, uint32_t n_batch, bool kv_f32) {
+          [](const Model &self, uint32_t n_ctx, uint32_t n_batch, bool kv_f32, bool unfused_attention) {
             self.get();
-            return ModelContext{new_context(self.h, n_ctx, n_batch, kv_f32)};
+            return ModelContext{new_context(self.h, n_ctx, n_batch, kv_f32, unfused_attention)};
           },
-          py::arg("n_ctx") = 0, py::arg("n_batch") = 0, py::arg("kv_f32") = false,
-          "A new context with an empty KV cache (n_ctx 0 = min(n_ctx_train, 4096), n_batch 0 = 512).")
+          py::arg("n_ctx") = 0, py::arg("n_batch") = 0, py::arg("kv_f32") = false, py::kw_only(),
+          py::arg("unfused_attention") = false,
+          "A new context with an empty KV cache (n_ctx 0 = min(n_ctx_train, 4096), n_batch 0 = 512); "
+          "unfused_attention: two products around SOFT_MAX instead of the fused ATTENTION op.")
       .def("generate", &generate, py::arg("prompt"), py::arg("n") = 32, py::kw_only(), py::arg("temperature") = 0.0f,
            py::arg("top_k") = 40, py::arg("top_p") = 0.95f, py::arg("min_p") = 0.05f, py::arg("repeat_penalty") = 1.0f,
            py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("context") = py::none(),

@@ -149,6 +149,7 @@ const std::map<std::string, row> &table() {
       BUILDER(bp_concat),
       BUILDER(bp_rope),
       BUILDER(bp_rope_ext),
+      BUILDER(bp_attention),
       BUILDER(bp_op_new),
       OWN(bp_op_flops),
       OWN(bp_op_bytes),

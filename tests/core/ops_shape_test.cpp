@@ -36,7 +36,8 @@ TEST_F(CoreTest, BinaryOpsBroadcastSrc1OverSrc0) {
   bp_tensor *t = bp_transpose(ctx, f32(4, 6));
   expect_shape(bp_mul(ctx, t, f32(6)), 6, 4, 1, 1);
 
-  EXPECT_FAILS_WITH(bp_add(ctx, a, f32(4)), "bp_add", "b [4,1,1,1] f32", "a [6,4,3,2] f32", "dim 0", "4 does not divide 6");
+  EXPECT_FAILS_WITH(bp_add(ctx, a, f32(4)), "bp_add", "b [4,1,1,1] f32", "a [6,4,3,2] f32", "dim 0",
+                    "4 does not divide 6");
   EXPECT_FAILS_WITH(bp_sub(ctx, f32(6), a), "bp_sub", "dim 1");
   EXPECT_FAILS_WITH(bp_div(ctx, a, f32(6, 4, 2, 2)), "dim 2");
   EXPECT_FAILS_WITH(bp_mul(ctx, i32(6), f32(6)), "bp_mul", "a [6,1,1,1] i32", "f32 or f16");
@@ -46,7 +47,7 @@ TEST_F(CoreTest, BinaryOpsBroadcastSrc1OverSrc0) {
 TEST_F(CoreTest, UnaryOpsKeepShapeAndType) {
   const bp_op unary[] = {BP_OP_NEG,  BP_OP_ABS,  BP_OP_SQR,  BP_OP_SQRT, BP_OP_EXP,
                          BP_OP_RELU, BP_OP_GELU, BP_OP_SILU, BP_OP_TANH, BP_OP_SIGMOID};
-  bp_tensor *(*fns[])(bp_context *, bp_tensor *) = {bp_neg, bp_abs,  bp_sqr,  bp_sqrt, bp_exp,
+  bp_tensor *(*fns[])(bp_context *, bp_tensor *) = {bp_neg,  bp_abs,  bp_sqr,  bp_sqrt, bp_exp,
                                                     bp_relu, bp_gelu, bp_silu, bp_tanh, bp_sigmoid};
   bp_tensor *a = f16(7, 33);
   bp_tensor *p = bp_permute(ctx, f32(2, 3, 4, 5), 3, 2, 1, 0);
@@ -127,8 +128,7 @@ TEST_F(CoreTest, SoftMaxWithAndWithoutMask) {
   EXPECT_EQ(m->src[1], mask);
   EXPECT_NE(bp_soft_max(ctx, a, f32(7, 5), 1.0f), nullptr);
 
-  EXPECT_FAILS_WITH(bp_soft_max(ctx, a, f32(8, 5), 1.0f), "bp_soft_max", "mask [8,5,1,1] f32", "dim 0",
-                    "(8 vs 7)");
+  EXPECT_FAILS_WITH(bp_soft_max(ctx, a, f32(8, 5), 1.0f), "bp_soft_max", "mask [8,5,1,1] f32", "dim 0", "(8 vs 7)");
   EXPECT_FAILS_WITH(bp_soft_max(ctx, a, f32(7, 4), 1.0f), "4 rows", "at least as many rows");
   EXPECT_FAILS_WITH(bp_soft_max(ctx, a, f32(7, 5, 3), 1.0f), "dim 2", "3 does not divide 4");
   EXPECT_FAILS_WITH(bp_soft_max(ctx, a, i32(7, 5), 1.0f), "mask", "i32");
@@ -263,6 +263,38 @@ TEST_F(CoreTest, RopeParametersAndShapes) {
   EXPECT_FAILS_WITH(bp_rope(ctx, a, pos, 32, 1, 1e4f, 1.0f), "mode = 1", "BP_ROPE_NEOX");
   EXPECT_FAILS_WITH(bp_rope(ctx, a, pos, 32, 0, 0.0f, 1.0f), "freq_base");
   EXPECT_FAILS_WITH(bp_rope(ctx, a, pos, 32, 0, 1e4f, -1.0f), "freq_scale");
+}
+
+TEST_F(CoreTest, AttentionShapesAndErrors) {
+  bp_tensor *q = f32(64, 5, 8, 2);                           // [D, T, H, B]
+  bp_tensor *k = f16(64, 40, 2, 2), *v = f16(48, 40, 2, 2);  // [D, N, Hk, B], [Dv, N, Hk, B]
+  bp_tensor *mask = f32(40, 8);                              // padded to 8 rows
+  bp_tensor *r = bp_attention(ctx, q, k, v, mask, 0.125f);
+  expect_shape(r, 48, 8, 5, 2);  // [Dv, H, T, B]: heads before tokens
+  EXPECT_EQ(r->op, BP_OP_ATTENTION);
+  EXPECT_EQ(r->type, BP_TYPE_F32);
+  EXPECT_EQ(r->src[3], mask);
+  EXPECT_EQ(param_f(r, 0), 0.125f);
+  bp_tensor *no_mask = bp_attention(ctx, q, k, v, nullptr, 1.0f);
+  ASSERT_NE(no_mask, nullptr);
+  EXPECT_EQ(no_mask->src[3], nullptr);
+  EXPECT_NE(bp_attention(ctx, q, f16(64, 40, 2, 1), f16(48, 40, 2, 1), nullptr, 1.0f), nullptr);  // shared batch
+  EXPECT_GT(bp_op_flops(r), 0u);
+
+  EXPECT_FAILS_WITH(bp_attention(ctx, q, f16(32, 40, 2, 2), v, nullptr, 1.0f), "bp_attention", "k [32,40,2,2] f16",
+                    "a key row must be as long as a query row");
+  EXPECT_FAILS_WITH(bp_attention(ctx, q, f16(64, 40, 3, 2), f16(48, 40, 3, 2), nullptr, 1.0f), "3 does not divide 8",
+                    "equal groups");
+  EXPECT_FAILS_WITH(bp_attention(ctx, q, k, f32(48, 40, 2, 2), nullptr, 1.0f), "k and v must both be f32 or both f16");
+  EXPECT_FAILS_WITH(bp_attention(ctx, q, k, f16(48, 39, 2, 2), nullptr, 1.0f), "v needs k's dims 1 to 3");
+  EXPECT_FAILS_WITH(bp_attention(ctx, f16(64, 5, 8, 2), k, v, nullptr, 1.0f), "q ", "must be f32");
+  EXPECT_FAILS_WITH(bp_attention(ctx, q, k, v, f32(41, 5), 1.0f), "mask [41,5,1,1] f32", "one value per key");
+  EXPECT_FAILS_WITH(bp_attention(ctx, q, k, v, f32(40, 4), 1.0f), "a row per token");
+  EXPECT_FAILS_WITH(bp_attention(ctx, q, k, v, f32(40, 5, 3), 1.0f), "mask", "does not divide 8");
+  EXPECT_FAILS_WITH(bp_attention(ctx, q, k, v, mask, INFINITY), "scale", "not finite");
+  EXPECT_FAILS_WITH(bp_attention(ctx, q, bp_transpose(ctx, f16(40, 64, 2, 2)), v, nullptr, 1.0f), "not dense",
+                    "bp_cont");
+  EXPECT_FAILS_WITH(bp_attention(ctx, q, nullptr, v, nullptr, 1.0f), "bp_attention", "k");
 }
 
 TEST_F(CoreTest, RopeFrequencyFactors) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backplane/model.h"
+#include "backplane/trace.h"
 #include "tiny_model.hpp"
 
 namespace {
@@ -338,3 +339,58 @@ TEST(ModelForward, WeightBufferAndPlainWeightsAgree) {
     EXPECT_LT(rel_error(got[0].data(), plain_d, plain_d.size()), 1e-4);
   }
 }
+
+namespace {
+
+// ATTENTION nodes recorded since the last bp_trace_start.
+uint64_t attention_nodes() {
+  bp_trace_op_stat stats[64];
+  size_t n = 0;
+  if (bp_trace_op_stats(stats, 64, &n) != BP_OK) return 0;
+  uint64_t count = 0;
+  for (size_t i = 0; i < n && i < 64; ++i)
+    if (stats[i].op == BP_OP_ATTENTION) count += stats[i].count;
+  return count;
+}
+
+// The fused op (the default where the backend has it) and the two products
+// around SOFT_MAX (unfused_attention) both give the reference's logits, for
+// a prompt split over graphs and for decode steps, with an f16 and an f32
+// cache; the trace shows which one ran.
+TEST(ModelForward, FusedAndUnfusedAttentionBothMatchTheReference) {
+  tiny_config cfg;
+  cfg.arch = "llama";
+  cfg.n_head_kv = 1;  // grouped-query attention
+  tiny_weights w;
+  const std::string path = make(cfg, &w);
+  const auto ids = prompt(13, cfg.n_vocab(), 11);
+  const auto want = bp::test::reference_logits(cfg, w, ids);
+  for (bool kv_f32 : {true, false}) {
+    for (bool unfused : {false, true}) {
+      SCOPED_TRACE(std::string(unfused ? "unfused" : "fused") + (kv_f32 ? ", f32 cache" : ", f16 cache"));
+      loaded m;
+      ASSERT_EQ(bp_model_load(path.c_str(), nullptr, &m.model), BP_OK) << bp_last_error();
+      bp_model_context_options opt = context_options(64, kv_f32, 5);  // 5 + 5 + 3
+      opt.unfused_attention = unfused;
+      ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
+      ASSERT_EQ(bp_trace_start(nullptr), BP_OK);
+      ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
+      ASSERT_EQ(bp_trace_stop(), BP_OK);
+      EXPECT_EQ(attention_nodes(), unfused ? 0u : 3u * static_cast<uint64_t>(cfg.n_layer));  // three graphs
+      size_t rows = 0;
+      const float *logits = bp_model_context_logits(m.ctx, &rows);
+      ASSERT_EQ(rows, ids.size());
+      const double tol = kv_f32 ? 1e-4 : 5e-3;
+      EXPECT_LT(rel_error(logits, want, want.size()), tol);
+      ASSERT_EQ(bp_model_context_rewind(m.ctx, 0), BP_OK);
+      for (size_t t = 0; t < ids.size(); ++t) {
+        ASSERT_EQ(bp_model_context_eval(m.ctx, &ids[t], 1, false), BP_OK) << bp_last_error();
+        const float *row = bp_model_context_logits(m.ctx, &rows);
+        std::vector<double> want_row(want.begin() + t * cfg.n_vocab(), want.begin() + (t + 1) * cfg.n_vocab());
+        EXPECT_LT(rel_error(row, want_row, want_row.size()), tol) << "position " << t;
+      }
+    }
+  }
+}
+
+}  // namespace

@@ -45,7 +45,7 @@ struct options {
   int n_predict = 128;
   uint32_t ctx = 0, batch = 0;
   int offload = -1;
-  bool kv_f32 = false, special = false, json = false, tokenize = false, bench = false;
+  bool kv_f32 = false, special = false, json = false, tokenize = false, bench = false, unfused_attention = false;
   float temp = 0.0f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
   int top_k = 40, repeat_last_n = 64;
   uint64_t seed = 0;
@@ -217,6 +217,7 @@ int run_bench(const options &opt, handles &h, const bp_model_info &info) {
               {"n_ctx", bp_model_context_size(h.ctx)},
               {"n_batch", opt.batch},
               {"kv_f32", opt.kv_f32},
+              {"unfused_attention", opt.unfused_attention},
               {"pp", opt.pp},
               {"tg", opt.tg},
               {"reps", opt.reps},
@@ -389,6 +390,8 @@ int main(int argc, char **argv) {
   app.add_option("--offload", opt.offload, "layers on the first device of the list (default -1 = all that fit)")
       ->check(CLI::Range(-1, 1 << 20));
   app.add_flag("--kv-f32", opt.kv_f32, "keep the KV cache in f32 instead of f16");
+  app.add_flag("--unfused-attention", opt.unfused_attention,
+               "attention as two products around SOFT_MAX instead of the fused ATTENTION op");
   app.add_option("--temp", opt.temp, "temperature; <= 0 is greedy (default 0)");
   app.add_option("--top-k", opt.top_k, "keep the k most likely tokens; <= 0 = all (default 40)");
   app.add_option("--top-p", opt.top_p, "nucleus: keep the smallest set with this probability (default 0.95)");
@@ -465,6 +468,7 @@ int main(int argc, char **argv) {
     co.n_ctx = opt.ctx;
     co.n_batch = opt.batch;
     co.kv_f32 = opt.kv_f32;
+    co.unfused_attention = opt.unfused_attention;
     if (bp_model_context_new(h.model, &co, &h.ctx) != BP_OK) return failed("context");
     return run_generate(opt, h, info, prompt);
   }
@@ -475,6 +479,7 @@ int main(int argc, char **argv) {
   co.n_ctx = opt.ctx ? opt.ctx : static_cast<uint32_t>(std::max(opt.pp, opt.tg));
   co.n_batch = std::max<uint32_t>(opt.batch, static_cast<uint32_t>(opt.pp));
   co.kv_f32 = opt.kv_f32;
+  co.unfused_attention = opt.unfused_attention;
   opt.batch = co.n_batch;
   if (bp_model_context_new(h.model, &co, &h.ctx) != BP_OK) return failed("context");
   return run_bench(opt, h, info);

@@ -80,9 +80,9 @@ std::string operand_name(bp_type type, const shape &ne, layout_kind lay) {
 }
 
 std::vector<std::string> conformance_ops() {
-  return {"ADD",      "SUB",      "MUL",     "DIV",      "SCALE", "CLAMP",   "NEG",      "ABS",  "SQR",    "SQRT",
-          "EXP",      "RELU",     "GELU",    "SILU",     "TANH",  "SIGMOID", "SUM_ROWS", "MEAN", "ARGMAX", "NORM",
-          "RMS_NORM", "SOFT_MAX", "MUL_MAT", "GET_ROWS", "CPY",   "CONT",    "CONCAT",   "ROPE"};
+  return {"ADD",      "SUB",      "MUL",     "DIV",      "SCALE", "CLAMP",   "NEG",      "ABS",  "SQR",      "SQRT",
+          "EXP",      "RELU",     "GELU",    "SILU",     "TANH",  "SIGMOID", "SUM_ROWS", "MEAN", "ARGMAX",   "NORM",
+          "RMS_NORM", "SOFT_MAX", "MUL_MAT", "GET_ROWS", "CPY",   "CONT",    "CONCAT",   "ROPE", "ATTENTION"};
 }
 
 std::vector<case_desc> conformance_cases(const std::vector<std::string> &ops) {
@@ -92,6 +92,7 @@ std::vector<case_desc> conformance_cases(const std::vector<std::string> &ops) {
   add_mul_mat_cases(all);
   add_data_cases(all);
   add_rope_cases(all);
+  add_attention_cases(all);
   add_special_cases(all);
   add_quant_cases(all);
   if (ops.empty()) return all;

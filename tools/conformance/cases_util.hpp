@@ -78,6 +78,7 @@ void add_row_cases(std::vector<case_desc> &out);
 void add_mul_mat_cases(std::vector<case_desc> &out);
 void add_data_cases(std::vector<case_desc> &out);
 void add_rope_cases(std::vector<case_desc> &out);
+void add_attention_cases(std::vector<case_desc> &out);
 void add_special_cases(std::vector<case_desc> &out);
 void add_quant_cases(std::vector<case_desc> &out);  // feature "quant"
 

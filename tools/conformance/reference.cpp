@@ -323,6 +323,41 @@ reference_fn rope() {
   };
 }
 
+reference_fn attention() {
+  return [](const std::vector<host_input> &in, const op_args &args) {
+    const host_input &q = in[0], &k = in[1], &v = in[2];
+    const host_input *mask = in.size() > 3 ? &in[3] : nullptr;
+    const int64_t D = q.ne()[0], T = q.ne()[1], H = q.ne()[2], B = q.ne()[3];
+    const int64_t N = k.ne()[1], Dv = v.ne()[0];
+    const int64_t r2 = H / k.ne()[2], r3 = B / k.ne()[3];
+    const int64_t ne[4] = {Dv, H, T, B};
+    expected e = make(BP_TYPE_F32, ne);
+    std::vector<double> s(static_cast<size_t>(N));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t h = 0; h < H; ++h) {
+          const int64_t hk = h / r2, bk = b / r3;
+          double mx = -std::numeric_limits<double>::infinity();
+          for (int64_t j = 0; j < N; ++j) {
+            double dot = 0;
+            for (int64_t d = 0; d < D; ++d) dot += q.at(d, t, h, b) * k.at(d, j, hk, bk);
+            s[j] = static_cast<double>(args.f[0]) * dot;
+            if (mask) s[j] += mask->at(j, t, h % mask->ne()[2], b % mask->ne()[3]);
+            mx = std::fmax(mx, s[j]);
+          }
+          if (mx == -std::numeric_limits<double>::infinity()) continue;  // fully masked: zeros (docs/ops.md)
+          double sum = 0;
+          for (double &x : s) sum += (x = std::exp(x - mx));
+          for (int64_t d = 0; d < Dv; ++d) {
+            double acc = 0;
+            for (int64_t j = 0; j < N; ++j) acc += s[j] * v.at(d, j, hk, bk);
+            cell(e, d, h, t, b) = acc / sum;
+          }
+        }
+    return finish(std::move(e));
+  };
+}
+
 // ---------------------------------------------------------------------------
 // Special values: the same references, plus a bound per element from the
 // stated precision of the API under test (docs/ops.md, "Special values and

@@ -29,6 +29,7 @@ reference_fn cpy_into_leaf();
 // CONT / bp_cast: logical copy of input 0 converted to args.type.
 reference_fn cont();
 reference_fn concat();  // dim = i[0]
+reference_fn attention();  // scale f[0]; in = q, k, v[, mask] (bp_attention)
 reference_fn rope();    // n_dims i[0], mode i[1], freq_base f[2], freq_scale f[3]; in[2]: freq factors
 
 // Quantized types (reference_quant.cpp), with a bound per element: MUL_MAT
