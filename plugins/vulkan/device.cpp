@@ -125,6 +125,13 @@ bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index
     bp_host_logf(plugin->host, BP_LOG_WARN, "skipping '%s': no timeline semaphores", dev_name);
     return false;
   }
+  // Every pipeline layout declares kBindings storage buffers (Vulkan's
+  // minimum per stage is 4; ATTENTION binds five tensors).
+  if (d->props.limits.maxPerStageDescriptorStorageBuffers < static_cast<uint32_t>(kBindings)) {
+    bp_host_logf(plugin->host, BP_LOG_WARN, "skipping '%s': %u storage buffers per shader stage, %d needed", dev_name,
+                 d->props.limits.maxPerStageDescriptorStorageBuffers, kBindings);
+    return false;
+  }
   d->has_16bit_storage = f11.storageBuffer16BitAccess;
   auto sg = vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &sg, {}};

@@ -28,10 +28,10 @@ bool fits(const device_state *dev, const bp_tensor *t) {
 }  // namespace
 
 bool op_supported(const device_state *dev, const backend_options &opt, const bp_tensor *node) {
-  const bp_tensor *a = node->src[0], *b = node->src[1];
+  const bp_tensor *a = node->src[0], *b = node->src[1], *c = node->src[2], *m = node->src[3];
   if (!a) return false;
   if (uses_f16(node) && !opt.f16) return false;
-  for (const bp_tensor *t : {node, a, b, static_cast<const bp_tensor *>(node->src[2])})
+  for (const bp_tensor *t : {node, a, b, c, m})
     if (!fits(dev, t)) return false;
   switch (plugins::family_of(node->op)) {
     case plugins::op_family::binary:
@@ -69,6 +69,8 @@ bool op_supported(const device_state *dev, const backend_options &opt, const bp_
       return b && a->type == BP_TYPE_F32 && b->type == BP_TYPE_I32 && n_dims >= 2 && n_dims % 2 == 0 &&
              n_dims <= a->ne[0] && (mode == BP_ROPE_NORMAL || mode == BP_ROPE_NEOX) && ff_ok;
     }
+    case BP_OP_ATTENTION:
+      return attention_supported(dev, node);
     default:
       return false;
   }

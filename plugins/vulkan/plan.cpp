@@ -1,6 +1,7 @@
 // plan.cpp: a node's vulkan dispatches (op_plan, vulkan.hpp): checked, fused
 // with the next node where they fuse (fusion.cpp), else planned by its op's
-// planner (plan_elementwise.cpp, plan_matmul.cpp), and labelled for profiles.
+// planner (plan_elementwise.cpp, plan_matmul.cpp, plan_attention.cpp), and
+// labelled for profiles.
 #include "plan.hpp"
 #include "op_family.hpp"
 
@@ -33,6 +34,8 @@ bp_status plan_node(const planner &p, std::vector<dispatch> &out) {
       return plan_concat(p, out);
     case BP_OP_ROPE:
       return plan_rope(p, out);
+    case BP_OP_ATTENTION:
+      return plan_attention(p, out);
     default:
       return plan_unary(p, out);
   }

@@ -6,6 +6,7 @@
 //   fusion.cpp            two nodes in one dispatch (plan_fused)
 //   plan_elementwise.cpp  the elementwise, row, copy and rope ops
 //   plan_matmul.cpp       MUL_MAT: the shaders and which one runs
+//   plan_attention.cpp    ATTENTION
 //   dispatch.cpp          bindings (byte windows of the tensors' buffers),
 //                         shapes, push constants, dispatch grids
 //
@@ -171,6 +172,19 @@ uint32_t shared_tile_for(const planner &p);
 // or SILU of it, applied in the same dispatch. *planned is false (nothing
 // appended) where a binding does not fit.
 bp_status plan_mul_mat_nt(const planner &p, const bp_tensor *after, std::vector<dispatch> &out, bool *planned);
+
+// ---- plan_attention.cpp -----------------------------------------------------
+
+// attention.comp: a workgroup of kAttentionGroup invocations per query row,
+// each owning kAttentionSlots output channels (its BLK and ACC_N), so value
+// rows of up to 256.
+constexpr int64_t kAttentionGroup = 64, kAttentionSlots = 4;
+
+// ATTENTION's checks beyond the common ones (op_supported): f32 q, f32 or
+// f16 k and v, dense rows, a contiguous output, Dv within the slots.
+bool attention_supported(const device_state *dev, const bp_tensor *node);
+
+bp_status plan_attention(const planner &p, std::vector<dispatch> &out);
 
 // ---- fusion.cpp -------------------------------------------------------------
 

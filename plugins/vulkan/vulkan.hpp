@@ -128,7 +128,10 @@ bool is_our_buffer(const bp_tensor *t);
 // ---- pipelines.cpp ----------------------------------------------------------
 
 enum class layout_kind { ssbo = 0, texel = 1 };
-constexpr int kBindings = 4;
+// Bindings 0 = src0, 1 = src1, 2 = dst, 3 and 4 = whatever else a shader
+// reads or writes (ROPE's factors, GET_ROWS's status, a fused MUL's product;
+// ATTENTION's v and mask).
+constexpr int kBindings = 5;
 
 // One layout for every shader (common.glsl).
 struct push_consts {

@@ -1,0 +1,57 @@
+// plan_attention.cpp: the vulkan dispatch of ATTENTION (plan.hpp): one
+// workgroup of kAttentionGroup invocations per query row (attention.comp),
+// with v and the mask at bindings 3 and 4 and their strides in the push
+// constants the dense output's own would take.
+#include <utility>
+
+#include "plan.hpp"
+
+namespace bp::vk {
+
+bool attention_supported(const device_state *dev, const bp_tensor *node) {
+  const bp_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
+  if (!dev->subgroup_arith || !k || !v) return false;
+  if (node->type != BP_TYPE_F32 || q->type != BP_TYPE_F32 || !is_float(k->type) || k->type != v->type) return false;
+  if (!bp_tensor_rows_contiguous(q) || !bp_tensor_rows_contiguous(k) || !bp_tensor_rows_contiguous(v) ||
+      !bp_tensor_is_contiguous(node))
+    return false;
+  if (k->ne[0] != q->ne[0] || v->ne[1] != k->ne[1] || v->ne[2] != k->ne[2] || v->ne[3] != k->ne[3] ||
+      q->ne[2] % k->ne[2] != 0 || q->ne[3] % k->ne[3] != 0 || v->ne[0] > kAttentionGroup * kAttentionSlots)
+    return false;
+  if (node->ne[0] != v->ne[0] || node->ne[1] != q->ne[2] || node->ne[2] != q->ne[1] || node->ne[3] != q->ne[3])
+    return false;
+  return !mask || (mask->type == BP_TYPE_F32 && bp_tensor_rows_contiguous(mask) && mask->ne[0] == k->ne[1] &&
+                   mask->ne[1] >= q->ne[1] && q->ne[2] % mask->ne[2] == 0 && q->ne[3] % mask->ne[3] == 0);
+}
+
+bp_status plan_attention(const planner &p, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *q = n->src[0], *k = n->src[1], *v = n->src[2], *mask = n->src[3];
+  dispatch d;
+  d.spec[0] = static_cast<uint32_t>(kAttentionGroup);
+  d.spec[1] = 1;  // MULTI: the reductions combine subgroups through shared memory
+  d.spec[2] = mask ? 1u : 0u;
+  d.n_spec = 3;
+  if (bp_status st = general(p, k->type == BP_TYPE_F16 ? "attention_f16" : "attention_f32", n, q, k, d); st != BP_OK)
+    return st;
+  const size_t kv_size = bp_type_size(v->type);
+  if (bp_status st = bind_ssbo(p, v, &d.bind[3], &d.pc.p[1]); st != BP_OK) return st;
+  add_range(d.reads, v);
+  d.pc.d_ne[0] = static_cast<uint32_t>(v->ne[0]);
+  for (int i = 1; i < 4; ++i) d.pc.d_ne[i] = static_cast<uint32_t>(v->nb[i] / kv_size);
+  d.pc.p[2] = d.pc.p[3] = 1;
+  for (int i = 0; i < 4; ++i) d.pc.d_nb[i] = 0;
+  if (mask) {
+    if (bp_status st = bind_ssbo(p, mask, &d.bind[4], &d.pc.d_nb[3]); st != BP_OK) return st;
+    add_range(d.reads, mask);
+    for (int i = 1; i < 4; ++i) d.pc.d_nb[i - 1] = static_cast<uint32_t>(mask->nb[i] / sizeof(float));
+    d.pc.p[2] = static_cast<uint32_t>(mask->ne[2]);
+    d.pc.p[3] = static_cast<uint32_t>(mask->ne[3]);
+  }
+  copy_params(d, n, 0, 1);
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nrows(q));
+  grid_for(d, d.pc.n, 1);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+}  // namespace bp::vk
