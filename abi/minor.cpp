@@ -12,7 +12,7 @@ bp_status call_init(const bp_plugin_i *iface, const bp_host_api *host, void **ou
 
 uint32_t op_min_minor(const bp_tensor *node) {
   if (node && node->op == BP_OP_ROPE && node->src[2] != nullptr) return 2;  // frequency factors
-  if (node && node->op == BP_OP_ATTENTION) return 4;                      // the op itself
+  if (node && (node->op == BP_OP_ATTENTION || node->op == BP_OP_SET_ROWS)) return 4;  // new ops
   return 0;
 }
 

@@ -24,8 +24,9 @@ bp_status call_init(const bp_plugin_i *iface, const bp_host_api *host, void **ou
 // The lowest descriptor abi_minor a plugin must have been built for to be
 // asked about |node| by supports_op: 2 for a ROPE with src[2] (frequency
 // factors, ABI 1.2), which a plugin built before checks only by src[0] and
-// src[1] and would run without them; 4 for ATTENTION (new in 1.4), which an
-// older plugin's supports_op has never seen; 0 for every other node.
+// src[1] and would run without them; 4 for ATTENTION and SET_ROWS (new in
+// 1.4), which an older plugin's supports_op has never seen; 0 for every
+// other node.
 uint32_t op_min_minor(const bp_tensor *node);
 
 // False when a plugin of descriptor minor |plugin_minor| must not be asked

@@ -216,6 +216,14 @@ BP_API bp_tensor *bp_attention(bp_context *ctx, bp_tensor *q, bp_tensor *k, bp_t
   });
 }
 
+BP_API bp_tensor *bp_set_rows(bp_context *ctx, bp_tensor *dst, bp_tensor *src, bp_tensor *ids) {
+  BP_API_SCOPE();
+  return bp::core::build_guard(ctx, [&] {
+    bp_tensor *s[3] = {src, dst, ids};
+    return build(ctx, BP_OP_SET_ROWS, s, 3, nullptr, "bp_set_rows");
+  });
+}
+
 // The generic builder: the caller names the op (a program that rebuilds a
 // graph from a description, such as bp-serve). The checks a typed builder
 // gets from its signature (the op, the source count, the parameter words)

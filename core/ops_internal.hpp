@@ -67,6 +67,7 @@ bp_status rule_cont(rule_io &io);
 bp_status rule_concat(rule_io &io);
 bp_status rule_rope(rule_io &io);
 bp_status rule_attention(rule_io &io);
+bp_status rule_set_rows(rule_io &io);
 
 // Builds node |op| from |src| (n_src of them; optional ones may be NULL)
 // and |params| (BP_MAX_OP_PARAMS words, or NULL for none). |fn| names the

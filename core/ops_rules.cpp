@@ -28,6 +28,10 @@ const char *src_name(const rule_io &io, int i) {
     }
   }
   if (i == 2 && io.op == BP_OP_ROPE) return "freq_factors";
+  if (io.op == BP_OP_SET_ROWS) {
+    static const char *const names[BP_MAX_SRC] = {"src", "dst", "ids", "src3"};
+    return names[i];
+  }
   if (io.op == BP_OP_ATTENTION) {
     static const char *const names[BP_MAX_SRC] = {"q", "k", "v", "mask"};
     return names[i];
@@ -363,6 +367,28 @@ bp_status rule_rope(rule_io &io) {
   }
   io.out_type = BP_TYPE_F32;
   copy_shape(io, a);
+  return BP_OK;
+}
+
+bp_status rule_set_rows(rule_io &io) {
+  const bp_tensor *src = io.src[0], *dst = io.src[1], *ids = io.src[2];
+  if (need_type(io, 0, {BP_TYPE_F32}) || need_type(io, 1, {BP_TYPE_F32, BP_TYPE_F16}) ||
+      need_type(io, 2, {BP_TYPE_I32})) {
+    return BP_ERR_INVALID_ARGUMENT;
+  }
+  if (src->ne[0] != dst->ne[0] || src->ne[2] != dst->ne[2] || src->ne[3] != dst->ne[3]) {
+    return fail(
+        io, desc(io, 0) + " does not fit " + desc(io, 1) + ": src needs dst's row length (dim 0) and its dims 2 and 3");
+  }
+  if (ids->ne[0] != src->ne[1] || ids->ne[1] != 1 || ids->ne[2] != 1 || ids->ne[3] != 1) {
+    return fail(io, desc(io, 2) + " does not fit " + desc(io, 0) + ": ids must be [" + std::to_string(src->ne[1]) +
+                        "], one row index per row of src");
+  }
+  if (!bp_tensor_rows_contiguous(dst)) {
+    return fail(io, desc(io, 1) + " has rows that are not dense: set_rows writes whole dense rows");
+  }
+  io.out_type = dst->type;
+  copy_shape(io, dst);
   return BP_OK;
 }
 

@@ -46,6 +46,7 @@ const op_info k_ops[] = {
     {"CONCAT", "bp_concat", 2, 2, rule_concat, false},
     {"ROPE", "bp_rope", 2, 3, rule_rope, true},
     {"ATTENTION", "bp_attention", 3, 4, rule_attention, false},
+    {"SET_ROWS", "bp_set_rows", 3, 3, rule_set_rows, false},
 };
 static_assert(sizeof k_ops / sizeof k_ops[0] == BP_OP_COUNT, "the op table must list every bp_op in enum order");
 
@@ -93,7 +94,9 @@ bp_tensor *build(bp_context *ctx, bp_op op, bp_tensor *const *src, int n_src, co
   for (int i = 0; i < oi.n_src_min; ++i) {
     if (src[i] != nullptr) continue;
     static const char *const attention_names[] = {"q", "k", "v"};
+    static const char *const set_rows_names[] = {"src", "dst", "ids"};
     const char *name = op == BP_OP_ATTENTION  ? attention_names[i]
+                       : op == BP_OP_SET_ROWS ? set_rows_names[i]
                        : i == 0               ? "a"
                        : op == BP_OP_GET_ROWS ? "ids"
                        : op == BP_OP_ROPE     ? "pos"
@@ -113,7 +116,7 @@ bp_tensor *build(bp_context *ctx, bp_op op, bp_tensor *const *src, int n_src, co
   t->op = op;
   for (int i = 0; i < n_src && i < BP_MAX_SRC; ++i) t->src[i] = src[i];
   if (params) std::memcpy(t->op_params, params, sizeof t->op_params);
-  if (op == BP_OP_CPY) alias_cpy_destination(t, src[1]);
+  if (op == BP_OP_CPY || op == BP_OP_SET_ROWS) alias_cpy_destination(t, src[1]);
   return t;
 }
 
@@ -160,12 +163,12 @@ bp_status check_node(const bp_tensor *t, const char *fn) {
                       shape_str(t).c_str(), bp_type_name(t->type), shape_str(io.out_ne).c_str(),
                       bp_type_name(io.out_type));
   }
-  if (t->op == BP_OP_CPY) {
+  if (t->op == BP_OP_CPY || t->op == BP_OP_SET_ROWS) {
     const bp_tensor *b = t->src[1];
     if (memory_root(t) != memory_root(b) || t->view_offs != memory_offset(b) ||
         !std::equal(t->nb, t->nb + BP_MAX_DIMS, b->nb)) {
-      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: no longer aliases its destination %s: rebuild it with bp_cpy", fn,
-                        describe(b).c_str());
+      return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: no longer aliases its destination %s: rebuild it with %s", fn,
+                        describe(b).c_str(), oi.builder);
     }
   } else if (t->op == BP_OP_NONE) {
     if (t->view_src != nullptr) {
@@ -280,6 +283,8 @@ uint64_t bp::core::op_flops(const bp_tensor *t) {
     case BP_OP_CPY:
     case BP_OP_CONT:
       return t->src[0] && t->src[0]->type != t->type ? n : 0;
+    case BP_OP_SET_ROWS:
+      return t->src[0] && t->src[0]->type != t->type ? elems(t->src[0]) : 0;
     case BP_OP_ROPE:
       return 6 * n;
     case BP_OP_ATTENTION: {
@@ -297,6 +302,11 @@ uint64_t bp::core::op_flops(const bp_tensor *t) {
 
 uint64_t bp::core::op_bytes(const bp_tensor *t) {
   if (bp_op_is_view(t->op)) return 0;
+  if (t->op == BP_OP_SET_ROWS) {  // reads src and ids, writes one row of dst per row of src
+    const bp_tensor *src = t->src[0];
+    return bp_tensor_nbytes(src) + bp_tensor_nbytes(t->src[2]) +
+           static_cast<uint64_t>(bp_tensor_nrows(src)) * bp_type_row_size(t->type, t->ne[0]);
+  }
   uint64_t bytes = bp_tensor_nbytes(t);
   // CPY writes src1's memory but does not read it.
   const int n_read = t->op == BP_OP_CPY ? 1 : BP_MAX_SRC;

@@ -47,8 +47,9 @@ bp_status alloc_kv(bp_model_context *c) {
   return BP_OK;
 }
 
-// Whether |be| runs the fused ATTENTION node of this model's shapes: asked
-// of a node built for the question (one token, two cached positions).
+// Whether |be| runs the fused layout's two nodes for this model's shapes,
+// the ATTENTION and the cache write (SET_ROWS): asked of nodes built for the
+// question (one token, two cached positions).
 bool runs_fused_attention(bp_backend *be, const hparams &hp, bp_type kv_type) {
   bp_context *x = bp_context_new(0);
   if (!x) return false;
@@ -56,8 +57,12 @@ bool runs_fused_attention(bp_backend *be, const hparams &hp, bp_type kv_type) {
   bp_tensor *k = bp_tensor_new_3d(x, kv_type, hp.head_dim, 2, hp.n_head_kv);
   bp_tensor *v = bp_tensor_new_3d(x, kv_type, hp.head_dim, 2, hp.n_head_kv);
   bp_tensor *mask = bp_tensor_new_2d(x, BP_TYPE_F32, 2, 1);
-  bp_tensor *node = q && k && v && mask ? bp_attention(x, q, k, v, mask, 1.0f) : nullptr;
-  const bool ok = node && bp_backend_supports_op(be, node);
+  bp_tensor *attention = q && k && v && mask ? bp_attention(x, q, k, v, mask, 1.0f) : nullptr;
+  bp_tensor *cache = bp_tensor_new_2d(x, kv_type, hp.n_embd_kv(), 2);
+  bp_tensor *row = bp_tensor_new_2d(x, BP_TYPE_F32, hp.n_embd_kv(), 1);
+  bp_tensor *pos = bp_tensor_new_1d(x, BP_TYPE_I32, 1);
+  bp_tensor *write = cache && row && pos ? bp_set_rows(x, cache, row, pos) : nullptr;
+  const bool ok = attention && write && bp_backend_supports_op(be, attention) && bp_backend_supports_op(be, write);
   bp_context_free(x);
   return ok;
 }
@@ -147,14 +152,16 @@ bp_status eval_batch(bp_model_context *c, const int32_t *tokens, uint32_t T, boo
   const hparams &hp = c->model->hp;
   batch_shape s;
   s.n_tokens = T;
-  s.p0 = c->position;
-  const uint32_t end = c->position + T;
+  const uint32_t p0 = c->position;
+  // A fused cache is written at the positions the graph reads from inp.pos,
+  // so one graph serves every step of a shape: decode steps reuse theirs
+  // until n_kv grows. Otherwise the cache slot is part of the graph, so a
+  // decode step's graph is new each token (cheap to build; the scheduler's
+  // buffers are kept) and prompts reuse theirs on rewind.
+  s.p0 = c->kv.fused ? 0 : p0;
+  const uint32_t end = p0 + T;
   s.n_kv = std::min(c->kv.n_ctx, (end + k_kv_pad - 1) / k_kv_pad * k_kv_pad);
   s.all_logits = all_logits;
-  // The position is part of a graph's shape (the cache slot it writes), so a
-  // decode step's graph is new each token; prompts reuse theirs on rewind.
-  // Keyed by p0 too, the cache of graphs stays small: decode graphs are cheap
-  // to build and the scheduler's buffers are kept.
   forward_graph *g = find_graph(c, s);
   if (!g) {
     if (c->graphs.size() >= k_max_graphs) {
@@ -166,6 +173,7 @@ bp_status eval_batch(bp_model_context *c, const int32_t *tokens, uint32_t T, boo
     forward_graph fg;
     bp_status st = build_forward(hp, c->model->w, c->kv, s, &fg);
     if (st != BP_OK) return st;
+    ++c->graph_builds;
     c->graphs.push_back(fg);
     c->allocated = nullptr;
     g = &c->graphs.back();
@@ -174,14 +182,15 @@ bp_status eval_batch(bp_model_context *c, const int32_t *tokens, uint32_t T, boo
     bp_sched_reset(c->sched);
     if (bp_sched_alloc_graph(c->sched, g->graph) != BP_OK)
       return fail(bp_last_status(), std::string("scheduling the model's graph: ") + bp_last_error());
+    ++c->graph_plans;
     c->allocated = g;
   }
   c->host_pos.resize(T);
-  for (uint32_t i = 0; i < T; ++i) c->host_pos[i] = static_cast<int32_t>(s.p0 + i);
+  for (uint32_t i = 0; i < T; ++i) c->host_pos[i] = static_cast<int32_t>(p0 + i);
   c->host_mask.assign(static_cast<size_t>(s.n_kv) * T, -std::numeric_limits<float>::infinity());
   for (uint32_t i = 0; i < T; ++i) {
     float *row = c->host_mask.data() + static_cast<size_t>(i) * s.n_kv;
-    std::fill(row, row + s.p0 + i + 1, 0.0f);  // causal: every earlier position and itself
+    std::fill(row, row + p0 + i + 1, 0.0f);  // causal: every earlier position and itself
   }
   bp_status st = BP_OK;
   if ((st = bp_tensor_set(g->ids, tokens, 0, T * sizeof(int32_t))) ||

@@ -23,6 +23,7 @@ struct bp_model_context {
   std::vector<bp::model::forward_graph> graphs;         // most recently used last
   const bp::model::forward_graph *allocated = nullptr;  // the graph the scheduler holds
   uint32_t position = 0;
+  uint64_t graph_builds = 0, graph_plans = 0;  // bp_model_context_graph_stats
   std::vector<float> logits;
   size_t logit_rows = 0;
   std::vector<int32_t> host_ids, host_pos;

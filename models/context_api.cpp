@@ -81,6 +81,17 @@ BP_API uint32_t bp_model_context_position(const bp_model_context *context) {
   return check_context(context, "bp_model_context_position") ? 0 : context->position;
 }
 
+BP_API bp_status bp_model_context_graph_stats(const bp_model_context *context, uint64_t *out_builds,
+                                              uint64_t *out_plans) {
+  begin_call();
+  if (out_builds) *out_builds = 0;
+  if (out_plans) *out_plans = 0;
+  if (bp_status st = check_context(context, "bp_model_context_graph_stats")) return st;
+  if (out_builds) *out_builds = context->graph_builds;
+  if (out_plans) *out_plans = context->graph_plans;
+  return BP_OK;
+}
+
 BP_API uint32_t bp_model_context_size(const bp_model_context *context) {
   begin_call();
   return check_context(context, "bp_model_context_size") ? 0 : context->kv.n_ctx;

@@ -83,20 +83,24 @@ bp_status build_forward(const hparams &hp, const model_weights &w, const kv_cach
     // transposed ([n_ctx, Ekv], each channel's positions together) so the
     // second product reads dense rows and no per-step transpose of the whole
     // cache is needed.
-    const int64_t flat = T * Ekv;
-    const size_t p0_row = static_cast<size_t>(shape.p0) * Ekv * kv_es;
-    bp_tensor *k_slot = bp_view_1d(c, kv.k[il], flat, p0_row);
-    bp_tensor *v_into = nullptr;
+    // The fused layout writes rows at the positions (inp.pos) with SET_ROWS,
+    // so the graph does not depend on where the batch starts and decode steps
+    // reuse one graph; the transposed V is written through views at p0.
+    bp_tensor *k_into = nullptr, *v_into = nullptr;
     if (kv.fused) {
-      v_into = bp_cpy(c, bp_reshape(c, v, 1, &flat), bp_view_1d(c, kv.v[il], flat, p0_row));
+      const size_t row = static_cast<size_t>(Ekv) * kv_es;
+      k_into = bp_set_rows(c, bp_view_2d(c, kv.k[il], Ekv, kv.n_ctx, row, 0), bp_reshape_2d(c, k, Ekv, T), g->pos);
+      v_into = bp_set_rows(c, bp_view_2d(c, kv.v[il], Ekv, kv.n_ctx, row, 0), bp_reshape_2d(c, v, Ekv, T), g->pos);
     } else {
-      bp_tensor *v_slot = bp_view_2d(c, kv.v[il], T, Ekv, static_cast<size_t>(kv.n_ctx) * kv_es,
-                                     static_cast<size_t>(shape.p0) * kv_es);
+      const int64_t flat = T * Ekv;
+      k_into = bp_cpy(c, bp_reshape(c, k, 1, &flat),
+                      bp_view_1d(c, kv.k[il], flat, static_cast<size_t>(shape.p0) * Ekv * kv_es));
+      bp_tensor *v_slot =
+          bp_view_2d(c, kv.v[il], T, Ekv, static_cast<size_t>(kv.n_ctx) * kv_es, static_cast<size_t>(shape.p0) * kv_es);
       v_into = bp_cpy(c, T == 1 ? bp_reshape_2d(c, v, 1, Ekv) : bp_transpose(c, v), v_slot);
     }
     bp_status st = BP_OK;
-    if ((st = bp_graph_build(g->graph, bp_cpy(c, bp_reshape(c, k, 1, &flat), k_slot))) ||
-        (st = bp_graph_build(g->graph, v_into))) {
+    if ((st = bp_graph_build(g->graph, k_into)) || (st = bp_graph_build(g->graph, v_into))) {
       free_forward(g);
       return st;
     }

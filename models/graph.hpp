@@ -26,7 +26,7 @@ struct kv_cache {
 struct batch_shape {
   uint32_t n_tokens = 0;  // T
   uint32_t n_kv = 0;      // cache positions attention reads (p0 + T, padded)
-  uint32_t p0 = 0;        // first position written
+  uint32_t p0 = 0;        // first position written (0 with a fused cache: positions are inp.pos)
   bool all_logits = false;
 };
 

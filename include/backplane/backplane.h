@@ -239,6 +239,12 @@ BP_API bp_tensor *bp_rope_ext(bp_context *ctx, bp_tensor *a, bp_tensor *pos, bp_
  * together, so merging heads is a reshape. A fully masked row gives zeros. */
 BP_API bp_tensor *bp_attention(bp_context *ctx, bp_tensor *q, bp_tensor *k, bp_tensor *v, bp_tensor *mask,
                                float scale);
+/* Writes row i of |src| (f32 [n0, n, n2, n3]) into row ids[i] of |dst| (f32 or
+ * f16 [n0, R, n2, n3], converted) for each i < n; |ids| i32 [n], each in
+ * [0, R), checked when the graph runs. Like bp_cpy, the result is a view of
+ * |dst|: use it in later ops that must see the rows. Because the rows are
+ * data, one graph serves every position (a KV cache write). */
+BP_API bp_tensor *bp_set_rows(bp_context *ctx, bp_tensor *dst, bp_tensor *src, bp_tensor *ids);
 
 /* Any computed op by number, for programs that rebuild a graph from a
  * description: |src| holds |n_src| sources (as many as the op takes; an

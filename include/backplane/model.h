@@ -166,6 +166,13 @@ BP_API bp_status bp_model_context_eval(bp_model_context *context, const bp_token
 BP_API const float *bp_model_context_logits(const bp_model_context *context, size_t *out_rows);
 /* The id of the largest logit of the last row (greedy decoding); -1 before an eval. */
 BP_API bp_token bp_model_context_argmax(const bp_model_context *context);
+/* How many forward graphs this context has built and how many times the
+ * scheduler planned one (allocation included), since it was made: with the
+ * fused attention cache, decode steps reuse one graph and plan until the
+ * attended length grows past the next multiple of 128 (docs/models.md).
+ * Either pointer may be NULL. */
+BP_API bp_status bp_model_context_graph_stats(const bp_model_context *context, uint64_t *out_builds,
+                                              uint64_t *out_plans);
 /* Positions used so far (tokens in the KV cache). */
 BP_API uint32_t bp_model_context_position(const bp_model_context *context);
 BP_API uint32_t bp_model_context_size(const bp_model_context *context); /* n_ctx */

@@ -59,8 +59,8 @@ extern "C" {
  * bp_plugin_i.init_with_host; ROPE's optional src[2] (frequency factors),
  * which the host never shows a plugin of minor < 2 (supports_op answers
  * "no" for it on that plugin's behalf). 3: the host table's tracing slots
- * (trace_enabled, trace_now, trace_node). 4: the ATTENTION op, which the host
- * never shows a plugin of minor < 4. */
+ * (trace_enabled, trace_now, trace_node). 4: the ATTENTION and SET_ROWS ops,
+ * which the host never shows a plugin of minor < 4. */
 #define BP_PLUGIN_ABI_MINOR 4
 #define BP_PLUGIN_MAGIC 0x4C504250u /* "BPPL" little-endian */
 #define BP_PLUGIN_DESCRIPTOR_SYMBOL "bp_plugin_descriptor"

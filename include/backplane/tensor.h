@@ -117,6 +117,8 @@ typedef enum bp_op {
   BP_OP_ROPE,   /* i[0] = n_dims, i[1] = mode, f[2] = freq_base, f[3] = freq_scale; src1 = positions,
                    src2 = optional frequency factors */
   BP_OP_ATTENTION, /* f[0] = scale; src0 = q, src1 = k, src2 = v, src3 = optional mask (plugin ABI >= 1.4) */
+  BP_OP_SET_ROWS,  /* writes the rows of src0 into src1 at the rows src2 (i32) names; the result is a view of
+                      src1, as CPY's is (plugin ABI >= 1.4) */
   BP_OP_COUNT
 } bp_op;
 

@@ -62,6 +62,7 @@ constexpr int n_sources(bp_op op) {
     case BP_OP_ROPE:
       return 2;
     case BP_OP_ATTENTION:
+    case BP_OP_SET_ROWS:
       return 3;
     default:
       return 1;
@@ -75,7 +76,7 @@ inline const char *op_name(bp_op op) {
                                       "MUL",      "DIV",  "SCALE",   "CLAMP",   "NEG",       "ABS",      "SQR",
                                       "SQRT",     "EXP",  "RELU",    "GELU",    "SILU",      "TANH",     "SIGMOID",
                                       "SUM_ROWS", "MEAN", "ARGMAX",  "NORM",    "RMS_NORM",  "SOFT_MAX", "MUL_MAT",
-                                      "GET_ROWS", "CPY",  "CONT",    "CONCAT",  "ROPE",      "ATTENTION"};
+                                      "GET_ROWS", "CPY",  "CONT",    "CONCAT",  "ROPE",      "ATTENTION", "SET_ROWS"};
   static_assert(sizeof names / sizeof names[0] == BP_OP_COUNT, "name every bp_op here, in enum order");
   return op >= 0 && op < static_cast<int>(sizeof names / sizeof names[0]) ? names[op] : "?";
 }

@@ -94,6 +94,10 @@ void rope_run(const bp_tensor *t, int ith, int nth);
 bool attention_supports(const bp_tensor *t);
 void attention_run(const bp_tensor *t, int ith, int nth);
 int64_t attention_work(const bp_tensor *t);
+bool set_rows_supports(const bp_tensor *t);
+bp_status set_rows_prepare(const bp_tensor *t, bp_error *err);
+void set_rows_run(const bp_tensor *t, int ith, int nth);
+int64_t set_rows_work(const bp_tensor *t);
 
 // ---- helpers -------------------------------------------------------------
 

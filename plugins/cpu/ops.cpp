@@ -16,6 +16,7 @@ const op_kernel kCopy = {copy_supports, nullptr, copy_run, nullptr};
 const op_kernel kConcat = {concat_supports, nullptr, concat_run, nullptr};
 const op_kernel kRope = {rope_supports, nullptr, rope_run, nullptr};
 const op_kernel kAttention = {attention_supports, nullptr, attention_run, attention_work};
+const op_kernel kSetRows = {set_rows_supports, set_rows_prepare, set_rows_run, set_rows_work};
 
 }  // namespace
 
@@ -47,6 +48,8 @@ const op_kernel *find_kernel(bp_op op) {
       return &kRope;
     case BP_OP_ATTENTION:
       return &kAttention;
+    case BP_OP_SET_ROWS:
+      return &kSetRows;
     default:
       return nullptr;
   }

@@ -221,15 +221,22 @@ bp_status run_copy(backend_ctx *be, const bp_tensor *t, bp_error *err) {
 
 // The ids are data: read them (they are small) and refuse a bad one with the
 // same message as the cpu plugin, before any kernel could read out of range.
-bp_status check_row_ids(backend_ctx *be, const bp_tensor *t, bp_error *err) {
-  const bp_tensor *a = t->src[0], *ids = t->src[1];
+// Reads node |t|'s row ids (|ids|) back to the host, after the work before.
+bp_status read_ids(backend_ctx *be, const bp_tensor *t, const bp_tensor *ids, std::vector<char> *host, bp_error *err) {
   const cl_buffer *b = buffer_of(ids);
   if (!b) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "ids of '%s' are outside OpenCL memory", t->name);
-  const size_t n = bp_tensor_nbytes(ids);
-  std::vector<char> host(n);
-  cl_int rc = clEnqueueReadBuffer(be->queue, b->mem, CL_TRUE, offset_of(ids, b), n, host.data(), 0, nullptr, nullptr);
+  host->resize(bp_tensor_nbytes(ids));
+  cl_int rc = clEnqueueReadBuffer(be->queue, b->mem, CL_TRUE, offset_of(ids, b), host->size(), host->data(), 0, nullptr,
+                                  nullptr);
   if (rc != CL_SUCCESS)
     return device_fail(be->dev, rc, cl_site::wait, std::string("reading ids of '") + t->name + "'", err);
+  return BP_OK;
+}
+
+bp_status check_row_ids(backend_ctx *be, const bp_tensor *t, bp_error *err) {
+  const bp_tensor *a = t->src[0], *ids = t->src[1];
+  std::vector<char> host;
+  if (bp_status s = read_ids(be, t, ids, &host, err); s != BP_OK) return s;
   for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
     for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
       for (int64_t r = 0; r < t->ne[1]; ++r) {
@@ -261,6 +268,28 @@ bp_status run_get_rows(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   size_t g[2] = {static_cast<size_t>(t->ne[0]), static_cast<size_t>(bp_tensor_nrows(t))},
          l[2] = {local_for(t->ne[0]), 1};
   return launch(be, k).tensor(t->src[0]).tensor(t->src[1]).tensor(t).run(2, g, l, t->name, err);
+}
+
+bp_status run_set_rows(backend_ctx *be, const bp_tensor *t, bp_error *err) {
+  const bp_tensor *src = t->src[0], *ids = t->src[2];
+  std::vector<char> host;
+  if (bp_status s = read_ids(be, t, ids, &host, err); s != BP_OK) return s;
+  for (int64_t i = 0; i < ids->ne[0]; ++i) {
+    int32_t id;
+    std::memcpy(&id, host.data() + i * ids->nb[0], sizeof id);
+    if (id < 0 || id >= t->ne[1])
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
+                           "SET_ROWS node '%s': row id %" PRId32 " at [%" PRId64
+                           "] of ids '%s' is out of range; '%s' has rows 0..%" PRId64,
+                           t->name, id, i, ids->name, t->src[1]->name, t->ne[1] - 1);
+  }
+  cl_kernel k = nullptr;
+  if (bp_status s = get_kernel(be, "copy", opts2("S_TYPE", src->type, "D_TYPE", t->type), "set_rows", &k, err);
+      s != BP_OK)
+    return s;
+  size_t g[2] = {static_cast<size_t>(src->ne[0]), static_cast<size_t>(bp_tensor_nrows(src))},
+         l[2] = {local_for(src->ne[0]), 1};
+  return launch(be, k).tensor(src).tensor(ids).tensor(t).run(2, g, l, t->name, err);
 }
 
 bp_status run_concat(backend_ctx *be, const bp_tensor *t, bp_error *err) {
@@ -382,6 +411,11 @@ bool supports(const bp_tensor *t) {
     }
     case BP_OP_ATTENTION:
       return attention_supported(t);
+    case BP_OP_SET_ROWS: {
+      const bp_tensor *dst = t->src[1], *ids = t->src[2];
+      return a->type == BP_TYPE_F32 && is_float(dst->type) && t->type == dst->type && ids->type == BP_TYPE_I32 &&
+             a->ne[0] == dst->ne[0] && a->ne[2] == dst->ne[2] && a->ne[3] == dst->ne[3] && ids->ne[0] == a->ne[1];
+    }
     default:
       return false;
   }
@@ -432,6 +466,8 @@ bp_status compute_node(backend_ctx *be, const bp_tensor *t, bp_error *err) {
       return run_rope(be, t, err);
     case BP_OP_ATTENTION:
       return run_attention(be, t, err);
+    case BP_OP_SET_ROWS:
+      return run_set_rows(be, t, err);
     default:
       return run_unary(be, t, err);
   }

@@ -55,6 +55,18 @@ __kernel void get_rows(TENSOR(s), TENSOR(ids), TENSOR(d)) {
   copy_elem(ELEM_PTR(s, i0, id, i2 % s_ne.z, i3 % s_ne.w), ELEM_PTR(d, i0, n, i2, i3));
 }
 
+// d(:, ids(n), i2, i3) = s(:, n, i2, i3): SET_ROWS, d being the destination
+// itself. The host checked every id; an out-of-range one writes nothing.
+__kernel void set_rows(TENSOR(s), TENSOR(ids), TENSOR(d)) {
+  const long i0 = get_global_id(0);
+  if (i0 >= s_ne.x) return;
+  const long r = get_global_id(1);
+  ROW_INDEX(s_ne, r, n, i2, i3);
+  const int id = *(__global const int *)ELEM_PTR(ids, n, 0, 0, 0);
+  if (id < 0 || id >= d_ne.y) return;
+  copy_elem(ELEM_PTR(s, i0, n, i2, i3), ELEM_PTR(d, i0, id, i2, i3));
+}
+
 __kernel void concat(TENSOR(a), TENSOR(b), TENSOR(d), int dim) {
   const long i0 = get_global_id(0);
   if (i0 >= d_ne.x) return;

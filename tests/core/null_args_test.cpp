@@ -150,6 +150,7 @@ const std::map<std::string, row> &table() {
       BUILDER(bp_rope),
       BUILDER(bp_rope_ext),
       BUILDER(bp_attention),
+      BUILDER(bp_set_rows),
       BUILDER(bp_op_new),
       OWN(bp_op_flops),
       OWN(bp_op_bytes),

@@ -356,8 +356,13 @@ uint64_t attention_nodes() {
 // The fused op (the default where the backend has it) and the two products
 // around SOFT_MAX (unfused_attention) both give the reference's logits, for
 // a prompt split over graphs and for decode steps, with an f16 and an f32
-// cache; the trace shows which one ran.
+// cache; the trace shows which one ran, and the graph counts that the fused
+// cache's decode steps reuse one graph and plan.
 TEST(ModelForward, FusedAndUnfusedAttentionBothMatchTheReference) {
+  uint64_t b = 1, p = 1;
+  EXPECT_EQ(bp_model_context_graph_stats(nullptr, &b, &p), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(b, 0u);
+  EXPECT_EQ(p, 0u);
   tiny_config cfg;
   cfg.arch = "llama";
   cfg.n_head_kv = 1;  // grouped-query attention
@@ -383,12 +388,23 @@ TEST(ModelForward, FusedAndUnfusedAttentionBothMatchTheReference) {
       const double tol = kv_f32 ? 1e-4 : 5e-3;
       EXPECT_LT(rel_error(logits, want, want.size()), tol);
       ASSERT_EQ(bp_model_context_rewind(m.ctx, 0), BP_OK);
+      uint64_t builds0 = 0, plans0 = 0, builds = 0, plans = 0;
       for (size_t t = 0; t < ids.size(); ++t) {
         ASSERT_EQ(bp_model_context_eval(m.ctx, &ids[t], 1, false), BP_OK) << bp_last_error();
+        if (t == 0) {
+          ASSERT_EQ(bp_model_context_graph_stats(m.ctx, &builds0, &plans0), BP_OK);
+        }
         const float *row = bp_model_context_logits(m.ctx, &rows);
         std::vector<double> want_row(want.begin() + t * cfg.n_vocab(), want.begin() + (t + 1) * cfg.n_vocab());
         EXPECT_LT(rel_error(row, want_row, want_row.size()), tol) << "position " << t;
       }
+      // Decode steps after the first: the fused cache reuses the step's graph
+      // and plan (the write position is data); the transposed one builds a
+      // graph per position.
+      ASSERT_EQ(bp_model_context_graph_stats(m.ctx, &builds, &plans), BP_OK);
+      const uint64_t steps = ids.size() - 1;
+      EXPECT_EQ(builds - builds0, unfused ? steps : 0u);
+      EXPECT_EQ(plans - plans0, unfused ? steps : 0u);
     }
   }
 }

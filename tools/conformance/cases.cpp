@@ -80,9 +80,10 @@ std::string operand_name(bp_type type, const shape &ne, layout_kind lay) {
 }
 
 std::vector<std::string> conformance_ops() {
-  return {"ADD",      "SUB",      "MUL",     "DIV",      "SCALE", "CLAMP",   "NEG",      "ABS",  "SQR",      "SQRT",
-          "EXP",      "RELU",     "GELU",    "SILU",     "TANH",  "SIGMOID", "SUM_ROWS", "MEAN", "ARGMAX",   "NORM",
-          "RMS_NORM", "SOFT_MAX", "MUL_MAT", "GET_ROWS", "CPY",   "CONT",    "CONCAT",   "ROPE", "ATTENTION"};
+  return {"ADD",      "SUB",  "MUL",    "DIV",  "SCALE",     "CLAMP",    "NEG",     "ABS",
+          "SQR",      "SQRT", "EXP",    "RELU", "GELU",      "SILU",     "TANH",    "SIGMOID",
+          "SUM_ROWS", "MEAN", "ARGMAX", "NORM", "RMS_NORM",  "SOFT_MAX", "MUL_MAT", "GET_ROWS",
+          "CPY",      "CONT", "CONCAT", "ROPE", "ATTENTION", "SET_ROWS"};
 }
 
 std::vector<case_desc> conformance_cases(const std::vector<std::string> &ops) {

@@ -96,6 +96,43 @@ void add_cpy(std::vector<case_desc> &out) {
   }
 }
 
+// SET_ROWS: f32 rows into f32 or f16 destinations, dense and strided (a
+// window of a longer leaf, as a KV cache view is), one row (a decode step's
+// write) to all of them in shuffled order; the ids are distinct, so the
+// result does not depend on the order rows are written in.
+void add_set_rows(std::vector<case_desc> &out) {
+  struct set_rows_case {
+    shape src;
+    int64_t rows;  // dst's dim 1
+    bp_type td;
+    L ld;
+  };
+  const std::vector<set_rows_case> cases = {
+      {{16, 3, 1, 1}, 10, f16, L::contiguous},  {{64, 1, 1, 1}, 128, f32, L::contiguous},
+      {{64, 1, 1, 1}, 128, f16, L::strided},    {{7, 5, 3, 2}, 9, f32, L::strided},
+      {{33, 20, 1, 1}, 20, f16, L::contiguous}, {{257, 6, 2, 1}, 31, f32, L::contiguous},
+  };
+  for (const set_rows_case &s : cases) {
+    case_desc c;
+    c.op = "SET_ROWS";
+    const shape dst{s.src[0], s.rows, s.src[2], s.src[3]};
+    c.name = "SET_ROWS " + operand_name(f32, s.src, L::contiguous) + " -> " + operand_name(s.td, dst, s.ld);
+    c.exact = s.td == f32;
+    c.max_nmse = k_tol_convert;
+    c.inputs.push_back(operand(f32, s.src, L::contiguous, values_for(f32)));
+    c.inputs.push_back(operand(s.td, dst, s.ld, values_for(s.td)));
+    const double last = static_cast<double>(s.rows - 1);  // one row: anywhere; more: distinct
+    c.inputs.push_back(
+        operand(i32, {s.src[1], 1, 1, 1}, L::contiguous, s.src[1] == 1 ? integers(0, last) : distinct(0, last)));
+    c.readback_input = 1;
+    c.build = [](bp_context *ctx, const std::vector<bp_tensor *> &in, const op_args &) {
+      return bp_set_rows(ctx, in[1], in[0], in[2]);
+    };
+    c.reference = ref::set_rows_into_leaf();
+    out.push_back(std::move(c));
+  }
+}
+
 void add_cont(std::vector<case_desc> &out) {
   struct cont_case {
     shape ne;
@@ -186,6 +223,7 @@ void add_data_cases(std::vector<case_desc> &out) {
   add_cpy(out);
   add_cont(out);
   add_concat(out);
+  add_set_rows(out);
 }
 
 }  // namespace bp::conformance

@@ -268,6 +268,21 @@ reference_fn cpy_into_leaf() {
   };
 }
 
+reference_fn set_rows_into_leaf() {
+  return [](const std::vector<host_input> &in, const op_args &) {
+    const host_input &src = in[0], &dst = in[1], &ids = in[2];
+    expected e = make(dst.type, dst.leaf_ne);
+    e.values = *dst.leaf;
+    for_each_index(src.ne(), [&](int64_t i0, int64_t n, int64_t i2, int64_t i3) {
+      const int64_t row = static_cast<int64_t>(ids.at(n, 0, 0, 0));
+      const int64_t at = dst.layout.offset + i0 * dst.layout.stride[0] + row * dst.layout.stride[1] +
+                         i2 * dst.layout.stride[2] + i3 * dst.layout.stride[3];
+      e.values[static_cast<size_t>(at)] = src.at(i0, n, i2, i3);
+    });
+    return finish(std::move(e));
+  };
+}
+
 reference_fn cont() {
   return [](const std::vector<host_input> &in, const op_args &args) {
     const host_input &a = in[0];

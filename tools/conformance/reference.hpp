@@ -26,6 +26,8 @@ reference_fn mul_mat();
 reference_fn get_rows();
 // CPY of input 0 into input 1: returns input 1's whole leaf after the copy.
 reference_fn cpy_into_leaf();
+// SET_ROWS of input 0 into input 1 at rows input 2: input 1's whole leaf after.
+reference_fn set_rows_into_leaf();
 // CONT / bp_cast: logical copy of input 0 converted to args.type.
 reference_fn cont();
 reference_fn concat();  // dim = i[0]
