@@ -9,6 +9,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "buffer_slots.hpp"
+#include "op_codes.h"  // the status buffer's words
 #include "vulkan.hpp"
 
 namespace bp::vk {
@@ -117,6 +118,20 @@ bp_status backend_sync(backend_ctx *be, bp_error *err) {
   be->staging.clear();
   if (st != BP_OK || !be->status) return st;
   auto *words = reinterpret_cast<uint32_t *>(be->status->mapped);
+  if (const uint32_t *s = words + BP_VK_STATUS_SET_ROWS; s[0] != 0) {
+    const int32_t id = static_cast<int32_t>(s[1]);
+    const uint32_t at = s[2], rows = s[3], label = s[4];
+    std::memset(words, 0, 64);  // GET_ROWS's report too: one error per synchronize
+    if (label < be->set_rows_labels.size()) {
+      const set_rows_label &l = be->set_rows_labels[label];
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
+                           "SET_ROWS node '%s': row id %d at [%u] of ids '%s' is out of range; '%s' has rows 0..%d",
+                           l.node.c_str(), id, at, l.ids.c_str(), l.dst.c_str(), static_cast<int>(rows) - 1);
+    }
+    return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
+                         "SET_ROWS: row id %d at [%u] of ids is out of range; the destination has rows 0..%d", id, at,
+                         static_cast<int>(rows) - 1);
+  }
   if (words[0] != 0) {
     const int32_t id = static_cast<int32_t>(words[1]);
     const uint32_t rows = words[2];

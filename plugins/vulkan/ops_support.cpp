@@ -71,6 +71,11 @@ bool op_supported(const device_state *dev, const backend_options &opt, const bp_
     }
     case BP_OP_ATTENTION:
       return attention_supported(dev, node);
+    case BP_OP_SET_ROWS:
+      // set_rows.comp checks every id with subgroupMin before it writes.
+      return dev->subgroup_arith && b && c && a->type == BP_TYPE_F32 && is_float(b->type) && node->type == b->type &&
+             c->type == BP_TYPE_I32 && bp_tensor_rows_contiguous(node) && a->ne[0] == node->ne[0] &&
+             c->ne[0] == a->ne[1] && a->ne[2] == node->ne[2] && a->ne[3] == node->ne[3];
     default:
       return false;
   }

@@ -34,6 +34,8 @@ bp_status plan_node(const planner &p, std::vector<dispatch> &out) {
       return plan_concat(p, out);
     case BP_OP_ROPE:
       return plan_rope(p, out);
+    case BP_OP_SET_ROWS:
+      return plan_set_rows(p, out);
     case BP_OP_ATTENTION:
       return plan_attention(p, out);
     default:

@@ -4,7 +4,7 @@
 //   ops_support.cpp       which ops run here (op_supported), check_node
 //   plan.cpp              op_plan: a fused pair, else the node's planner
 //   fusion.cpp            two nodes in one dispatch (plan_fused)
-//   plan_elementwise.cpp  the elementwise, row, copy and rope ops
+//   plan_elementwise.cpp  the elementwise, row, copy, row-index and rope ops
 //   plan_matmul.cpp       MUL_MAT: the shaders and which one runs
 //   plan_attention.cpp    ATTENTION
 //   dispatch.cpp          bindings (byte windows of the tensors' buffers),
@@ -139,6 +139,9 @@ bp_status plan_soft_max(const planner &p, std::vector<dispatch> &out);
 bp_status plan_copy(const planner &p, std::vector<dispatch> &out);
 bp_status plan_concat(const planner &p, std::vector<dispatch> &out);
 bp_status plan_get_rows(const planner &p, std::vector<dispatch> &out);
+// SET_ROWS: one dispatch (set_rows.comp) that writes through the node, a
+// view of the destination, and writes nothing when an id is out of range.
+bp_status plan_set_rows(const planner &p, std::vector<dispatch> &out);
 bp_status plan_rope(const planner &p, std::vector<dispatch> &out);
 
 // NORM, RMS_NORM, SOFT_MAX (|op|: the BP_VK_ROWS_* code) on dense f32 rows

@@ -1,6 +1,8 @@
 // plan_elementwise.cpp: the vulkan dispatches of the elementwise ops (ADD SUB
 // MUL DIV, SCALE CLAMP and the unary ops), the row ops (SUM_ROWS MEAN ARGMAX
-// NORM RMS_NORM SOFT_MAX), CPY CONT CONCAT GET_ROWS and ROPE (plan.hpp).
+// NORM RMS_NORM SOFT_MAX), CPY CONT CONCAT GET_ROWS SET_ROWS and ROPE
+// (plan.hpp).
+#include <cstdint>
 #include <utility>
 
 #include "plan.hpp"
@@ -203,6 +205,36 @@ bp_status plan_get_rows(const planner &p, std::vector<dispatch> &out) {
   if (bp_status st = general(p, variant, n, a, n->src[1], d); st != BP_OK) return st;
   d.bind[3] = binding{p.be->status, 0, p.be->status->vk_size, VK_NULL_HANDLE};
   d.pc.n = static_cast<uint32_t>(runs_of(n));
+  grid_for(d, d.pc.n, 256);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
+namespace {
+
+// The index of |n|'s names in the backend's SET_ROWS labels (a report at
+// synchronize names them), or none past kMaxSetRowsLabels.
+uint32_t set_rows_label_of(backend_ctx *be, const bp_tensor *n) {
+  std::vector<set_rows_label> &labels = be->set_rows_labels;
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (labels[i].node == n->name && labels[i].ids == n->src[2]->name && labels[i].dst == n->src[1]->name)
+      return static_cast<uint32_t>(i);
+  if (labels.size() >= kMaxSetRowsLabels) return UINT32_MAX;
+  labels.push_back(set_rows_label{n->name, n->src[2]->name, n->src[1]->name});
+  return static_cast<uint32_t>(labels.size() - 1);
+}
+
+}  // namespace
+
+bp_status plan_set_rows(const planner &p, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *src = n->src[0], *ids = n->src[2];
+  dispatch d;
+  // The node is the destination's view: its shape gives the shader R (d_ne.y).
+  if (bp_status st = general(p, n->type == BP_TYPE_F16 ? "set_rows_f16" : "set_rows_f32", n, src, ids, d); st != BP_OK)
+    return st;
+  d.bind[3] = binding{p.be->status, 0, p.be->status->vk_size, VK_NULL_HANDLE};
+  d.pc.p[0] = set_rows_label_of(p.be, n);
+  d.pc.n = static_cast<uint32_t>(runs_of(src));
   grid_for(d, d.pc.n, 256);
   out.push_back(std::move(d));
   return BP_OK;

@@ -129,8 +129,8 @@ bool is_our_buffer(const bp_tensor *t);
 
 enum class layout_kind { ssbo = 0, texel = 1 };
 // Bindings 0 = src0, 1 = src1, 2 = dst, 3 and 4 = whatever else a shader
-// reads or writes (ROPE's factors, GET_ROWS's status, a fused MUL's product;
-// ATTENTION's v and mask).
+// reads or writes (ROPE's factors, GET_ROWS's and SET_ROWS's status, a fused
+// MUL's product; ATTENTION's v and mask).
 constexpr int kBindings = 5;
 
 // One layout for every shader (common.glsl).
@@ -266,14 +266,22 @@ struct pending_read {
   size_t size;
 };
 
+// The names a SET_ROWS report gives (set_rows.comp's label: an index into
+// backend_ctx::set_rows_labels, made by plan_set_rows).
+struct set_rows_label {
+  std::string node, ids, dst;
+};
+constexpr uint32_t kMaxSetRowsLabels = 1024;  // then a report names no tensors
+
 struct backend_ctx {
   device_state *dev = nullptr;
   backend_options opt;
   VkCommandPool pool = VK_NULL_HANDLE;
   std::vector<cmd_slot> slots;
-  int recording = -1;                // slot being recorded, -1 if none
-  uint64_t last = 0;                 // last submitted value
-  vk_buffer *status = nullptr;       // GET_ROWS bad-id report; also the dummy binding
+  int recording = -1;           // slot being recorded, -1 if none
+  uint64_t last = 0;            // last submitted value
+  vk_buffer *status = nullptr;  // GET_ROWS and SET_ROWS bad-id reports; also the dummy binding
+  std::vector<set_rows_label> set_rows_labels;
   std::vector<vk_buffer *> staging;  // async transfers until synchronize
   std::vector<pending_read> reads;
   std::map<std::string, profile_entry> profile;  // "OP variant" -> time
@@ -315,7 +323,7 @@ struct byte_range {
 
 struct dispatch {
   const char *variant = nullptr;
-  const char *op = nullptr;  // the node's op, for profiles
+  const char *op = nullptr;                           // the node's op, for profiles
   const bp_tensor *node = nullptr, *fused = nullptr;  // for traces: the node, and the next one fused into it
   layout_kind layout = layout_kind::ssbo;
   uint32_t spec[3] = {};

@@ -45,4 +45,10 @@
 #define BP_VK_EPILOGUE_MUL 2
 #define BP_VK_EPILOGUE_SILU 3
 
+// The backend's status buffer (binding 3 of the shaders that report a bad
+// row id; backend.cpp reads it at synchronize): words 0..2 are GET_ROWS's
+// report (flag, id, rows), words BP_VK_STATUS_SET_ROWS.. set_rows.comp's
+// (flag, id, its index in ids, rows, the plugin's label of the node).
+#define BP_VK_STATUS_SET_ROWS 4
+
 #endif  // BP_SHADERS_VULKAN_OP_CODES_H_
