@@ -387,6 +387,9 @@ bp_status rule_set_rows(rule_io &io) {
   if (!bp_tensor_rows_contiguous(dst)) {
     return fail(io, desc(io, 1) + " has rows that are not dense: set_rows writes whole dense rows");
   }
+  if (!bp_tensor_is_contiguous(ids)) {
+    return fail(io, desc(io, 2) + " is not contiguous: pass bp_cont() of it");
+  }
   io.out_type = dst->type;
   copy_shape(io, dst);
   return BP_OK;

@@ -297,6 +297,27 @@ TEST_F(CoreTest, AttentionShapesAndErrors) {
   EXPECT_FAILS_WITH(bp_attention(ctx, q, nullptr, v, nullptr, 1.0f), "bp_attention", "k");
 }
 
+TEST_F(CoreTest, SetRowsShapesAndErrors) {
+  bp_tensor *dst = f16(64, 128), *src = f32(64, 3), *ids = i32(3);
+  bp_tensor *r = bp_set_rows(ctx, dst, src, ids);
+  expect_shape(r, 64, 128, 1, 1);
+  EXPECT_EQ(r->op, BP_OP_SET_ROWS);
+  EXPECT_EQ(r->type, BP_TYPE_F16);
+  EXPECT_EQ(r->view_src, dst);  // the result is dst, as CPY's is
+  EXPECT_EQ(r->src[0], src);
+  EXPECT_EQ(r->src[1], dst);
+  EXPECT_EQ(r->src[2], ids);
+  EXPECT_EQ(bp_op_bytes(r), 64u * 3 * 4 + 3 * 4 + 3 * 64 * 2);  // src, ids and the rows written only
+
+  EXPECT_FAILS_WITH(bp_set_rows(ctx, dst, f32(32, 3), ids), "bp_set_rows", "src [32,3,1,1] f32", "row length");
+  EXPECT_FAILS_WITH(bp_set_rows(ctx, dst, src, i32(4)), "ids [4,1,1,1] i32", "ids must be [3]");
+  EXPECT_FAILS_WITH(bp_set_rows(ctx, dst, src, f32(3)), "ids", "must be i32");
+  EXPECT_FAILS_WITH(bp_set_rows(ctx, dst, f16(64, 3), ids), "src", "must be f32");
+  EXPECT_FAILS_WITH(bp_set_rows(ctx, i32(64, 128), src, ids), "dst", "f32 or f16");
+  EXPECT_FAILS_WITH(bp_set_rows(ctx, bp_transpose(ctx, f32(128, 64)), src, ids), "not dense");
+  EXPECT_FAILS_WITH(bp_set_rows(ctx, nullptr, src, ids), "bp_set_rows", "dst");
+}
+
 TEST_F(CoreTest, RopeFrequencyFactors) {
   bp_tensor *a = f32(64, 4, 7, 2);  // [D, H, T, B]
   bp_tensor *pos = i32(7);
