@@ -298,6 +298,26 @@ void init_ops(py::module_ &m) {
         return result(c, bp_cpy(c->ctx, a.t, b.t), {&a, &b}, b.ndim);
       },
       py::arg("a"), py::arg("b"), "Writes a into b; use the result (an alias of b) in later ops.");
+  m.def(
+      "set_rows",
+      [](const Tensor &dst, const Tensor &src, const py::object &ids_arg) {
+        Tensor ids = py::isinstance<Tensor>(ids_arg) ? ids_arg.cast<Tensor>() : const_leaf(ids_arg, BP_TYPE_I32);
+        CtxP c = current_ctx();
+        return result(c, bp_set_rows(c->ctx, dst.t, src.t, ids.t), {&dst, &src, &ids}, dst.ndim);
+      },
+      py::arg("dst"), py::arg("src"), py::arg("ids"),
+      "Writes row i of src into row ids[i] of dst (NumPy: dst[..., ids, :] = src); use the result (an alias of dst).");
+  m.def(
+      "attention",
+      [](const Tensor &q, const Tensor &k, const Tensor &v, const py::object &mask, float scale) {
+        CtxP c = current_ctx();
+        if (mask.is_none()) return result(c, bp_attention(c->ctx, q.t, k.t, v.t, nullptr, scale), {&q, &k, &v}, q.ndim);
+        Tensor mk = operand(mask, BP_TYPE_F32);
+        return result(c, bp_attention(c->ctx, q.t, k.t, v.t, mk.t, scale), {&q, &k, &v, &mk}, q.ndim);
+      },
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask") = py::none(), py::arg("scale") = 1.0f,
+      "Fused softmax(scale q k^T + mask) v. NumPy shapes: q [B, H, T, D], k [B, Hk, N, D], v [B, Hk, N, Dv], "
+      "mask [N] rows per token ([T, N]); result [B, T, H, Dv] (heads before tokens in ne order).");
   m.def("cast", &cast, py::arg("a"), py::arg("type"), "A contiguous copy of a converted to |type|.");
   m.def("concat", &concat, py::arg("a"), py::arg("b"), py::arg("dim") = py::none(), py::kw_only(),
         py::arg("axis") = py::none(), "a then b along Backplane dim |dim|, or NumPy axis |axis|.");

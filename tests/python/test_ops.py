@@ -201,6 +201,38 @@ def test_copies_and_casts(spec, rng):
     np.testing.assert_array_equal(got, x.astype(np.float16))
 
 
+def attention_ref(q, k, v, mask, scale):
+    # NumPy shapes: q [B, H, T, D], k [B, Hk, N, D], v [B, Hk, N, Dv], mask [T, N]; result [B, T, H, Dv]
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    g = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    s = scale * q @ k.transpose(0, 1, 3, 2) + (0 if mask is None else mask.astype(np.float64))
+    w = np.exp(s - s.max(-1, keepdims=True))
+    return (w / w.sum(-1, keepdims=True) @ v).transpose(0, 2, 1, 3)
+
+
+@pytest.mark.parametrize("kv_type", [np.float32, np.float16])
+def test_attention(spec, rng, kv_type):
+    q = rng.uniform(-1, 1, (2, 4, 3, 16)).astype(F32)
+    k = rng.uniform(-1, 1, (2, 2, 7, 16)).astype(kv_type)
+    v = rng.uniform(-1, 1, (2, 2, 7, 8)).astype(kv_type)
+    mask = np.triu(np.full((3, 7), -np.inf, F32), k=5)  # token t sees keys 0 .. t + 4
+    got = run(bp.attention(bp.tensor(q), bp.tensor(k), bp.tensor(v), bp.tensor(mask), scale=0.25), spec)[0]
+    check(got, attention_ref(q, k, v, mask, 0.25), TOL_ROWS)
+    got = run(bp.attention(bp.tensor(q), bp.tensor(k), bp.tensor(v)), spec)[0]
+    check(got, attention_ref(q, k, v, None, 1.0), TOL_ROWS)
+
+
+def test_set_rows(spec, rng):
+    cache = rng.uniform(-1, 1, (6, 8)).astype(F32)
+    rows = rng.uniform(-1, 1, (2, 8)).astype(F32)
+    dst = bp.tensor(cache)
+    got = run(bp.set_rows(dst, bp.tensor(rows), np.array([4, 1], np.int32)), spec)[0]
+    want = cache.copy()
+    want[[4, 1]] = rows
+    np.testing.assert_array_equal(got, want)
+
+
 def test_cast_quantized(spec, rng):
     x = rng.uniform(-1, 1, (4, 64)).astype(F32)
     try:
@@ -298,7 +330,7 @@ def test_generic_op(spec, rng):
     y = rng.uniform(-1, 1, (4, 8)).astype(F32)
     got = run(bp.op("ADD", [bp.tensor(x), bp.tensor(y)]), spec)[0]
     check(got, x.astype(np.float64) + y, TOL_F32)
-    assert "MUL_MAT" in bp.OPS and len(bp.OPS) == 33
+    assert "MUL_MAT" in bp.OPS and "ATTENTION" in bp.OPS and len(bp.OPS) == 35
 
 
 def test_every_op_is_reachable():
