@@ -5,10 +5,12 @@
 // the output row; when a block raises the maximum, what was summed so far is
 // rescaled. Only one block of scores per thread is ever in memory.
 //
-// Work is split over query rows ordered head fastest, so the heads that
-// share a key/value head (GQA) run one after another on one thread and find
-// its rows in cache. Keys whose mask entry is -inf are skipped before their
-// dot product, which halves the work of a causal prompt.
+// Work is split over groups of up to four query rows of one token that
+// share a key/value head (GQA), which run together: each key and value row
+// is loaded and converted once for the group, and the value rows are folded
+// into the group's outputs eight channels at a time with the accumulators
+// in registers. Keys masked (-inf) for every row of a group are skipped
+// before their dot product, which halves the work of a causal prompt.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -54,48 +56,114 @@ BP_AVX2 inline __m256 load8(const void *p, bool f16, int64_t i) {
   return _mm256_loadu_ps(static_cast<const float *>(p) + i);
 }
 
-BP_AVX2 float dot_avx2(const float *q, const void *k, bool f16, int64_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(k, f16, i), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load8(k, f16, i + 8), s1);
-  }
-  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(k, f16, i), s0);
-  s0 = _mm256_add_ps(s0, s1);
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1));
+#endif
+
+// Up to kGroup query rows that share a key/value head (GQA heads of one
+// token) run together, so each key and value row is loaded and converted
+// once for all of them.
+constexpr int kGroup = 4;
+
+// scores[r][j] = scale q[r] . k_j + add[r][j] for j < n (k_j = k + j *
+// k_stride), -inf where add[r][j] is -inf; a key masked for every row of
+// the group costs no dot product. add == NULL: no mask.
+void score_portable(const float *const *q, int g, const char *k, size_t k_stride, int64_t n, bool f16, int64_t D,
+                    const float *const *add, float scale, float *const *scores) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (int r = 0; r < g; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      const float a = add ? add[r][j] : 0.0f;
+      scores[r][j] = a == neg_inf ? neg_inf : scale * dot_portable(q[r], k + j * k_stride, f16, D) + a;
+    }
+}
+
+// acc[r][i] += sum over j < n of p[r][j] v_j[i], v_j = v + j * v_stride.
+void folds_portable(float *const *acc, int g, const float *const *p, int64_t n, const char *v, size_t v_stride,
+                    bool f16, int64_t Dv) {
+  for (int r = 0; r < g; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      if (p[r][j] != 0.0f) fold_portable(acc[r], 1.0f, p[r][j], v + j * v_stride, f16, Dv);
+}
+
+#ifdef BP_X86_SIMD
+BP_AVX2 inline float hsum8(__m256 v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   h = _mm_add_ps(h, _mm_movehl_ps(h, h));
   h = _mm_add_ss(h, _mm_movehdup_ps(h));
-  float s = _mm_cvtss_f32(h);
-  if (i < n) {
-    const size_t es = f16 ? 2 : 4;
-    s += dot_portable(q + i, static_cast<const char *>(k) + i * es, f16, n - i);
-  }
-  return s;
+  return _mm_cvtss_f32(h);
 }
 
-BP_AVX2 void fold_avx2(float *acc, float keep, float p, const void *v, bool f16, int64_t n) {
-  const __m256 vk = _mm256_set1_ps(keep), vp = _mm256_set1_ps(p);
+template <bool F16>
+BP_AVX2 void score_avx2_t(const float *const *q, int g, const char *k, size_t k_stride, int64_t n, int64_t D,
+                          const float *const *add, float scale, float *const *scores) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  const size_t es = F16 ? 2 : 4;
+  for (int64_t j = 0; j < n; ++j) {
+    bool live = !add;
+    for (int r = 0; r < g && !live; ++r) live = add[r][j] != neg_inf;
+    if (!live) {
+      for (int r = 0; r < g; ++r) scores[r][j] = neg_inf;
+      continue;
+    }
+    const char *kj = k + j * k_stride;
+    __m256 acc[kGroup] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 8 <= D; i += 8) {
+      const __m256 kv = load8(kj, F16, i);
+      for (int r = 0; r < kGroup; ++r)
+        if (r < g) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q[r] + i), kv, acc[r]);
+    }
+    for (int r = 0; r < g; ++r) {
+      const float a = add ? add[r][j] : 0.0f;
+      float d = hsum8(acc[r]);
+      if (i < D) d += dot_portable(q[r] + i, kj + i * es, F16, D - i);
+      scores[r][j] = a == neg_inf ? neg_inf : scale * d + a;
+    }
+  }
+}
+
+BP_AVX2 void score_avx2(const float *const *q, int g, const char *k, size_t k_stride, int64_t n, bool f16, int64_t D,
+                        const float *const *add, float scale, float *const *scores) {
+  if (f16)
+    score_avx2_t<true>(q, g, k, k_stride, n, D, add, scale, scores);
+  else
+    score_avx2_t<false>(q, g, k, k_stride, n, D, add, scale, scores);
+}
+
+BP_AVX2 void folds_avx2(float *const *acc, int g, const float *const *p, int64_t n, const char *v, size_t v_stride,
+                        bool f16, int64_t Dv) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vp, load8(v, f16, i), _mm256_mul_ps(_mm256_loadu_ps(acc + i), vk)));
-  if (i < n) {
+  for (; i + 8 <= Dv; i += 8) {
+    __m256 a[kGroup];
+    for (int r = 0; r < kGroup; ++r)
+      if (r < g) a[r] = _mm256_loadu_ps(acc[r] + i);
+    for (int64_t j = 0; j < n; ++j) {
+      const __m256 vv = load8(v + j * v_stride, f16, i);
+      for (int r = 0; r < kGroup; ++r)
+        if (r < g) a[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(p[r] + j), vv, a[r]);
+    }
+    for (int r = 0; r < kGroup; ++r)
+      if (r < g) _mm256_storeu_ps(acc[r] + i, a[r]);
+  }
+  if (i < Dv) {
     const size_t es = f16 ? 2 : 4;
-    fold_portable(acc + i, keep, p, static_cast<const char *>(v) + i * es, f16, n - i);
+    for (int r = 0; r < g; ++r)
+      for (int64_t j = 0; j < n; ++j)
+        if (p[r][j] != 0.0f) fold_portable(acc[r] + i, 1.0f, p[r][j], v + j * v_stride + i * es, f16, Dv - i);
   }
 }
 #endif
 
-struct row_ops {
-  float (*dot)(const float *, const void *, bool, int64_t);
-  void (*fold)(float *, float, float, const void *, bool, int64_t);
+struct group_ops {
+  void (*score)(const float *const *, int, const char *, size_t, int64_t, bool, int64_t, const float *const *, float,
+                float *const *);
+  void (*folds)(float *const *, int, const float *const *, int64_t, const char *, size_t, bool, int64_t);
 };
 
-row_ops pick_ops() {
+group_ops pick_ops() {
 #ifdef BP_X86_SIMD
-  if (plugins::cpu_isa() >= plugins::isa_level::avx2) return {dot_avx2, fold_avx2};
+  if (plugins::cpu_isa() >= plugins::isa_level::avx2) return {score_avx2, folds_avx2};
 #endif
-  return {dot_portable, fold_portable};
+  return {score_portable, folds_portable};
 }
 
 bool dense_rows(const bp_tensor *t) { return t->ne[0] == 1 || t->nb[0] == bp_type_size(t->type); }
@@ -124,66 +192,79 @@ int64_t attention_work(const bp_tensor *t) {
 }
 
 void attention_run(const bp_tensor *t, int ith, int nth) {
-  static const row_ops ops = pick_ops();
+  static const group_ops ops = pick_ops();
   const bp_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *mask = t->src[3];
   const int64_t D = q->ne[0], T = q->ne[1], H = q->ne[2], B = q->ne[3];
-  const int64_t N = k->ne[1], Dv = v->ne[0];
-  const int64_t r2 = H / k->ne[2], r3 = B / k->ne[3];
+  const int64_t N = k->ne[1], Dv = v->ne[0], Hk = k->ne[2];
+  const int64_t r2 = H / Hk, r3 = B / k->ne[3];
+  const int64_t chunks = (r2 + kGroup - 1) / kGroup;  // groups per key head and token
   const bool f16 = k->type == BP_TYPE_F16;
   const float scale = bp_tensor_param_f32(t, 0);
   const float neg_inf = -std::numeric_limits<float>::infinity();
 
-  float scores[kBlock];
-  std::vector<float> acc(static_cast<size_t>(Dv));
-  int64_t r0, r1;
-  split_range(H * T * B, ith, nth, &r0, &r1);
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t h = r % H, tok = (r / H) % T, b = r / (H * T);
-    const int64_t hk = h / r2, bk = b / r3;
-    const float *qrow = reinterpret_cast<const float *>(row_ptr(q, tok, h, b));
+  float scores[kGroup][kBlock];
+  const float *weights[kGroup] = {scores[0], scores[1], scores[2], scores[3]};
+  float *rows[kGroup] = {scores[0], scores[1], scores[2], scores[3]};
+  std::vector<float> acc_store(static_cast<size_t>(kGroup * Dv));
+  float *acc[kGroup];
+  for (int r = 0; r < kGroup; ++r) acc[r] = acc_store.data() + r * Dv;
+  const float *qrow[kGroup], *mrow[kGroup];
+  float m[kGroup], bm[kGroup];
+  double l[kGroup];
+
+  // Work units: (group chunk, key head, token, batch), the chunk fastest.
+  int64_t u0, u1;
+  split_range(chunks * Hk * T * B, ith, nth, &u0, &u1);
+  for (int64_t u = u0; u < u1; ++u) {
+    const int64_t ci = u % chunks, hk = (u / chunks) % Hk, tok = (u / (chunks * Hk)) % T, b = u / (chunks * Hk * T);
+    const int64_t h0 = hk * r2 + ci * kGroup, bk = b / r3;
+    const int g = static_cast<int>(std::min<int64_t>(kGroup, r2 - ci * kGroup));
     const char *kbase = static_cast<const char *>(k->data) + hk * k->nb[2] + bk * k->nb[3];
     const char *vbase = static_cast<const char *>(v->data) + hk * v->nb[2] + bk * v->nb[3];
-    const float *mrow =
-        mask ? reinterpret_cast<const float *>(row_ptr(mask, tok, h % mask->ne[2], b % mask->ne[3])) : nullptr;
-    float m = neg_inf;  // the running maximum
-    double l = 0;       // the running sum of exp(score - m)
-    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int r = 0; r < g; ++r) {
+      qrow[r] = reinterpret_cast<const float *>(row_ptr(q, tok, h0 + r, b));
+      mrow[r] =
+          mask ? reinterpret_cast<const float *>(row_ptr(mask, tok, (h0 + r) % mask->ne[2], b % mask->ne[3])) : nullptr;
+      m[r] = neg_inf;  // the running maximum
+      l[r] = 0;        // the running sum of exp(score - m)
+    }
+    std::fill(acc_store.begin(), acc_store.end(), 0.0f);
     for (int64_t j0 = 0; j0 < N; j0 += kBlock) {
       const int64_t n = std::min(kBlock, N - j0);
-      float bm = neg_inf;
-      for (int64_t j = 0; j < n; ++j) {
-        const float add = mrow ? mrow[j0 + j] : 0.0f;
-        if (add == neg_inf) {
-          scores[j] = neg_inf;
+      const float *add[kGroup];
+      for (int r = 0; r < g; ++r) add[r] = mrow[r] ? mrow[r] + j0 : nullptr;
+      ops.score(qrow, g, kbase + j0 * k->nb[1], k->nb[1], n, f16, D, mask ? add : nullptr, scale, rows);
+      for (int r = 0; r < g; ++r) {
+        float mx = neg_inf;
+        for (int64_t j = 0; j < n; ++j) mx = scores[r][j] > mx ? scores[r][j] : mx;  // NaNs are skipped
+        bm[r] = mx;
+      }
+      bool any = false;
+      for (int r = 0; r < g; ++r) {
+        if (bm[r] == neg_inf) {  // this row sees no key of the block
+          std::fill(scores[r], scores[r] + n, 0.0f);
           continue;
         }
-        scores[j] = scale * ops.dot(qrow, kbase + (j0 + j) * k->nb[1], f16, D) + add;
-        bm = std::fmax(bm, scores[j]);
+        any = true;
+        if (bm[r] > m[r]) {
+          const float keep = m[r] == neg_inf ? 0.0f : std::exp(m[r] - bm[r]);
+          l[r] *= keep;
+          for (int64_t d = 0; d < Dv; ++d) acc[r][d] *= keep;
+          m[r] = bm[r];
+        }
+        l[r] += row_exp_shift_sum(scores[r], n, m[r]);
       }
-      if (bm == neg_inf) continue;  // every key of the block masked
-      float keep = 1.0f;
-      if (bm > m) {
-        keep = m == neg_inf ? 0.0f : std::exp(m - bm);
-        l *= keep;
-        m = bm;
-      }
-      l += row_exp_shift_sum(scores, n, m);
-      // The first key with weight folds the rescale in; the rest add.
-      for (int64_t j = 0; j < n; ++j) {
-        if (scores[j] == 0.0f && keep == 1.0f) continue;
-        ops.fold(acc.data(), keep, scores[j], vbase + (j0 + j) * v->nb[1], f16, Dv);
-        keep = 1.0f;
-      }
-      if (keep != 1.0f)
-        for (float &a : acc) a *= keep;
+      if (any) ops.folds(acc, g, weights, n, vbase + j0 * v->nb[1], v->nb[1], f16, Dv);
     }
-    float *out = reinterpret_cast<float *>(row_ptr(t, h, tok, b));
-    if (l == 0) {  // fully masked: zeros (docs/ops.md)
-      std::memset(out, 0, static_cast<size_t>(Dv) * sizeof(float));
-      continue;
+    for (int r = 0; r < g; ++r) {
+      float *out = reinterpret_cast<float *>(row_ptr(t, h0 + r, tok, b));
+      if (l[r] == 0) {  // fully masked: zeros (docs/ops.md)
+        std::memset(out, 0, static_cast<size_t>(Dv) * sizeof(float));
+        continue;
+      }
+      const float inv = static_cast<float>(1.0 / l[r]);
+      for (int64_t d = 0; d < Dv; ++d) out[d] = acc[r][d] * inv;
     }
-    const float inv = static_cast<float>(1.0 / l);
-    for (int64_t d = 0; d < Dv; ++d) out[d] = acc[d] * inv;
   }
 }
 

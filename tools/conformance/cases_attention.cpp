@@ -54,6 +54,11 @@ void add_attention_cases(std::vector<case_desc> &out) {
        " odd head size"},
       {32, 32, 3, 4, 2, 9, 2, BP_TYPE_F16, mask_kind::causal, 0, L::contiguous, L::contiguous, 1.0, 0.0f,
        " batches share keys", 1},
+      // Six query heads on one key head: groups of four and two; 70 keys, two blocks.
+      {64, 64, 3, 6, 1, 70, 1, BP_TYPE_F16, mask_kind::causal, 0, L::contiguous, L::contiguous, 1.0, 0.0f,
+       " heads 4 + 2 per key head"},
+      // Four heads per key head, each with a mask of its own (m2 = 2).
+      {16, 16, 2, 8, 2, 9, 1, BP_TYPE_F32, mask_kind::broadcast_heads},
   };
   for (const attention_case &s : cases) {
     const float scale = s.scale != 0.0f ? s.scale : 1.0f / std::sqrt(static_cast<float>(s.D));
