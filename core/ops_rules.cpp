@@ -45,6 +45,20 @@ bp_status fail(const rule_io &io, const std::string &what) {
   return set_error(BP_ERR_INVALID_ARGUMENT, std::string(io.fn) + ": " + what);
 }
 
+// Requires src[small]'s dims 2 and 3 to divide src[big]'s (the batch dims
+// an operand repeats over); |hint| is appended to a dim-2 failure.
+bp_status need_broadcast(const rule_io &io, int small, int big, const char *hint = "") {
+  const bp_tensor *s = io.src[small], *b = io.src[big];
+  for (int i = 2; i < BP_MAX_DIMS; ++i) {
+    if (b->ne[i] % s->ne[i] != 0) {
+      return fail(io, desc(io, small) + " does not broadcast over " + desc(io, big) + " in dim " + std::to_string(i) +
+                          ": " + std::to_string(s->ne[i]) + " does not divide " + std::to_string(b->ne[i]) +
+                          (i == 2 ? hint : ""));
+    }
+  }
+  return BP_OK;
+}
+
 // Requires src[i] to have one of the |n| listed types.
 bp_status need_type(const rule_io &io, int i, std::initializer_list<bp_type> allowed) {
   const bp_type t = io.src[i]->type;
@@ -192,12 +206,7 @@ bp_status rule_soft_max(rule_io &io) {
       return fail(io, desc(io, 1) + " has " + std::to_string(mask->ne[1]) + " rows but " + desc(io, 0) + " has " +
                           std::to_string(a->ne[1]) + ": the mask needs at least as many rows (dim 1)");
     }
-    for (int i = 2; i < BP_MAX_DIMS; ++i) {
-      if (a->ne[i] % mask->ne[i] != 0) {
-        return fail(io, desc(io, 1) + " does not broadcast over " + desc(io, 0) + " in dim " + std::to_string(i) +
-                            ": " + std::to_string(mask->ne[i]) + " does not divide " + std::to_string(a->ne[i]));
-      }
-    }
+    if (need_broadcast(io, 1, 0)) return BP_ERR_INVALID_ARGUMENT;
   }
   io.out_type = BP_TYPE_F32;
   copy_shape(io, a);
@@ -216,12 +225,7 @@ bp_status rule_mul_mat(rule_io &io) {
     return fail(io, desc(io, 0) + " and " + desc(io, 1) + " differ in dim 0 (" + std::to_string(a->ne[0]) + " vs " +
                         std::to_string(b->ne[0]) + "): the inner dimensions must match");
   }
-  for (int i = 2; i < BP_MAX_DIMS; ++i) {
-    if (b->ne[i] % a->ne[i] != 0) {
-      return fail(io, desc(io, 0) + " does not broadcast over " + desc(io, 1) + " in dim " + std::to_string(i) + ": " +
-                          std::to_string(a->ne[i]) + " does not divide " + std::to_string(b->ne[i]));
-    }
-  }
+  if (need_broadcast(io, 0, 1)) return BP_ERR_INVALID_ARGUMENT;
   for (int i = 0; i < 2; ++i) {
     if (!bp_tensor_rows_contiguous(io.src[i])) {
       return fail(io, desc(io, i) + " has rows that are not dense (nb[0] = " + std::to_string(io.src[i]->nb[0]) +
@@ -414,13 +418,7 @@ bp_status rule_attention(rule_io &io) {
     return fail(io, desc(io, 2) + " does not fit " + desc(io, 1) +
                         ": v needs k's dims 1 to 3 (one value row per key, the same heads and batch)");
   }
-  for (int i = 2; i < BP_MAX_DIMS; ++i) {
-    if (q->ne[i] % k->ne[i] != 0) {
-      return fail(io, desc(io, 1) + " does not broadcast over " + desc(io, 0) + " in dim " + std::to_string(i) + ": " +
-                          std::to_string(k->ne[i]) + " does not divide " + std::to_string(q->ne[i]) +
-                          (i == 2 ? " (query heads share key heads in equal groups)" : ""));
-    }
-  }
+  if (need_broadcast(io, 1, 0, " (query heads share key heads in equal groups)")) return BP_ERR_INVALID_ARGUMENT;
   for (int i = 0; i < 3; ++i) {
     if (!bp_tensor_rows_contiguous(io.src[i])) {
       return fail(io, desc(io, i) + " has rows that are not dense (nb[0] = " + std::to_string(io.src[i]->nb[0]) +
@@ -437,12 +435,7 @@ bp_status rule_attention(rule_io &io) {
       return fail(io, desc(io, 3) + " has " + std::to_string(mask->ne[1]) + " rows but " + desc(io, 0) + " has " +
                           std::to_string(q->ne[1]) + " tokens: the mask needs a row per token (dim 1)");
     }
-    for (int i = 2; i < BP_MAX_DIMS; ++i) {
-      if (q->ne[i] % mask->ne[i] != 0) {
-        return fail(io, desc(io, 3) + " does not broadcast over " + desc(io, 0) + " in dim " + std::to_string(i) +
-                            ": " + std::to_string(mask->ne[i]) + " does not divide " + std::to_string(q->ne[i]));
-      }
-    }
+    if (need_broadcast(io, 3, 0)) return BP_ERR_INVALID_ARGUMENT;
     if (!bp_tensor_rows_contiguous(mask)) {
       return fail(io, desc(io, 3) + " has rows that are not dense: pass bp_cont() of it");
     }

@@ -38,14 +38,14 @@ float dot_portable(const float *q, const void *k, bool f16, int64_t n) {
   return s;
 }
 
-// acc[i] = acc[i] * keep + p v[i].
-void fold_portable(float *acc, float keep, float p, const void *v, bool f16, int64_t n) {
+// acc[i] += p v[i].
+void fold_portable(float *acc, float p, const void *v, bool f16, int64_t n) {
   if (f16) {
     const uint16_t *h = static_cast<const uint16_t *>(v);
-    for (int64_t i = 0; i < n; ++i) acc[i] = acc[i] * keep + p * bp_fp16_to_fp32(h[i]);
+    for (int64_t i = 0; i < n; ++i) acc[i] += p * bp_fp16_to_fp32(h[i]);
   } else {
     const float *f = static_cast<const float *>(v);
-    for (int64_t i = 0; i < n; ++i) acc[i] = acc[i] * keep + p * f[i];
+    for (int64_t i = 0; i < n; ++i) acc[i] += p * f[i];
   }
 }
 
@@ -81,7 +81,7 @@ void folds_portable(float *const *acc, int g, const float *const *p, int64_t n, 
                     bool f16, int64_t Dv) {
   for (int r = 0; r < g; ++r)
     for (int64_t j = 0; j < n; ++j)
-      if (p[r][j] != 0.0f) fold_portable(acc[r], 1.0f, p[r][j], v + j * v_stride, f16, Dv);
+      if (p[r][j] != 0.0f) fold_portable(acc[r], p[r][j], v + j * v_stride, f16, Dv);
 }
 
 #ifdef BP_X86_SIMD
@@ -148,7 +148,7 @@ BP_AVX2 void folds_avx2(float *const *acc, int g, const float *const *p, int64_t
     const size_t es = f16 ? 2 : 4;
     for (int r = 0; r < g; ++r)
       for (int64_t j = 0; j < n; ++j)
-        if (p[r][j] != 0.0f) fold_portable(acc[r] + i, 1.0f, p[r][j], v + j * v_stride + i * es, f16, Dv - i);
+        if (p[r][j] != 0.0f) fold_portable(acc[r] + i, p[r][j], v + j * v_stride + i * es, f16, Dv - i);
   }
 }
 #endif
