@@ -123,7 +123,7 @@ std::string thread_pool::run(int nth, task_fn fn, void *ctx) {
     // sleeps too and needs a wake-up for the next run: a 2-thread 256^3
     // product (~175 us) paid both on almost every run.
     const auto all_done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
-    if (!all_done() && spin_iterations_ > 0) poll_yielding(all_done, kRestPollMicros);
+    if (!all_done() && spin_iterations_ > 0) poll_yielding(all_done, kDonePollMicros);
     if (!all_done()) {
       std::unique_lock<std::mutex> lock(mutex_);
       done_cv_.wait(lock, all_done);

@@ -71,7 +71,8 @@ class thread_pool {
   // faster than sleeping at once, bp-bench on the 2-vCPU development VM).
   // The next run() spins again.
   void rest() { resting_.store(true, std::memory_order_relaxed); }
-  static constexpr int kRestPollMicros = 50;
+  static constexpr int kRestPollMicros = 1000;
+  static constexpr int kDonePollMicros = 50;
 
  private:
   void worker_main(int index);
