@@ -211,6 +211,7 @@ BP_API void bp_backend_free(bp_backend *backend) {
   if (!free_check(backend, TAG_BACKEND, "bp_backend_free", "backend")) return;
   bp::core::plugin_core *plugin = backend->device->plugin;
   trace::forget_backend(backend->ref.ctx);
+  trace::capture_drop(backend->ref.ctx);
   backend->ref.iface->free(backend->ref.ctx);
   retire_handle(backend);
   plugin_release(plugin);

@@ -8,6 +8,8 @@
 
 #include "backplane/trace.h"
 #include "core/errors.hpp"
+#include "core/handles.hpp"
+#include "core/liveness.hpp"
 #include "core/trace/recorder.hpp"
 
 using namespace bp::core;
@@ -64,6 +66,36 @@ BP_API bp_status bp_trace_op_stats(bp_trace_op_stat *out, size_t capacity, size_
                      [](const bp_trace_op_stat &a, const bp_trace_op_stat &b) { return a.total_ns > b.total_ns; });
     for (size_t i = 0; i < sorted.size() && i < capacity; ++i) out[i] = sorted[i];
     *out_count = sorted.size();
+    return BP_OK;
+  });
+}
+
+BP_API uint64_t bp_trace_clock_ns(void) { return trace::now_ns(); }
+
+BP_API bp_status bp_trace_capture_begin(bp_backend *backend) {
+  return api_guard([&]() -> bp_status {
+    if (!handle_ok(backend, TAG_BACKEND)) return bad_handle("bp_trace_capture_begin", "backend", backend, TAG_BACKEND);
+    std::string why;
+    if (!trace::capture_begin(backend->ref.ctx, why))
+      return set_errorf(BP_ERR_FAILED_PRECONDITION, "bp_trace_capture_begin: %s", why.c_str());
+    return BP_OK;
+  });
+}
+
+BP_API bp_status bp_trace_capture_end(bp_backend *backend, bp_trace_node_time *out, size_t capacity,
+                                      size_t *out_count) {
+  return api_guard([&]() -> bp_status {
+    if (!handle_ok(backend, TAG_BACKEND)) return bad_handle("bp_trace_capture_end", "backend", backend, TAG_BACKEND);
+    if (out_count == nullptr) return set_error(BP_ERR_INVALID_ARGUMENT, "bp_trace_capture_end: out_count is NULL");
+    *out_count = 0;
+    if (out == nullptr && capacity != 0)
+      return set_error(BP_ERR_INVALID_ARGUMENT, "bp_trace_capture_end: out is NULL with a capacity above 0");
+    std::vector<bp_trace_node_time> times;
+    std::string why;
+    if (!trace::capture_end(backend->ref.ctx, times, why))
+      return set_errorf(BP_ERR_FAILED_PRECONDITION, "bp_trace_capture_end: %s", why.c_str());
+    std::copy_n(times.begin(), std::min(capacity, times.size()), out);
+    *out_count = times.size();
     return BP_OK;
   });
 }

@@ -197,16 +197,18 @@ bool stop(std::string &why) {
   return write_chrome_json(take_snapshot(), path, why);
 }
 
-int host_trace_enabled(void *) { return on() ? 1 : 0; }
+int host_trace_enabled(void *) { return on() || capturing() ? 1 : 0; }
 
 uint64_t host_trace_now(void *) { return now_ns(); }
 
 void host_trace_node(void *, const bp_trace_node_span *span) {
   // Called from plugin code that may be noexcept: nothing may escape.
   try {
-    if (!on() || span == nullptr || span->struct_size < offsetof(bp_trace_node_span, end_ns) + sizeof span->end_ns ||
+    if (span == nullptr || span->struct_size < offsetof(bp_trace_node_span, end_ns) + sizeof span->end_ns ||
         span->node == nullptr)
       return;
+    if (capturing() && span->thread < 0) capture_node(span);
+    if (!on()) return;
     event e;
     e.begin = span->begin_ns;
     e.end = std::max(span->end_ns, span->begin_ns);

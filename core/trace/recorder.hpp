@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backplane/plugin.h"
+#include "backplane/trace.h"
 
 namespace bp::core::trace {
 
@@ -96,6 +97,17 @@ snapshot take_snapshot();
 
 // Writes |s| as Chrome trace-event JSON to |path|; false with |why|.
 bool write_chrome_json(const snapshot &s, const std::string &path, std::string &why);
+
+// Per-backend captures of node times (capture.cpp, bp_trace_capture_begin):
+// how many run, so that the host slots' test stays one load when none does.
+extern std::atomic<int> g_captures;
+inline bool capturing() { return g_captures.load(std::memory_order_relaxed) > 0; }
+// Keeps |span| (a whole-node span) when its backend has a capture.
+void capture_node(const bp_trace_node_span *span);
+bool capture_begin(const void *ctx, std::string &why);
+bool capture_end(const void *ctx, std::vector<bp_trace_node_time> &out, std::string &why);
+// Ends the capture of a backend being freed, if it has one.
+void capture_drop(const void *ctx);
 
 // The host table's slots (registry/loader.cpp fills bp_host_api with them).
 int host_trace_enabled(void *host);

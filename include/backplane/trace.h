@@ -55,6 +55,35 @@ typedef struct bp_trace_op_stat {
  * is 0) and the number of rows there are to *out_count. */
 BP_API bp_status bp_trace_op_stats(bp_trace_op_stat *out, size_t capacity, size_t *out_count);
 
+/* The trace clock: the host's steady clock in nanoseconds, the clock of
+ * every span and of bp_trace_node_time. */
+BP_API uint64_t bp_trace_clock_ns(void);
+
+/* One node's time from a capture: the node as its backend's plugin reported
+ * it (valid as long as the graph it came from), its start and end on
+ * bp_trace_clock_ns()'s clock. */
+typedef struct bp_trace_node_time {
+  const bp_tensor *node;
+  uint64_t begin_ns;
+  uint64_t end_ns;
+} bp_trace_node_time;
+
+/* Starts keeping the node times that |backend|'s plugin reports, whether or
+ * not a recording runs: a program that wants one graph's node times (the
+ * remote server answering a traced client) captures them without a trace.
+ * While any capture runs, plugins are told that tracing is on (they time
+ * their nodes), and nothing is recorded unless a recording runs too.
+ * INVALID_ARGUMENT for a bad handle; FAILED_PRECONDITION when |backend|
+ * already has a capture. */
+BP_API bp_status bp_trace_capture_begin(bp_backend *backend);
+
+/* Ends |backend|'s capture. Writes at most |capacity| node times to |out|
+ * (may be NULL when capacity is 0), in the order the plugin reported them,
+ * and how many there were to *out_count. A node the plugin reported twice
+ * (a vulkan graph replayed) appears twice. FAILED_PRECONDITION when
+ * |backend| has no capture. */
+BP_API bp_status bp_trace_capture_end(bp_backend *backend, bp_trace_node_time *out, size_t capacity, size_t *out_count);
+
 #ifdef __cplusplus
 }
 #endif

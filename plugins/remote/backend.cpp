@@ -6,14 +6,16 @@
 // run the graph, set/get_tensor_async transfer before returning, and
 // synchronize has nothing to wait for. Events are local markers: recording
 // one after synchronous work means it is already complete.
+#include <algorithm>
 #include <cinttypes>
 #include <deque>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "backplane/plugin_guard.hpp"
-#include "graph_wire.hpp"
 #include "buffer_slots.hpp"
+#include "graph_wire.hpp"
 #include "remote.hpp"
 
 namespace bp::remote_plugin {
@@ -39,6 +41,7 @@ struct backend_ctx {
 
 struct plan_obj {
   uint64_t handle = 0;
+  std::vector<const bp_tensor *> nodes;  // the plan's graph's nodes, which its traced runs report
 };
 
 pb::Remote::Stub *stub(backend_ctx *be) { return be->sess->server->stub.get(); }
@@ -65,13 +68,40 @@ bp_status register_graph(backend_ctx *be, const bp_graph_desc *graph, pb::GraphR
   return BP_OK;
 }
 
-bp_status run_graph(backend_ctx *be, uint64_t handle, grpc::Status *status) {
+// Reports the server's node times of one GraphCompute on the host's trace
+// clock. Only the call's two ends are known here: the server's part is
+// placed in their middle, so the network time splits evenly before and after
+// it (exact when the two directions take the same time).
+void report_node_times(backend_ctx *be, const pb::GraphComputeReply &reply, const bp_tensor *const *nodes,
+                       uint32_t n_nodes, uint64_t sent, uint64_t received) {
+  const bp_host_api *host = be->dev->plugin->host;
+  const uint64_t wire = received - sent;
+  const uint64_t server = std::min<uint64_t>(reply.duration_ns(), wire);
+  const uint64_t origin = sent + (wire - server) / 2;
+  for (const pb::NodeTime &t : reply.nodes()) {
+    if (t.node() >= n_nodes) continue;  // not a node of this graph: a broken server, ignored
+    const uint64_t b = std::min<uint64_t>(t.begin_ns(), server),
+                   e = std::min<uint64_t>(std::max(t.end_ns(), t.begin_ns()), server);
+    bp_host_trace_node(host, be, nodes[t.node()], BP_TRACE_WHOLE_NODE, origin + b, origin + e);
+  }
+}
+
+// Runs the registered graph |handle| whose nodes are |nodes| (in the order
+// they were registered); while a trace records, asks for the node times.
+bp_status run_graph(backend_ctx *be, uint64_t handle, const bp_tensor *const *nodes, uint32_t n_nodes,
+                    grpc::Status *status) {
+  const bp_host_api *host = be->dev->plugin->host;
+  const bool traced = bp_host_trace_enabled(host) != 0;
   call c(be->sess.get(), be->opt.timeout_ms);
-  pb::Handle req;
+  pb::GraphComputeRequest req;
   req.set_id(handle);
-  pb::Empty reply;
+  req.set_node_times(traced);
+  pb::GraphComputeReply reply;
+  const uint64_t sent = traced ? bp_host_trace_now(host) : 0;
   *status = stub(be)->GraphCompute(c.ctx(), req, &reply);
-  return status->ok() ? BP_OK : BP_ERR_INTERNAL;
+  if (!status->ok()) return BP_ERR_INTERNAL;
+  if (traced) report_node_times(be, reply, nodes, n_nodes, sent, bp_host_trace_now(host));
+  return BP_OK;
 }
 
 void forget_graph(backend_ctx *be, uint64_t hash, uint64_t handle) {
@@ -170,7 +200,7 @@ bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_er
         be->graph_order.push_back(handle);
       }
       grpc::Status st;
-      if (run_graph(be, handle, &st) == BP_OK) return BP_OK;
+      if (run_graph(be, handle, graph->nodes, graph->n_nodes, &st) == BP_OK) return BP_OK;
       // A graph the server no longer knows is sent again, once.
       forget_graph(be, hash, handle);
       if (st.error_code() != grpc::StatusCode::NOT_FOUND || attempt == 1)
@@ -191,6 +221,7 @@ bp_status backend_plan_create(void *backend, const bp_graph_desc *graph, void **
     pb::GraphRegisterRequest req;
     auto plan = std::make_unique<plan_obj>();
     if (bp_status s = register_graph(be, graph, &req, &plan->handle, err); s != BP_OK) return s;
+    plan->nodes.assign(graph->nodes, graph->nodes + graph->n_nodes);
     *out_plan = plan.release();
     return BP_OK;
   });
@@ -210,7 +241,9 @@ bp_status backend_plan_compute(void *backend, void *plan, bp_error *err) noexcep
     if (!be || !p) return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "graph_plan_compute needs a backend and a plan");
     if (bp_status s = session_check(be->sess.get(), err); s != BP_OK) return s;
     grpc::Status st;
-    return run_graph(be, p->handle, &st) == BP_OK ? BP_OK : rpc_failed(be->sess.get(), st, "GraphCompute", err);
+    return run_graph(be, p->handle, p->nodes.data(), static_cast<uint32_t>(p->nodes.size()), &st) == BP_OK
+               ? BP_OK
+               : rpc_failed(be->sess.get(), st, "GraphCompute", err);
   });
 }
 

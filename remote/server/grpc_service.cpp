@@ -145,8 +145,9 @@ grpc::Status grpc_service::CopyBuffer(grpc::ServerContext *c, const pb::CopyBuff
 grpc::Status grpc_service::GraphRegister(grpc::ServerContext *c, const pb::GraphRegisterRequest *q, pb::Handle *r) {
   return core_.graph_register(meta_values(c).meta, *q, r);
 }
-grpc::Status grpc_service::GraphCompute(grpc::ServerContext *c, const pb::Handle *q, pb::Empty *) {
-  return core_.graph_compute(meta_values(c).meta, *q);
+grpc::Status grpc_service::GraphCompute(grpc::ServerContext *c, const pb::GraphComputeRequest *q,
+                                        pb::GraphComputeReply *r) {
+  return core_.graph_compute(meta_values(c).meta, *q, r);
 }
 grpc::Status grpc_service::GraphFree(grpc::ServerContext *c, const pb::Handle *q, pb::Empty *) {
   return core_.graph_free(meta_values(c).meta, *q);

@@ -36,7 +36,8 @@ class grpc_service final : public pb::Remote::Service {
                          grpc::ServerWriter<pb::DataChunk> *w) override;
   grpc::Status CopyBuffer(grpc::ServerContext *c, const pb::CopyBufferRequest *q, pb::Empty *r) override;
   grpc::Status GraphRegister(grpc::ServerContext *c, const pb::GraphRegisterRequest *q, pb::Handle *r) override;
-  grpc::Status GraphCompute(grpc::ServerContext *c, const pb::Handle *q, pb::Empty *r) override;
+  grpc::Status GraphCompute(grpc::ServerContext *c, const pb::GraphComputeRequest *q,
+                            pb::GraphComputeReply *r) override;
   grpc::Status GraphFree(grpc::ServerContext *c, const pb::Handle *q, pb::Empty *r) override;
 
  private:

@@ -128,7 +128,13 @@ class service_core {
   grpc::Status copy_buffer(const call_meta &m, const pb::CopyBufferRequest &req);
 
   grpc::Status graph_register(const call_meta &m, const pb::GraphRegisterRequest &req, pb::Handle *reply);
-  grpc::Status graph_compute(const call_meta &m, const pb::Handle &req);
+  // |reply| may be NULL (no node times wanted).
+  grpc::Status graph_compute(const call_meta &m, const pb::GraphComputeRequest &req, pb::GraphComputeReply *reply);
+  grpc::Status graph_compute(const call_meta &m, const pb::Handle &req) {
+    pb::GraphComputeRequest r;
+    r.set_id(req.id());
+    return graph_compute(m, r, nullptr);
+  }
   grpc::Status graph_free(const call_meta &m, const pb::Handle &req);
 
   // UNAUTHENTICATED unless the call carries the token once (when there is one).

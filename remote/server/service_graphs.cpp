@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <cstring>
 #include <thread>
+#include <vector>
+
+#include "backplane/trace.h"
 
 #include "graph_rebuild.hpp"
 #include "service_core.hpp"
@@ -208,6 +211,7 @@ grpc::Status service_core::graph_register(const call_meta &m, const pb::GraphReg
       if (bp_graph_build(g->graph, r.tensors[idx]) != BP_OK) {
         return from_last_error("GraphRegister: node " + std::to_string(idx) + ": ");
       }
+      g->node_index.emplace(r.tensors[idx], static_cast<uint32_t>(i));
     }
     if (bp_graph_validate(g->graph) != BP_OK) return from_last_error("GraphRegister: ");
     // A plan where the backend has them; UNIMPLEMENTED means none (or a
@@ -225,7 +229,8 @@ grpc::Status service_core::graph_register(const call_meta &m, const pb::GraphReg
   });
 }
 
-grpc::Status service_core::graph_compute(const call_meta &m, const pb::Handle &req) {
+grpc::Status service_core::graph_compute(const call_meta &m, const pb::GraphComputeRequest &req,
+                                         pb::GraphComputeReply *reply) {
   return with_session(m, [&](session &s) -> grpc::Status {
     auto it = s.graphs.find(req.id());
     if (it == s.graphs.end()) {
@@ -235,12 +240,37 @@ grpc::Status service_core::graph_compute(const call_meta &m, const pb::Handle &r
     remote_graph &g = *it->second;
     remote_backend *be = find_backend(s, g.backend);
     if (!be) return no_backend(g.backend);
+    // A traced client asks for node times: captured for this call only, so
+    // the server records nothing else and writes no trace file.
+    const bool timed = reply != nullptr && req.node_times() && bp_trace_capture_begin(be->backend) == BP_OK;
+    const uint64_t start = timed ? bp_trace_clock_ns() : 0;
     bp_status st = BP_OK;
     if (g.plan) {
       st = bp_graph_plan_compute_async(g.plan);
       if (st == BP_OK) st = bp_backend_synchronize(be->backend);
     } else {
       st = bp_backend_graph_compute(be->backend, g.graph);
+    }
+    if (timed) {
+      const uint64_t end = bp_trace_clock_ns();
+      const bp_status compute_status = st;
+      const std::string compute_error = st == BP_OK ? std::string() : bp_last_error();
+      size_t n = 0;
+      std::vector<bp_trace_node_time> times(g.node_index.size() + 16);
+      if (bp_trace_capture_end(be->backend, times.data(), times.size(), &n) == BP_OK) {
+        reply->set_duration_ns(end - start);
+        for (size_t i = 0; i < std::min(n, times.size()); ++i) {
+          auto at = g.node_index.find(times[i].node);
+          if (at == g.node_index.end()) continue;
+          // A device clock placed a little outside the call: kept inside it.
+          const uint64_t b = std::clamp(times[i].begin_ns, start, end), e = std::clamp(times[i].end_ns, b, end);
+          pb::NodeTime *t = reply->add_nodes();
+          t->set_node(at->second);
+          t->set_begin_ns(b - start);
+          t->set_end_ns(e - start);
+        }
+      }
+      if (compute_status != BP_OK) return from_bp(compute_status, "GraphCompute: " + compute_error);
     }
     if (st != BP_OK) return from_last_error("GraphCompute: ");
     return grpc::Status::OK;

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace bp::remote::server {
@@ -48,6 +49,9 @@ struct remote_graph {
   bp_context *ctx = nullptr;
   bp_graph *graph = nullptr;
   bp_graph_plan *plan = nullptr;  // when the backend has plans
+  // Each node's position in GraphRegisterRequest.nodes (the first, for a
+  // node listed twice): how a reply names the nodes whose times it carries.
+  std::unordered_map<const bp_tensor *, uint32_t> node_index;
   ~remote_graph();
 };
 

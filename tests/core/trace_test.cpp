@@ -2,7 +2,8 @@
 // cpu plugin's node spans: the file parses, each node of a run appears once
 // on its backend's "nodes" track and on a worker track, node times sum to at
 // most the wall time, spans nest, tracks are named, the per-op summary adds
-// up, and an untraced run allocates nothing per node.
+// up, a capture keeps one backend's node times, and an untraced run
+// allocates nothing per node.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -192,6 +193,58 @@ TEST_F(TraceTest, MisuseIsRefusedWithTheReason) {
   EXPECT_STATUS(bp_trace_stop(), BP_ERR_NOT_FOUND, "/nonexistent-folder/trace.json", "No such file");
   EXPECT_FALSE(bp_trace_active());
   EXPECT_STATUS(bp_trace_op_stats(nullptr, 1, nullptr), BP_ERR_INVALID_ARGUMENT, "out_count");
+}
+
+// A capture keeps one backend's node times without a recording: each node
+// once, in order, inside the call, on bp_trace_clock_ns's clock; no file and
+// no recording follow from it.
+TEST_F(TraceTest, ACaptureKeepsOneBackendsNodeTimesWithoutARecording) {
+  bp_graph *g = build();
+  ASSERT_EQ(bp_trace_capture_begin(backend), BP_OK) << bp_last_error();
+  EXPECT_FALSE(bp_trace_active()) << "a capture is not a recording";
+  EXPECT_STATUS(bp_trace_capture_begin(backend), BP_ERR_FAILED_PRECONDITION, "already has a capture");
+  const uint64_t t0 = bp_trace_clock_ns();
+  ASSERT_EQ(bp_backend_graph_compute(backend, g), BP_OK) << bp_last_error();
+  const uint64_t t1 = bp_trace_clock_ns();
+  size_t n = 0;
+  std::vector<bp_trace_node_time> times(2);
+  ASSERT_EQ(bp_trace_capture_end(backend, times.data(), times.size(), &n), BP_OK) << bp_last_error();
+  EXPECT_EQ(n, 4u) << "every node is counted, more than the capacity";
+  // The next capture starts empty and sees the whole run.
+  ASSERT_EQ(bp_trace_capture_begin(backend), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_graph_compute(backend, g), BP_OK) << bp_last_error();
+  times.assign(8, bp_trace_node_time{});
+  ASSERT_EQ(bp_trace_capture_end(backend, times.data(), times.size(), &n), BP_OK) << bp_last_error();
+  ASSERT_EQ(n, 4u);
+  const char *order[] = {"prod", "biased", "act", "out"};
+  uint64_t last_end = t0;
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_NE(times[i].node, nullptr);
+    EXPECT_STREQ(times[i].node->name, order[i]);
+    EXPECT_LE(times[i].begin_ns, times[i].end_ns);
+    EXPECT_GE(times[i].begin_ns, last_end) << "nodes follow one another";
+    last_end = times[i].end_ns;
+  }
+  EXPECT_GT(last_end, t1) << "the second run ended after the first run's end";
+  EXPECT_STATUS(bp_trace_capture_end(backend, times.data(), times.size(), &n), BP_ERR_FAILED_PRECONDITION,
+                "no capture");
+  EXPECT_STATUS(bp_trace_capture_end(backend, nullptr, 1, &n), BP_ERR_INVALID_ARGUMENT, "capacity");
+  EXPECT_STATUS(bp_trace_capture_end(backend, nullptr, 0, nullptr), BP_ERR_INVALID_ARGUMENT, "out_count");
+  EXPECT_STATUS(bp_trace_capture_begin(nullptr), BP_ERR_INVALID_ARGUMENT, "backend");
+  // A recording started during a capture records too; the capture is not in
+  // its file, and it does not stop the recording.
+  const std::string path = temp_path("capture");
+  ASSERT_EQ(bp_trace_capture_begin(backend), BP_OK);
+  ASSERT_EQ(bp_trace_start(path.c_str()), BP_OK);
+  ASSERT_EQ(bp_backend_graph_compute(backend, g), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_trace_capture_end(backend, times.data(), times.size(), &n), BP_OK);
+  EXPECT_EQ(n, 4u);
+  EXPECT_TRUE(bp_trace_active());
+  ASSERT_EQ(bp_trace_stop(), BP_OK);
+  const bp::test::trace_file t = bp::test::read_trace(path);
+  ASSERT_TRUE(t.ok);
+  EXPECT_EQ(bp::test::spans_on(t, "node", "nodes").size(), 4u);
+  std::remove(path.c_str());
 }
 
 // Off, a node costs a flag test: a graph of 40 nodes allocates no more than

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backplane/trace.h"
 #include "server_test_util.hpp"
 
 namespace {
@@ -52,6 +53,33 @@ class GraphTest : public ServerTest {
 
   uint64_t buf = 0, be = 0;
 };
+
+// A client that traces asks for node times: each registered node once, named
+// by its position in the request's node list, inside the call's duration.
+// Asked for nothing, the reply stays empty.
+TEST_F(GraphTest, NodeTimesAreRepliedOnlyWhenAsked) {
+  uint64_t g = 0;
+  ASSERT_TRUE(reg(good(), &g).ok());
+  pb::GraphComputeRequest q;
+  q.set_id(g);
+  pb::GraphComputeReply plain;
+  ASSERT_TRUE(core->graph_compute(c.meta(), q, &plain).ok());
+  EXPECT_EQ(plain.nodes_size(), 0);
+  EXPECT_EQ(plain.duration_ns(), 0u);
+  q.set_node_times(true);
+  pb::GraphComputeReply timed;
+  grpc::Status st = core->graph_compute(c.meta(), q, &timed);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(timed.nodes_size(), 2);
+  EXPECT_GT(timed.duration_ns(), 0u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(timed.nodes(i).node(), static_cast<uint32_t>(i)) << "MUL_MAT, then SCALE";
+    EXPECT_LE(timed.nodes(i).begin_ns(), timed.nodes(i).end_ns());
+    EXPECT_LE(timed.nodes(i).end_ns(), timed.duration_ns());
+  }
+  EXPECT_LE(timed.nodes(0).end_ns(), timed.nodes(1).begin_ns());
+  EXPECT_FALSE(bp_trace_active()) << "the server records no trace of its own";
+}
 
 TEST_F(GraphTest, RegisteredGraphComputesAgainAndAgain) {
   uint64_t g = 0;
