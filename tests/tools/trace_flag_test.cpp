@@ -48,7 +48,8 @@ TEST(ToolTrace, BpRunWritesATraceAndPrintsTheProfile) {
   result r = run(bin("bp-run") + " --device cpu:threads=2 --trace " + path + " --profile" + kTiny);
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("profile (node time"), std::string::npos) << r.out;
-  for (const char *col : {"op", "count", "total ms", "mean us", "share", "GB/s", "GFLOP/s", "MUL_MAT"})
+  for (const char *col : {"op", "count", "total ms", "mean us", "share", "GB/s", "GFLOP/s", "MUL_MAT", "of read",
+                          "of peak", "host: DRAM read", "FMA peak"})
     EXPECT_NE(r.out.find(col), std::string::npos) << col << "\n" << r.out;
   expect_trace_with_products(path);
   std::remove(path.c_str());

@@ -1,156 +1,31 @@
 // machine.cpp: bp-bench's machine ceilings (bench.hpp, measure_peak,
-// measure_dram, measure_dram_read): the FMA peak of the CPU's widest vector
-// ISA, memcpy and a read-only pass far past the caches.
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
-
+// measure_dram, measure_dram_read): the FMA peak and the read pass of
+// common/machine_rates.hpp (which --profile shares), and memcpy far past the
+// caches.
 #include <algorithm>
-#include <chrono>
 
+#include "common/machine_rates.hpp"
 #include "harness.hpp"
 
 namespace bp::bench {
-namespace {
-
-// Rounds of the peak loop per thread per iteration: ~2^26 FMA instructions,
-// ~10 ms on a 3.5 GHz core with two FMA pipes, so starting the threads each
-// iteration costs well under 1%.
-constexpr int64_t kPeakRounds = int64_t{1} << 22;
-constexpr int kPeakAccumulators = 16;  // 4 cycles of latency x 2 pipes x 2 for slack
-
-// acc = acc * x + y on kPeakAccumulators independent registers: nothing but
-// FMAs and a loop branch, no memory. Returns a sum so the work is kept.
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx512f"))) float peak_loop_avx512(int64_t rounds) {
-  __m512 acc[kPeakAccumulators];
-  for (int i = 0; i < kPeakAccumulators; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
-  const __m512 x = _mm512_set1_ps(0.5f), y = _mm512_set1_ps(0.5f);
-  for (int64_t r = 0; r < rounds; ++r) {
-#pragma GCC unroll 16
-    for (int i = 0; i < kPeakAccumulators; ++i) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
-  }
-  __m512 s = acc[0];
-  for (int i = 1; i < kPeakAccumulators; ++i) s = _mm512_add_ps(s, acc[i]);
-  float f[16];  // (not _mm512_reduce_add_ps: GCC 12 warns inside it)
-  _mm512_storeu_ps(f, s);
-  float sum = 0;
-  for (float v : f) sum += v;
-  return sum;
-}
-
-__attribute__((target("avx2,fma"))) float peak_loop_avx2(int64_t rounds) {
-  // 12 of the 16 ymm registers: enough for 2 pipes x 4 cycles, no spills.
-  constexpr int n = 12;
-  __m256 acc[n];
-  for (int i = 0; i < n; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
-  const __m256 x = _mm256_set1_ps(0.5f), y = _mm256_set1_ps(0.5f);
-  for (int64_t r = 0; r < rounds * kPeakAccumulators / n; ++r) {
-#pragma GCC unroll 12
-    for (int i = 0; i < n; ++i) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
-  }
-  __m256 s = acc[0];
-  for (int i = 1; i < n; ++i) s = _mm256_add_ps(s, acc[i]);
-  float f[8];
-  _mm256_storeu_ps(f, s);
-  return f[0] + f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7];
-}
-#endif
-
-// Baseline x86-64 has no FMA: a multiply and an add (two FLOPs) per lane.
-float peak_loop_sse(int64_t rounds) {
-  typedef float v4f __attribute__((vector_size(16)));
-  constexpr int n = 12;
-  v4f acc[n];
-  for (int i = 0; i < n; ++i) acc[i] = v4f{} + static_cast<float>(i);
-  const v4f x = v4f{} + 0.5f, y = v4f{} + 0.5f;
-  for (int64_t r = 0; r < rounds * kPeakAccumulators / n; ++r) {
-#pragma GCC unroll 12
-    for (int i = 0; i < n; ++i) acc[i] = acc[i] * x + y;
-  }
-  v4f s = acc[0];
-  for (int i = 1; i < n; ++i) s += acc[i];
-  return s[0] + s[1] + s[2] + s[3];
-}
-
-struct peak_isa {
-  const char *name;
-  float (*loop)(int64_t);
-  int lanes;  // floats per vector
-};
-
-// The widest vector ISA this CPU runs, whatever BP_CPU_ISA says: the peak is
-// the machine's, not the kernels'.
-peak_isa widest_isa() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (__builtin_cpu_supports("avx512f")) return {"avx512", peak_loop_avx512, 16};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {"avx2", peak_loop_avx2, 8};
-#endif
-  return {"sse2", peak_loop_sse, 4};
-}
-
-// FLOPs of one iteration of the peak benchmark on |threads| threads.
-double peak_work(int threads, const peak_isa &isa) {
-  return 2.0 * isa.lanes * kPeakAccumulators * static_cast<double>(kPeakRounds) * threads;
-}
-
-// Best of |tries| timings of |body| in seconds: other processes on a shared
-// machine only ever slow a run down, so the fastest is the machine's.
-template <class F>
-double best_seconds(int tries, F &&body) {
-  double best = 1e30;
-  for (int t = 0; t < tries; ++t) {
-    auto t0 = std::chrono::steady_clock::now();
-    body();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
-}  // namespace
 
 machine_rate measure_peak(int threads) {
-  const peak_isa isa = widest_isa();
-  std::vector<float> sink(static_cast<size_t>(threads));
-  const double s = best_seconds(5, [&] {
-    on_threads(threads, [&](int i) { sink[static_cast<size_t>(i)] = isa.loop(kPeakRounds); });
-    benchmark::DoNotOptimize(sink.data());
-  });
-  return {peak_work(threads, isa) / s, std::string("fma ") + isa.name};
+  const char *isa = "";
+  const double rate = bp::tools::measure_fma_peak(threads, &isa);
+  return {rate, std::string("fma ") + isa};
 }
 
 machine_rate measure_dram(int threads) {
   memcpy_setup m(static_cast<size_t>(kDramBytes));
   fill_random(m.src.p, m.bytes / 4, 1);
   parallel_memcpy(m, threads);  // faults the destination in
-  const double s = best_seconds(5, [&] {
+  const double s = bp::tools::best_seconds(5, [&] {
     parallel_memcpy(m, threads);
     benchmark::ClobberMemory();
   });
   return {2 * kDramBytes / s, "memcpy 256 MiB"};
 }
 
-machine_rate measure_dram_read(int threads) {
-  const size_t words = static_cast<size_t>(kDramBytes) / sizeof(uint64_t);
-  aligned_floats buf(words * 2);
-  fill_random(buf.p, words * 2, 2);
-  const auto *p = reinterpret_cast<const uint64_t *>(buf.p);
-  std::vector<uint64_t> sums(static_cast<size_t>(threads));
-  // Eight independent sums per thread: enough loads in flight for DRAM on
-  // any ISA; the sums are kept so the reads are not optimised away.
-  auto read = [&](int i) {
-    size_t at, end;
-    slice_of(words, threads, i, 8, &at, &end);
-    uint64_t s[8] = {};
-    for (size_t w = at; w + 8 <= end; w += 8)
-      for (int j = 0; j < 8; ++j) s[j] += p[w + j];
-    sums[static_cast<size_t>(i)] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
-  };
-  const double s = best_seconds(5, [&] {
-    on_threads(threads, read);
-    benchmark::DoNotOptimize(sums.data());
-  });
-  return {kDramBytes / s, "read 256 MiB"};
-}
+machine_rate measure_dram_read(int threads) { return {bp::tools::measure_dram_read(threads), "read 256 MiB"}; }
 
 }  // namespace bp::bench
