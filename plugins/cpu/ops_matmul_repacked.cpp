@@ -48,7 +48,8 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
   const int64_t g1 = std::min(u1, groups);
   const bool do_tail = tail && u1 > groups;
 
-  const size_t col = ract_col_bytes(K), tcol = act_col_bytes(K);
+  const bool kcols = reads_rkact(q);
+  const size_t col = kcols ? rkact_col_bytes(K) : ract_col_bytes(K), tcol = act_col_bytes(K);
   std::vector<char> cols_v, tcols_v;
   char *bq = aligned_in(cols_v, col * static_cast<size_t>(N));
   char *tq = do_tail ? aligned_in(tcols_v, tcol * static_cast<size_t>(N)) : nullptr;
@@ -62,7 +63,11 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
     for (int64_t i2 = 0; i2 < t->ne[2]; ++i2) {
       for (int64_t n = 0; n < N; ++n) {
         const float *x = read_row(b, n, i2, i3, scratch.data());
-        quantize_ract_col(x, K, bq + n * col);
+        if (kcols) {
+          quantize_rkact_col(x, K, bq + n * col);
+        } else {
+          quantize_ract_col(x, K, bq + n * col);
+        }
         if (tq) quantize_act_col(x, K, tq + n * tcol);
       }
       const auto *a0 = reinterpret_cast<const uint8_t *>(row_ptr(a, 0, i2 / r2, i3 / r3));

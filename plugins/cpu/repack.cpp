@@ -2,6 +2,8 @@
 // quantized columns of b its products read.
 #include "repack.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace bp::cpu {
@@ -99,6 +101,30 @@ void quantize_ract_col(const float *src, int64_t K, void *col) {
       all += s;
     }
     bsum[j] = d[j] * static_cast<float>(all);
+  }
+}
+
+void quantize_rkact_col(const float *src, int64_t K, void *col) {
+  const int64_t ns = K / 256;
+  auto *qs = static_cast<int8_t *>(col);
+  float *d = reinterpret_cast<float *>(qs + K);
+  auto *sums = reinterpret_cast<int16_t *>(d + ns);
+  for (int64_t s = 0; s < ns; ++s) {
+    const float *x = src + 256 * s;
+    float amax = 0.0f;
+    for (int i = 0; i < 256; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    d[s] = amax / 127.0f;
+    int8_t *q = qs + 256 * s;
+    for (int i = 0; i < 256; ++i) {
+      const float v = x[i] * id;  // a NaN value quantizes as quantize_act_block's do: to -127
+      q[i] = static_cast<int8_t>(v == v ? std::nearbyint(std::clamp(v, -127.0f, 127.0f)) : -127.0f);
+    }
+    for (int h = 0; h < 16; ++h) {
+      int sum = 0;
+      for (int i = 0; i < 16; ++i) sum += q[16 * h + i];
+      sums[16 * s + h] = static_cast<int16_t>(sum);
+    }
   }
 }
 

@@ -80,8 +80,24 @@ inline size_t ract_col_bytes(int64_t K) {
 // Quantizes like quantize_act_col (d = max |value| / 127).
 void quantize_ract_col(const float *src, int64_t K, void *col);
 
+// ---- b for the repacked K-quant products (Q4_K, Q6_K) --------------------
+// One column of K values (a multiple of 256) with one scale per super-block
+// of 256, so a tile sums a whole super-block of a row in integers and
+// converts to float once: int8 qs[K], float d[K / 256], int16 sums[K / 16]
+// (each 16 values' qs summed: Q4_K's minimums and Q6_K's -32 leave through
+// them exactly). Value i is d[i / 256] * qs[i].
+inline size_t rkact_col_bytes(int64_t K) {
+  const size_t k = static_cast<size_t>(K);
+  return (k + k / 256 * sizeof(float) + k / 16 * sizeof(int16_t) + 63) / 64 * 64;
+}
+// d = max |value| / 127 over each super-block, values rounded to nearest.
+void quantize_rkact_col(const float *src, int64_t K, void *col);
+// Whether |q|'s repacked tiles read rkact columns (else ract ones).
+inline bool reads_rkact(qtype q) { return q == qtype::q4_k || q == qtype::q6_k; }
+
 // out[c * ldo + r] = dot(row r of the group, column c) for r < kPackRows,
-// c < rn: the group at |group|, column c at b + c * ldb (ract_col_bytes).
+// c < rn: the group at |group|, column c at b + c * ldb (rkact_col_bytes for
+// the formats of reads_rkact, else ract_col_bytes).
 using rtile_fn = void (*)(const uint8_t *group, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo);
 
 struct rkernels {

@@ -123,66 +123,102 @@ void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, i
     for (int p = 0; p < 2; ++p) store_pair(acc[p][c], out + c * ldo + 2 * p);
 }
 
-// Q4_K, one super-block of the group at a time. Per row, the 8 sub-blocks'
-// 6-bit scales and minimums are unpacked four at a time from 32-bit words
-// (the layout of quant_blocks.hpp's scale_min) and multiplied by d and dmin.
-// The minimums leave once per super-block: a row's 8 minimums times b's 8
-// scaled block sums, folded onto the pair's lanes (any lane of a row counts,
-// the lanes are summed at the end). Per sub-block pair, each row pair's two
-// 256-bit loads give both sub-blocks' values 0-15 and 16-31 of both rows.
-inline void kmin_row(const uint8_t *rec, int r, float *scale, float *min) {
+// The K-quant tiles read rkact columns (repack.hpp): one b scale per
+// super-block, so each row pair's dots are summed in int32 lanes over the
+// whole super-block, every sub-block's (or half's) scale applied by the
+// vpmaddwd that widens its dot, and converted to float once per super-block.
+// A pair's int16 scale vector holds row 2p's scale in the low 128 bits and
+// row 2p + 1's in the high ones, like the pair's quants; one vpshufb per
+// sub-block broadcasts a scale from a vector of 8 (in_lane_word).
+struct kcols {
+  const int8_t *q;
+  const float *d;
+  const int16_t *sum16;
+};
+inline kcols kcol_at(const char *b, int64_t K) {
+  const auto *q = reinterpret_cast<const int8_t *>(b);
+  const auto *d = reinterpret_cast<const float *>(q + K);
+  return {q, d, reinterpret_cast<const int16_t *>(d + K / 256)};
+}
+
+// vpshufb control: int16 word |w| of each 128-bit lane, in all 8 words.
+inline __m256i in_lane_word(int w) {
+  const int lo = 2 * w, hi = 2 * w + 1;
+  return _mm256_set1_epi16(static_cast<short>(lo | (hi << 8)));
+}
+
+// [row 2p's 8 int16 | row 2p + 1's 8 int16] from two rows' 8 bytes.
+inline __m256i pair_u8_to_i16(uint64_t a, uint64_t b) {
+  return _mm256_cvtepu8_epi16(_mm_set_epi64x(static_cast<long long>(b), static_cast<long long>(a)));
+}
+inline __m256i pair_i8_to_i16(const int8_t *a, const int8_t *b) {
+  uint64_t x, y;
+  std::memcpy(&x, a, 8);
+  std::memcpy(&y, b, 8);
+  return _mm256_cvtepi8_epi16(_mm_set_epi64x(static_cast<long long>(y), static_cast<long long>(x)));
+}
+
+// [d_2p x4, d_2p+1 x4] as floats, from two f16 values.
+inline __m256 pair_f16(const uint8_t *a, const uint8_t *b) {
+  uint16_t ha, hb;
+  std::memcpy(&ha, a, 2);
+  std::memcpy(&hb, b, 2);
+  return _mm256_blend_ps(_mm256_set1_ps(_cvtsh_ss(ha)), _mm256_set1_ps(_cvtsh_ss(hb)), 0xF0);
+}
+
+// Q4_K's 8 six-bit scales and minimums of row |r| as bytes (quant_blocks.hpp's scale_min).
+inline void kscales_row(const uint8_t *rec, int r, uint64_t *sc, uint64_t *m) {
   uint32_t w[3];
   std::memcpy(w, rec + 16 + 12 * r, 12);
   const uint32_t sc_lo = w[0] & 0x3F3F3F3Fu, m_lo = w[1] & 0x3F3F3F3Fu;
   const uint32_t sc_hi = (w[2] & 0x0F0F0F0Fu) | ((w[0] >> 2) & 0x30303030u);
   const uint32_t m_hi = ((w[2] >> 4) & 0x0F0F0F0Fu) | ((w[1] >> 2) & 0x30303030u);
-  const __m256 sc =
-      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), 0, 0)));
-  const __m256 m =
-      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_setr_epi32(static_cast<int>(m_lo), static_cast<int>(m_hi), 0, 0)));
-  uint16_t h[2];
-  std::memcpy(h, rec + 4 * r, 4);
-  _mm256_store_ps(scale, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(h[0])), sc));
-  _mm256_store_ps(min, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(h[1])), m));
+  *sc = sc_lo | (static_cast<uint64_t>(sc_hi) << 32);
+  *m = m_lo | (static_cast<uint64_t>(m_hi) << 32);
 }
 
-// [a x4, b x4]
-inline __m256 spread(const float *a, const float *b) {
-  return _mm256_blend_ps(_mm256_broadcast_ss(a), _mm256_broadcast_ss(b), 0xF0);
+// Rows 2p and 2p + 1 from lanes 0-3 and 4-7 of |acc| (float).
+template <int RN>
+inline void store_pairs(__m256 acc[2][RN], float *out, int64_t ldo) {
+  for (int c = 0; c < RN; ++c)
+    for (int p = 0; p < 2; ++p) store_pair(acc[p][c], out + c * ldo + 2 * p);
 }
 
+// Q4_K. Per sub-block pair q and row pair p, two 256-bit loads hold both
+// sub-blocks' nibbles of both rows (values 0-15, then 16-31). The minimums
+// leave once per super-block: vpmaddwd of the pair's 8 minimums by b's 8
+// 32-value sums gives each row's term spread over its four lanes.
 template <int RN>
 void rtile_q4_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   constexpr size_t kRecord = 144 * kPackRows;
-  const int64_t nb = K / 32, nsuper = K / 256;
-  const int8_t *yq[RN];
-  const float *yd[RN], *ys[RN];
-  for (int c = 0; c < RN; ++c) {
-    yq[c] = reinterpret_cast<const int8_t *>(b + c * ldb);
-    yd[c] = reinterpret_cast<const float *>(yq[c] + nb * 32);
-    ys[c] = reinterpret_cast<const float *>(reinterpret_cast<const int32_t *>(yd[c] + nb) + 4 * nb);
-  }
+  const int64_t nsuper = K / 256;
+  kcols y[RN];
+  for (int c = 0; c < RN; ++c) y[c] = kcol_at(b + c * ldb, K);
   __m256 acc[2][RN];
   for (int p = 0; p < 2; ++p)
     for (int c = 0; c < RN; ++c) acc[p][c] = _mm256_setzero_ps();
-  const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  alignas(32) float scale[kPackRows][8], min[kPackRows][8];
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
     if constexpr (RN <= 2)
       for (size_t o = 0; o < kRecord; o += 64)
         _mm_prefetch(reinterpret_cast<const char *>(rec + kPrefetchBytes + o), _MM_HINT_T0);
-    for (int r = 0; r < kPackRows; ++r) kmin_row(rec, r, scale[r], min[r]);
-    for (int c = 0; c < RN; ++c) {
-      const __m256 bs = _mm256_loadu_ps(ys[c] + 8 * s);
-      for (int p = 0; p < 2; ++p) {
-        const __m256 m0 = _mm256_mul_ps(_mm256_load_ps(min[2 * p]), bs);
-        const __m256 m1 = _mm256_mul_ps(_mm256_load_ps(min[2 * p + 1]), bs);
-        const __m256 fold = _mm256_add_ps(_mm256_permute2f128_ps(m0, m1, 0x20), _mm256_permute2f128_ps(m0, m1, 0x31));
-        acc[p][c] = _mm256_sub_ps(acc[p][c], fold);
-      }
+    __m256i scales[2], mins[2];
+    __m256 d[2], dmin[2];
+    for (int p = 0; p < 2; ++p) {
+      uint64_t sa, ma, sb, mb;
+      kscales_row(rec, 2 * p, &sa, &ma);
+      kscales_row(rec, 2 * p + 1, &sb, &mb);
+      scales[p] = pair_u8_to_i16(sa, sb);
+      mins[p] = pair_u8_to_i16(ma, mb);
+      d[p] = pair_f16(rec + 8 * p, rec + 8 * p + 4);
+      dmin[p] = pair_f16(rec + 8 * p + 2, rec + 8 * p + 6);
     }
-    for (int q = 0; q < 4; ++q)
+    __m256i dots[2][RN];
+    for (int p = 0; p < 2; ++p)
+      for (int c = 0; c < RN; ++c) dots[p][c] = _mm256_setzero_si256();
+    for (int q = 0; q < 4; ++q) {
+      const __m256i pick[2] = {in_lane_word(2 * q), in_lane_word(2 * q + 1)};
       for (int p = 0; p < 2; ++p) {
         const uint8_t *qs = rec + 64 + 128 * q + 64 * p;
         const __m256i vlo = load32(qs), vhi = load32(qs + 32);
@@ -190,66 +226,68 @@ void rtile_q4_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
             {_mm256_and_si256(vlo, m4), _mm256_and_si256(vhi, m4)},
             {_mm256_and_si256(_mm256_srli_epi16(vlo, 4), m4), _mm256_and_si256(_mm256_srli_epi16(vhi, 4), m4)}};
         for (int h = 0; h < 2; ++h) {
-          const int j = 2 * q + h;
-          const __m256 sp = spread(&scale[2 * p][j], &scale[2 * p + 1][j]);
-          const int64_t blk = 8 * s + j;
+          const __m256i sc = _mm256_shuffle_epi8(scales[p], pick[h]);
+          const int64_t at = 256 * s + 32 * (2 * q + h);
           for (int c = 0; c < RN; ++c) {
-            const __m256i yl = bcast16(yq[c] + 32 * blk), yh = bcast16(yq[c] + 32 * blk + 16);
-            const __m256i dot = _mm256_madd_epi16(
-                _mm256_add_epi16(_mm256_maddubs_epi16(x[h][0], yl), _mm256_maddubs_epi16(x[h][1], yh)), ones);
-            acc[p][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(sp, _mm256_broadcast_ss(yd[c] + blk)),
-                                        acc[p][c]);
+            // Nibbles (<= 15) by int8: both halves add in int16 (<= 2 * 2 * 15 * 127).
+            const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(x[h][0], bcast16(y[c].q + at)),
+                                                 _mm256_maddubs_epi16(x[h][1], bcast16(y[c].q + at + 16)));
+            dots[p][c] = _mm256_add_epi32(dots[p][c], _mm256_madd_epi16(p16, sc));
           }
         }
       }
+    }
+    for (int c = 0; c < RN; ++c) {
+      // b's 32-value sums (16-value ones added pairwise), in both 128-bit lanes.
+      const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(y[c].sum16 + 16 * s));
+      const __m256i s32 = _mm256_permute4x64_epi64(_mm256_hadd_epi16(s16, s16), 0x88);
+      const __m256 dy = _mm256_set1_ps(y[c].d[s]);
+      for (int p = 0; p < 2; ++p) {
+        const __m256 mterm = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins[p], s32));
+        acc[p][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[p][c]), _mm256_mul_ps(d[p], dy), acc[p][c]);
+        acc[p][c] = _mm256_fnmadd_ps(mterm, _mm256_mul_ps(dmin[p], dy), acc[p][c]);
+      }
+    }
   }
-  for (int c = 0; c < RN; ++c)
-    for (int p = 0; p < 2; ++p) store_pair(acc[p][c], out + c * ldo + 2 * p);
+  store_pairs<RN>(acc, out, ldo);
 }
 
-// Q6_K, one super-block of the group at a time. A row's 16 int8 scales
-// times d become floats once per super-block; each 16-value half of a
-// sub-block has its own, so a pair's dot is widened per half. The values
-// are 0-63 before their -32, which leaves exactly, in integers, as 32 times
-// b's sums per lane (one vpmaddubsw of 32s, shared by both row pairs).
+// Q6_K. A row's 16 int8 scales, one per 16 values, are two vectors of 8
+// per pair (halves 0-7 and 8-15). The values are 0-63 before their -32,
+// which leaves once per super-block, in integers, as 32 times vpmaddwd of
+// the scales by b's 16-value sums.
 template <int RN>
 void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   constexpr size_t kRecord = 210 * kPackRows;
-  const int64_t nb = K / 32, nsuper = K / 256;
-  const int8_t *yq[RN];
-  const float *yd[RN];
-  for (int c = 0; c < RN; ++c) {
-    yq[c] = reinterpret_cast<const int8_t *>(b + c * ldb);
-    yd[c] = reinterpret_cast<const float *>(yq[c] + nb * 32);
-  }
+  const int64_t nsuper = K / 256;
+  kcols y[RN];
+  for (int c = 0; c < RN; ++c) y[c] = kcol_at(b + c * ldb, K);
   __m256 acc[2][RN];
   for (int p = 0; p < 2; ++p)
     for (int c = 0; c < RN; ++c) acc[p][c] = _mm256_setzero_ps();
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03), ones = _mm256_set1_epi16(1);
-  const __m256i c32 = _mm256_set1_epi8(32);
-  alignas(32) float scale[kPackRows][16];
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
     if constexpr (RN <= 2)
       for (size_t o = 0; o < kRecord; o += 64)
         _mm_prefetch(reinterpret_cast<const char *>(rec + kPrefetchBytes + o), _MM_HINT_T0);
-    for (int r = 0; r < kPackRows; ++r) {
-      uint16_t h;
-      std::memcpy(&h, rec + 2 * r, 2);
-      const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
-      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rec + 8 + 16 * r));
-      _mm256_store_ps(scale[r], _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
-      _mm256_store_ps(scale[r] + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
+    __m256i scales[2][2];  // [pair][halves 0-7, 8-15]
+    __m256 d[2];
+    for (int p = 0; p < 2; ++p) {
+      const auto *sa = reinterpret_cast<const int8_t *>(rec + 8 + 16 * (2 * p));
+      const auto *sb = reinterpret_cast<const int8_t *>(rec + 8 + 16 * (2 * p + 1));
+      scales[p][0] = pair_i8_to_i16(sa, sb);
+      scales[p][1] = pair_i8_to_i16(sa + 8, sb + 8);
+      d[p] = pair_f16(rec + 4 * p, rec + 4 * p + 2);
     }
+    __m256i dots[2][RN];
+    for (int p = 0; p < 2; ++p)
+      for (int c = 0; c < RN; ++c) dots[p][c] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
       const int hh = j / 4, t = j % 4;
-      const int64_t blk = 8 * s + j;
-      __m256i corr_lo[RN], corr_hi[RN];
-      for (int c = 0; c < RN; ++c) {
-        corr_lo[c] = _mm256_madd_epi16(_mm256_maddubs_epi16(c32, bcast16(yq[c] + 32 * blk)), ones);
-        corr_hi[c] = _mm256_madd_epi16(_mm256_maddubs_epi16(c32, bcast16(yq[c] + 32 * blk + 16)), ones);
-      }
       const __m128i shift = _mm_cvtsi32_si128(2 * t);
+      const __m256i pick_lo = in_lane_word((2 * j) % 8), pick_hi = in_lane_word((2 * j + 1) % 8);
+      const int64_t at = 256 * s + 32 * j;
       for (int p = 0; p < 2; ++p) {
         const uint8_t *ql = rec + 72 + 128 * (2 * hh + (t & 1)) + 64 * p, *qh = rec + 72 + 128 * (4 + hh) + 64 * p;
         __m256i x[2];
@@ -258,22 +296,30 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
           const __m256i nib = t < 2 ? _mm256_and_si256(l, m4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), m4);
           x[half] = _mm256_or_si256(nib, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(top, shift), m2), 4));
         }
-        const __m256 s_lo = spread(&scale[2 * p][2 * j], &scale[2 * p + 1][2 * j]);
-        const __m256 s_hi = spread(&scale[2 * p][2 * j + 1], &scale[2 * p + 1][2 * j + 1]);
+        const __m256i sc_lo = _mm256_shuffle_epi8(scales[p][j / 4], pick_lo);
+        const __m256i sc_hi = _mm256_shuffle_epi8(scales[p][j / 4], pick_hi);
         for (int c = 0; c < RN; ++c) {
-          const __m256 dy = _mm256_broadcast_ss(yd[c] + blk);
-          const __m256i dlo = _mm256_sub_epi32(
-              _mm256_madd_epi16(_mm256_maddubs_epi16(x[0], bcast16(yq[c] + 32 * blk)), ones), corr_lo[c]);
-          const __m256i dhi = _mm256_sub_epi32(
-              _mm256_madd_epi16(_mm256_maddubs_epi16(x[1], bcast16(yq[c] + 32 * blk + 16)), ones), corr_hi[c]);
-          acc[p][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo), _mm256_mul_ps(s_lo, dy), acc[p][c]);
-          acc[p][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi), _mm256_mul_ps(s_hi, dy), acc[p][c]);
+          // Values <= 63 by int8: a pair of products fits int16 (2 * 63 * 127).
+          const __m256i lo = _mm256_madd_epi16(_mm256_maddubs_epi16(x[0], bcast16(y[c].q + at)), sc_lo);
+          const __m256i hi = _mm256_madd_epi16(_mm256_maddubs_epi16(x[1], bcast16(y[c].q + at + 16)), sc_hi);
+          dots[p][c] = _mm256_add_epi32(dots[p][c], _mm256_add_epi32(lo, hi));
         }
       }
     }
+    for (int c = 0; c < RN; ++c) {
+      const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(y[c].sum16 + 16 * s));
+      // b's sums of halves 0-7 in both 128-bit lanes, then of halves 8-15.
+      const __m256i s_lo = _mm256_permute4x64_epi64(s16, 0x44), s_hi = _mm256_permute4x64_epi64(s16, 0xEE);
+      const __m256 dy = _mm256_set1_ps(y[c].d[s]);
+      for (int p = 0; p < 2; ++p) {
+        const __m256i offset = _mm256_slli_epi32(
+            _mm256_add_epi32(_mm256_madd_epi16(scales[p][0], s_lo), _mm256_madd_epi16(scales[p][1], s_hi)), 5);
+        acc[p][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(dots[p][c], offset)), _mm256_mul_ps(d[p], dy),
+                                    acc[p][c]);
+      }
+    }
   }
-  for (int c = 0; c < RN; ++c)
-    for (int p = 0; p < 2; ++p) store_pair(acc[p][c], out + c * ldo + 2 * p);
+  store_pairs<RN>(acc, out, ldo);
 }
 
 template <class F>

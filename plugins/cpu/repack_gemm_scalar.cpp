@@ -28,30 +28,40 @@ int packed_q4_k(const uint8_t *rec, int r, int j, int i) {
   return j % 2 ? b >> 4 : b & 0xF;
 }
 
-void tile_q4_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
-  const int64_t nb = K / 32;
+// A column of rkact values (repack.hpp): qs, the super-blocks' scales and
+// the 16-value sums.
+struct kcol {
+  const int8_t *q;
+  const float *d;
+  const int16_t *sum16;
+  kcol(const char *b, int64_t K)
+      : q(reinterpret_cast<const int8_t *>(b)),
+        d(reinterpret_cast<const float *>(q + K)),
+        sum16(reinterpret_cast<const int16_t *>(d + K / 256)) {}
+};
+
+// Per super-block, in integers: sum over sub-blocks of scale * (nibbles . b)
+// and of minimum * (b's sum); then d and dmin times b's scale, once.
+void tile_q4_k(const uint8_t *g, const char *b, size_t, int64_t K, float *out, int64_t) {
   constexpr size_t kRecord = 144 * kPackRows;
-  const auto *yq = reinterpret_cast<const int8_t *>(b);
-  const auto *yd = reinterpret_cast<const float *>(yq + nb * 32);
-  const auto *bsum = reinterpret_cast<const float *>(reinterpret_cast<const int32_t *>(yd + nb) + 4 * nb);
-  (void)ldb;
+  const kcol y(b, K);
   for (int r = 0; r < kPackRows; ++r) {
     float acc = 0.0f;
     for (int64_t s = 0; s < K / 256; ++s) {
       const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
       const float d = bp_fp16_to_fp32(u16_at(rec + 4 * r)), dmin = bp_fp16_to_fp32(u16_at(rec + 4 * r + 2));
+      int32_t dots = 0, mins = 0;
       for (int j = 0; j < 8; ++j) {
-        const int64_t blk = 8 * s + j;
         int sc, m, dot = 0;
         scale_min(rec + 16 + 12 * r, j, &sc, &m);
-        for (int i = 0; i < 32; ++i) dot += packed_q4_k(rec, r, j, i) * yq[32 * blk + i];
-        acc += static_cast<float>(dot) * (d * static_cast<float>(sc) * yd[blk]);
-        acc -= dmin * static_cast<float>(m) * bsum[blk];
+        for (int i = 0; i < 32; ++i) dot += packed_q4_k(rec, r, j, i) * y.q[256 * s + 32 * j + i];
+        dots += sc * dot;
+        mins += m * (y.sum16[16 * s + 2 * j] + y.sum16[16 * s + 2 * j + 1]);
       }
+      acc += static_cast<float>(dots) * (d * y.d[s]) - static_cast<float>(mins) * (dmin * y.d[s]);
     }
     out[r] = acc;
   }
-  (void)ldo;
 }
 
 // Q6_K: value i of sub-block j of row r (0-63, before its -32).
@@ -61,25 +71,25 @@ int packed_q6_k(const uint8_t *rec, int r, int j, int i) {
   return ((t < 2 ? lo & 0xF : lo >> 4) | (((hi >> (2 * t)) & 3) << 4));
 }
 
+// Per super-block, in integers: sum over the 16 halves of scale * (values .
+// b), the values' -32 leaving as 32 * scale * (b's 16-value sum).
 void tile_q6_k(const uint8_t *g, const char *b, size_t, int64_t K, float *out, int64_t) {
-  const int64_t nb = K / 32;
   constexpr size_t kRecord = 210 * kPackRows;
-  const auto *yq = reinterpret_cast<const int8_t *>(b);
-  const auto *yd = reinterpret_cast<const float *>(yq + nb * 32);
+  const kcol y(b, K);
   for (int r = 0; r < kPackRows; ++r) {
     float acc = 0.0f;
     for (int64_t s = 0; s < K / 256; ++s) {
       const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
       const float d = bp_fp16_to_fp32(u16_at(rec + 2 * r));
       const auto *sc = reinterpret_cast<const int8_t *>(rec + 8 + 16 * r);
-      for (int j = 0; j < 8; ++j) {
-        const int64_t blk = 8 * s + j;
+      int32_t dots = 0;
+      for (int j = 0; j < 8; ++j)
         for (int half = 0; half < 2; ++half) {
           int dot = 0;
-          for (int i = 16 * half; i < 16 * half + 16; ++i) dot += (packed_q6_k(rec, r, j, i) - 32) * yq[32 * blk + i];
-          acc += static_cast<float>(dot) * (d * static_cast<float>(sc[2 * j + half]) * yd[blk]);
+          for (int i = 16 * half; i < 16 * half + 16; ++i) dot += packed_q6_k(rec, r, j, i) * y.q[256 * s + 32 * j + i];
+          dots += sc[2 * j + half] * (dot - 32 * y.sum16[16 * s + 2 * j + half]);
         }
-      }
+      acc += static_cast<float>(dots) * (d * y.d[s]);
     }
     out[r] = acc;
   }

@@ -123,14 +123,19 @@ inline std::vector<double> decode_row(const bp_tensor *x, const qt &t, int64_t r
 
 // b whose every block of 32 quantizes to int8 exactly: integers in
 // [-127, 127] with one of magnitude 127, times a power of two.
-inline void fill_exact_b(const bp_tensor *b, std::mt19937 &rng) {
+// |span|: values that share one power-of-two scale (32, or 256 for the
+// repacked K-quant products, whose b has one scale per super-block); every
+// 32 of them hold a +-127, so b is exact in both of the cpu plugin's formats.
+inline void fill_exact_b(const bp_tensor *b, std::mt19937 &rng, int64_t span = 32) {
   std::uniform_int_distribution<int> v(-127, 127), e(-8, 2), at(0, 31);
-  for (int64_t n = 0; n < bp_tensor_nrows(b); ++n)
+  for (int64_t n = 0; n < bp_tensor_nrows(b); ++n) {
+    float s = 1.0f;
     for (int64_t k0 = 0; k0 < b->ne[0]; k0 += 32) {
-      const float s = std::ldexp(1.0f, e(rng));
+      if (k0 % span == 0) s = std::ldexp(1.0f, e(rng));
       const int big = at(rng);
       for (int i = 0; i < 32; ++i) put(b, (i == big ? (v(rng) < 0 ? -127 : 127) : v(rng)) * s, k0 + i, n);
     }
+  }
 }
 
 // The output of one MUL_MAT, copied out of the node.

@@ -160,7 +160,9 @@ TEST(CpuRepack, PartialWritesAndFillsChangeOnlyTheirRange) {
   }
 }
 
-// Integer-exact b: the only rounding left is the float scales and sums.
+// Integer-exact b: the only rounding left is the float scales and sums. One
+// power-of-two scale per block of a (per super-block for the K-quants, as
+// their products quantize b).
 TEST(CpuRepack, MatMulMatchesPlainWeightsInDouble) {
   std::mt19937 rng{2025};
   for (const qt &t : kRepacked)
@@ -174,7 +176,7 @@ TEST(CpuRepack, MatMulMatchesPlainWeightsInDouble) {
           bp_tensor *a = make_q(pool, t, {K, M});
           bp_tensor *b = pool.make(BP_TYPE_F32, {K, N});
           fill_q(a, t, rng);
-          fill_exact_b(b, rng);
+          fill_exact_b(b, rng, t.block);
           const product got = run_repacked(2, a, b, pool);
           ASSERT_TRUE(got.ok);
           expect_matches_decoded(got, a, t, b);
@@ -208,7 +210,7 @@ TEST(CpuRepack, MatMulBroadcastsOverBatches) {
     bp_tensor *a = make_q(pool, t, {K, M, 2});
     bp_tensor *b = pool.make(BP_TYPE_F32, {K, N, 4});
     fill_q(a, t, rng);
-    fill_exact_b(b, rng);
+    fill_exact_b(b, rng, t.block);
     const product got = run_repacked(2, a, b, pool);
     ASSERT_TRUE(got.ok);
     expect_matches_decoded(got, a, t, b);
