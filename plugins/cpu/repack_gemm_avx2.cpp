@@ -214,37 +214,34 @@ void rtile_q4_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
       d[p] = pair_f16(rec + 8 * p, rec + 8 * p + 4);
       dmin[p] = pair_f16(rec + 8 * p + 2, rec + 8 * p + 6);
     }
-    __m256i dots[2][RN];
-    for (int p = 0; p < 2; ++p)
-      for (int c = 0; c < RN; ++c) dots[p][c] = _mm256_setzero_si256();
-    for (int q = 0; q < 4; ++q) {
-      const __m256i pick[2] = {in_lane_word(2 * q), in_lane_word(2 * q + 1)};
-      for (int p = 0; p < 2; ++p) {
+    // One row pair at a time over the whole super-block (its other bytes
+    // stay in L1), so only RN int32 accumulators are live: with 4 columns,
+    // both pairs' would leave too few registers.
+    for (int p = 0; p < 2; ++p) {
+      __m256i dots[RN];
+      for (int c = 0; c < RN; ++c) dots[c] = _mm256_setzero_si256();
+      for (int q = 0; q < 4; ++q) {
         const uint8_t *qs = rec + 64 + 128 * q + 64 * p;
-        const __m256i vlo = load32(qs), vhi = load32(qs + 32);
-        const __m256i x[2][2] = {
-            {_mm256_and_si256(vlo, m4), _mm256_and_si256(vhi, m4)},
-            {_mm256_and_si256(_mm256_srli_epi16(vlo, 4), m4), _mm256_and_si256(_mm256_srli_epi16(vhi, 4), m4)}};
         for (int h = 0; h < 2; ++h) {
-          const __m256i sc = _mm256_shuffle_epi8(scales[p], pick[h]);
+          const __m256i x0 = _mm256_and_si256(_mm256_srli_epi16(load32(qs), 4 * h), m4);
+          const __m256i x1 = _mm256_and_si256(_mm256_srli_epi16(load32(qs + 32), 4 * h), m4);
+          const __m256i sc = _mm256_shuffle_epi8(scales[p], in_lane_word(2 * q + h));
           const int64_t at = 256 * s + 32 * (2 * q + h);
           for (int c = 0; c < RN; ++c) {
             // Nibbles (<= 15) by int8: both halves add in int16 (<= 2 * 2 * 15 * 127).
-            const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(x[h][0], bcast16(y[c].q + at)),
-                                                 _mm256_maddubs_epi16(x[h][1], bcast16(y[c].q + at + 16)));
-            dots[p][c] = _mm256_add_epi32(dots[p][c], _mm256_madd_epi16(p16, sc));
+            const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(x0, bcast16(y[c].q + at)),
+                                                 _mm256_maddubs_epi16(x1, bcast16(y[c].q + at + 16)));
+            dots[c] = _mm256_add_epi32(dots[c], _mm256_madd_epi16(p16, sc));
           }
         }
       }
-    }
-    for (int c = 0; c < RN; ++c) {
-      // b's 32-value sums (16-value ones added pairwise), in both 128-bit lanes.
-      const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(y[c].sum16 + 16 * s));
-      const __m256i s32 = _mm256_permute4x64_epi64(_mm256_hadd_epi16(s16, s16), 0x88);
-      const __m256 dy = _mm256_set1_ps(y[c].d[s]);
-      for (int p = 0; p < 2; ++p) {
+      for (int c = 0; c < RN; ++c) {
+        // b's 32-value sums (16-value ones added pairwise), in both 128-bit lanes.
+        const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(y[c].sum16 + 16 * s));
+        const __m256i s32 = _mm256_permute4x64_epi64(_mm256_hadd_epi16(s16, s16), 0x88);
+        const __m256 dy = _mm256_set1_ps(y[c].d[s]);
         const __m256 mterm = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins[p], s32));
-        acc[p][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[p][c]), _mm256_mul_ps(d[p], dy), acc[p][c]);
+        acc[p][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[c]), _mm256_mul_ps(d[p], dy), acc[p][c]);
         acc[p][c] = _mm256_fnmadd_ps(mterm, _mm256_mul_ps(dmin[p], dy), acc[p][c]);
       }
     }
