@@ -206,6 +206,12 @@ inline bool f32_rows(const bp_tensor *t) {
   return t->type == BP_TYPE_F32 && (t->ne[0] == 1 || t->nb[0] == sizeof(float));
 }
 
+// Floats of scratch that read_row or out_row needs for rows of |n| elements
+// of |t|: none for dense F32 rows, which are used in place. (A row kernel
+// runs once per part, and a fused pair in several chunks per part: a dense
+// row costs no allocation and no clearing.)
+inline size_t scratch_for(const bp_tensor *t, int64_t n) { return f32_rows(t) ? 0u : static_cast<size_t>(n); }
+
 // Row (i1,i2,i3) of |t| as floats: a direct pointer for dense F32 rows, else
 // converted into |scratch| (ne[0] floats).
 inline const float *read_row(const bp_tensor *t, int64_t i1, int64_t i2, int64_t i3, float *scratch) {

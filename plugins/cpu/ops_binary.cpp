@@ -48,7 +48,8 @@ void binary_rows(const bp_tensor *dst, int ith, int nth) {
   const bp_tensor *a = dst->src[0];
   const bp_tensor *b = dst->src[1];
   const int64_t n = dst->ne[0];
-  std::vector<float> sa(static_cast<size_t>(n)), sb(static_cast<size_t>(b->ne[0])), so(static_cast<size_t>(n));
+  // Scratch only for rows that need converting (scratch_for, kernels.hpp).
+  std::vector<float> sa(scratch_for(a, n)), sb(scratch_for(b, b->ne[0])), so(scratch_for(dst, n));
   const row_store store = row_store_for(dst);
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
@@ -66,7 +67,7 @@ void binary_rows(const bp_tensor *dst, int ith, int nth) {
 void param_rows(const bp_tensor *dst, int ith, int nth) {
   const bp_tensor *a = dst->src[0];
   const int64_t n = dst->ne[0];
-  std::vector<float> sa(static_cast<size_t>(n)), so(static_cast<size_t>(n));
+  std::vector<float> sa(scratch_for(a, n)), so(scratch_for(dst, n));
   const float p0 = bp_tensor_param_f32(dst, 0), p1 = bp_tensor_param_f32(dst, 1);
   const row_store store = row_store_for(dst);
   int64_t r0, r1;

@@ -54,7 +54,7 @@ void norm_rows(const bp_tensor *dst, int ith, int nth) {
   const bp_tensor *a = dst->src[0];
   const int64_t n = a->ne[0];
   const double eps = bp_tensor_param_f32(dst, 0);
-  std::vector<float> sa(static_cast<size_t>(n)), so(static_cast<size_t>(n));
+  std::vector<float> sa(scratch_for(a, n)), so(scratch_for(dst, n));
   const row_store store = row_store_for(dst);
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);

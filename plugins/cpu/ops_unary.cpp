@@ -46,7 +46,7 @@ void unary_run(const bp_tensor *dst, int ith, int nth) {
   const int64_t n = dst->ne[0];
   const row_unary_op op = unary_of(dst->op);
   const row_store store = row_store_for(dst);
-  std::vector<float> sa(static_cast<size_t>(n)), so(static_cast<size_t>(n));
+  std::vector<float> sa(scratch_for(a, n)), so(scratch_for(dst, n));
   int64_t r0, r1;
   split_range(bp_tensor_nrows(dst), ith, nth, &r0, &r1);
   for (int64_t r = r0; r < r1; ++r) {
