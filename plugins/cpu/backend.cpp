@@ -5,6 +5,7 @@
 
 #include "backplane/plugin_guard.hpp"
 #include "cpu.hpp"
+#include "fusion.hpp"
 #include "kernels.hpp"
 #include "op_family.hpp"
 #include "plugin_common.hpp"
@@ -18,12 +19,16 @@ namespace {
 // workers costs more than it saves.
 constexpr int64_t kParallelWork = 16384;
 
+// Computing nodes a pair may fuse across (fusion.hpp: can_run_before).
+constexpr int kMaxFuseSkip = 2;
+
 using plugins::thread_pool;
 
 struct backend_ctx {
   plugin_state *plugin;
   thread_pool pool;
-  backend_ctx(plugin_state *p, int threads) : plugin(p), pool(threads) {}
+  bool fuse;  // the fuse parameter: run node pairs as one task (fusion.hpp)
+  backend_ctx(plugin_state *p, int threads, bool f) : plugin(p), pool(threads), fuse(f) {}
 };
 
 struct node_task {
@@ -52,9 +57,8 @@ bp_buffer_type_ref backend_buffer_type(void *) noexcept { return buffer_type_ref
 
 bool has_memory(const bp_tensor *t) { return t->data != nullptr; }
 
-bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bool tracing, bp_error *err) {
-  if (bp_tensor_nelements(node) == 0) return BP_OK;  // nothing to write
-  const uint64_t begin = tracing ? bp_host_trace_now(ctx->plugin->host) : 0;
+// The checks every node passes before it runs, then the kernel's prepare.
+bp_status ready_node(const bp_tensor *node, const op_kernel **kernel, bp_error *err) {
   if (!node_supported(node))
     return bp_error_setf(err, BP_ERR_UNIMPLEMENTED, "node '%s' (%s, %s) is not supported by the cpu backend",
                          node->name, plugins::op_name(node->op), bp_type_name(node->type));
@@ -71,8 +75,20 @@ bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bool tracing, bp
     bp_status s = k->prepare(node, err);
     if (s != BP_OK) return s;
   }
-  const int64_t work = k->work ? k->work(node) : bp_tensor_nelements(node);
-  const int nth = work >= kParallelWork ? ctx->pool.size() : 1;
+  *kernel = k;
+  return BP_OK;
+}
+
+int64_t work_of(const op_kernel *k, const bp_tensor *node) {
+  return k->work ? k->work(node) : bp_tensor_nelements(node);
+}
+
+bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bool tracing, bp_error *err) {
+  if (bp_tensor_nelements(node) == 0) return BP_OK;  // nothing to write
+  const uint64_t begin = tracing ? bp_host_trace_now(ctx->plugin->host) : 0;
+  const op_kernel *k = nullptr;
+  if (bp_status s = ready_node(node, &k, err); s != BP_OK) return s;
+  const int nth = work_of(k, node) >= kParallelWork ? ctx->pool.size() : 1;
   std::string error;
   if (!tracing) {
     node_task task{node, k};
@@ -87,6 +103,94 @@ bp_status compute_node(backend_ctx *ctx, const bp_tensor *node, bool tracing, bp
   return BP_OK;
 }
 
+// Two nodes in one task (fusion.hpp): each thread does chunk c of its rows
+// of |first|, then the same rows of |second|; virtual part ith * chunks + c
+// of nth * chunks gives both kernels the same rows.
+struct pair_task {
+  const bp_tensor *first, *second;
+  const op_kernel *k1, *k2;
+  int chunks;
+  void operator()(int ith, int nth) const {
+    for (int c = 0; c < chunks; ++c) {
+      k1->run(first, ith * chunks + c, nth * chunks);
+      k2->run(second, ith * chunks + c, nth * chunks);
+    }
+  }
+};
+
+// pair_task while a trace records: each thread reports its time in each
+// node (its chunks' times laid end to end), and the caller's (thread 0's)
+// share of the first node splits the pair's whole-node span.
+struct traced_pair_task {
+  pair_task pair;
+  const bp_tensor *first, *second;  // as the graph has them (pair's may be reshaped copies)
+  const bp_host_api *host;
+  void *backend;
+  uint64_t *caller_first_ns;
+  void operator()(int ith, int nth) const {
+    const uint64_t begin = bp_host_trace_now(host);
+    uint64_t in_first = 0, in_second = 0;
+    for (int c = 0; c < pair.chunks; ++c) {
+      const uint64_t t0 = bp_host_trace_now(host);
+      pair.k1->run(pair.first, ith * pair.chunks + c, nth * pair.chunks);
+      const uint64_t t1 = bp_host_trace_now(host);
+      pair.k2->run(pair.second, ith * pair.chunks + c, nth * pair.chunks);
+      in_first += t1 - t0;
+      in_second += bp_host_trace_now(host) - t1;
+    }
+    bp_host_trace_node(host, backend, first, ith, begin, begin + in_first);
+    bp_host_trace_node(host, backend, second, ith, begin + in_first, begin + in_first + in_second);
+    if (ith == 0) *caller_first_ns = in_first;
+  }
+};
+
+bp_status compute_pair(backend_ctx *ctx, const bp_tensor *first, const bp_tensor *second, bool tracing, bp_error *err) {
+  const uint64_t begin = tracing ? bp_host_trace_now(ctx->plugin->host) : 0;
+  const op_kernel *k1 = nullptr, *k2 = nullptr;
+  if (bp_status s = ready_node(first, &k1, err); s != BP_OK) return s;
+  if (bp_status s = ready_node(second, &k2, err); s != BP_OK) return s;
+  flat_pair flat;
+  const bool flattened = flatten_pair(first, second, &flat);
+  const bp_tensor *a = flattened ? &flat.first : first, *b = flattened ? &flat.second : second;
+  const int64_t rows = bp_tensor_nrows(a);
+  int nth = work_of(k1, first) + work_of(k2, second) >= kParallelWork ? ctx->pool.size() : 1;
+  if (nth > rows) nth = static_cast<int>(rows);  // a thread without rows would only wake
+  const pair_task pair{a, b, k1, k2, fused_chunks(a, rows, nth)};
+  std::string error;
+  if (!tracing) {
+    pair_task task = pair;
+    error = ctx->pool.run(nth, task);
+  } else {
+    const bp_host_api *host = ctx->plugin->host;
+    uint64_t caller_first_ns = 0;
+    traced_pair_task task{pair, first, second, host, ctx, &caller_first_ns};
+    error = ctx->pool.run(nth, task);
+    const uint64_t end = bp_host_trace_now(host), mid = begin + caller_first_ns < end ? begin + caller_first_ns : end;
+    bp_host_trace_node(host, ctx, first, BP_TRACE_WHOLE_NODE, begin, mid);
+    bp_host_trace_node(host, ctx, second, BP_TRACE_WHOLE_NODE, mid, end);
+  }
+  if (!error.empty())
+    return bp_error_setf(err, BP_ERR_INTERNAL, "nodes '%s' and '%s' (fused) failed: %s", first->name, second->name,
+                         error.c_str());
+  return BP_OK;
+}
+
+// The node that node |i| fuses with (fusion.hpp), or 0: the next computing
+// node, or one up to kMaxFuseSkip computing nodes further when those may run
+// before node |i|.
+uint32_t fuse_partner(const bp_graph_desc *graph, uint32_t i) {
+  const bp_tensor *first = graph->nodes[i];
+  if (bp_tensor_nelements(first) == 0) return 0;
+  int skipped = 0;
+  for (uint32_t j = i + 1; j < graph->n_nodes; ++j) {
+    const bp_tensor *t = graph->nodes[j];
+    if (bp_op_is_view(t->op)) continue;
+    if (can_fuse(first, t)) return j;
+    if (skipped++ == kMaxFuseSkip || !can_run_before(t, first)) return 0;
+  }
+  return 0;
+}
+
 bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_error *err) noexcept {
   return plugin_guard(err, [&]() -> bp_status {
     auto *ctx = static_cast<backend_ctx *>(backend);
@@ -96,7 +200,17 @@ bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_er
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
       if (bp_op_is_view(node->op)) continue;
-      bp_status s = compute_node(ctx, node, tracing, err);
+      bp_status s = BP_OK;
+      if (const uint32_t j = ctx->fuse ? fuse_partner(graph, i) : 0; j != 0) {
+        // The nodes between the pair first (they neither read nor write
+        // what the first node touches), then the pair.
+        for (uint32_t k = i + 1; k < j && s == BP_OK; ++k)
+          if (!bp_op_is_view(graph->nodes[k]->op)) s = compute_node(ctx, graph->nodes[k], tracing, err);
+        if (s == BP_OK) s = compute_pair(ctx, node, graph->nodes[j], tracing, err);
+        i = j;
+      } else {
+        s = compute_node(ctx, node, tracing, err);
+      }
       if (s != BP_OK) {
         ctx->pool.rest();
         return s;
@@ -116,8 +230,8 @@ int backend_supports_op(void *, const bp_tensor *op) noexcept {
 }
 
 int backend_supports_buft(void *, bp_buffer_type_ref buft) noexcept {
-  return plugin_guard_value(
-      0, [&] { return plugins::is_host_buffer_type(buft) || is_weight_buffer_type(buft) ? 1 : 0; });
+  return plugin_guard_value(0,
+                            [&] { return plugins::is_host_buffer_type(buft) || is_weight_buffer_type(buft) ? 1 : 0; });
 }
 
 // ---- events: trivial, work is finished when graph_compute returns
@@ -158,18 +272,18 @@ const bp_backend_i backend_iface = {
 
 }  // namespace
 
-bp_status backend_create(plugin_state *plugin, int64_t threads, bp_backend_ref *out, bp_error *err) {
+bp_status backend_create(plugin_state *plugin, int64_t threads, bool fuse, bp_backend_ref *out, bp_error *err) {
   out->iface = nullptr;
   out->ctx = nullptr;
   const int n = threads > 0 ? static_cast<int>(threads) : static_cast<int>(plugin->n_cores);
   std::unique_ptr<backend_ctx> ctx;
   try {
-    ctx = std::make_unique<backend_ctx>(plugin, n);
+    ctx = std::make_unique<backend_ctx>(plugin, n, fuse);
   } catch (const std::system_error &e) {
     return bp_error_setf(err, BP_ERR_RESOURCE_EXHAUSTED, "cannot start %d threads (%s); ask for fewer with threads=N",
                          n, e.what());
   }
-  bp_host_logf(plugin->host, BP_LOG_INFO, "%d threads", n);  // the host prefixes "cpu"
+  bp_host_logf(plugin->host, BP_LOG_INFO, "%d threads%s", n, fuse ? "" : ", fusion off");  // the host prefixes "cpu"
   out->iface = &backend_iface;
   out->ctx = ctx.release();
   return BP_OK;

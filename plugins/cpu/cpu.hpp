@@ -38,8 +38,9 @@ inline bp_buffer_type_ref buffer_type_ref() {
   return plugins::host_buffer_type(name);
 }
 
-// Backend (backend.cpp): |threads| 0 means one per core.
-bp_status backend_create(plugin_state *plugin, int64_t threads, bp_backend_ref *out, bp_error *err);
+// Backend (backend.cpp): |threads| 0 means one per core; |fuse| runs node
+// pairs as one task (fusion.hpp).
+bp_status backend_create(plugin_state *plugin, int64_t threads, bool fuse, bp_backend_ref *out, bp_error *err);
 
 // Events (backend.cpp): compute is synchronous, so events are always done.
 bp_status event_create(bp_event_ref *out, bp_error *err);

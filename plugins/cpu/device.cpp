@@ -75,7 +75,9 @@ struct cpu_device {
                                 bp_backend_ref *out, bp_error *err) {
     int64_t threads = 0;  // one per core
     if (bp_status s = plugins::read_int_in(params, n_params, "threads", 0, 256, &threads, err); s != BP_OK) return s;
-    return backend_create(state, threads, out, err);
+    bool fuse = true;
+    plugins::read_bool(params, n_params, "fuse", &fuse);
+    return backend_create(state, threads, fuse, out, err);
   }
   static bp_status event_new(plugin_state *, bp_event_ref *out, bp_error *err) { return event_create(out, err); }
   static bp_buffer_type_ref buffer_type(plugin_state &) { return buffer_type_ref(); }

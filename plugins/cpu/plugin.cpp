@@ -34,6 +34,8 @@ namespace {
 const bp_param_info params_schema[] = {
     {sizeof(bp_param_info), "threads", BP_PARAM_INT, "0", "worker threads for graph compute; 0 = one per CPU core", 0,
      256},
+    {sizeof(bp_param_info), "fuse", BP_PARAM_BOOL, "true",
+     "run a row op and the element-wise op that reads it (RMS_NORM then MUL, SILU then MUL, ...) as one task", 0, 1},
 };
 
 // What init adds to the shared lifecycle (plugins/common/plugin_common.hpp).

@@ -7,10 +7,12 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,18 +23,34 @@ namespace cpu_test {
 
 inline std::string plugin_path() { return std::string(BP_TEST_PLUGIN_DIR) + "/libbp-cpu.so"; }
 
-// Messages the plugin logged through the fake host table.
+// Messages the plugin logged through the fake host table, and the node
+// spans it reported while |tracing| is set (the clock counts its calls, so
+// two readings are equal only when they are one).
 struct host_log {
   std::vector<std::string> lines;
+  bool tracing = false;
+  std::atomic<uint64_t> clock{0};
+  std::mutex spans_mutex;
+  std::vector<bp_trace_node_span> spans;
 };
 
-inline void host_log_fn(void *host, bp_log_level, const char *msg) { static_cast<host_log *>(host)->lines.push_back(msg); }
+inline void host_log_fn(void *host, bp_log_level, const char *msg) {
+  static_cast<host_log *>(host)->lines.push_back(msg);
+}
 inline int host_log_enabled(void *, bp_log_level) { return 1; }
+inline int host_trace_enabled(void *host) { return static_cast<host_log *>(host)->tracing ? 1 : 0; }
+inline uint64_t host_trace_now(void *host) { return ++static_cast<host_log *>(host)->clock; }
+inline void host_trace_node(void *host, const bp_trace_node_span *span) {
+  auto *h = static_cast<host_log *>(host);
+  std::lock_guard<std::mutex> lock(h->spans_mutex);
+  h->spans.push_back(*span);
+}
 
 // A loaded and initialised plugin with its device and one backend.
 class loaded_plugin {
  public:
-  explicit loaded_plugin(int threads = 3) {
+  // |params|: backend parameters besides threads (e.g. fuse=false).
+  explicit loaded_plugin(int threads = 3, std::vector<bp_param_value> params = {}) {
     so_ = dlopen(plugin_path().c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!so_) {
       ADD_FAILURE() << "dlopen " << plugin_path() << ": " << dlerror();
@@ -50,6 +68,9 @@ class loaded_plugin {
     host_.host = &log;
     host_.log = host_log_fn;
     host_.log_enabled = host_log_enabled;
+    host_.trace_enabled = host_trace_enabled;
+    host_.trace_now = host_trace_now;
+    host_.trace_node = host_trace_node;
     bp_error err{};
     iface = entry(BP_PLUGIN_ABI_VERSION, &host_, &err);
     // As the host does (ABI 1.2): the host table again, through init_with_host.
@@ -63,8 +84,10 @@ class loaded_plugin {
       return;
     }
     if (threads >= 0) {
-      bp_param_value p{"threads", BP_PARAM_INT, threads, ""};
-      if (dev.iface->backend_init(dev.ctx, &p, 1, &backend, &err) != BP_OK) ADD_FAILURE() << err.message;
+      params.insert(params.begin(), bp_param_value{"threads", BP_PARAM_INT, threads, ""});
+      if (dev.iface->backend_init(dev.ctx, params.data(), static_cast<uint32_t>(params.size()), &backend, &err) !=
+          BP_OK)
+        ADD_FAILURE() << err.message;
     }
   }
   ~loaded_plugin() {
@@ -119,7 +142,8 @@ class tensor_pool {
     int64_t ne[4] = {1, 1, 1, 1};
     for (size_t i = 0; i < ne_in.size(); ++i) ne[i] = ne_in[i];
     bp_tensor *t = blank(base->type, ne);
-    for (int i = 0; i < 4; ++i) t->nb[i] = i < (int)nb_in.size() ? nb_in[i] : t->nb[i > 0 ? i - 1 : 0] * ne[i > 0 ? i - 1 : 0];
+    for (int i = 0; i < 4; ++i)
+      t->nb[i] = i < (int)nb_in.size() ? nb_in[i] : t->nb[i > 0 ? i - 1 : 0] * ne[i > 0 ? i - 1 : 0];
     t->op = BP_OP_VIEW;
     t->view_src = base;
     t->src[0] = base;
@@ -214,8 +238,8 @@ inline void expect_close(const bp_tensor *t, const std::function<double(int64_t,
     const double r = ref(a, b, c, e), x = get(t, a, b, c, e);
     const bool same_special = (std::isnan(r) && std::isnan(x)) || (std::isinf(r) && r == x);
     if (!same_special && !(std::fabs(x - r) <= tol * std::max(1.0, std::fabs(r)))) {
-      if (++bad <= 5) ADD_FAILURE() << what << " at [" << a << "," << b << "," << c << "," << e << "]: got " << x
-                                    << ", want " << r;
+      if (++bad <= 5)
+        ADD_FAILURE() << what << " at [" << a << "," << b << "," << c << "," << e << "]: got " << x << ", want " << r;
     }
   });
   EXPECT_EQ(bad, 0) << what;

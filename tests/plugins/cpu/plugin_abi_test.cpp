@@ -13,11 +13,14 @@ TEST(CpuPluginAbi, DescriptorAndEntry) {
   EXPECT_EQ(p.desc->abi_major, (uint32_t)BP_PLUGIN_ABI_VERSION);
   EXPECT_STREQ(p.desc->name, "cpu");
   EXPECT_EQ(p.iface->struct_size, sizeof(bp_plugin_i));
-  ASSERT_EQ(p.iface->n_params, 1u);
+  ASSERT_EQ(p.iface->n_params, 2u);
   EXPECT_STREQ(p.iface->params[0].name, "threads");
   EXPECT_EQ(p.iface->params[0].type, BP_PARAM_INT);
   EXPECT_EQ(p.iface->params[0].min_value, 0);
   EXPECT_EQ(p.iface->params[0].max_value, 256);
+  EXPECT_STREQ(p.iface->params[1].name, "fuse");
+  EXPECT_EQ(p.iface->params[1].type, BP_PARAM_BOOL);
+  EXPECT_STREQ(p.iface->params[1].default_value, "true");
 
   bp_error err{};
   EXPECT_EQ(p.entry(BP_PLUGIN_ABI_VERSION + 1, nullptr, &err), nullptr);
