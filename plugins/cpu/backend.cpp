@@ -1,6 +1,7 @@
 // backend.cpp: a cpu backend: a thread pool plus graph compute, op and
 // buffer-type support queries, and (trivial) events. Compute is synchronous:
 // graph_compute returns when every node is done.
+#include <algorithm>
 #include <memory>
 
 #include "backplane/plugin_guard.hpp"
@@ -153,7 +154,12 @@ bp_status compute_pair(backend_ctx *ctx, const bp_tensor *first, const bp_tensor
   const bool flattened = flatten_pair(first, second, &flat);
   const bp_tensor *a = flattened ? &flat.first : first, *b = flattened ? &flat.second : second;
   const int64_t rows = bp_tensor_nrows(a);
-  int nth = work_of(k1, first) + work_of(k2, second) >= kParallelWork ? ctx->pool.size() : 1;
+  // As many threads as the larger node would take alone: a pair of nodes
+  // that each run on the caller alone stays there (waking a worker for a
+  // decode step's SILU·MUL [8192] cost more than it saved: the worker, asleep
+  // or yielding, joined 15-20 us late, for a pair that takes ~8 us).
+  const int64_t work = std::max(work_of(k1, first), work_of(k2, second));
+  int nth = work >= kParallelWork ? ctx->pool.size() : 1;
   if (nth > rows) nth = static_cast<int>(rows);  // a thread without rows would only wake
   const pair_task pair{a, b, k1, k2, fused_chunks(a, rows, nth)};
   std::string error;

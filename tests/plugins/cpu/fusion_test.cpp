@@ -224,10 +224,10 @@ TEST(CpuFusion, TheNodeBetweenRunsBeforeThePair) {
   EXPECT_LT(t.begin(c.mid), t.begin(c.s));
 }
 
-// One row of 8192 (a decode step's SwiGLU): element-wise pairs are read as
-// rows of 1024, so both threads take part.
+// One long row (a large model's SwiGLU in a decode step): element-wise pairs
+// are read as rows of 1024, so both threads take part.
 TEST(CpuFusion, ALongRowSplitsOverThreads) {
-  silu_mul c{8192, 1, true, false};
+  silu_mul c{32768, 1, true, false};
   graph_case g;
   c.build(g);
   loaded_plugin p(2);
