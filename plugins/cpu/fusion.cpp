@@ -59,13 +59,20 @@ void reshape_flat(const bp_tensor *t, int64_t elements, bp_tensor *out) {
 }
 
 // Bytes of the first node's result a thread computes before the second node
-// reads them: a chunk, its sources and the second's stay within L2 (the
-// 1-2 MiB of current cores, 256 KiB on older ones). BP_CPU_FUSE_CHUNK
-// overrides it (bytes; 0 = no chunks), to measure.
+// reads them: a chunk, its sources and the second's stay within L2 (1 MiB a
+// core on the development VM). Measured there (bp-generate --pp 512, 1B
+// llama q4_0, 2 threads, row ops' node time): 64 KiB chunks 215-220 ms, no
+// chunks 244-277 ms, unfused 269-291 ms. BP_CPU_FUSE_CHUNK_BYTES overrides
+// it (a whole number of bytes; 0 = no chunks), to measure.
 int64_t chunk_bytes() {
   static const int64_t bytes = [] {
-    const char *e = std::getenv("BP_CPU_FUSE_CHUNK");
-    return e && *e ? std::strtoll(e, nullptr, 10) : int64_t{64} * 1024;
+    int64_t v = int64_t{64} * 1024;
+    if (const char *e = secure_getenv("BP_CPU_FUSE_CHUNK_BYTES"); e && *e) {
+      char *end = nullptr;
+      const long long n = std::strtoll(e, &end, 10);
+      if (*end == '\0' && n >= 0) v = n;  // else ignored
+    }
+    return v;
   }();
   return bytes;
 }
