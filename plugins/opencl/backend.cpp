@@ -73,6 +73,15 @@ bp_status backend_graph_compute(void *backend, const bp_graph_desc *graph, bp_er
     for (uint32_t i = 0; i < graph->n_nodes; ++i) {
       const bp_tensor *node = graph->nodes[i];
       if (bp_op_is_view(node->op)) continue;
+      // Untraced only: a trace reports each node's own device time.
+      const fused_pair f = be->fuse && !tracing ? find_fused_pair(graph, i) : fused_pair{};
+      if (f.second != 0 && op_supported(be->dev, node) && op_supported(be->dev, graph->nodes[f.second])) {
+        if (f.between != 0)
+          if (bp_status s = compute_node(be, graph->nodes[f.between], err); s != BP_OK) return s;
+        if (bp_status s = run_fused(be, node, graph->nodes[f.second], err); s != BP_OK) return s;
+        i = f.second;  // the nodes up to it ran
+        continue;
+      }
       if (tracing) be->traced_node = node;
       const bp_status s = compute_node(be, node, err);
       be->traced_node = nullptr;
@@ -187,6 +196,7 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   const uint32_t vw = opt.matmul_width ? static_cast<uint32_t>(opt.matmul_width) : dev->vector_width;
   be->matmul_vector_width = vw >= 16 ? 16 : vw >= 8 ? 8 : 4;
   be->matmul_cols = opt.matmul_cols ? opt.matmul_cols : be->matmul_vector_width == 8 ? 2 : 4;
+  be->fuse = opt.fuse;
   cl_int rc = CL_SUCCESS;
   be->queue = be->plain_queue = clCreateCommandQueue(dev->context, dev->device, 0, &rc);
   if (!be->queue || rc != CL_SUCCESS) return device_fail(dev, rc, cl_site::setup, "creating a queue", err);

@@ -19,6 +19,7 @@ struct backend_options {
   std::string cache_dir;  // "" = the default folder
   int matmul_cols = 0;    // 0 = chosen for the device
   int matmul_width = 0;   // 0 = chosen for the device
+  bool fuse = true;       // run node pairs in one launch (ops_fusion.cpp)
 };
 
 struct backend_ctx {
@@ -29,6 +30,8 @@ struct backend_ctx {
   // per work-item (1, 2 or 4), both chosen per device (backend_create).
   int matmul_vector_width = 16;
   int matmul_cols = 4;
+  bool fuse = true;             // backend_options::fuse
+  bool fusion_logged[2] = {};  // norm and SILU pairs: the first of each is logged (debug)
   // Kernel objects, created once per (program, name) and reused for every
   // node: only their arguments change. Key: family|options|name.
   std::map<std::string, cl_kernel> kernels;
@@ -95,6 +98,15 @@ class launch {
 // ops.cpp
 bool op_supported(const device_state *dev, const bp_tensor *t);
 bp_status compute_node(backend_ctx *be, const bp_tensor *node, bp_error *err);
+// ops_fusion.cpp: node |i| of |graph| and a later node in one launch.
+// |second| is 0 when node |i| fuses with nothing; |between| is the one
+// independent node listed between them (0 for none), which runs first.
+struct fused_pair {
+  uint32_t second = 0, between = 0;
+};
+fused_pair find_fused_pair(const bp_graph_desc *graph, uint32_t i);
+// Runs the pair find_fused_pair chose (both nodes checked by op_supported).
+bp_status run_fused(backend_ctx *be, const bp_tensor *first, const bp_tensor *second, bp_error *err);
 // ops_matmul.cpp
 bool mul_mat_supported(const bp_tensor *t);
 bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, bp_error *err);

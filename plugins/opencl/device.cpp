@@ -242,6 +242,7 @@ struct cl_device {
         return s;
     }
     if (const bp_param_value *p = plugins::find_param(params, n_params, "cache")) opt.cache = p->int_value != 0;
+    plugins::read_bool(params, n_params, "fuse", &opt.fuse);
     if (const bp_param_value *p = plugins::find_param(params, n_params, "cache_dir"); p && p->string_value)
       opt.cache_dir = p->string_value;
     if (bp_status s = plugins::read_choice(params, n_params, "matmul_cols", {1, 2, 4}, &opt.matmul_cols, err);

@@ -87,3 +87,18 @@ UNARY_KERNELS(gelu, bp_gelu(x))
 UNARY_KERNELS(silu, x / (1.0f + exp(-x)))
 UNARY_KERNELS(tanh, tanh(x))
 UNARY_KERNELS(sigmoid, 1.0f / (1.0f + exp(-x)))
+
+// SILU of a into d, then d times b into z, over n dense f32 elements: the
+// SILU and the MUL that reads it in one launch (ops_fusion.cpp). d is still
+// written (other nodes may read it); z may be d or b (in place). The product
+// is the same either way round.
+__kernel void silu_mul_contig(__global const char *a, ulong oa, __global char *d, ulong od, __global const char *b,
+                              ulong ob, __global char *z, ulong oz, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i >= n) return;
+  const float x = *(__global const float *)(a + oa + i * 4);
+  const float s = x / (1.0f + exp(-x));
+  const float u = *(__global const float *)(b + ob + i * 4);
+  *(__global float *)(d + od + i * 4) = s;
+  *(__global float *)(z + oz + i * 4) = s * u;
+}

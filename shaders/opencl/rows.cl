@@ -229,3 +229,36 @@ __kernel void soft_max(TENSOR(a), TENSOR(d), float scale) {
 __kernel void soft_max_mask(TENSOR(a), TENSOR(m), TENSOR(d), float scale) {
   soft_max_row(TENSOR_ARGS(a), TENSOR_ARGS(m), TENSOR_ARGS(d), true, scale);
 }
+
+// NORM or RMS_NORM (mode 0 or 1) of row r of a into d, then that row times
+// row r of w (w_row = n) or w's one row (w_row = 0) into z: the norm and the
+// MUL that reads it in one launch (ops_fusion.cpp). d is still written: other
+// nodes may read it. z may be d itself (the MUL in place on the norm).
+__kernel void norm_mul(TENSOR(a), TENSOR(d), int mode, float eps, __global const char *w, ulong w_off, ulong w_row,
+                       __global char *z, ulong z_off) {
+  ROW_PROLOGUE(a);
+  __global float *y = (__global float *)(d_p + d_off + r * n * 4);
+  __global float *out = (__global float *)(z + z_off + r * n * 4);
+  __global const float *m = (__global const float *)(w + w_off) + r * w_row;
+  float mean = 0.0f, inv;
+  if (mode == 0) {
+    mean = row_sum(pa, n, sa, dense) / (float)n;
+    inv = rsqrt(row_sum_sq(pa, n, sa, dense, mean) / (float)n + eps);
+  } else {
+    inv = 1.0f / sqrt(row_sum_sq(pa, n, sa, dense, 0.0f) / (float)n + eps);
+  }
+  long k = 0;
+  if (dense) {
+    __global const float *x = (__global const float *)pa;
+    for (; k + 16 <= n; k += 16) {
+      const float16 v = (vload16(0, x + k) - mean) * inv;
+      vstore16(v, 0, y + k);
+      vstore16(v * vload16(0, m + k), 0, out + k);
+    }
+  }
+  for (; k < n; ++k) {
+    const float v = (*(__global const float *)(pa + k * sa) - mean) * inv;
+    y[k] = v;
+    out[k] = v * m[k];
+  }
+}
