@@ -8,7 +8,10 @@
 
 namespace bp::cpu {
 
-bool repack_format(qtype q) { return q == qtype::q4_0 || q == qtype::q8_0 || q == qtype::q4_k || q == qtype::q6_k; }
+bool repack_format(qtype q) {
+  return q == qtype::q4_0 || q == qtype::q8_0 || q == qtype::q5_0 || q == qtype::q4_k || q == qtype::q5_k ||
+         q == qtype::q6_k;
+}
 
 namespace {
 
@@ -21,9 +24,13 @@ struct run {
 
 // Q4_0: row r's 16 nibble bytes at pair r / 2, half r % 2.
 // Q8_0: row r's values 0-15 and 16-31 at pair r / 2, quarters r % 2 and 2 + r % 2.
+// Q5_0: row r's 4 qh bytes at 8 + 4r, its 16 nibble bytes at 24 + pair r / 2,
+// half r % 2.
 // Q4_K: row r's d and dmin at 4r, its 12 scale bytes at 16 + 12r, then per
 // sub-block pair s its 32 nibble bytes as 16 at pair r / 2, half r % 2, and 16
 // at the next 32 bytes.
+// Q5_K: as Q4_K, with row r's 32 qh bytes before the nibbles (at 64, as 16 at
+// pair r / 2, half r % 2, and 16 at the next 32 bytes) and the nibbles at 192.
 // Q6_K: row r's d at 2r, its 16 scales at 8 + 16r, then its 4 chunks of 32
 // ql bytes and 2 of 32 qh bytes, each as 16 at pair r / 2, half r % 2, and 16
 // at the next 32 bytes.
@@ -39,18 +46,27 @@ void for_each_run(qtype q, int r, Fn &&fn) {
     }
     return;
   }
-  if (q == qtype::q4_k) {
+  if (q == qtype::q4_k || q == qtype::q5_k) {
+    const bool q5 = q == qtype::q5_k;
+    const int qs = q5 ? 48 : 16, packed_qs = q5 ? 192 : 64, pair = 64 * (r / 2) + 16 * (r % 2);
     fn(run{0, 4 * r, 4});
     fn(run{4, 16 + 12 * r, 12});
+    if (q5) {
+      fn(run{16, 64 + pair, 16});
+      fn(run{32, 64 + pair + 32, 16});
+    }
     for (int s = 0; s < 4; ++s) {
-      const int at = 64 + 128 * s + 64 * (r / 2) + 16 * (r % 2);
-      fn(run{16 + 32 * s, at, 16});
-      fn(run{16 + 32 * s + 16, at + 32, 16});
+      const int at = packed_qs + 128 * s + pair;
+      fn(run{qs + 32 * s, at, 16});
+      fn(run{qs + 32 * s + 16, at + 32, 16});
     }
     return;
   }
   fn(run{0, 2 * r, 2});
-  if (q == qtype::q4_0) {
+  if (q == qtype::q5_0) {
+    fn(run{2, 8 + 4 * r, 4});
+    fn(run{6, 24 + 32 * (r / 2) + 16 * (r % 2), 16});
+  } else if (q == qtype::q4_0) {
     fn(run{2, 8 + 32 * (r / 2) + 16 * (r % 2), 16});
   } else {
     fn(run{2, 8 + 64 * (r / 2) + 16 * (r % 2), 16});

@@ -13,11 +13,19 @@
 //     2p+1's. Low nibbles are values 0-15 of both rows, high ones 16-31.
 //   Q8_0 (136 bytes): d[4], then per pair 64 bytes: row 2p values 0-15, row
 //     2p+1 values 0-15, row 2p values 16-31, row 2p+1 values 16-31.
+//   Q5_0 (88 bytes): d[4], the 4 rows' 32-bit qh words (16 bytes: bit i of
+//     row r's word is bit 4 of its value i), then the nibble bytes per row
+//     pair as Q4_0's (32 bytes per pair).
 //   Q4_K (576 bytes per super-block of the group): d and dmin of the 4 rows
 //     (16 bytes), their 12 scale bytes (48), then per sub-block pair s (its
 //     32 nibble bytes: sub-block 2s in the low nibbles, 2s + 1 in the high)
 //     and row pair p: 16 bytes of row 2p, 16 of row 2p+1 (values 0-15 of
 //     both sub-blocks), then the same for values 16-31.
+//   Q5_K (704 bytes): as Q4_K (d and dmin 16 bytes, scales 48), then the
+//     4 rows' 32 qh bytes (128; qh byte i's bit j is bit 4 of value i of
+//     sub-block j) per row pair as the nibble bytes are: 16 bytes of row 2p,
+//     16 of row 2p+1 (values 0-15), then the same for values 16-31; then
+//     the nibble bytes exactly as Q4_K's (512).
 //   Q6_K (840 bytes per super-block of the group): the 4 rows' d (8 bytes),
 //     their 16 int8 scales (64), then the 4 chunks of 32 ql bytes and the 2
 //     chunks of 32 qh bytes, each per row pair as Q4_K's nibble bytes are.
@@ -37,7 +45,8 @@ namespace bp::cpu {
 
 constexpr int kPackRows = 4;
 
-// True for the formats with a repacked layout (Q4_0, Q8_0, Q4_K, Q6_K).
+// True for the formats with a repacked layout (Q4_0, Q8_0, Q5_0, Q4_K, Q5_K,
+// Q6_K).
 bool repack_format(qtype q);
 // The rows of a tensor of |q| with |k| values per row and |rows| rows per
 // matrix that are repacked: the whole groups (rows - rows % kPackRows).
@@ -71,8 +80,8 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth);
 // d[nb], int32 sums[nb * 4], float bsum[nb] with nb = K / 32. Value i of
 // block j is d[j] * qs[32 j + i]; sums[4 j + l] = sum of qs[32 j + 4 l + t]
 // and qs[32 j + 16 + 4 l + t] over t < 4 (the int32 lane l of a pair's dot),
-// which takes Q4_0's zero point out of the dot exactly; bsum[j] = d[j] times
-// the block's sum (Q4_K's minimums).
+// which takes Q4_0's and Q5_0's zero points out of the dot exactly; bsum[j] =
+// d[j] times the block's sum (Q4_K's and Q5_K's minimums).
 inline size_t ract_col_bytes(int64_t K) {
   const size_t nb = static_cast<size_t>(K / 32);
   return (nb * (32 + 2 * sizeof(float) + 4 * sizeof(int32_t)) + 63) / 64 * 64;
@@ -80,7 +89,7 @@ inline size_t ract_col_bytes(int64_t K) {
 // Quantizes like quantize_act_col (d = max |value| / 127).
 void quantize_ract_col(const float *src, int64_t K, void *col);
 
-// ---- b for the repacked K-quant products (Q4_K, Q6_K) --------------------
+// ---- b for the repacked K-quant products (Q4_K, Q5_K, Q6_K) --------------
 // One column of K values (a multiple of 256) with one scale per super-block
 // of 256, so a tile sums a whole super-block of a row in integers and
 // converts to float once: int8 qs[K], float d[K / 256], int16 sums[K / 16]
@@ -93,7 +102,7 @@ inline size_t rkact_col_bytes(int64_t K) {
 // d = max |value| / 127 over each super-block, values rounded to nearest.
 void quantize_rkact_col(const float *src, int64_t K, void *col);
 // Whether |q|'s repacked tiles read rkact columns (else ract ones).
-inline bool reads_rkact(qtype q) { return q == qtype::q4_k || q == qtype::q6_k; }
+inline bool reads_rkact(qtype q) { return q == qtype::q4_k || q == qtype::q5_k || q == qtype::q6_k; }
 
 // out[c * ldo + r] = dot(row r of the group, column c) for r < kPackRows,
 // c < rn: the group at |group|, column c at b + c * ldb (rkact_col_bytes for

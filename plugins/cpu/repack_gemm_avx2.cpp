@@ -4,8 +4,9 @@
 // Per block of the group: one 8-half load gives the 4 rows' scales, spread
 // to [d0 x4, d1 x4] and [d2 x4, d3 x4]; per row pair one or two 256-bit
 // loads give both rows' quants. Per column the pair's int32 dot has lanes
-// 0-3 for the first row and 4-7 for the second; Q4_0's zero point leaves
-// as 8 times the column's lane sums (exact, in integers). The lanes of
+// 0-3 for the first row and 4-7 for the second; Q4_0's and Q5_0's zero
+// points leave as 8 or 16 times the column's lane sums (exact, in
+// integers). The lanes of
 // each row are summed once at the end, in a fixed order, so the result
 // does not depend on how rows are split between threads.
 #include <cstdint>
@@ -30,11 +31,12 @@ inline __m256i bcast16(const int8_t *p) {
 }
 inline __m256i load32(const uint8_t *p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)); }
 
-// Both formats give, per row pair, quants for b's values 0-15 (lo) and
-// 16-31 (hi), and the pair's int32 dot against them.
+// The 32-value formats give, per row pair, quants for b's values 0-15 (lo)
+// and 16-31 (hi), and the pair's int32 dot against them; kOffsetShift is
+// log2 of the zero point taken out through b's lane sums (0: none).
 struct q4_0_pairs {
   static constexpr size_t kRecord = 72;
-  static constexpr bool kOffset = true;
+  static constexpr int kOffsetShift = 3;
   static void decode(const uint8_t *rec, __m256i lo[2], __m256i hi[2]) {
     const __m256i m = _mm256_set1_epi8(0x0F);
     for (int p = 0; p < 2; ++p) {
@@ -51,9 +53,38 @@ struct q4_0_pairs {
   }
 };
 
+// Q5_0: Q4_0's nibbles with a fifth bit from the rows' qh words. One
+// broadcast load gives all 4 words in both 128-bit lanes; per row pair a
+// byte shuffle copies byte k / 8 of row 2p's word to byte k of the low lane
+// and of row 2p + 1's to the high one (bytes 2 and 3 for values 16-31),
+// and a compare against bit k % 8 of each byte makes 0x10 where it is set.
+// The values are 0-31 unsigned: both halves still add in int16
+// (2 * 2 * 31 * 127 < 32768).
+struct q5_0_pairs {
+  static constexpr size_t kRecord = 88;
+  static constexpr int kOffsetShift = 4;
+  static void decode(const uint8_t *rec, __m256i lo[2], __m256i hi[2]) {
+    const __m256i m = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+    const __m256i words = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(rec + 8)));
+    const auto high = [&](int a, int b) {  // byte a of row 2p's word in the low lane, of row 2p + 1's (b) in the high
+      const __m256i idx = _mm256_setr_epi64x(0x0101010101010101LL * a, 0x0101010101010101LL * (a + 1),
+                                             0x0101010101010101LL * b, 0x0101010101010101LL * (b + 1));
+      const __m256i x = _mm256_and_si256(_mm256_shuffle_epi8(words, idx), bit);
+      return _mm256_and_si256(_mm256_cmpeq_epi8(x, bit), m10);
+    };
+    for (int p = 0; p < 2; ++p) {
+      const __m256i v = load32(rec + 24 + 32 * p);
+      lo[p] = _mm256_or_si256(_mm256_and_si256(v, m), high(8 * p, 8 * p + 4));
+      hi[p] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m), high(8 * p + 2, 8 * p + 6));
+    }
+  }
+  static __m256i dot(__m256i lo, __m256i hi, __m256i yl, __m256i yh) { return q4_0_pairs::dot(lo, hi, yl, yh); }
+};
+
 struct q8_0_pairs {
   static constexpr size_t kRecord = 136;
-  static constexpr bool kOffset = false;
+  static constexpr int kOffsetShift = 0;
   static void decode(const uint8_t *rec, __m256i lo[2], __m256i hi[2]) {
     for (int p = 0; p < 2; ++p) {
       lo[p] = load32(rec + 8 + 64 * p);
@@ -111,10 +142,10 @@ void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, i
       const __m256i yl = bcast16(yq[c] + 32 * j), yh = bcast16(yq[c] + 32 * j + 16);
       const __m256 dy = _mm256_broadcast_ss(yd[c] + j);
       __m256i corr = _mm256_setzero_si256();
-      if constexpr (F::kOffset) corr = _mm256_slli_epi32(bcast16(ys[c] + 16 * j), 3);
+      if constexpr (F::kOffsetShift > 0) corr = _mm256_slli_epi32(bcast16(ys[c] + 16 * j), F::kOffsetShift);
       for (int p = 0; p < 2; ++p) {
         __m256i dot = F::dot(lo[p], hi[p], yl, yh);
-        if constexpr (F::kOffset) dot = _mm256_sub_epi32(dot, corr);
+        if constexpr (F::kOffsetShift > 0) dot = _mm256_sub_epi32(dot, corr);
         acc[p][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(da[p], dy), acc[p][c]);
       }
     }
@@ -184,20 +215,23 @@ inline void store_pairs(__m256 acc[2][RN], float *out, int64_t ldo) {
     for (int p = 0; p < 2; ++p) store_pair(acc[p][c], out + c * ldo + 2 * p);
 }
 
-// Q4_K. Per sub-block pair q and row pair p, two 256-bit loads hold both
-// sub-blocks' nibbles of both rows (values 0-15, then 16-31). The minimums
-// leave once per super-block: vpmaddwd of the pair's 8 minimums by b's 8
-// 32-value sums gives each row's term spread over its four lanes.
-template <int RN>
-void rtile_q4_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
-  constexpr size_t kRecord = 144 * kPackRows;
+// Q4_K (Q5 false) and Q5_K. Per sub-block pair q and row pair p, two 256-bit
+// loads hold both sub-blocks' nibbles of both rows (values 0-15, then
+// 16-31); Q5_K's fifth bits come from the pair's two 256-bit loads of qh
+// bytes laid out the same way. The minimums leave once per super-block:
+// vpmaddwd of the pair's 8 minimums by b's 8 32-value sums gives each row's
+// term spread over its four lanes.
+template <bool Q5, int RN>
+void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
+  constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;
+  constexpr size_t kQs = Q5 ? 192 : 64;
   const int64_t nsuper = K / 256;
   kcols y[RN];
   for (int c = 0; c < RN; ++c) y[c] = kcol_at(b + c * ldb, K);
   __m256 acc[2][RN];
   for (int p = 0; p < 2; ++p)
     for (int c = 0; c < RN; ++c) acc[p][c] = _mm256_setzero_ps();
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
     if constexpr (RN <= 2)
@@ -221,14 +255,25 @@ void rtile_q4_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
       __m256i dots[RN];
       for (int c = 0; c < RN; ++c) dots[c] = _mm256_setzero_si256();
       for (int q = 0; q < 4; ++q) {
-        const uint8_t *qs = rec + 64 + 128 * q + 64 * p;
+        const uint8_t *qs = rec + kQs + 128 * q + 64 * p;
         for (int h = 0; h < 2; ++h) {
-          const __m256i x0 = _mm256_and_si256(_mm256_srli_epi16(load32(qs), 4 * h), m4);
-          const __m256i x1 = _mm256_and_si256(_mm256_srli_epi16(load32(qs + 32), 4 * h), m4);
+          __m256i x0 = _mm256_and_si256(_mm256_srli_epi16(load32(qs), 4 * h), m4);
+          __m256i x1 = _mm256_and_si256(_mm256_srli_epi16(load32(qs + 32), 4 * h), m4);
+          if constexpr (Q5) {
+            // Bit j of the pair's qh bytes (values 0-15, then 16-31) is
+            // sub-block j's fifth bit: 0x10 where it is set.
+            const __m128i shift = _mm_cvtsi32_si128(2 * q + h);
+            const auto fifth = [&](const uint8_t *qh) {
+              return _mm256_and_si256(_mm256_slli_epi16(_mm256_srl_epi16(load32(qh), shift), 4), m10);
+            };
+            x0 = _mm256_or_si256(x0, fifth(rec + 64 + 64 * p));
+            x1 = _mm256_or_si256(x1, fifth(rec + 96 + 64 * p));
+          }
           const __m256i sc = _mm256_shuffle_epi8(scales[p], in_lane_word(2 * q + h));
           const int64_t at = 256 * s + 32 * (2 * q + h);
           for (int c = 0; c < RN; ++c) {
-            // Nibbles (<= 15) by int8: both halves add in int16 (<= 2 * 2 * 15 * 127).
+            // Values (<= 15, 31 for Q5_K) by int8: both halves add in int16
+            // (<= 2 * 2 * 31 * 127 < 32768).
             const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(x0, bcast16(y[c].q + at)),
                                                  _mm256_maddubs_epi16(x1, bcast16(y[c].q + at + 16)));
             dots[c] = _mm256_add_epi32(dots[c], _mm256_madd_epi16(p16, sc));
@@ -331,8 +376,14 @@ rtile_fn tile_avx2(qtype q, int rn) {
       return tile_for<q4_0_pairs>(rn);
     case qtype::q8_0:
       return tile_for<q8_0_pairs>(rn);
+    case qtype::q5_0:
+      return tile_for<q5_0_pairs>(rn);
     case qtype::q4_k: {
-      static const rtile_fn tiles[] = {rtile_q4_k<1>, rtile_q4_k<2>, rtile_q4_k<3>, rtile_q4_k<4>};
+      static const rtile_fn tiles[] = {rtile_k<false, 1>, rtile_k<false, 2>, rtile_k<false, 3>, rtile_k<false, 4>};
+      return tiles[rn - 1];
+    }
+    case qtype::q5_k: {
+      static const rtile_fn tiles[] = {rtile_k<true, 1>, rtile_k<true, 2>, rtile_k<true, 3>, rtile_k<true, 4>};
       return tiles[rn - 1];
     }
     case qtype::q6_k: {

@@ -14,6 +14,11 @@ using namespace qblock;
 // Value i of block j of row r, without its scale, from the block's record.
 int packed_value(qtype q, const uint8_t *rec, int r, int i) {
   const int half = i / 16, v = i % 16;
+  if (q == qtype::q5_0) {
+    const uint8_t b = rec[24 + 32 * (r / 2) + 16 * (r % 2) + v];
+    const int high = static_cast<int>((u32_at(rec + 8 + 4 * r) >> i) & 1u);
+    return ((half ? b >> 4 : b & 0xF) | high << 4) - 16;
+  }
   if (q == qtype::q4_0) {
     const uint8_t b = rec[8 + 32 * (r / 2) + 16 * (r % 2) + v];
     return (half ? b >> 4 : b & 0xF) - 8;
@@ -21,11 +26,15 @@ int packed_value(qtype q, const uint8_t *rec, int r, int i) {
   return static_cast<int8_t>(rec[8 + 64 * (r / 2) + 32 * half + 16 * (r % 2) + v]);
 }
 
-// Q4_K: value i of sub-block j of row r (its nibble, 0-15), and the
-// sub-block's scale and minimum, from the super-block's record.
-int packed_q4_k(const uint8_t *rec, int r, int j, int i) {
-  const uint8_t b = rec[64 + 128 * (j / 2) + 64 * (r / 2) + 32 * (i / 16) + 16 * (r % 2) + i % 16];
-  return j % 2 ? b >> 4 : b & 0xF;
+// Q4_K (Q5 false) and Q5_K: value i of sub-block j of row r (0-15, or 0-31
+// with Q5_K's fifth bit), from the super-block's record.
+template <bool Q5>
+int packed_k(const uint8_t *rec, int r, int j, int i) {
+  const int pair = 64 * (r / 2) + 32 * (i / 16) + 16 * (r % 2) + i % 16;
+  const uint8_t b = rec[(Q5 ? 192 : 64) + 128 * (j / 2) + pair];
+  const int nibble = j % 2 ? b >> 4 : b & 0xF;
+  if constexpr (Q5) return nibble | ((rec[64 + pair] >> j) & 1) << 4;
+  return nibble;
 }
 
 // A column of rkact values (repack.hpp): qs, the super-blocks' scales and
@@ -40,10 +49,13 @@ struct kcol {
         sum16(reinterpret_cast<const int16_t *>(d + K / 256)) {}
 };
 
-// Per super-block, in integers: sum over sub-blocks of scale * (nibbles . b)
-// and of minimum * (b's sum); then d and dmin times b's scale, once.
-void tile_q4_k(const uint8_t *g, const char *b, size_t, int64_t K, float *out, int64_t) {
-  constexpr size_t kRecord = 144 * kPackRows;
+// Q4_K (Q5 false) and Q5_K. Per super-block, in integers: the sum over
+// sub-blocks of scale * (values . b) and of minimum * (b's sum); then d and
+// dmin times b's scale, once. The scales and minimums are read with
+// quant_blocks.hpp's scale_min from the row's 12 bytes.
+template <bool Q5>
+void tile_k(const uint8_t *g, const char *b, size_t, int64_t K, float *out, int64_t) {
+  constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;
   const kcol y(b, K);
   for (int r = 0; r < kPackRows; ++r) {
     float acc = 0.0f;
@@ -54,7 +66,7 @@ void tile_q4_k(const uint8_t *g, const char *b, size_t, int64_t K, float *out, i
       for (int j = 0; j < 8; ++j) {
         int sc, m, dot = 0;
         scale_min(rec + 16 + 12 * r, j, &sc, &m);
-        for (int i = 0; i < 32; ++i) dot += packed_q4_k(rec, r, j, i) * y.q[256 * s + 32 * j + i];
+        for (int i = 0; i < 32; ++i) dot += packed_k<Q5>(rec, r, j, i) * y.q[256 * s + 32 * j + i];
         dots += sc * dot;
         mins += m * (y.sum16[16 * s + 2 * j] + y.sum16[16 * s + 2 * j + 1]);
       }
@@ -126,8 +138,12 @@ rtile_fn tile_baseline(qtype q, int) {
       return tile_of<qtype::q4_0>;
     case qtype::q8_0:
       return tile_of<qtype::q8_0>;
+    case qtype::q5_0:
+      return tile_of<qtype::q5_0>;
     case qtype::q4_k:
-      return tile_q4_k;
+      return tile_k<false>;
+    case qtype::q5_k:
+      return tile_k<true>;
     case qtype::q6_k:
       return tile_q6_k;
     default:

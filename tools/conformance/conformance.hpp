@@ -152,7 +152,8 @@ struct case_desc {
   std::string feature;
   // Input 0 goes to the device's weight buffer type (bp_device_weight_buffer_type:
   // the layout the device's kernels read weights in, e.g. the cpu plugin's
-  // repacked Q4_0, Q8_0, Q4_K and Q6_K) when it has one; else to the default type.
+  // repacked Q4_0, Q8_0, Q5_0, Q4_K, Q5_K and Q6_K) when it has one; else to the
+  // default type.
   bool weight_buffer = false;
 };
 

@@ -18,7 +18,8 @@ using namespace cpu_test;
 
 namespace {
 
-const qt kRepacked[] = {kTypes[0], kTypes[1], kTypes[3], kTypes[4]};  // Q8_0, Q4_0, Q4_K, Q6_K
+// Every quantized format of the harness: Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q5_K.
+const qt (&kRepacked)[6] = kTypes;
 
 // A weight buffer of |p|'s device holding a copy of the dense tensor |x|,
 // and the tensor that lives in it (same type, shape and strides).
@@ -241,8 +242,8 @@ TEST(CpuRepack, OnlyMulMatReadsRepackedBytes) {
   EXPECT_FALSE(p.supports(pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {4, 1}, {v, b})));
   EXPECT_TRUE(p.supports(pool.node(BP_OP_MUL_MAT, BP_TYPE_F32, {8, 1}, {w.t, b})));
 
-  // Q5_K and a 3-row Q4_0 matrix: plain in the weight buffer, GET_ROWS works.
-  for (auto [type, rows_n] : {std::pair<qt, int64_t>{kTypes[5], 8}, std::pair<qt, int64_t>{kTypes[1], 3}}) {
+  // 3-row Q4_0 and Q5_K matrices: plain in the weight buffer, GET_ROWS works.
+  for (auto [type, rows_n] : {std::pair<qt, int64_t>{kTypes[5], 3}, std::pair<qt, int64_t>{kTypes[1], 3}}) {
     bp_tensor *x = make_q(pool, type, {256, rows_n});
     fill_q(x, type, rng);
     weight_copy wx(p, pool, x);
@@ -255,5 +256,24 @@ TEST(CpuRepack, OnlyMulMatReadsRepackedBytes) {
     ASSERT_EQ(p.compute({g}), BP_OK);
     const std::vector<double> want = decode_row(x, type, 1);
     for (int64_t k = 0; k < 256; ++k) EXPECT_NEAR(get(g, k, 0), want[k], 1e-6 * std::fabs(want[k]) + 1e-7);
+  }
+
+  // BF16 has no repacked layout: plain, and GET_ROWS widens it exactly.
+  bp_tensor *x = pool.make(BP_TYPE_BF16, {64, 8});
+  auto *h = static_cast<uint16_t *>(x->data);
+  for (int64_t i = 0; i < 64 * 8; ++i) h[i] = static_cast<uint16_t>(0x3f80 + (rng() & 0x7f) + (rng() & 1) * 0x8000);
+  weight_copy wx(p, pool, x);
+  ASSERT_TRUE(wx.ok());
+  EXPECT_EQ(0, std::memcmp(wx.raw(), x->data, weight_copy::bytes_of(x)));
+  bp_tensor *i5 = pool.make(BP_TYPE_I32, {1});
+  *static_cast<int32_t *>(i5->data) = 5;
+  bp_tensor *g = pool.node(BP_OP_GET_ROWS, BP_TYPE_F32, {64, 1}, {wx.t, i5});
+  ASSERT_TRUE(p.supports(g));
+  ASSERT_EQ(p.compute({g}), BP_OK);
+  for (int64_t k = 0; k < 64; ++k) {
+    const uint32_t u = static_cast<uint32_t>(h[5 * 64 + k]) << 16;
+    float want;
+    std::memcpy(&want, &u, sizeof want);
+    EXPECT_EQ(get(g, k, 0), want) << k;
   }
 }
