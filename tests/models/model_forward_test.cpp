@@ -303,12 +303,12 @@ TEST(ModelForward, RopeFrequencyFactorsDivideEachPairsFrequency) {
 
 // On cpu the layers' quantized matrices load into the weight buffer type
 // (repacked, copied) unless plain_weights asks for the file's layout
-// (mapped). Q4_0 and Q8_0 give the same logits up to float summation order:
+// (mapped). Q4_0, Q8_0 and Q5_0 give the same logits up to float summation order:
 // the activations are rounded to int8 the same way and the block dots are
 // exact. The K-quants' repacked products round the activations with one
 // scale per 256 values instead of per 32: close to the reference, not equal.
 TEST(ModelForward, WeightBufferAndPlainWeightsAgree) {
-  for (bp_type type : {BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K}) {
+  for (bp_type type : {BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q5_K, BP_TYPE_Q6_K}) {
     SCOPED_TRACE(bp_type_name(type));
     tiny_config cfg;
     cfg.type = type;
