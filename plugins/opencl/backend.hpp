@@ -30,7 +30,7 @@ struct backend_ctx {
   // per work-item (1, 2 or 4), both chosen per device (backend_create).
   int matmul_vector_width = 16;
   int matmul_cols = 4;
-  bool fuse = true;             // backend_options::fuse
+  bool fuse = true;            // backend_options::fuse
   bool fusion_logged[2] = {};  // norm and SILU pairs: the first of each is logged (debug)
   // Kernel objects, created once per (program, name) and reused for every
   // node: only their arguments change. Key: family|options|name.

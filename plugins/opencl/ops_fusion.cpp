@@ -120,8 +120,10 @@ bp_status run_fused(backend_ctx *be, const bp_tensor *first, const bp_tensor *se
   if (!logged) {
     logged = true;
     bp_host_logf(be->dev->plugin->host, BP_LOG_DEBUG, "fused %s+MUL ('%s', '%s') into one launch",
-                 first->op == BP_OP_SILU ? "SILU" : first->op == BP_OP_NORM ? "NORM" : "RMS_NORM", first->name,
-                 second->name);
+                 first->op == BP_OP_SILU   ? "SILU"
+                 : first->op == BP_OP_NORM ? "NORM"
+                                           : "RMS_NORM",
+                 first->name, second->name);
   }
   if (first->op == BP_OP_SILU) {
     const bp_tensor *x = first->src[0], *u = other_operand(second, first);
