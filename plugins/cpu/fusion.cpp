@@ -6,6 +6,7 @@
 
 #include "kernels.hpp"
 #include "op_family.hpp"
+#include "tensor_bytes.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -24,17 +25,7 @@ bool elementwise(bp_op op) {
 // (row r of a broadcast src1), rows split by split_range over its rows.
 bool row_wise(bp_op op) { return elementwise(op) || op == BP_OP_NORM || op == BP_OP_RMS_NORM; }
 
-struct byte_span {
-  uintptr_t begin, end;
-};
-byte_span span_of(const bp_tensor *t) {
-  const auto b = reinterpret_cast<uintptr_t>(t->data);
-  return {b, b + bp_tensor_nbytes(t)};
-}
-bool overlap(const bp_tensor *x, const bp_tensor *y) {
-  const byte_span a = span_of(x), b = span_of(y);
-  return a.begin < b.end && b.begin < a.end;
-}
+bool overlap(const bp_tensor *x, const bp_tensor *y) { return plugins::bytes_overlap(x, y); }
 // The same elements at the same addresses.
 bool same_layout(const bp_tensor *x, const bp_tensor *y) {
   if (x->data != y->data || x->type != y->type) return false;

@@ -10,23 +10,14 @@
 
 #include "backend.hpp"
 #include "op_family.hpp"
+#include "tensor_bytes.hpp"
 
 namespace bp::opencl {
 namespace {
 
-// Byte ranges in the plugin's opaque address space: distinct buffers never
-// share an address, so two tensors overlap exactly when their ranges do.
-struct byte_span {
-  uintptr_t begin, end;
-};
-byte_span span_of(const bp_tensor *t) {
-  const auto b = reinterpret_cast<uintptr_t>(t->data);
-  return {b, b + bp_tensor_nbytes(t)};
-}
-bool overlap(const bp_tensor *x, const bp_tensor *y) {
-  const byte_span a = span_of(x), b = span_of(y);
-  return a.begin < b.end && b.begin < a.end;
-}
+// In the plugin's opaque address space distinct buffers never share an
+// address, so two tensors overlap exactly when their byte ranges do.
+bool overlap(const bp_tensor *x, const bp_tensor *y) { return plugins::bytes_overlap(x, y); }
 bool dense_f32(const bp_tensor *t) { return t->type == BP_TYPE_F32 && bp_tensor_is_contiguous(t); }
 // Same first byte and the same dense shape: element i of one is element i
 // of the other, which a kernel reading and writing element by element may

@@ -74,16 +74,21 @@ __kernel void argmax(TENSOR(a), TENSOR(d)) {
 }
 
 // mode 0: NORM, 1: RMS_NORM. d has a's shape, dense.
+// A row's mean (0 for RMS_NORM, mode 1) and the factor that normalises it;
+// norm and norm_mul share it, so their results are the same bits.
+inline float2 norm_stats(__global const char *pa, long n, long sa, bool dense, int mode, float eps) {
+  if (mode == 0) {
+    const float mean = row_sum(pa, n, sa, dense) / (float)n;
+    return (float2)(mean, rsqrt(row_sum_sq(pa, n, sa, dense, mean) / (float)n + eps));
+  }
+  return (float2)(0.0f, 1.0f / sqrt(row_sum_sq(pa, n, sa, dense, 0.0f) / (float)n + eps));
+}
+
 __kernel void norm(TENSOR(a), TENSOR(d), int mode, float eps) {
   ROW_PROLOGUE(a);
   __global float *y = (__global float *)(d_p + d_off + r * n * 4);
-  float mean = 0.0f, inv;
-  if (mode == 0) {
-    mean = row_sum(pa, n, sa, dense) / (float)n;
-    inv = rsqrt(row_sum_sq(pa, n, sa, dense, mean) / (float)n + eps);
-  } else {
-    inv = 1.0f / sqrt(row_sum_sq(pa, n, sa, dense, 0.0f) / (float)n + eps);
-  }
+  const float2 stats = norm_stats(pa, n, sa, dense, mode, eps);
+  const float mean = stats.x, inv = stats.y;
   long k = 0;
   if (dense) {
     __global const float *x = (__global const float *)pa;
@@ -240,13 +245,8 @@ __kernel void norm_mul(TENSOR(a), TENSOR(d), int mode, float eps, __global const
   __global float *y = (__global float *)(d_p + d_off + r * n * 4);
   __global float *out = (__global float *)(z + z_off + r * n * 4);
   __global const float *m = (__global const float *)(w + w_off) + r * w_row;
-  float mean = 0.0f, inv;
-  if (mode == 0) {
-    mean = row_sum(pa, n, sa, dense) / (float)n;
-    inv = rsqrt(row_sum_sq(pa, n, sa, dense, mean) / (float)n + eps);
-  } else {
-    inv = 1.0f / sqrt(row_sum_sq(pa, n, sa, dense, 0.0f) / (float)n + eps);
-  }
+  const float2 stats = norm_stats(pa, n, sa, dense, mode, eps);
+  const float mean = stats.x, inv = stats.y;
   long k = 0;
   if (dense) {
     __global const float *x = (__global const float *)pa;
