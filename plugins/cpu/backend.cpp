@@ -11,6 +11,7 @@
 #include "op_family.hpp"
 #include "plugin_common.hpp"
 #include "repack.hpp"
+#include "tensor_bytes.hpp"
 #include "threadpool.hpp"
 
 namespace bp::cpu {
@@ -20,7 +21,7 @@ namespace {
 // workers costs more than it saves.
 constexpr int64_t kParallelWork = 16384;
 
-// Computing nodes a pair may fuse across (fusion.hpp: can_run_before).
+// Computing nodes a pair may fuse across (plugins::may_run_before, tensor_bytes.hpp).
 constexpr int kMaxFuseSkip = 2;
 
 using plugins::thread_pool;
@@ -192,7 +193,7 @@ uint32_t fuse_partner(const bp_graph_desc *graph, uint32_t i) {
     const bp_tensor *t = graph->nodes[j];
     if (bp_op_is_view(t->op)) continue;
     if (can_fuse(first, t)) return j;
-    if (skipped++ == kMaxFuseSkip || !can_run_before(t, first)) return 0;
+    if (skipped++ == kMaxFuseSkip || !plugins::may_run_before(t, first)) return 0;
   }
   return 0;
 }

@@ -99,17 +99,6 @@ bool can_fuse(const bp_tensor *first, const bp_tensor *second) {
   return true;
 }
 
-bool can_run_before(const bp_tensor *k, const bp_tensor *first) {
-  if (!k->data || overlap(k, first)) return false;
-  for (int s = 0; s < BP_MAX_SRC; ++s) {
-    const bp_tensor *src = k->src[s];
-    if (src && (!src->data || overlap(src, first))) return false;
-    const bp_tensor *fs = first->src[s];
-    if (fs && (!fs->data || overlap(k, fs))) return false;
-  }
-  return true;
-}
-
 bool flatten_pair(const bp_tensor *first, const bp_tensor *second, flat_pair *out) {
   if (!elementwise(first->op)) return false;  // NORM and RMS_NORM need whole rows
   // Rows that are whole multiples of the new ones: each element keeps its

@@ -18,12 +18,6 @@ namespace bp::cpu {
 // the same rows of both (see fusion.cpp for the rules).
 bool can_fuse(const bp_tensor *first, const bp_tensor *second);
 
-// True when node |k| may run before |first| although the graph lists it
-// after: |k| reads nothing |first| writes, and writes nothing |first| reads
-// or writes. Lets a pair fuse across independent nodes (SwiGLU's SILU and
-// MUL have the up projection between them).
-bool can_run_before(const bp_tensor *k, const bp_tensor *first);
-
 // Rows of kFlatRow elements for a pair whose tensors are all dense, of one
 // shape, with rows a multiple of kFlatRow long, and element-wise (no NORM,
 // no broadcast): one long row, as a decode step's SILU·MUL [8192, 1], then

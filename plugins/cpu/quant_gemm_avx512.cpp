@@ -6,15 +6,16 @@
 #include <cstdint>
 #include <cstring>
 
-#include "simd.hpp"
 #include "quant.hpp"
 #include "quant_blocks.hpp"
+#include "simd.hpp"
 
 #if defined(BP_X86_SIMD)
 // GCC takes a target for the region; clang, which ignores that pragma,
 // gets the same features as an attribute on every function in it.
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c"))), \
+                             apply_to = function)
 #else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")
@@ -39,7 +40,8 @@ struct Isa {
 
 #if defined(__clang__)
 #pragma clang attribute pop
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c"))), \
+                             apply_to = function)
 #else
 #pragma GCC target("avx512vnni")
 #endif

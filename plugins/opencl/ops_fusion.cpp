@@ -75,18 +75,6 @@ bool pair_fuses(const bp_tensor *first, const bp_tensor *second) {
   return norm_pair(first, second) || silu_pair(first, second);
 }
 
-// Node |k| (listed between the pair) may run before |first|: it reads no
-// byte |first| writes and writes no byte |first| reads or writes.
-bool may_run_before(const bp_tensor *k, const bp_tensor *first) {
-  if (!k->data) return false;
-  for (int i = 0; i < BP_MAX_SRC; ++i)
-    if (k->src[i] && (k->src[i] == first || !k->src[i]->data || overlap(k->src[i], first))) return false;
-  if (overlap(k, first)) return false;
-  for (int i = 0; i < BP_MAX_SRC; ++i)
-    if (first->src[i] && (!first->src[i]->data || overlap(k, first->src[i]))) return false;
-  return true;
-}
-
 }  // namespace
 
 fused_pair find_fused_pair(const bp_graph_desc *graph, uint32_t i) {
@@ -99,7 +87,7 @@ fused_pair find_fused_pair(const bp_graph_desc *graph, uint32_t i) {
     const bp_tensor *t = graph->nodes[j];
     if (bp_op_is_view(t->op)) return {};  // a view of the first node could be read by the second
     if (pair_fuses(first, t)) return {j, between};
-    if (between != 0 || !may_run_before(t, first)) return {};
+    if (between != 0 || !plugins::may_run_before(t, first)) return {};
     between = j;
   }
   return {};
