@@ -139,8 +139,11 @@ bp_status context_create(bp_model *m, const bp_model_context_options &opt, bp_mo
     if (!c->sched) st = fail(bp_last_status(), std::string("creating the scheduler: ") + bp_last_error());
   }
   if (st != BP_OK) {
+    // Freeing the half-made context calls the core, which clears the
+    // thread's error: keep the cause and report it again after.
+    const std::string why = bp_last_error();
     context_destroy(c);
-    return st;
+    return fail(st, why);
   }
   *out = c;
   return BP_OK;

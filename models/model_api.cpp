@@ -36,7 +36,29 @@ bp_status open_backends(const char *devices, bp_model *m) {
   if (bp_backend_new_list(list.c_str(), buf, 16, &n) != BP_OK)
     return fail(bp_last_status(), "opening the devices \"" + list + "\": " + bp_last_error());
   if (n == 0) return fail(BP_ERR_INVALID_ARGUMENT, "the device list \"" + list + "\" names no backend");
-  m->devices = list;
+  // The scheduler needs a CPU backend last, the fallback for any op the
+  // other devices decline: a list that ends on a GPU ("vulkan") gets "cpu"
+  // appended, as a user naming one GPU expects it to just run.
+  std::string used = list;
+  const bp_device *last = bp_backend_device(buf[n - 1]);
+  bp_device_info info{};
+  info.struct_size = sizeof info;
+  if (!last || bp_device_describe(last, &info) != BP_OK || info.type != BP_DEVICE_TYPE_CPU) {
+    if (n == 16) {
+      for (size_t i = 0; i < n; ++i) bp_backend_free(buf[i]);
+      return fail(BP_ERR_INVALID_ARGUMENT, "the device list \"" + list + "\" has 16 devices and no CPU last");
+    }
+    if (bp_backend_new("cpu", &buf[n]) != BP_OK) {
+      const std::string why = bp_last_error();
+      const bp_status st = bp_last_status();
+      for (size_t i = 0; i < n; ++i) bp_backend_free(buf[i]);
+      return fail(st, "the device list \"" + list +
+                          "\" does not end on a CPU device and opening \"cpu\" for it failed: " + why);
+    }
+    ++n;
+    used += ";cpu";
+  }
+  m->devices = used;
   m->backends.assign(buf, buf + n);
   for (bp_backend *b : m->backends) m->backend_names.push_back(bp_backend_name(b));
   return BP_OK;

@@ -48,8 +48,11 @@ typedef struct bp_sampler bp_sampler;
 typedef struct bp_model_options {
   uint32_t struct_size; /* caller sets sizeof(bp_model_options) */
   /* Backends, as bp_backend_new_list takes them ("vulkan;cpu", "cpu:threads=2").
-   * NULL or "" = "cpu". The scheduler splits each graph over the list; the
-   * last entry should be a cpu backend so every op has a home. */
+   * NULL or "" = "cpu". The scheduler splits each graph over the list; its
+   * last entry must be a CPU-type device, the home of every op the others
+   * decline, so a list that ends on another device ("vulkan" on a GPU) gets
+   * "cpu" appended (the token table then lives there, as it would in
+   * "vulkan;cpu"). */
   const char *devices;
   /* Layers whose weights go to the first backend of the list; the others go
    * to the last. -1 (the default) = every layer, when the list has one

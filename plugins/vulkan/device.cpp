@@ -3,6 +3,7 @@
 // use), submission on a timeline semaphore, and the device table.
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "backplane/plugin_guard.hpp"
@@ -228,6 +229,12 @@ bp_status device_open(device_state *d, bp_error *err) {
   const uint32_t chosen = dev_type == UINT32_MAX ? host_type : dev_type;
   const VkMemoryPropertyFlags cf = mp.memoryTypes[chosen].propertyFlags;
   d->device_mem_mappable = (cf & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && (cf & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  // BP_VULKAN_MAP_DEVICE_MEMORY=0 takes the discrete-GPU path on any device:
+  // device memory is never mapped, so reads, writes and clears go through
+  // staging copies and transfer commands (how tests cover that path on
+  // lavapipe).
+  if (const char *map = secure_getenv("BP_VULKAN_MAP_DEVICE_MEMORY"); map && std::strcmp(map, "0") == 0)
+    d->device_mem_mappable = false;
   auto m3 =
       vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &m3, {}};

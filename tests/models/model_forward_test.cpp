@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -145,6 +146,71 @@ TEST(ModelForward, TiedOutputUsesTheTokenTable) {
   const auto want = bp::test::reference_logits(cfg, w, ids);
   std::vector<double> last(want.end() - cfg.n_vocab(), want.end());
   EXPECT_LT(rel_error(row, last, last.size()), 1e-4);
+}
+
+// Loads the partial test plugin (an ACCEL device that runs f32
+// ADD/MUL/MUL_MAT/RMS_NORM/SILU/SCALE, 1 GiB per buffer); false when it is not built.
+bool load_partial_plugin() {
+  const std::string plugin = std::string(BP_TEST_FIXTURE_DIR) + "/partial/libbp-partial.so";
+  FILE *f = std::fopen(plugin.c_str(), "rb");
+  if (!f) return false;
+  std::fclose(f);
+  EXPECT_EQ(bp_registry_load(plugin.c_str(), nullptr), BP_OK) << bp_last_error();
+  return true;
+}
+
+bp_model_options on_devices(const char *devices, int32_t offload_layers) {
+  bp_model_options mo{};
+  mo.struct_size = sizeof mo;
+  mo.devices = devices;
+  mo.offload_layers = offload_layers;
+  return mo;
+}
+
+// A list that names only a device that is not CPU-type runs: "cpu" is
+// appended as the scheduler's fallback, and the logits still match the
+// reference. Before, the context failed on such a list (a GPU's "vulkan")
+// with the scheduler's error. The layers stay on the cpu backend: the
+// fixture cannot write a KV cache (no CPY or SET_ROWS).
+TEST(ModelForward, AListEndingOnANonCpuDeviceGetsCpuAppended) {
+  if (!load_partial_plugin()) GTEST_SKIP() << "the partial test plugin is not built";
+  tiny_config cfg;
+  tiny_weights w;
+  const std::string path = make(cfg, &w);
+  const bp_model_options mo = on_devices("partial", 0);
+  loaded m;
+  ASSERT_EQ(bp_model_load(path.c_str(), &mo, &m.model), BP_OK) << bp_last_error();
+  const bp_model_context_options opt = context_options(32, true);
+  ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
+  const auto ids = prompt(5, cfg.n_vocab(), 3);
+  ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
+  size_t rows = 0;
+  const float *logits = bp_model_context_logits(m.ctx, &rows);
+  ASSERT_NE(logits, nullptr);
+  ASSERT_EQ(rows, ids.size());
+  const auto want = bp::test::reference_logits(cfg, w, ids);
+  EXPECT_LT(rel_error(logits, want, want.size()), 1e-4);
+}
+
+// A failed context keeps its cause: freeing the half-made context calls the
+// core, which must not leave the caller an empty message.
+TEST(ModelErrors, AContextThatCannotBeMadeSaysWhy) {
+  if (!load_partial_plugin()) GTEST_SKIP() << "the partial test plugin is not built";
+  tiny_config cfg;
+  cfg.n_head = 8;
+  cfg.n_head_kv = 8;
+  cfg.n_embd = 128;
+  tiny_weights w;
+  const std::string path = make(cfg, &w);
+  const bp_model_options mo = on_devices("partial;cpu", -1);
+  loaded m;
+  ASSERT_EQ(bp_model_load(path.c_str(), &mo, &m.model), BP_OK) << bp_last_error();
+  // 2^20 positions of 128 f32 keys and values in 2 layers: 2 GiB, more than
+  // one buffer of the partial device (1 GiB).
+  const bp_model_context_options opt = context_options(1u << 20, true);
+  EXPECT_NE(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK);
+  EXPECT_EQ(m.ctx, nullptr);
+  EXPECT_NE(std::string(bp_last_error()).find("allocating the KV cache"), std::string::npos) << bp_last_error();
 }
 
 TEST(ModelErrors, AContextPastItsLengthIsAClearErrorAndRunsNothing) {

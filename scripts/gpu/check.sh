@@ -1,0 +1,96 @@
+#!/bin/bash
+# check.sh: the vulkan plugin on a real GPU, in one run that fits a short
+# lease: the device as the plugin sees it, the conformance suite and the
+# plugin's tests, the quantized products' GPU time per dispatch, and
+# bp-generate beside llama.cpp's Vulkan build (llama-bench) on the
+# 1B-shaped files, pp512 and tg128. Run from the repository root on the GPU
+# machine, with the folder scripts/gpu/pack.sh made (default .gpu) and the
+# Vulkan loader unpacked (see docs/plugins/vulkan.md, "On a GPU").
+#
+#   scripts/gpu/check.sh [PACK_DIR] [STAGES]
+#
+# STAGES: any of "devices ops tests bench models" (default all). Results go
+# to $OUT (default /tmp/gpu-check), a table per stage on stdout.
+set -u
+P=$(cd "${1:-.gpu}" && pwd)
+stages=${2:-"devices ops tests bench models"}
+types=${TYPES:-"q4_0 q8_0 q4_K q6_K"}
+out=${OUT:-/tmp/gpu-check}
+mkdir -p "$out"
+for z in "$P"/lib/*.xz; do [ -f "${z%.xz}" ] || xz -d -k "$z"; done
+export LD_LIBRARY_PATH=$P/lib BP_PLUGIN_PATH=$P/lib/backplane/plugins
+has() { case " $stages " in *" $1 "*) return 0 ;; esac; return 1; }
+stamp() { echo "== $1 ($(date +%T))"; }
+
+stamp devices
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader
+"$P/bin/bp-devices" > "$out/devices.txt" 2>&1
+grep -A3 -iE 'vulkan:0|problems' "$out/devices.txt" | head -8
+# Without a Vulkan device every stage would measure nothing (llama-bench
+# falls back to its CPU backend): stop here.
+grep -q '"vulkan:0"' "$out/devices.txt" || { echo "no vulkan device: stopping"; exit 1; }
+if has ops; then
+  for spec in ${SPECS:-vulkan vulkan:fast_paths=false vulkan:mul_mat=cpu}; do
+    stamp "bp-test-ops $spec"
+    timeout 150 "$P/bin/bp-test-ops" -d "$spec" > "$out/test-ops-${spec//[:=]/_}.txt" 2>&1
+    echo "rc=$?"; grep -E 'FAIL|^OK|failed' "$out/test-ops-${spec//[:=]/_}.txt" | head -15
+  done
+fi
+if has tests; then
+  stamp bp_test_plugins_vulkan
+  timeout 150 "$P/bin/bp_test_plugins_vulkan" > "$out/gtest-vulkan.txt" 2>&1
+  echo "rc=$?"; grep -E '^\[  FAILED|PASSED|FAILED TEST' "$out/gtest-vulkan.txt" | head -20
+fi
+if has bench; then
+  # GPU time per dispatch (profile=true) and the wall time per product,
+  # submission and wait included (bp-bench's figure).
+  stamp "bp-bench quantized products"
+  BP_LOG=info timeout 200 "$P/bin/bp-bench" --device vulkan:profile=true --threads 8 --benchmark_min_time=0.1 \
+    --benchmark_filter='Quant/MUL_MAT_(f32|q8_0|q4_0|q5_0|q4_K|q6_K)(_dram)?/M=(4096|32768),N=(1|512),.*vulkan' \
+    > "$out/bench.txt" 2> "$out/bench-log.txt"
+  echo "rc=$?"; grep -E 'MUL_MAT' "$out/bench.txt" | awk '{print $1, $2, $3, $(NF-1), $NF}' | head -40
+  grep -E 'profile' "$out/bench-log.txt" | head -40
+fi
+if has models; then
+  stamp models
+  L=/tmp/llama-peer
+  mkdir -p $L && cp "$P"/llama/* $L/ && xz -d -f $L/libggml-vulkan.so.xz && chmod +x $L/llama-bench
+  for t in $types; do
+    f=${MODEL_DIR:-/tmp}/llama-1b-$t.gguf
+    [ -f "$f" ] || "$P/bin/bp-gguf" synth "$f" --arch llama --type "$t" --vocab spm --embd 2048 --layers 16 \
+      --heads 32 --kv-heads 8 --ff 8192 --n-vocab 32000 --ctx 2048 > /dev/null 2>&1
+    bp=$(timeout 60 "$P/bin/bp-generate" --model "$f" --device vulkan --bench --pp 512 --tg 128 --reps ${REPS:-3} --json \
+      2> "$out/gen-$t.log")
+    ll=$(cd $L && LD_LIBRARY_PATH=$L timeout 60 ./llama-bench -m "$f" -ngl 99 -p 512 -n 128 -r ${REPS:-3} -o json \
+      2> "$out/llama-$t.log")
+    echo "$bp" > "$out/gen-$t.json"; echo "$ll" > "$out/llama-$t.json"
+    python3 - "$t" "$bp" "$ll" "$(stat -L -c %s "$f")" <<'PY'
+import json, sys
+t = sys.argv[1]
+try:
+    bp = json.loads(sys.argv[2]); bpp, btg = bp["pp_tokens_per_s"], bp["tg_tokens_per_s"]
+except Exception as e:
+    bpp = btg = float("nan")
+try:
+    r = json.loads(sys.argv[3])
+    lpp = [x["avg_ts"] for x in r if x["n_prompt"]][0]; ltg = [x["avg_ts"] for x in r if x["n_gen"]][0]
+except Exception:
+    lpp = ltg = float("nan")
+size = int(sys.argv[4])
+print(f"| {t} | {size/2**20:.0f} MiB | {bpp:.1f} | {lpp:.1f} | {bpp/lpp:.2f} | {btg:.1f} | {ltg:.1f} | {btg/ltg:.2f} "
+      f"| {btg*size/1e9:.0f} | {ltg*size/1e9:.0f} |", flush=True)
+PY
+  done
+  # Where a decode step's GPU time goes: per-dispatch times of the first type.
+  t=${types%% *}
+  stamp "profile $t"
+  BP_LOG=info timeout 60 "$P/bin/bp-generate" --model ${MODEL_DIR:-/tmp}/llama-1b-$t.gguf --device vulkan:profile=true --bench \
+    --pp 0 --tg 32 --reps 1 --profile > "$out/profile-$t.txt" 2>&1
+  grep -E 'profile|MUL_MAT|tok' "$out/profile-$t.txt" | head -30
+  # Host and device on one timeline: the gaps between a step's dispatches.
+  stamp "trace $t"
+  timeout 60 "$P/bin/bp-generate" --model ${MODEL_DIR:-/tmp}/llama-1b-$t.gguf --device vulkan --bench --pp 0 --tg 8 \
+    --reps 1 --trace "$out/trace-$t.json" --profile > "$out/trace-$t.txt" 2>&1
+  tail -25 "$out/trace-$t.txt"
+fi
+stamp done
