@@ -138,13 +138,7 @@ bp_status context_create(bp_model *m, const bp_model_context_options &opt, bp_mo
     c->sched = bp_sched_new(c->backends.data(), nullptr, c->backends.size(), graph_capacity(m->hp) + 16, false);
     if (!c->sched) st = fail(bp_last_status(), std::string("creating the scheduler: ") + bp_last_error());
   }
-  if (st != BP_OK) {
-    // Freeing the half-made context calls the core, which clears the
-    // thread's error: keep the cause and report it again after.
-    const std::string why = bp_last_error();
-    context_destroy(c);
-    return fail(st, why);
-  }
+  if (st != BP_OK) return fail_after(st, [&] { context_destroy(c); });
   *out = c;
   return BP_OK;
 }

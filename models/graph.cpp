@@ -42,11 +42,7 @@ bp_status build_forward(const hparams &hp, const model_weights &w, const kv_cach
   g->ctx = bp_context_new(0);
   if (!g->ctx) return fail(BP_ERR_OUT_OF_HOST_MEMORY, "creating the graph's tensor context");
   g->graph = bp_graph_new(g->ctx, graph_capacity(hp));
-  if (!g->graph) {
-    bp_status st = bp_last_status();
-    free_forward(g);
-    return st;
-  }
+  if (!g->graph) return fail_after(bp_last_status(), [&] { free_forward(g); });
   bp_context *c = g->ctx;
   const int64_t T = shape.n_tokens, n_kv = shape.n_kv, hd = hp.head_dim, H = hp.n_head, Hkv = hp.n_head_kv;
   const int64_t E = hp.n_embd, Ekv = hp.n_embd_kv();
@@ -101,8 +97,7 @@ bp_status build_forward(const hparams &hp, const model_weights &w, const kv_cach
     }
     bp_status st = BP_OK;
     if ((st = bp_graph_build(g->graph, k_into)) || (st = bp_graph_build(g->graph, v_into))) {
-      free_forward(g);
-      return st;
+      return fail_after(st, [&] { free_forward(g); });
     }
 
     // K as [hd, n_kv, Hkv]; query heads share key/value heads in groups of
@@ -135,8 +130,7 @@ bp_status build_forward(const hparams &hp, const model_weights &w, const kv_cach
   bp_status st = bp_graph_build(g->graph, g->logits);
   if (st != BP_OK) {
     st = fail(st, std::string("building the model's graph: ") + bp_last_error());
-    free_forward(g);
-    return st;
+    return fail_after(st, [&] { free_forward(g); });
   }
   return BP_OK;
 }

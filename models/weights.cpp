@@ -191,8 +191,7 @@ bp_status load_weights(const bp_gguf *file, const hparams &hp, const std::vector
       (!tied && (st = load_into(file, (*shares)[out_be], backends[out_be], "output.weight",
                                 weight_buffers && weight_buffer_suits(file, "output.weight")))) ||
       (has_freqs && (st = load_into(file, (*shares)[last], backends[last], "rope_freqs.weight")))) {
-    free_weights(shares);
-    return st;
+    return fail_after(st, [&] { free_weights(shares); });
   }
   w->tok_embd = find((*shares)[last], "token_embd.weight");
   w->output_norm = find((*shares)[out_be], "output_norm.weight");
@@ -204,8 +203,7 @@ bp_status load_weights(const bp_gguf *file, const hparams &hp, const std::vector
     backend_share &s = (*shares)[b];
     const std::string p = "blk." + std::to_string(il) + ".";
     if ((st = load_layer(file, s, backends[b], p, weight_buffers)) != BP_OK) {
-      free_weights(shares);
-      return st;
+      return fail_after(st, [&] { free_weights(shares); });
     }
     ++s.layers;
     layer_weights &L = w->layers[il];
