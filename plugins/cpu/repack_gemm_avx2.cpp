@@ -11,6 +11,7 @@
 // does not depend on how rows are split between threads.
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "repack.hpp"
 #include "simd.hpp"
@@ -307,7 +308,7 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
   __m256 acc[2][RN];
   for (int p = 0; p < 2; ++p)
     for (int c = 0; c < RN; ++c) acc[p][c] = _mm256_setzero_ps();
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
     if constexpr (RN <= 2)
@@ -325,9 +326,11 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
     __m256i dots[2][RN];
     for (int p = 0; p < 2; ++p)
       for (int c = 0; c < RN; ++c) dots[p][c] = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {
-      const int hh = j / 4, t = j % 4;
-      const __m128i shift = _mm_cvtsi32_si128(2 * t);
+    // One 32-value step j (compile-time, so each step's shift is an
+    // immediate): bits 2t and 2t + 1 of the qh bytes go to bits 4-5 with one
+    // shift of the 16-bit lanes (what crosses a byte is masked away).
+    const auto step = [&](auto jc) {
+      constexpr int j = decltype(jc)::value, hh = j / 4, t = j % 4;
       const __m256i pick_lo = in_lane_word((2 * j) % 8), pick_hi = in_lane_word((2 * j + 1) % 8);
       const int64_t at = 256 * s + 32 * j;
       for (int p = 0; p < 2; ++p) {
@@ -335,8 +338,22 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
         __m256i x[2];
         for (int half = 0; half < 2; ++half) {
           const __m256i l = load32(ql + 32 * half), top = load32(qh + 32 * half);
-          const __m256i nib = t < 2 ? _mm256_and_si256(l, m4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), m4);
-          x[half] = _mm256_or_si256(nib, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(top, shift), m2), 4));
+          __m256i nib, moved;
+          if constexpr (t < 2) {
+            nib = _mm256_and_si256(l, m4);
+          } else {
+            nib = _mm256_and_si256(_mm256_srli_epi16(l, 4), m4);
+          }
+          if constexpr (t == 0) {
+            moved = _mm256_slli_epi16(top, 4);
+          } else if constexpr (t == 1) {
+            moved = _mm256_slli_epi16(top, 2);
+          } else if constexpr (t == 2) {
+            moved = top;
+          } else {
+            moved = _mm256_srli_epi16(top, 2);
+          }
+          x[half] = _mm256_or_si256(nib, _mm256_and_si256(moved, m30));
         }
         const __m256i sc_lo = _mm256_shuffle_epi8(scales[p][j / 4], pick_lo);
         const __m256i sc_hi = _mm256_shuffle_epi8(scales[p][j / 4], pick_hi);
@@ -347,7 +364,15 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
           dots[p][c] = _mm256_add_epi32(dots[p][c], _mm256_add_epi32(lo, hi));
         }
       }
-    }
+    };
+    step(std::integral_constant<int, 0>{});
+    step(std::integral_constant<int, 1>{});
+    step(std::integral_constant<int, 2>{});
+    step(std::integral_constant<int, 3>{});
+    step(std::integral_constant<int, 4>{});
+    step(std::integral_constant<int, 5>{});
+    step(std::integral_constant<int, 6>{});
+    step(std::integral_constant<int, 7>{});
     for (int c = 0; c < RN; ++c) {
       const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(y[c].sum16 + 16 * s));
       // b's sums of halves 0-7 in both 128-bit lanes, then of halves 8-15.
