@@ -38,7 +38,7 @@ if has ops; then
 fi
 if has tests; then
   stamp bp_test_plugins_vulkan
-  timeout 150 "$P/bin/bp_test_plugins_vulkan" > "$out/gtest-vulkan.txt" 2>&1
+  BP_TEST_PLUGIN_DIR=$P/lib/backplane/plugins timeout 150 "$P/bin/bp_test_plugins_vulkan" > "$out/gtest-vulkan.txt" 2>&1
   echo "rc=$?"; grep -E '^\[  FAILED|PASSED|FAILED TEST' "$out/gtest-vulkan.txt" | head -20
 fi
 if has bench; then

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -64,7 +65,12 @@ struct loaded_plugin {
   uint32_t devices_before_enumerate = 0;
   std::string message;
   loaded_plugin() {
-    handle = dlopen(BP_TEST_PLUGIN_DIR "/libbp-vulkan.so", RTLD_NOW | RTLD_LOCAL);
+    // BP_TEST_PLUGIN_DIR in the environment: the plugin folder of a build
+    // carried to another machine (scripts/gpu/check.sh on a GPU machine),
+    // where the build's own path does not exist.
+    const char *dir = std::getenv("BP_TEST_PLUGIN_DIR");
+    const std::string path = std::string(dir && *dir ? dir : BP_TEST_PLUGIN_DIR) + "/libbp-vulkan.so";
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       message = dlerror();
       return;
