@@ -7,7 +7,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "backplane/backplane.h"
 #include "core/ops_internal.hpp"  // op_flops, op_bytes
@@ -18,8 +23,40 @@ std::atomic<bool> g_recording{false};
 
 namespace {
 
+// The recorder's lock. Spans end together (a product's workers reach its
+// barrier at once), and with a std::mutex the loser of each race sleeps in
+// the kernel and is woken by a system call, which on a small model's
+// microsecond nodes cost as much as the nodes. An event's copy takes a few
+// hundred nanoseconds, so the loser spins, yielding once it has waited
+// long (the holder may have been preempted, or be taking a snapshot).
+class spin_lock {
+ public:
+  void lock() noexcept {
+    for (int spins = 0;; ++spins) {
+      if (!held_.exchange(true, std::memory_order_acquire)) return;
+      while (held_.load(std::memory_order_relaxed)) {
+        if (++spins < kSpins) {
+          relax();
+        } else {
+          std::this_thread::yield();
+        }
+      }
+    }
+  }
+  void unlock() noexcept { held_.store(false, std::memory_order_release); }
+
+ private:
+  static constexpr int kSpins = 512;
+  static void relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#endif
+  }
+  std::atomic<bool> held_{false};
+};
+
 struct state {
-  std::mutex mutex;
+  spin_lock mutex;
   std::string path;  // "" when the recording only feeds the summary
   uint64_t origin = 0;
   // Fixed-capacity chunks: a recorded event never moves and a span costs no
@@ -76,7 +113,7 @@ uint64_t now_ns() {
 
 void name_backend(const void *ctx, const std::string &name) {
   state &s = st();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<spin_lock> lock(s.mutex);
   // Each backend of a process gets a track a reader can tell apart, even
   // when an earlier one had the same name (bp-run's reference cpu and the
   // cpu it measures are both "cpu:0").
@@ -88,7 +125,7 @@ void name_backend(const void *ctx, const std::string &name) {
 
 void forget_backend(const void *ctx) {
   state &s = st();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<spin_lock> lock(s.mutex);
   // A span reported after this (a plugin bug) lands on a "?" track rather
   // than on the track of a later backend that reuses the address.
   s.track_by_ctx.erase(ctx);
@@ -108,13 +145,13 @@ uint32_t track_locked(state &s, const void *ctx) {
 
 uint32_t track_of(const void *ctx) {
   state &s = st();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<spin_lock> lock(s.mutex);
   return track_locked(s, ctx);
 }
 
 void record(const void *track_ctx, event &&e) {
   state &s = st();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<spin_lock> lock(s.mutex);
   // Checked again under the lock: a span that ends after bp_trace_stop took
   // its snapshot belongs to no recording.
   if (!on()) return;
@@ -153,7 +190,7 @@ void describe_node(const bp_tensor *t, bool full, event &e) {
 bool start(const char *path, std::string &why) {
   g_env_checked.store(true);  // an explicit start wins over BP_TRACE
   state &s = st();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<spin_lock> lock(s.mutex);
   return start_locked(s, path, why);
 }
 
@@ -163,14 +200,14 @@ void start_from_env_once() {
   const char *path = secure_getenv("BP_TRACE");
   if (path == nullptr || *path == '\0') return;
   state &s = st();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<spin_lock> lock(s.mutex);
   std::string why;
   start_locked(s, path, why);
 }
 
 snapshot take_snapshot() {
   state &s = st();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<spin_lock> lock(s.mutex);
   snapshot out;
   out.origin = s.origin;
   out.tracks = s.tracks;
@@ -185,7 +222,7 @@ bool stop(std::string &why) {
   state &s = st();
   std::string path;
   {
-    std::lock_guard<std::mutex> lock(s.mutex);
+    std::lock_guard<spin_lock> lock(s.mutex);
     if (!on()) {
       why = "no trace is recording: call bp_trace_start first";
       return false;

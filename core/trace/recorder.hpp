@@ -3,11 +3,12 @@
 //
 // One process-wide recording: a flag that every instrumented place tests
 // first (the one branch tracing costs when off), and a list of events under
-// a mutex. A mutex rather than per-thread buffers: plugin worker threads are
-// not the core's, and a per-thread buffer would have to outlive the thread
-// (and the plugin that made it). One lock per span and storage in
-// fixed chunks (no allocation per span, recorded events never move) keep a
-// span cheap (docs/performance.md has the figures).
+// one lock. One lock rather than per-thread buffers: plugin worker threads
+// are not the core's, and a per-thread buffer would have to outlive the
+// thread (and the plugin that made it). The lock spins (a sleeping mutex
+// made each contended span a system call), and storage in fixed chunks (no
+// allocation per span, recorded events never move) keeps a span cheap
+// (docs/performance.md has the figures).
 #pragma once
 
 #include <atomic>
