@@ -62,6 +62,20 @@ double rel_error(const float *got, const std::vector<double> &want, size_t n) {
   return worst / rms;
 }
 
+// Evaluates |ids| as one prompt and checks every row of logits against the
+// double-precision reference within |tol|.
+void expect_prompt_matches(bp_model_context *ctx, const tiny_config &cfg, const tiny_weights &w,
+                           const std::vector<int32_t> &ids, double tol, std::vector<double> *want_out = nullptr) {
+  ASSERT_EQ(bp_model_context_eval(ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
+  size_t rows = 0;
+  const float *logits = bp_model_context_logits(ctx, &rows);
+  ASSERT_NE(logits, nullptr);
+  ASSERT_EQ(rows, ids.size());
+  const auto want = bp::test::reference_logits(cfg, w, ids);
+  EXPECT_LT(rel_error(logits, want, want.size()), tol);
+  if (want_out) *want_out = want;
+}
+
 struct forward_case {
   std::string arch;
   bp_type type;
@@ -88,13 +102,10 @@ TEST_P(ModelForward, PromptLogitsMatchTheReference) {
   const bp_model_context_options opt = context_options(64, fc.kv_f32, 7);  // the 19-token prompt runs as 7 + 7 + 5
   ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
   const auto ids = prompt(19, cfg.n_vocab(), 7);
-  ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
+  std::vector<double> want;
+  expect_prompt_matches(m.ctx, cfg, w, ids, fc.tol, &want);
+  if (HasFatalFailure()) return;
   size_t rows = 0;
-  const float *logits = bp_model_context_logits(m.ctx, &rows);
-  ASSERT_NE(logits, nullptr);
-  ASSERT_EQ(rows, ids.size());
-  const auto want = bp::test::reference_logits(cfg, w, ids);
-  EXPECT_LT(rel_error(logits, want, want.size()), fc.tol);
 
   // Decoding the same tokens one at a time after a rewind gives the same rows.
   ASSERT_EQ(bp_model_context_rewind(m.ctx, 0), BP_OK);
@@ -182,14 +193,7 @@ TEST(ModelForward, AListEndingOnANonCpuDeviceGetsCpuAppended) {
   ASSERT_EQ(bp_model_load(path.c_str(), &mo, &m.model), BP_OK) << bp_last_error();
   const bp_model_context_options opt = context_options(32, true);
   ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
-  const auto ids = prompt(5, cfg.n_vocab(), 3);
-  ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
-  size_t rows = 0;
-  const float *logits = bp_model_context_logits(m.ctx, &rows);
-  ASSERT_NE(logits, nullptr);
-  ASSERT_EQ(rows, ids.size());
-  const auto want = bp::test::reference_logits(cfg, w, ids);
-  EXPECT_LT(rel_error(logits, want, want.size()), 1e-4);
+  expect_prompt_matches(m.ctx, cfg, w, prompt(5, cfg.n_vocab(), 3), 1e-4);
 }
 
 // A failed context keeps its cause: freeing the half-made context calls the
