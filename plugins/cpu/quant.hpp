@@ -60,6 +60,17 @@ void quantize_act_col(const float *src, int64_t K, void *col);
 // One block of 32 values into |q|; returns its scale d.
 float quantize_act_block(const float *x, int8_t *q);
 
+// The column quantizers of this file and repack.hpp for one ISA, bit-equal
+// to the portable ones; the three public functions call them when the
+// running CPU (capped by BP_CPU_ISA) has it.
+struct act_quantizers {
+  void (*act_col)(const float *src, int64_t K, void *col);
+  void (*ract_col)(const float *src, int64_t K, void *col);
+  void (*rkact_col)(const float *src, int64_t K, void *col);
+};
+// nullptr where AVX2 is not built or not picked (quant_act_avx2.cpp).
+const act_quantizers *act_quantizers_avx2();
+
 // out[c * ldo + r] = dot(row r of a, column c of b) for r < rm, c < rn:
 // row r at a + r * lda (bytes), column c at b + c * ldb (act_col_bytes).
 // Each output is one accumulation in a fixed order whatever the tile's

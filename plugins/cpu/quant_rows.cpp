@@ -309,6 +309,8 @@ float quantize_act_block(const float *x, int8_t *q) {
 }
 
 void quantize_act_col(const float *src, int64_t K, void *col) {
+  static const act_quantizers *simd = act_quantizers_avx2();
+  if (simd) return simd->act_col(src, K, col);
   const int64_t nb = act_blocks(K), full = K / 32;
   auto *qs = static_cast<int8_t *>(col);
   float *d = reinterpret_cast<float *>(qs + nb * 32), *lo = d + nb, *hi = lo + nb;

@@ -101,6 +101,8 @@ void unpack_group(qtype q, const uint8_t *packed, uint8_t *plain, int64_t k) {
 }
 
 void quantize_ract_col(const float *src, int64_t K, void *col) {
+  static const act_quantizers *simd = act_quantizers_avx2();
+  if (simd) return simd->ract_col(src, K, col);
   const int64_t nb = K / 32;
   auto *qs = static_cast<int8_t *>(col);
   float *d = reinterpret_cast<float *>(qs + nb * 32);
@@ -121,6 +123,8 @@ void quantize_ract_col(const float *src, int64_t K, void *col) {
 }
 
 void quantize_rkact_col(const float *src, int64_t K, void *col) {
+  static const act_quantizers *simd = act_quantizers_avx2();
+  if (simd) return simd->rkact_col(src, K, col);
   const int64_t ns = K / 256;
   auto *qs = static_cast<int8_t *>(col);
   float *d = reinterpret_cast<float *>(qs + K);

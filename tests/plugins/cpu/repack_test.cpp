@@ -277,3 +277,121 @@ TEST(CpuRepack, OnlyMulMatReadsRepackedBytes) {
     EXPECT_EQ(get(g, k, 0), want) << k;
   }
 }
+
+namespace {
+
+// Weights whose row m is 1.0 at position m and 0 elsewhere (K = M): the
+// product's output (n, m) is then exactly how b's value (m, n) was quantized,
+// d times the int8 code, with no sum around it. Q8_0: code 1 at m, scale 1.
+// Q4_K: code 1 at m, 0 elsewhere, every sub-block's scale 1 and minimum 0.
+// (Q6_K, the other K-quant reading the same format of b, would not do: its
+// -32 leaves through sums split over other lanes than its dots, so the
+// output is not one product.)
+void fill_one_hot(const bp_tensor *a, const qt &t) {
+  const int64_t K = a->ne[0];
+  auto *p = static_cast<uint8_t *>(a->data);
+  std::memset(p, 0, static_cast<size_t>(a->nb[1] * a->ne[1]));
+  for (int64_t m = 0; m < a->ne[1]; ++m) {
+    uint8_t *row = p + m * a->nb[1];
+    for (int64_t k0 = 0; k0 < K; k0 += t.block) {
+      uint8_t *b = row + k0 / t.block * t.bytes;
+      const bool hot = m >= k0 && m < k0 + t.block;
+      const int at = static_cast<int>(m - k0);
+      if (t.type == BP_TYPE_Q8_0) {
+        put_half(b, 1.0f);
+        if (hot) b[2 + at] = 1;
+      } else {  // Q4_K, laid out as quant_harness.hpp's decoder reads it
+        put_half(b, 1.0f);
+        put_half(b + 2, 0.0f);
+        std::memset(b + 4, 1, 4);   // scales of sub-blocks 0-3
+        std::memset(b + 12, 1, 4);  // low bits of 4-7's (their minimums' bits stay 0)
+        if (hot) b[16 + 32 * (at / 64) + at % 32] = static_cast<uint8_t>(at / 32 % 2 ? 0x10 : 0x01);
+      }
+    }
+  }
+}
+
+// The documented quantization of b (docs/plugins/cpu.md): per |span| values
+// d = max |x| / 127 (NaNs skipped), code = x * (127 / max |x|) rounded half to
+// even and clamped to +-127, NaN to -127; returns d * code per value in float.
+std::vector<float> quantized_b(const bp_tensor *b, int64_t n, int64_t span) {
+  const int64_t K = b->ne[0];
+  std::vector<float> out(static_cast<size_t>(K));
+  for (int64_t k0 = 0; k0 < K; k0 += span) {
+    float amax = 0.0f;
+    for (int64_t k = k0; k < k0 + span; ++k) {
+      const float x = static_cast<float>(get(b, k, n));
+      if (std::fabs(x) > amax) amax = std::fabs(x);
+    }
+    const float d = amax / 127.0f;
+    // A block of 32 tests d, a super-block of 256 the largest magnitude:
+    // they differ only where amax / 127 underflows to zero.
+    const bool scaled = span == 32 ? d != 0.0f : amax != 0.0f;
+    const float id = scaled ? 127.0f / amax : 0.0f;
+    for (int64_t k = k0; k < k0 + span; ++k) {
+      const float v = static_cast<float>(get(b, k, n)) * id;
+      const float code = std::isnan(v) ? -127.0f : std::min(127.0f, std::max(-127.0f, std::nearbyint(v)));
+      out[static_cast<size_t>(k)] = d * code;
+    }
+  }
+  return out;
+}
+
+// Columns that reach every branch of the rule: random magnitudes, exact
+// halves (ties, both parities, with 127 the largest so that the inverse is
+// 1), a NaN, an all-zero block, denormals, a block whose d underflows.
+void fill_rule_cases(const bp_tensor *b, std::mt19937 &rng) {
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::uniform_int_distribution<int> e(-20, 20);
+  const int64_t K = b->ne[0];
+  for (int64_t n = 0; n < b->ne[1]; ++n)
+    for (int64_t k = 0; k < K; ++k) put(b, std::ldexp(g(rng), e(rng) / 4), k, n);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t k = 0; k < 32; ++k) put(b, k == 0 ? 127.0 : (k % 2 ? 1 : -1) * (k / 4 + 0.5), k, 0);  // ties
+  put(b, nan, 40, 0);
+  for (int64_t k = 64; k < 96; ++k) put(b, 0.0, k, 0);
+  for (int64_t k = 96; k < 128; ++k) put(b, (k % 3 - 1) * 1e-39 * (k - 95), k, 0);
+  for (int64_t k = 0; k < 256; ++k) put(b, k % 5 == 0 ? 1e-44 * (k % 2 ? 1 : -1) : 0.0, k, 1);
+}
+
+}  // namespace
+
+// Every path that quantizes b (the repacked Q8_0 and Q4_K products' own
+// formats, the file-layout Q8_0 product's) gives each value exactly the
+// rule's code and scale, on every ISA path ctest runs this binary with.
+TEST(CpuRepack, ActivationsQuantizeByTheDocumentedRule) {
+  std::mt19937 rng{77};
+  loaded_plugin p{2};
+  ASSERT_TRUE(p.ok());
+  struct path {
+    qt type;
+    bool repacked;
+    int64_t span;
+  };
+  for (const path &c : {path{kTypes[0], true, 32}, path{kTypes[0], false, 32}, path{kTypes[3], true, 256}}) {
+    SCOPED_TRACE(std::string(bp_type_name(c.type.type)) + (c.repacked ? " repacked" : " file layout"));
+    tensor_pool pool;
+    const int64_t K = 512, N = 5;
+    bp_tensor *a = make_q(pool, c.type, {K, K});
+    fill_one_hot(a, c.type);
+    bp_tensor *b = pool.make(BP_TYPE_F32, {K, N});
+    fill_rule_cases(b, rng);
+    product got;
+    if (c.repacked) {
+      weight_copy w(p, pool, a);
+      ASSERT_TRUE(w.ok());
+      got = compute_mul_mat(p, w.t, b, pool);
+    } else {
+      got = compute_mul_mat(p, a, b, pool);
+    }
+    ASSERT_TRUE(got.ok);
+    for (int64_t n = 0; n < N; ++n) {
+      const std::vector<float> want = quantized_b(b, n, c.span);
+      for (int64_t m = 0; m < K; ++m) {
+        const float y = got.out[static_cast<size_t>(n * K + m)];
+        ASSERT_EQ(y, want[static_cast<size_t>(m)])
+            << std::hexfloat << "column " << n << " value " << m << " (b " << get(b, m, n) << ")";
+      }
+    }
+  }
+}
