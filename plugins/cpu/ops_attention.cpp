@@ -5,18 +5,21 @@
 // the output row; when a block raises the maximum, what was summed so far is
 // rescaled. Only one block of scores per thread is ever in memory.
 //
-// Work is split over groups of up to four query rows of one token that
-// share a key/value head (GQA), which run together: each key and value row
-// is loaded and converted once for the group, and the value rows are folded
-// into the group's outputs eight channels at a time with the accumulators
-// in registers. Keys masked (-inf) for every row of a group are skipped
-// before their dot product, which halves the work of a causal prompt.
+// Work is split over units of up to four query heads that share a
+// key/value head (GQA) times up to four tokens: each block of key and value
+// rows is converted to f32 once for the unit's rows (an f16 cache), scored
+// one row against 8 keys at a time, and folded into the outputs of four
+// rows at a time, eight channels at a time, with the accumulators in
+// registers. Keys masked (-inf) for every row of a unit are neither
+// converted nor read, and 8 keys masked for a row cost it no dot product,
+// which halves the work of a causal prompt.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "f16.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "simd.hpp"
@@ -26,118 +29,98 @@ namespace {
 
 constexpr int64_t kBlock = 64;
 
-float dot_portable(const float *q, const void *k, bool f16, int64_t n) {
+// Up to kGroup query rows that share a key/value head (GQA heads of one
+// token) are scored and folded together.
+constexpr int kGroup = 4;
+// A prompt's unit takes up to kTokens tokens of such a group (kRows query
+// rows), so each key and value row of a block is converted once for all.
+constexpr int kTokens = 4;
+constexpr int kRows = kGroup * kTokens;
+
+// The kernels below read a block's keys and values as f32 rows (an f16
+// cache is converted once per block and unit, attention_run).
+
+float dot_portable(const float *q, const float *k, int64_t n) {
   float s = 0;
-  if (f16) {
-    const uint16_t *h = static_cast<const uint16_t *>(k);
-    for (int64_t i = 0; i < n; ++i) s += q[i] * bp_fp16_to_fp32(h[i]);
-  } else {
-    const float *f = static_cast<const float *>(k);
-    for (int64_t i = 0; i < n; ++i) s += q[i] * f[i];
-  }
+  for (int64_t i = 0; i < n; ++i) s += q[i] * k[i];
   return s;
 }
 
-// acc[i] += p v[i].
-void fold_portable(float *acc, float p, const void *v, bool f16, int64_t n) {
-  if (f16) {
-    const uint16_t *h = static_cast<const uint16_t *>(v);
-    for (int64_t i = 0; i < n; ++i) acc[i] += p * bp_fp16_to_fp32(h[i]);
-  } else {
-    const float *f = static_cast<const float *>(v);
-    for (int64_t i = 0; i < n; ++i) acc[i] += p * f[i];
-  }
-}
-
-#ifdef BP_X86_SIMD
-BP_AVX2 inline __m256 load8(const void *p, bool f16, int64_t i) {
-  if (f16)
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(static_cast<const uint16_t *>(p) + i)));
-  return _mm256_loadu_ps(static_cast<const float *>(p) + i);
-}
-
-#endif
-
-// Up to kGroup query rows that share a key/value head (GQA heads of one
-// token) run together, so each key and value row is loaded and converted
-// once for all of them.
-constexpr int kGroup = 4;
-
 // scores[r][j] = scale q[r] . k_j + add[r][j] for j < n (k_j = k + j *
-// k_stride), -inf where add[r][j] is -inf; a key masked for every row of
-// the group costs no dot product. add == NULL: no mask.
-void score_portable(const float *const *q, int g, const char *k, size_t k_stride, int64_t n, bool f16, int64_t D,
+// k_stride floats), -inf where add[r][j] is -inf, which costs no dot
+// product. add == NULL: no mask.
+void score_portable(const float *const *q, int g, const float *k, size_t k_stride, int64_t n, int64_t D,
                     const float *const *add, float scale, float *const *scores) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (int r = 0; r < g; ++r)
     for (int64_t j = 0; j < n; ++j) {
       const float a = add ? add[r][j] : 0.0f;
-      scores[r][j] = a == neg_inf ? neg_inf : scale * dot_portable(q[r], k + j * k_stride, f16, D) + a;
+      scores[r][j] = a == neg_inf ? neg_inf : scale * dot_portable(q[r], k + j * k_stride, D) + a;
     }
 }
 
-// acc[r][i] += sum over j < n of p[r][j] v_j[i], v_j = v + j * v_stride.
-void folds_portable(float *const *acc, int g, const float *const *p, int64_t n, const char *v, size_t v_stride,
-                    bool f16, int64_t Dv) {
+// acc[r][i] += sum over j < n of p[r][j] v_j[i], v_j = v + j * v_stride floats.
+void folds_portable(float *const *acc, int g, const float *const *p, int64_t n, const float *v, size_t v_stride,
+                    int64_t Dv) {
   for (int r = 0; r < g; ++r)
-    for (int64_t j = 0; j < n; ++j)
-      if (p[r][j] != 0.0f) fold_portable(acc[r], p[r][j], v + j * v_stride, f16, Dv);
+    for (int64_t j = 0; j < n; ++j) {
+      const float pj = p[r][j];
+      if (pj == 0.0f) continue;
+      const float *vj = v + j * v_stride;
+      for (int64_t i = 0; i < Dv; ++i) acc[r][i] += pj * vj[i];
+    }
 }
 
 #ifdef BP_X86_SIMD
-BP_AVX2 inline float hsum8(__m256 v) {
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_movehdup_ps(h));
-  return _mm_cvtss_f32(h);
+// One query row against 8 keys: the 8 dot products as one vector, each
+// key's 8 partial sums reduced by a tree of horizontal adds (one tree for
+// all 8 keys, instead of a reduction per key). D is a multiple of 8.
+BP_AVX2 inline __m256 dots8(const float *q, const float *k, size_t k_stride, int64_t D) {
+  __m256 a[8];
+  for (int j = 0; j < 8; ++j) a[j] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < D; i += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + i);
+    for (int j = 0; j < 8; ++j) a[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * k_stride + i), a[j]);
+  }
+  // Lane l of u0 (u1) sums half (l / 4) of key l % 4 (4 + l % 4).
+  const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
-template <bool F16>
-BP_AVX2 void score_avx2_t(const float *const *q, int g, const char *k, size_t k_stride, int64_t n, int64_t D,
-                          const float *const *add, float scale, float *const *scores) {
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  const size_t es = F16 ? 2 : 4;
-  for (int64_t j = 0; j < n; ++j) {
-    bool live = !add;
-    for (int r = 0; r < g && !live; ++r) live = add[r][j] != neg_inf;
-    if (!live) {
-      for (int r = 0; r < g; ++r) scores[r][j] = neg_inf;
-      continue;
+BP_AVX2 void score_avx2(const float *const *q, int g, const float *k, size_t k_stride, int64_t n, int64_t D,
+                        const float *const *add, float scale, float *const *scores) {
+  if (D % 8 != 0) return score_portable(q, g, k, k_stride, n, D, add, scale, scores);
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), vscale = _mm256_set1_ps(scale);
+  for (int r = 0; r < g; ++r) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      const __m256 a = add ? _mm256_loadu_ps(add[r] + j) : _mm256_setzero_ps();
+      const __m256 dead = _mm256_cmp_ps(a, neg_inf, _CMP_EQ_OQ);
+      if (_mm256_movemask_ps(dead) == 0xFF) {  // 8 keys this row does not see
+        _mm256_storeu_ps(scores[r] + j, neg_inf);
+        continue;
+      }
+      const __m256 s = _mm256_fmadd_ps(dots8(q[r], k + j * k_stride, k_stride, D), vscale, a);
+      _mm256_storeu_ps(scores[r] + j, _mm256_blendv_ps(s, neg_inf, dead));
     }
-    const char *kj = k + j * k_stride;
-    __m256 acc[kGroup] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    int64_t i = 0;
-    for (; i + 8 <= D; i += 8) {
-      const __m256 kv = load8(kj, F16, i);
-      for (int r = 0; r < kGroup; ++r)
-        if (r < g) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q[r] + i), kv, acc[r]);
-    }
-    for (int r = 0; r < g; ++r) {
-      const float a = add ? add[r][j] : 0.0f;
-      float d = hsum8(acc[r]);
-      if (i < D) d += dot_portable(q[r] + i, kj + i * es, F16, D - i);
-      scores[r][j] = a == neg_inf ? neg_inf : scale * d + a;
+    if (j < n) {
+      const float *tail_add = add ? add[r] + j : nullptr;
+      float *tail = scores[r] + j;
+      score_portable(q + r, 1, k + j * k_stride, k_stride, n - j, D, add ? &tail_add : nullptr, scale, &tail);
     }
   }
 }
 
-BP_AVX2 void score_avx2(const float *const *q, int g, const char *k, size_t k_stride, int64_t n, bool f16, int64_t D,
-                        const float *const *add, float scale, float *const *scores) {
-  if (f16)
-    score_avx2_t<true>(q, g, k, k_stride, n, D, add, scale, scores);
-  else
-    score_avx2_t<false>(q, g, k, k_stride, n, D, add, scale, scores);
-}
-
-BP_AVX2 void folds_avx2(float *const *acc, int g, const float *const *p, int64_t n, const char *v, size_t v_stride,
-                        bool f16, int64_t Dv) {
+BP_AVX2 void folds_avx2(float *const *acc, int g, const float *const *p, int64_t n, const float *v, size_t v_stride,
+                        int64_t Dv) {
   int64_t i = 0;
   for (; i + 8 <= Dv; i += 8) {
     __m256 a[kGroup];
     for (int r = 0; r < kGroup; ++r)
       if (r < g) a[r] = _mm256_loadu_ps(acc[r] + i);
     for (int64_t j = 0; j < n; ++j) {
-      const __m256 vv = load8(v + j * v_stride, f16, i);
+      const __m256 vv = _mm256_loadu_ps(v + j * v_stride + i);
       for (int r = 0; r < kGroup; ++r)
         if (r < g) a[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(p[r] + j), vv, a[r]);
     }
@@ -145,18 +128,17 @@ BP_AVX2 void folds_avx2(float *const *acc, int g, const float *const *p, int64_t
       if (r < g) _mm256_storeu_ps(acc[r] + i, a[r]);
   }
   if (i < Dv) {
-    const size_t es = f16 ? 2 : 4;
-    for (int r = 0; r < g; ++r)
-      for (int64_t j = 0; j < n; ++j)
-        if (p[r][j] != 0.0f) fold_portable(acc[r] + i, p[r][j], v + j * v_stride + i * es, f16, Dv - i);
+    float *rest[kGroup];
+    for (int r = 0; r < g; ++r) rest[r] = acc[r] + i;
+    folds_portable(rest, g, p, n, v + i, v_stride, Dv - i);
   }
 }
 #endif
 
 struct group_ops {
-  void (*score)(const float *const *, int, const char *, size_t, int64_t, bool, int64_t, const float *const *, float,
+  void (*score)(const float *const *, int, const float *, size_t, int64_t, int64_t, const float *const *, float,
                 float *const *);
-  void (*folds)(float *const *, int, const float *const *, int64_t, const char *, size_t, bool, int64_t);
+  void (*folds)(float *const *, int, const float *const *, int64_t, const float *, size_t, int64_t);
 };
 
 group_ops pick_ops() {
@@ -197,50 +179,85 @@ void attention_run(const bp_tensor *t, int ith, int nth) {
   const int64_t D = q->ne[0], T = q->ne[1], H = q->ne[2], B = q->ne[3];
   const int64_t N = k->ne[1], Dv = v->ne[0], Hk = k->ne[2];
   const int64_t r2 = H / Hk, r3 = B / k->ne[3];
-  const int64_t chunks = (r2 + kGroup - 1) / kGroup;  // groups per key head and token
+  const int64_t chunks = (r2 + kGroup - 1) / kGroup;  // head groups per key head
+  const int64_t tiles = (T + kTokens - 1) / kTokens;  // token tiles
   const bool f16 = k->type == BP_TYPE_F16;
   const float scale = bp_tensor_param_f32(t, 0);
   const float neg_inf = -std::numeric_limits<float>::infinity();
 
-  float scores[kGroup][kBlock];
-  const float *weights[kGroup] = {scores[0], scores[1], scores[2], scores[3]};
-  float *rows[kGroup] = {scores[0], scores[1], scores[2], scores[3]};
-  std::vector<float> acc_store(static_cast<size_t>(kGroup * Dv));
-  float *acc[kGroup];
-  for (int r = 0; r < kGroup; ++r) acc[r] = acc_store.data() + r * Dv;
-  const float *qrow[kGroup], *mrow[kGroup];
-  float m[kGroup], bm[kGroup];
-  double l[kGroup];
+  float scores[kRows][kBlock];
+  const float *weights[kRows];
+  float *rows[kRows];
+  for (int r = 0; r < kRows; ++r) weights[r] = rows[r] = scores[r];
+  std::vector<float> acc_store(static_cast<size_t>(kRows * Dv));
+  float *acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = acc_store.data() + r * Dv;
+  // A block's keys and values as f32 rows, converted once for every row of
+  // the unit (f16 caches; an f32 cache is read where it is).
+  std::vector<float> kf(f16 ? static_cast<size_t>(kBlock * D) : 0), vf(f16 ? static_cast<size_t>(kBlock * Dv) : 0);
+  const float *qrow[kRows], *mrow[kRows];
+  float m[kRows], bm[kRows];
+  double l[kRows];
 
-  // Work units: (group chunk, key head, token, batch), the chunk fastest.
+  // Work units: (head group, key head, token tile, batch), the group fastest.
   int64_t u0, u1;
-  split_range(chunks * Hk * T * B, ith, nth, &u0, &u1);
+  split_range(chunks * Hk * tiles * B, ith, nth, &u0, &u1);
   for (int64_t u = u0; u < u1; ++u) {
-    const int64_t ci = u % chunks, hk = (u / chunks) % Hk, tok = (u / (chunks * Hk)) % T, b = u / (chunks * Hk * T);
-    const int64_t h0 = hk * r2 + ci * kGroup, bk = b / r3;
+    const int64_t ci = u % chunks, hk = (u / chunks) % Hk, tile = (u / (chunks * Hk)) % tiles,
+                  b = u / (chunks * Hk * tiles);
+    const int64_t h0 = hk * r2 + ci * kGroup, bk = b / r3, tok0 = tile * kTokens;
     const int g = static_cast<int>(std::min<int64_t>(kGroup, r2 - ci * kGroup));
+    const int R = g * static_cast<int>(std::min<int64_t>(kTokens, T - tok0));  // row i: token i / g, head i % g
     const char *kbase = static_cast<const char *>(k->data) + hk * k->nb[2] + bk * k->nb[3];
     const char *vbase = static_cast<const char *>(v->data) + hk * v->nb[2] + bk * v->nb[3];
-    for (int r = 0; r < g; ++r) {
-      qrow[r] = reinterpret_cast<const float *>(row_ptr(q, tok, h0 + r, b));
-      mrow[r] =
-          mask ? reinterpret_cast<const float *>(row_ptr(mask, tok, (h0 + r) % mask->ne[2], b % mask->ne[3])) : nullptr;
+    for (int r = 0; r < R; ++r) {
+      const int64_t tok = tok0 + r / g, h = h0 + r % g;
+      qrow[r] = reinterpret_cast<const float *>(row_ptr(q, tok, h, b));
+      mrow[r] = mask ? reinterpret_cast<const float *>(row_ptr(mask, tok, h % mask->ne[2], b % mask->ne[3])) : nullptr;
       m[r] = neg_inf;  // the running maximum
       l[r] = 0;        // the running sum of exp(score - m)
     }
     std::fill(acc_store.begin(), acc_store.end(), 0.0f);
     for (int64_t j0 = 0; j0 < N; j0 += kBlock) {
-      const int64_t n = std::min(kBlock, N - j0);
-      const float *add[kGroup];
-      for (int r = 0; r < g; ++r) add[r] = mrow[r] ? mrow[r] + j0 : nullptr;
-      ops.score(qrow, g, kbase + j0 * k->nb[1], k->nb[1], n, f16, D, mask ? add : nullptr, scale, rows);
-      for (int r = 0; r < g; ++r) {
+      int64_t n = std::min(kBlock, N - j0);
+      const float *add[kRows];
+      for (int r = 0; r < R; ++r) add[r] = mrow[r] ? mrow[r] + j0 : nullptr;
+      // Keys past the last one any row sees are neither converted nor read.
+      if (mask) {
+        int64_t live = 0;
+        for (int r = 0; r < R; ++r)
+          for (int64_t j = n; j > live; --j)
+            if (add[r][j - 1] != neg_inf) {
+              live = j;
+              break;
+            }
+        if (live == 0) continue;  // no row sees a key of this block
+        n = live;
+      }
+      const char *kraw = kbase + j0 * k->nb[1], *vraw = vbase + j0 * v->nb[1];
+      const float *kb = reinterpret_cast<const float *>(kraw), *vb = reinterpret_cast<const float *>(vraw);
+      size_t k_stride = k->nb[1] / sizeof(float), v_stride = v->nb[1] / sizeof(float);
+      if (f16) {
+        for (int64_t j = 0; j < n; ++j) {
+          plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(kraw + j * k->nb[1]), D, kf.data() + j * D);
+          plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(vraw + j * v->nb[1]), Dv, vf.data() + j * Dv);
+        }
+        kb = kf.data();
+        vb = vf.data();
+        k_stride = static_cast<size_t>(D);
+        v_stride = static_cast<size_t>(Dv);
+      }
+      for (int r0 = 0; r0 < R; r0 += kGroup) {
+        const int gr = std::min(kGroup, R - r0);
+        ops.score(qrow + r0, gr, kb, k_stride, n, D, mask ? add + r0 : nullptr, scale, rows + r0);
+      }
+      for (int r = 0; r < R; ++r) {
         float mx = neg_inf;
         for (int64_t j = 0; j < n; ++j) mx = scores[r][j] > mx ? scores[r][j] : mx;  // NaNs are skipped
         bm[r] = mx;
       }
       bool any = false;
-      for (int r = 0; r < g; ++r) {
+      for (int r = 0; r < R; ++r) {
         if (bm[r] == neg_inf) {  // this row sees no key of the block
           std::fill(scores[r], scores[r] + n, 0.0f);
           continue;
@@ -254,10 +271,12 @@ void attention_run(const bp_tensor *t, int ith, int nth) {
         }
         l[r] += row_exp_shift_sum(scores[r], n, m[r]);
       }
-      if (any) ops.folds(acc, g, weights, n, vbase + j0 * v->nb[1], v->nb[1], f16, Dv);
+      if (!any) continue;
+      for (int r0 = 0; r0 < R; r0 += kGroup)
+        ops.folds(acc + r0, std::min(kGroup, R - r0), weights + r0, n, vb, v_stride, Dv);
     }
-    for (int r = 0; r < g; ++r) {
-      float *out = reinterpret_cast<float *>(row_ptr(t, h0 + r, tok, b));
+    for (int r = 0; r < R; ++r) {
+      float *out = reinterpret_cast<float *>(row_ptr(t, h0 + r % g, tok0 + r / g, b));
       if (l[r] == 0) {  // fully masked: zeros (docs/ops.md)
         std::memset(out, 0, static_cast<size_t>(Dv) * sizeof(float));
         continue;
