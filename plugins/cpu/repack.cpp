@@ -26,7 +26,8 @@ struct run {
 // Q8_0: row r's values 0-15 and 16-31 at pair r / 2, quarters r % 2 and 2 + r % 2.
 // Q5_0: row r's 4 qh bytes at 8 + 4r, its 16 nibble bytes at 24 + pair r / 2,
 // half r % 2.
-// Q4_K: row r's d and dmin at 4r, its 12 scale bytes at 16 + 12r, then per
+// Q4_K: row r's d and dmin at 4r, its scale bytes 0-3, 4-7 and 8-11 at
+// 16 + 4r, 32 + 4r and 48 + 4r, then per
 // sub-block pair s its 32 nibble bytes as 16 at pair r / 2, half r % 2, and 16
 // at the next 32 bytes.
 // Q5_K: as Q4_K, with row r's 32 qh bytes before the nibbles (at 64, as 16 at
@@ -50,7 +51,7 @@ void for_each_run(qtype q, int r, Fn &&fn) {
     const bool q5 = q == qtype::q5_k;
     const int qs = q5 ? 48 : 16, packed_qs = q5 ? 192 : 64, pair = 64 * (r / 2) + 16 * (r % 2);
     fn(run{0, 4 * r, 4});
-    fn(run{4, 16 + 12 * r, 12});
+    for (int w = 0; w < 3; ++w) fn(run{4 + 4 * w, 16 + 16 * w + 4 * r, 4});
     if (q5) {
       fn(run{16, 64 + pair, 16});
       fn(run{32, 64 + pair + 32, 16});

@@ -17,7 +17,9 @@
 //     row r's word is bit 4 of its value i), then the nibble bytes per row
 //     pair as Q4_0's (32 bytes per pair).
 //   Q4_K (576 bytes per super-block of the group): d and dmin of the 4 rows
-//     (16 bytes), their 12 scale bytes (48), then per sub-block pair s (its
+//     (16 bytes), their 12 scale bytes as three 32-bit words per row, word
+//     w of the 4 rows side by side (48: one 128-bit load per word decodes
+//     the 4 rows' 6-bit scales and minimums at once), then per sub-block pair s (its
 //     32 nibble bytes: sub-block 2s in the low nibbles, 2s + 1 in the high)
 //     and row pair p: 16 bytes of row 2p, 16 of row 2p+1 (values 0-15 of
 //     both sub-blocks), then the same for values 16-31.

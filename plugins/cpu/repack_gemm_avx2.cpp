@@ -180,9 +180,6 @@ inline __m256i in_lane_word(int w) {
 }
 
 // [row 2p's 8 int16 | row 2p + 1's 8 int16] from two rows' 8 bytes.
-inline __m256i pair_u8_to_i16(uint64_t a, uint64_t b) {
-  return _mm256_cvtepu8_epi16(_mm_set_epi64x(static_cast<long long>(b), static_cast<long long>(a)));
-}
 inline __m256i pair_i8_to_i16(const int8_t *a, const int8_t *b) {
   uint64_t x, y;
   std::memcpy(&x, a, 8);
@@ -198,15 +195,25 @@ inline __m256 pair_f16(const uint8_t *a, const uint8_t *b) {
   return _mm256_blend_ps(_mm256_set1_ps(_cvtsh_ss(ha)), _mm256_set1_ps(_cvtsh_ss(hb)), 0xF0);
 }
 
-// Q4_K's 8 six-bit scales and minimums of row |r| as bytes (quant_blocks.hpp's scale_min).
-inline void kscales_row(const uint8_t *rec, int r, uint64_t *sc, uint64_t *m) {
-  uint32_t w[3];
-  std::memcpy(w, rec + 16 + 12 * r, 12);
-  const uint32_t sc_lo = w[0] & 0x3F3F3F3Fu, m_lo = w[1] & 0x3F3F3F3Fu;
-  const uint32_t sc_hi = (w[2] & 0x0F0F0F0Fu) | ((w[0] >> 2) & 0x30303030u);
-  const uint32_t m_hi = ((w[2] >> 4) & 0x0F0F0F0Fu) | ((w[1] >> 2) & 0x30303030u);
-  *sc = sc_lo | (static_cast<uint64_t>(sc_hi) << 32);
-  *m = m_lo | (static_cast<uint64_t>(m_hi) << 32);
+// Q4_K's 6-bit scales and minimums of the group's 4 rows (quant_blocks.hpp's
+// scale_min), as int16: scales[p] and mins[p] hold row 2p's 8 in the low
+// 128 bits and row 2p + 1's in the high ones. The record keeps word w of
+// the 4 rows' 12 scale bytes side by side (repack.hpp), so each step below
+// works on the 4 rows at once.
+inline void kscales(const uint8_t *rec, __m256i scales[2], __m256i mins[2]) {
+  const auto word = [&](int w) { return _mm_loadu_si128(reinterpret_cast<const __m128i *>(rec + 16 + 16 * w)); };
+  const __m128i w0 = word(0), w1 = word(1), w2 = word(2);
+  const __m128i m3f = _mm_set1_epi8(0x3F), m0f = _mm_set1_epi8(0x0F), m30 = _mm_set1_epi8(0x30);
+  // Bytes 0-3 of each row's 8 (sub-blocks 0-3), then 4-7.
+  const __m128i sc_lo = _mm_and_si128(w0, m3f), m_lo = _mm_and_si128(w1, m3f);
+  const __m128i sc_hi = _mm_or_si128(_mm_and_si128(w2, m0f), _mm_and_si128(_mm_srli_epi16(w0, 2), m30));
+  const __m128i m_hi =
+      _mm_or_si128(_mm_and_si128(_mm_srli_epi16(w2, 4), m0f), _mm_and_si128(_mm_srli_epi16(w1, 2), m30));
+  // [row 0's 8, row 1's 8] and [row 2's 8, row 3's 8].
+  scales[0] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi32(sc_lo, sc_hi));
+  scales[1] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi32(sc_lo, sc_hi));
+  mins[0] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi32(m_lo, m_hi));
+  mins[1] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi32(m_lo, m_hi));
 }
 
 // Rows 2p and 2p + 1 from lanes 0-3 and 4-7 of |acc| (float).
@@ -239,16 +246,13 @@ void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out,
       for (size_t o = 0; o < kRecord; o += 64)
         _mm_prefetch(reinterpret_cast<const char *>(rec + kPrefetchBytes + o), _MM_HINT_T0);
     __m256i scales[2], mins[2];
-    __m256 d[2], dmin[2];
-    for (int p = 0; p < 2; ++p) {
-      uint64_t sa, ma, sb, mb;
-      kscales_row(rec, 2 * p, &sa, &ma);
-      kscales_row(rec, 2 * p + 1, &sb, &mb);
-      scales[p] = pair_u8_to_i16(sa, sb);
-      mins[p] = pair_u8_to_i16(ma, mb);
-      d[p] = pair_f16(rec + 8 * p, rec + 8 * p + 4);
-      dmin[p] = pair_f16(rec + 8 * p + 2, rec + 8 * p + 6);
-    }
+    kscales(rec, scales, mins);
+    // [d0 dmin0 d1 dmin1 ... d3 dmin3] spread to [d_2p x4, d_2p+1 x4] and the same for dmin.
+    const __m256 dd = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(rec)));
+    const __m256 d[2] = {_mm256_permutevar8x32_ps(dd, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2)),
+                         _mm256_permutevar8x32_ps(dd, _mm256_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6))};
+    const __m256 dmin[2] = {_mm256_permutevar8x32_ps(dd, _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3)),
+                            _mm256_permutevar8x32_ps(dd, _mm256_setr_epi32(5, 5, 5, 5, 7, 7, 7, 7))};
     // One row pair at a time over the whole super-block (its other bytes
     // stay in L1), so only RN int32 accumulators are live: with 4 columns,
     // both pairs' would leave too few registers.

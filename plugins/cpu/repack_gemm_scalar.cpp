@@ -63,9 +63,11 @@ void tile_k(const uint8_t *g, const char *b, size_t, int64_t K, float *out, int6
       const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
       const float d = bp_fp16_to_fp32(u16_at(rec + 4 * r)), dmin = bp_fp16_to_fp32(u16_at(rec + 4 * r + 2));
       int32_t dots = 0, mins = 0;
+      uint8_t scales[12];  // the row's 12 bytes, from its three words (repack.hpp)
+      for (int w = 0; w < 3; ++w) std::memcpy(scales + 4 * w, rec + 16 + 16 * w + 4 * r, 4);
       for (int j = 0; j < 8; ++j) {
         int sc, m, dot = 0;
-        scale_min(rec + 16 + 12 * r, j, &sc, &m);
+        scale_min(scales, j, &sc, &m);
         for (int i = 0; i < 32; ++i) dot += packed_k<Q5>(rec, r, j, i) * y.q[256 * s + 32 * j + i];
         dots += sc * dot;
         mins += m * (y.sum16[16 * s + 2 * j] + y.sum16[16 * s + 2 * j + 1]);
