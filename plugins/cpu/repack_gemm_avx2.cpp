@@ -37,6 +37,7 @@ inline __m256i load32(const uint8_t *p) { return _mm256_loadu_si256(reinterpret_
 // log2 of the zero point taken out through b's lane sums (0: none).
 struct q4_0_pairs {
   static constexpr size_t kRecord = 72;
+  static constexpr size_t kPrefetch = 2048;
   static constexpr int kOffsetShift = 3;
   static void decode(const uint8_t *rec, __m256i lo[2], __m256i hi[2]) {
     const __m256i m = _mm256_set1_epi8(0x0F);
@@ -63,6 +64,7 @@ struct q4_0_pairs {
 // (2 * 2 * 31 * 127 < 32768).
 struct q5_0_pairs {
   static constexpr size_t kRecord = 88;
+  static constexpr size_t kPrefetch = 1024;
   static constexpr int kOffsetShift = 4;
   static void decode(const uint8_t *rec, __m256i lo[2], __m256i hi[2]) {
     const __m256i m = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
@@ -85,6 +87,7 @@ struct q5_0_pairs {
 
 struct q8_0_pairs {
   static constexpr size_t kRecord = 136;
+  static constexpr size_t kPrefetch = 0;
   static constexpr int kOffsetShift = 0;
   static void decode(const uint8_t *rec, __m256i lo[2], __m256i hi[2]) {
     for (int p = 0; p < 2; ++p) {
@@ -110,6 +113,7 @@ inline void store_pair(__m256 v, float *out) {
   out[1] = (f[4] + f[5]) + (f[6] + f[7]);
 }
 
+// How far ahead the K-quant tiles ask for their records (every line of one).
 constexpr size_t kPrefetchBytes = 1024;
 
 template <class F, int RN>
@@ -132,9 +136,12 @@ void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, i
     const uint8_t *rec = g + static_cast<size_t>(j) * F::kRecord;
     // A product of few columns is bound by the weights' stream from DRAM:
     // asking ahead keeps more lines in flight than the hardware prefetcher
-    // does (one thread's read rate goes up by a third). With more columns
-    // the loads are far enough apart without it.
-    if constexpr (RN <= 2) _mm_prefetch(reinterpret_cast<const char *>(rec + kPrefetchBytes), _MM_HINT_T0);
+    // does. How far pays depends on the format (F::kPrefetch, measured:
+    // docs/plugins/cpu.md); Q8_0's stream, the densest, is read fastest by
+    // the hardware prefetcher alone. With more columns the loads are far
+    // enough apart without it.
+    if constexpr (RN <= 2 && F::kPrefetch > 0)
+      _mm_prefetch(reinterpret_cast<const char *>(rec + F::kPrefetch), _MM_HINT_T0);
     const __m256 d4 = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec))));
     const __m256 da[2] = {_mm256_permutevar8x32_ps(d4, spread01), _mm256_permutevar8x32_ps(d4, spread23)};
     __m256i lo[2], hi[2];
