@@ -114,7 +114,7 @@ inline void store_pair(__m256 v, float *out) {
 }
 
 // How far ahead the K-quant tiles ask for their records (every line of one).
-constexpr size_t kPrefetchBytes = 1024;
+constexpr size_t kPrefetchBytes = 2048;
 
 template <class F, int RN>
 void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
