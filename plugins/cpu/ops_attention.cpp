@@ -199,10 +199,10 @@ void attention_run(const bp_tensor *t, int ith, int nth) {
   float m[kRows], bm[kRows];
   double l[kRows];
 
-  // Work units: (head group, key head, token tile, batch), the group fastest.
-  int64_t u0, u1;
-  split_range(chunks * Hk * tiles * B, ith, nth, &u0, &u1);
-  for (int64_t u = u0; u < u1; ++u) {
+  // Work units: (head group, key head, token tile, batch), the group
+  // fastest, dealt out in turn: under a causal mask a later token sees more
+  // keys, so contiguous ranges would give the last thread most of the work.
+  for (int64_t u = ith; u < chunks * Hk * tiles * B; u += nth) {
     const int64_t ci = u % chunks, hk = (u / chunks) % Hk, tile = (u / (chunks * Hk)) % tiles,
                   b = u / (chunks * Hk * tiles);
     const int64_t h0 = hk * r2 + ci * kGroup, bk = b / r3, tok0 = tile * kTokens;
