@@ -59,6 +59,23 @@ inline size_t act_col_bytes(int64_t K) { return static_cast<size_t>(act_blocks(K
 void quantize_act_col(const float *src, int64_t K, void *col);
 // One block of 32 values into |q|; returns its scale d.
 float quantize_act_block(const float *x, int8_t *q);
+// Where the parts of one column are, for the quantizers that fill it; the
+// blocks from |full| on (past K) are zeros.
+struct act_col_parts {
+  int8_t *qs;
+  float *d, *lo, *hi;
+  int64_t blocks, full;
+};
+inline act_col_parts act_col_at(void *col, int64_t K) {
+  const int64_t nb = act_blocks(K);
+  auto *qs = static_cast<int8_t *>(col);
+  float *d = reinterpret_cast<float *>(qs + nb * 32);
+  return {qs, d, d + nb, d + 2 * nb, nb, K / 32};
+}
+inline void act_col_zero_block(const act_col_parts &c, int64_t j) {
+  for (int i = 0; i < 32; ++i) c.qs[32 * j + i] = 0;
+  c.d[j] = c.lo[j] = c.hi[j] = 0.0f;
+}
 
 // The column quantizers of this file and repack.hpp for one ISA, bit-equal
 // to the portable ones; the three public functions call them when the

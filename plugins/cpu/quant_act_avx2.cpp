@@ -5,8 +5,6 @@
 // +-127 and NaN to -127. A prompt's products quantize every column of b in
 // every thread, and the portable loops (a libm call per value) took a tenth
 // of a 512-token prompt's time.
-#include <cstring>
-
 #include "isa.hpp"
 #include "quant.hpp"
 #include "repack.hpp"
@@ -76,55 +74,44 @@ BP_AVX2 inline float act_block(const float *x, int8_t *q, __m256i *s4) {
 }
 
 BP_AVX2 void act_col(const float *src, int64_t K, void *col) {
-  const int64_t nb = act_blocks(K), full = K / 32;
-  auto *qs = static_cast<int8_t *>(col);
-  float *d = reinterpret_cast<float *>(qs + nb * 32), *lo = d + nb, *hi = lo + nb;
-  for (int64_t j = 0; j < nb; ++j) {
-    int8_t *q = qs + 32 * j;
-    if (j >= full) {
-      std::memset(q, 0, 32);
-      d[j] = lo[j] = hi[j] = 0.0f;
+  const act_col_parts c = act_col_at(col, K);
+  for (int64_t j = 0; j < c.blocks; ++j) {
+    if (j >= c.full) {
+      act_col_zero_block(c, j);
       continue;
     }
     __m256i s4;
-    d[j] = act_block(src + 32 * j, q, &s4);
-    lo[j] = d[j] * static_cast<float>(hsum4(_mm256_castsi256_si128(s4)));
-    hi[j] = d[j] * static_cast<float>(hsum4(_mm256_extracti128_si256(s4, 1)));
+    c.d[j] = act_block(src + 32 * j, c.qs + 32 * j, &s4);
+    c.lo[j] = c.d[j] * static_cast<float>(hsum4(_mm256_castsi256_si128(s4)));
+    c.hi[j] = c.d[j] * static_cast<float>(hsum4(_mm256_extracti128_si256(s4, 1)));
   }
 }
 
 BP_AVX2 void ract_col(const float *src, int64_t K, void *col) {
-  const int64_t nb = K / 32;
-  auto *qs = static_cast<int8_t *>(col);
-  float *d = reinterpret_cast<float *>(qs + nb * 32);
-  int32_t *sums = reinterpret_cast<int32_t *>(d + nb);
-  float *bsum = reinterpret_cast<float *>(sums + 4 * nb);
-  for (int64_t j = 0; j < nb; ++j) {
+  const ract_col_parts c = ract_col_at(col, K);
+  for (int64_t j = 0; j < c.blocks; ++j) {
     __m256i s4;
-    d[j] = act_block(src + 32 * j, qs + 32 * j, &s4);
+    c.d[j] = act_block(src + 32 * j, c.qs + 32 * j, &s4);
     // sums[l] pairs values 4l.. of the first half with 16 + 4l.. of the second.
     const __m128i pair = _mm_add_epi32(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(sums + 4 * j), pair);
-    bsum[j] = d[j] * static_cast<float>(hsum4(pair));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(c.sums + 4 * j), pair);
+    c.bsum[j] = c.d[j] * static_cast<float>(hsum4(pair));
   }
 }
 
 BP_AVX2 void rkact_col(const float *src, int64_t K, void *col) {
-  const int64_t ns = K / 256;
-  auto *qs = static_cast<int8_t *>(col);
-  float *d = reinterpret_cast<float *>(qs + K);
-  auto *sums = reinterpret_cast<int16_t *>(d + ns);
-  for (int64_t s = 0; s < ns; ++s) {
+  const rkact_col_parts parts = rkact_col_at(col, K);
+  for (int64_t s = 0; s < parts.supers; ++s) {
     const float *x = src + 256 * s;
     const float amax = abs_max(x, 256);
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    d[s] = amax / 127.0f;
+    parts.d[s] = amax / 127.0f;
     for (int c = 0; c < 8; ++c) {
       const __m256i v = round32(x + 32 * c, _mm256_set1_ps(id));
-      _mm256_storeu_si256(reinterpret_cast<__m256i *>(qs + 256 * s + 32 * c), v);
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(parts.qs + 256 * s + 32 * c), v);
       const __m256i s4 = sums_of_4(v);
-      sums[16 * s + 2 * c] = static_cast<int16_t>(hsum4(_mm256_castsi256_si128(s4)));
-      sums[16 * s + 2 * c + 1] = static_cast<int16_t>(hsum4(_mm256_extracti128_si256(s4, 1)));
+      parts.sums[16 * s + 2 * c] = static_cast<int16_t>(hsum4(_mm256_castsi256_si128(s4)));
+      parts.sums[16 * s + 2 * c + 1] = static_cast<int16_t>(hsum4(_mm256_extracti128_si256(s4, 1)));
     }
   }
 }

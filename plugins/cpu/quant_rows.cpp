@@ -311,22 +311,19 @@ float quantize_act_block(const float *x, int8_t *q) {
 void quantize_act_col(const float *src, int64_t K, void *col) {
   static const act_quantizers *simd = act_quantizers_avx2();
   if (simd) return simd->act_col(src, K, col);
-  const int64_t nb = act_blocks(K), full = K / 32;
-  auto *qs = static_cast<int8_t *>(col);
-  float *d = reinterpret_cast<float *>(qs + nb * 32), *lo = d + nb, *hi = lo + nb;
-  for (int64_t j = 0; j < nb; ++j) {
-    int8_t *q = qs + 32 * j;
-    if (j >= full) {
-      std::memset(q, 0, 32);
-      d[j] = lo[j] = hi[j] = 0.0f;
+  const act_col_parts c = act_col_at(col, K);
+  for (int64_t j = 0; j < c.blocks; ++j) {
+    if (j >= c.full) {
+      act_col_zero_block(c, j);
       continue;
     }
+    int8_t *q = c.qs + 32 * j;
     const float dj = quantize_act_block(src + 32 * j, q);
     int s0 = 0, s1 = 0;
     for (int i = 0; i < 32; ++i) (i < 16 ? s0 : s1) += q[i];
-    d[j] = dj;
-    lo[j] = dj * static_cast<float>(s0);
-    hi[j] = dj * static_cast<float>(s1);
+    c.d[j] = dj;
+    c.lo[j] = dj * static_cast<float>(s0);
+    c.hi[j] = dj * static_cast<float>(s1);
   }
 }
 

@@ -104,39 +104,32 @@ void unpack_group(qtype q, const uint8_t *packed, uint8_t *plain, int64_t k) {
 void quantize_ract_col(const float *src, int64_t K, void *col) {
   static const act_quantizers *simd = act_quantizers_avx2();
   if (simd) return simd->ract_col(src, K, col);
-  const int64_t nb = K / 32;
-  auto *qs = static_cast<int8_t *>(col);
-  float *d = reinterpret_cast<float *>(qs + nb * 32);
-  int32_t *sums = reinterpret_cast<int32_t *>(d + nb);
-  float *bsum = reinterpret_cast<float *>(sums + 4 * nb);
-  for (int64_t j = 0; j < nb; ++j) {
-    int8_t *qj = qs + 32 * j;
-    d[j] = quantize_act_block(src + 32 * j, qj);
+  const ract_col_parts c = ract_col_at(col, K);
+  for (int64_t j = 0; j < c.blocks; ++j) {
+    int8_t *qj = c.qs + 32 * j;
+    c.d[j] = quantize_act_block(src + 32 * j, qj);
     int32_t all = 0;
     for (int l = 0; l < 4; ++l) {
       int32_t s = 0;
       for (int t = 0; t < 4; ++t) s += qj[4 * l + t] + qj[16 + 4 * l + t];
-      sums[4 * j + l] = s;
+      c.sums[4 * j + l] = s;
       all += s;
     }
-    bsum[j] = d[j] * static_cast<float>(all);
+    c.bsum[j] = c.d[j] * static_cast<float>(all);
   }
 }
 
 void quantize_rkact_col(const float *src, int64_t K, void *col) {
   static const act_quantizers *simd = act_quantizers_avx2();
   if (simd) return simd->rkact_col(src, K, col);
-  const int64_t ns = K / 256;
-  auto *qs = static_cast<int8_t *>(col);
-  float *d = reinterpret_cast<float *>(qs + K);
-  auto *sums = reinterpret_cast<int16_t *>(d + ns);
-  for (int64_t s = 0; s < ns; ++s) {
+  const rkact_col_parts parts = rkact_col_at(col, K);
+  for (int64_t s = 0; s < parts.supers; ++s) {
     const float *x = src + 256 * s;
     float amax = 0.0f;
     for (int i = 0; i < 256; ++i) amax = std::max(amax, std::fabs(x[i]));
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    d[s] = amax / 127.0f;
-    int8_t *q = qs + 256 * s;
+    parts.d[s] = amax / 127.0f;
+    int8_t *q = parts.qs + 256 * s;
     for (int i = 0; i < 256; ++i) {
       const float v = x[i] * id;  // a NaN value quantizes as quantize_act_block's do: to -127
       q[i] = static_cast<int8_t>(v == v ? std::nearbyint(std::clamp(v, -127.0f, 127.0f)) : -127.0f);
@@ -144,7 +137,7 @@ void quantize_rkact_col(const float *src, int64_t K, void *col) {
     for (int h = 0; h < 16; ++h) {
       int sum = 0;
       for (int i = 0; i < 16; ++i) sum += q[16 * h + i];
-      sums[16 * s + h] = static_cast<int16_t>(sum);
+      parts.sums[16 * s + h] = static_cast<int16_t>(sum);
     }
   }
 }

@@ -90,6 +90,21 @@ inline size_t ract_col_bytes(int64_t K) {
 }
 // Quantizes like quantize_act_col (d = max |value| / 127).
 void quantize_ract_col(const float *src, int64_t K, void *col);
+// Where the parts of one column are, for the quantizers that fill it.
+struct ract_col_parts {
+  int8_t *qs;
+  float *d;
+  int32_t *sums;
+  float *bsum;
+  int64_t blocks;
+};
+inline ract_col_parts ract_col_at(void *col, int64_t K) {
+  const int64_t nb = K / 32;
+  auto *qs = static_cast<int8_t *>(col);
+  float *d = reinterpret_cast<float *>(qs + nb * 32);
+  int32_t *sums = reinterpret_cast<int32_t *>(d + nb);
+  return {qs, d, sums, reinterpret_cast<float *>(sums + 4 * nb), nb};
+}
 
 // ---- b for the repacked K-quant products (Q4_K, Q5_K, Q6_K) --------------
 // One column of K values (a multiple of 256) with one scale per super-block
@@ -103,6 +118,18 @@ inline size_t rkact_col_bytes(int64_t K) {
 }
 // d = max |value| / 127 over each super-block, values rounded to nearest.
 void quantize_rkact_col(const float *src, int64_t K, void *col);
+// Where the parts of one column are, for the quantizers that fill it.
+struct rkact_col_parts {
+  int8_t *qs;
+  float *d;
+  int16_t *sums;
+  int64_t supers;
+};
+inline rkact_col_parts rkact_col_at(void *col, int64_t K) {
+  auto *qs = static_cast<int8_t *>(col);
+  float *d = reinterpret_cast<float *>(qs + K);
+  return {qs, d, reinterpret_cast<int16_t *>(d + K / 256), K / 256};
+}
 // Whether |q|'s repacked tiles read rkact columns (else ract ones).
 inline bool reads_rkact(qtype q) { return q == qtype::q4_k || q == qtype::q5_k || q == qtype::q6_k; }
 
