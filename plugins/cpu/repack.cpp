@@ -51,7 +51,7 @@ void for_each_run(qtype q, int r, Fn &&fn) {
     const bool q5 = q == qtype::q5_k;
     const int qs = q5 ? 48 : 16, packed_qs = q5 ? 192 : 64, pair = 64 * (r / 2) + 16 * (r % 2);
     fn(run{0, 4 * r, 4});
-    for (int w = 0; w < 3; ++w) fn(run{4 + 4 * w, 16 + 16 * w + 4 * r, 4});
+    for (int w = 0; w < 3; ++w) fn(run{4 + 4 * w, kscale_word_at(w, r), 4});
     if (q5) {
       fn(run{16, 64 + pair, 16});
       fn(run{32, 64 + pair + 32, 16});

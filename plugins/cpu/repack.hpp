@@ -47,6 +47,10 @@ namespace bp::cpu {
 
 constexpr int kPackRows = 4;
 
+// Q4_K and Q5_K: where 32-bit word w (< 3) of row r's 12 packed scale bytes
+// sits in a super-block's record (the layout above).
+constexpr int kscale_word_at(int w, int r) { return 16 + 16 * w + 4 * r; }
+
 // True for the formats with a repacked layout (Q4_0, Q8_0, Q5_0, Q4_K, Q5_K,
 // Q6_K).
 bool repack_format(qtype q);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "repack.hpp"
 #include "simd.hpp"
@@ -208,7 +209,9 @@ inline __m256 pair_f16(const uint8_t *a, const uint8_t *b) {
 // the 4 rows' 12 scale bytes side by side (repack.hpp), so each step below
 // works on the 4 rows at once.
 inline void kscales(const uint8_t *rec, __m256i scales[2], __m256i mins[2]) {
-  const auto word = [&](int w) { return _mm_loadu_si128(reinterpret_cast<const __m128i *>(rec + 16 + 16 * w)); };
+  const auto word = [&](int w) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i *>(rec + kscale_word_at(w, 0)));
+  };
   const __m128i w0 = word(0), w1 = word(1), w2 = word(2);
   const __m128i m3f = _mm_set1_epi8(0x3F), m0f = _mm_set1_epi8(0x0F), m30 = _mm_set1_epi8(0x30);
   // Bytes 0-3 of each row's 8 (sub-blocks 0-3), then 4-7.
@@ -376,14 +379,8 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
         }
       }
     };
-    step(std::integral_constant<int, 0>{});
-    step(std::integral_constant<int, 1>{});
-    step(std::integral_constant<int, 2>{});
-    step(std::integral_constant<int, 3>{});
-    step(std::integral_constant<int, 4>{});
-    step(std::integral_constant<int, 5>{});
-    step(std::integral_constant<int, 6>{});
-    step(std::integral_constant<int, 7>{});
+    [&]<int... J>(std::integer_sequence<int, J...>) { (step(std::integral_constant<int, J>{}), ...); }
+    (std::make_integer_sequence<int, 8>{});
     for (int c = 0; c < RN; ++c) {
       const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(y[c].sum16 + 16 * s));
       // b's sums of halves 0-7 in both 128-bit lanes, then of halves 8-15.

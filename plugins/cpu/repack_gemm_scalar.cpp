@@ -64,7 +64,7 @@ void tile_k(const uint8_t *g, const char *b, size_t, int64_t K, float *out, int6
       const float d = bp_fp16_to_fp32(u16_at(rec + 4 * r)), dmin = bp_fp16_to_fp32(u16_at(rec + 4 * r + 2));
       int32_t dots = 0, mins = 0;
       uint8_t scales[12];  // the row's 12 bytes, from its three words (repack.hpp)
-      for (int w = 0; w < 3; ++w) std::memcpy(scales + 4 * w, rec + 16 + 16 * w + 4 * r, 4);
+      for (int w = 0; w < 3; ++w) std::memcpy(scales + 4 * w, rec + kscale_word_at(w, r), 4);
       for (int j = 0; j < 8; ++j) {
         int sc, m, dot = 0;
         scale_min(scales, j, &sc, &m);
