@@ -54,8 +54,9 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
   char *bq = aligned_in(cols_v, col * static_cast<size_t>(N));
   char *tq = do_tail ? aligned_in(tcols_v, tcol * static_cast<size_t>(N)) : nullptr;
   std::vector<float> scratch(static_cast<size_t>(K));
-  const int64_t chunk =
-      std::max<int64_t>(rk.max_cols, static_cast<int64_t>(kColChunkBytes / col) / rk.max_cols * rk.max_cols);
+  const int max_cols = rk.max_cols(q);
+  const bool flip = rk.unsigned_b(q);
+  const int64_t chunk = std::max<int64_t>(max_cols, static_cast<int64_t>(kColChunkBytes / col) / max_cols * max_cols);
   const int64_t ldo = static_cast<int64_t>(t->nb[1] / sizeof(float));
   const size_t lda = a->nb[1], group_bytes = lda * kPackRows;
 
@@ -67,6 +68,7 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
           quantize_rkact_col(x, K, bq + n * col);
         } else {
           quantize_ract_col(x, K, bq + n * col);
+          if (flip) flip_ract_codes(bq + n * col, K);
         }
         if (tq) quantize_act_col(x, K, tq + n * tcol);
       }
@@ -77,8 +79,8 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
         for (int64_t cb = 0; cb < N; cb += chunk) {
           const int64_t ce = std::min(cb + chunk, N);
           for (int64_t g = gb; g < ge; ++g)
-            for (int64_t c = cb; c < ce; c += rk.max_cols) {
-              const int rn = static_cast<int>(std::min<int64_t>(rk.max_cols, ce - c));
+            for (int64_t c = cb; c < ce; c += max_cols) {
+              const int rn = static_cast<int>(std::min<int64_t>(max_cols, ce - c));
               rk.tile(q, rn)(a0 + g * group_bytes, bq + c * col, col, K, out + c * ldo + g * kPackRows, ldo);
             }
         }

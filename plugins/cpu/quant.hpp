@@ -106,6 +106,8 @@ const qkernels &qkernels_baseline();     // quant_gemm_scalar.cpp
 const qkernels &qkernels_avx2();         // quant_gemm_avx2.cpp: call only with AVX2, FMA, F16C
 const qkernels &qkernels_avx512();       // quant_gemm_avx512.cpp: call only with AVX-512 F/BW/DQ/VL
 const qkernels &qkernels_avx512_vnni();  // quant_gemm_avx512.cpp: and AVX512-VNNI
+// Whether the CPU has AVX512-VNNI (quant_gemm_scalar.cpp).
+bool cpu_has_vnni();
 // The tiles cpu_isa() picks (AVX-512 with VNNI where the CPU has it).
 const qkernels &qkernels_for_cpu();
 

@@ -100,6 +100,8 @@ qtile_fn tile_baseline(qtype q, int, int) {
 
 int rows_baseline(int) { return 1; }
 
+}  // namespace
+
 bool cpu_has_vnni() {
 #if defined(__x86_64__) && defined(__GNUC__)
   return __builtin_cpu_supports("avx512vnni");
@@ -107,8 +109,6 @@ bool cpu_has_vnni() {
   return false;
 #endif
 }
-
-}  // namespace
 
 const qkernels &qkernels_baseline() {
   static const qkernels k = {"baseline", 1, rows_baseline, tile_baseline};

@@ -156,12 +156,19 @@ rtile_fn tile_baseline(qtype q, int) {
 }  // namespace
 
 const rkernels &rkernels_baseline() {
-  static const rkernels k = {"baseline", 1, tile_baseline};
+  static const rkernels k = {"baseline", [](qtype) { return 1; }, tile_baseline, [](qtype) { return false; }};
   return k;
 }
 
 const rkernels &rkernels_for_cpu() {
-  return plugins::cpu_isa() >= plugins::isa_level::avx2 ? rkernels_avx2() : rkernels_baseline();
+  switch (plugins::cpu_isa()) {
+    case plugins::isa_level::avx512:
+      return cpu_has_vnni() ? rkernels_avx512_vnni() : rkernels_avx2();
+    case plugins::isa_level::avx2:
+      return rkernels_avx2();
+    default:
+      return rkernels_baseline();
+  }
 }
 
 }  // namespace bp::cpu

@@ -169,7 +169,7 @@ TEST(CpuRepack, MatMulMatchesPlainWeightsInDouble) {
   for (const qt &t : kRepacked)
     for (int kb : {1, 2, 7})
       for (int64_t M : {4, 5, 13, 40})
-        for (int64_t N : {1, 2, 3, 4, 5, 9}) {
+        for (int64_t N : {1, 2, 3, 4, 5, 9, 16, 21}) {
           SCOPED_TRACE(std::string(bp_type_name(t.type)) + " K blocks " + std::to_string(kb) + " M " +
                        std::to_string(M) + " N " + std::to_string(N));
           tensor_pool pool;
@@ -187,7 +187,7 @@ TEST(CpuRepack, MatMulMatchesPlainWeightsInDouble) {
 TEST(CpuRepack, MatMulBitsDoNotDependOnThreads) {
   std::mt19937 rng{98};
   for (const qt &t : kRepacked)
-    for (int64_t N : {1, 6, 11}) {
+    for (int64_t N : {1, 6, 11, 19}) {
       SCOPED_TRACE(std::string(bp_type_name(t.type)) + " N " + std::to_string(N));
       tensor_pool pool;
       bp_tensor *a = make_q(pool, t, {256, 203});
