@@ -147,6 +147,120 @@ rtile_fn tile_for(int rn, std::integer_sequence<int, RN...>) {
   return tiles[rn - 1];
 }
 
+// Q4_K (Q5 false) and Q5_K, against rkact columns (one b scale per
+// super-block). Per sub-block pair q, two loads give the 4 rows' nibble
+// bytes for values 0-15 and 16-31 (sub-block 2q in the low nibbles, 2q + 1
+// in the high), plus for Q5_K their fifth bits from the qh bytes laid out
+// the same way. The codes (0-15, 0-31) go into vpdpbusd unsigned, b
+// signed. A sub-block's dot per lane (8 products, at most 8 * 31 * 127)
+// fits int16, so vpackssdw puts both sub-blocks' dots in one register and
+// one vpdpwssd by the pair's scales, [sc_2q x4, sc_2q+1 x4] per row,
+// accumulates them in int32: 5 vpdpbusd-class instructions per 2
+// sub-blocks of the 4 rows. The minimums leave once per super-block,
+// vpdpwssd of each row's 8 minimums by b's 8 32-value sums.
+constexpr int kMaxColsK = 8;
+
+template <bool Q5, int RN>
+void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
+  constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;
+  constexpr size_t kQs = Q5 ? 192 : 64;
+  const int64_t nsuper = K / 256;
+  // Column c's codes at b + c * ldb, its scales and 16-value sums after them.
+  const auto scales = static_cast<size_t>(K), sums = scales + static_cast<size_t>(nsuper) * sizeof(float);
+  __m512 acc[RN];
+  for (int c = 0; c < RN; ++c) acc[c] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+  // vpermw indices: word 4r + k of the scales (k < 4) sits at 4r + k of a
+  // vector of [sub-blocks 0-3 of rows 0-3 | sub-blocks 4-7 of rows 0-3],
+  // k >= 4 at 16 + 4r + k - 4; pair q takes sub-blocks 2q and 2q + 1.
+  const auto word_of = [](int r, int k) { return k < 4 ? 4 * r + k : 16 + 4 * r + k - 4; };
+  alignas(64) int16_t pair_idx[4][32], min_idx[32];
+  for (int r = 0; r < kPackRows; ++r)
+    for (int k = 0; k < 8; ++k) {
+      min_idx[8 * r + k] = static_cast<int16_t>(word_of(r, k));
+      for (int q = 0; q < 4; ++q) pair_idx[q][8 * r + k] = static_cast<int16_t>(word_of(r, 2 * q + k / 4));
+    }
+  const __m512i d_idx = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
+  const __m512i dmin_idx = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
+  for (int64_t s = 0; s < nsuper; ++s) {
+    const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
+    if constexpr (RN <= 2)
+      for (size_t o = 0; o < kRecord; o += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(rec + 2048 + o), _MM_HINT_T0);
+    // The 4 rows' 6-bit scales and minimums (quant_blocks.hpp's scale_min)
+    // from the three words of each row, side by side in the record.
+    const auto word = [&](int w) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i *>(rec + kscale_word_at(w, 0)));
+    };
+    const __m128i w0 = word(0), w1 = word(1), w2 = word(2);
+    const __m128i m3f = _mm_set1_epi8(0x3F), m0f = _mm_set1_epi8(0x0F), m30 = _mm_set1_epi8(0x30);
+    const __m128i sc_lo = _mm_and_si128(w0, m3f), m_lo = _mm_and_si128(w1, m3f);
+    const __m128i sc_hi = _mm_or_si128(_mm_and_si128(w2, m0f), _mm_and_si128(_mm_srli_epi16(w0, 2), m30));
+    const __m128i m_hi =
+        _mm_or_si128(_mm_and_si128(_mm_srli_epi16(w2, 4), m0f), _mm_and_si128(_mm_srli_epi16(w1, 2), m30));
+    const __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_set_m128i(sc_hi, sc_lo));
+    const __m512i mins =
+        _mm512_permutexvar_epi16(_mm512_load_si512(min_idx), _mm512_cvtepu8_epi16(_mm256_set_m128i(m_hi, m_lo)));
+    const __m512 dd = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(rec))));
+    const __m512 d = _mm512_permutexvar_ps(d_idx, dd), dmin = _mm512_permutexvar_ps(dmin_idx, dd);
+    __m512i qh_lo = _mm512_setzero_si512(), qh_hi = _mm512_setzero_si512();
+    if constexpr (Q5) {
+      qh_lo = load32x2(rec + 64, rec + 128);
+      qh_hi = load32x2(rec + 96, rec + 160);
+    }
+    __m512i dots[RN];
+    for (int c = 0; c < RN; ++c) dots[c] = _mm512_setzero_si512();
+    const char *y0 = b + 256 * s;
+    for (int q = 0; q < 4; ++q) {
+      const uint8_t *qs = rec + kQs + 128 * q;
+      const __m512i lo = load32x2(qs, qs + 64), hi = load32x2(qs + 32, qs + 96);
+      __m512i a_lo = _mm512_and_si512(lo, m4), a_hi = _mm512_and_si512(hi, m4);
+      __m512i b_lo = _mm512_and_si512(_mm512_srli_epi16(lo, 4), m4),
+              b_hi = _mm512_and_si512(_mm512_srli_epi16(hi, 4), m4);
+      if constexpr (Q5) {
+        // Bit j of a qh byte (sub-block j's fifth bit) moved to bit 4 of the
+        // same byte; 0xF8: a | (b & c).
+        const auto fifth = [&](__m512i x, __m512i qh, int j) {
+          const __m512i moved =
+              j <= 4 ? _mm512_sll_epi16(qh, _mm_cvtsi32_si128(4 - j)) : _mm512_srl_epi16(qh, _mm_cvtsi32_si128(j - 4));
+          return _mm512_ternarylogic_epi32(x, moved, m10, 0xF8);
+        };
+        a_lo = fifth(a_lo, qh_lo, 2 * q);
+        a_hi = fifth(a_hi, qh_hi, 2 * q);
+        b_lo = fifth(b_lo, qh_lo, 2 * q + 1);
+        b_hi = fifth(b_hi, qh_hi, 2 * q + 1);
+      }
+      const __m512i sc = _mm512_permutexvar_epi16(_mm512_load_si512(pair_idx[q]), sc16);
+      const char *y = y0 + 64 * q;
+      for (int c = 0; c < RN; ++c, y += ldb) {
+        const __m512i da =
+            _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), a_lo, bcast16(y)), a_hi, bcast16(y + 16));
+        const __m512i db = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), b_lo, bcast16(y + 32)), b_hi,
+                                               bcast16(y + 48));
+        dots[c] = _mm512_dpwssd_epi32(dots[c], _mm512_packs_epi32(da, db), sc);
+      }
+    }
+    const char *col = b;
+    for (int c = 0; c < RN; ++c, col += ldb) {
+      const float dy = reinterpret_cast<const float *>(col + scales)[s];
+      // b's 8 sums of 32 values from its 16 of 16, in every lane.
+      const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(col + sums) + s);
+      const __m512i s32 = _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(_mm256_madd_epi16(s16, _mm256_set1_epi16(1))));
+      const __m512 mterm = _mm512_cvtepi32_ps(_mm512_dpwssd_epi32(_mm512_setzero_si512(), mins, s32));
+      const __m512 vdy = _mm512_set1_ps(dy);
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[c]), _mm512_mul_ps(d, vdy), acc[c]);
+      acc[c] = _mm512_fnmadd_ps(mterm, _mm512_mul_ps(dmin, vdy), acc[c]);
+    }
+  }
+  for (int c = 0; c < RN; ++c) store_rows(acc[c], out + c * ldo);
+}
+
+template <bool Q5, int... RN>
+rtile_fn ktile_for(int rn, std::integer_sequence<int, RN...>) {
+  static const rtile_fn tiles[] = {rtile_k<Q5, RN + 1>...};
+  return tiles[rn - 1];
+}
+
 rtile_fn tile_vnni(qtype q, int rn) {
   const auto cols = std::make_integer_sequence<int, kMaxCols>{};
   switch (q) {
@@ -156,12 +270,26 @@ rtile_fn tile_vnni(qtype q, int rn) {
       return tile_for<q8_0_rows>(rn, cols);
     case qtype::q5_0:
       return tile_for<q5_0_rows>(rn, cols);
+    case qtype::q4_k:
+      return ktile_for<false>(rn, std::make_integer_sequence<int, kMaxColsK>{});
+    case qtype::q5_k:
+      return ktile_for<true>(rn, std::make_integer_sequence<int, kMaxColsK>{});
     default:
       return rkernels_avx2().tile(q, rn);
   }
 }
 
-int max_cols_vnni(qtype q) { return reads_rkact(q) ? rkernels_avx2().max_cols(q) : kMaxCols; }
+int max_cols_vnni(qtype q) {
+  switch (q) {
+    case qtype::q4_k:
+    case qtype::q5_k:
+      return kMaxColsK;
+    case qtype::q6_k:
+      return rkernels_avx2().max_cols(q);
+    default:
+      return kMaxCols;
+  }
+}
 bool unsigned_b_vnni(qtype q) { return !reads_rkact(q); }
 
 }  // namespace
