@@ -1,22 +1,23 @@
-// repack_gemm_avx512.cpp: the AVX-512 VNNI tiles of the repacked products
-// for the 32-value formats (Q4_0, Q8_0, Q5_0): a group of 4 rows
-// (repack.hpp) by up to kMaxCols columns of b.
+// repack_gemm_avx512.cpp: the AVX-512 VNNI tiles of the repacked products:
+// a group of 4 rows (repack.hpp) by up to 16 columns of b (the 32-value
+// formats) or 8 (the K-quants).
 //
-// One 512-bit register holds a block of all 4 rows, row r in 128-bit lane r
-// (values 0-15 in one register, 16-31 in another), so each of b's 16-value
-// halves is broadcast to the 4 lanes and one vpdpbusd per half does 64
-// multiply-adds per row. vpdpbusd multiplies unsigned bytes by signed
-// ones: b's codes go in unsigned, as value + 128 (rkernels::unsigned_b),
+// One 512-bit register holds 16 values of all 4 rows, row r in 128-bit
+// lane r, so each 16 values of b are broadcast to the 4 lanes and one
+// vpdpbusd does 64 multiply-adds per row. Each row's 4 lanes are summed
+// once at the end, in a fixed order, so the result does not depend on how
+// rows are split between threads; with 32 registers a tile keeps its
+// columns' accumulators beside the decoded block, so one decode serves
+// every column.
+//
+// vpdpbusd multiplies unsigned bytes by signed ones. For Q4_0, Q8_0 and
+// Q5_0, b's codes go in unsigned, as value + 128 (rkernels::unsigned_b),
 // the weights signed (Q4_0's nibbles less 8, Q5_0's codes less 16, Q8_0's
 // values as they are), and the 128 leaves through the weights' own lane
 // sums, taken once per block for all the tile's columns: a column's dot
-// starts from -128 times them, exact in integers, and costs its two
-// vpdpbusd, a conversion and two float operations. With 32 registers a
-// tile keeps 8 columns' accumulators beside the decoded block, so a
-// block's decode serves 8 columns. Each row's 4 lanes are summed once at
-// the end, in a fixed order, so the result does not depend on how rows are
-// split between threads. The K-quants run the AVX2 tiles
-// (repack_gemm_avx2.cpp).
+// starts from -128 times them, exact in integers, and costs two vpdpbusd,
+// a conversion and two float operations. The K-quants' codes are unsigned
+// already and go in as they are, b signed (rkact columns).
 #include <cstdint>
 #include <utility>
 
@@ -47,6 +48,7 @@ inline __m512i bcast16(const void *p) {
   return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i *>(p)));
 }
 
+// ---- the 32-value formats ----------------------------------------------
 // Each format gives a block's signed values of the 4 rows (row r in lane
 // r): values 0-15 (lo) and 16-31 (hi).
 struct q4_0_rows {
@@ -147,6 +149,7 @@ rtile_fn tile_for(int rn, std::integer_sequence<int, RN...>) {
   return tiles[rn - 1];
 }
 
+// ---- the K-quants ------------------------------------------------------
 // Q4_K (Q5 false) and Q5_K, against rkact columns (one b scale per
 // super-block). Per sub-block pair q, two loads give the 4 rows' nibble
 // bytes for values 0-15 and 16-31 (sub-block 2q in the low nibbles, 2q + 1
@@ -255,6 +258,103 @@ void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out,
   for (int c = 0; c < RN; ++c) store_rows(acc[c], out + c * ldo);
 }
 
+// Q6_K. Per 32-value step j, two loads of ql bytes and two of qh bytes
+// give the 4 rows' 6-bit codes (0-63) for values 0-15 and 16-31, each half
+// with its own int8 scale. A half's dot per lane (4 products, at most
+// 4 * 63 * 127) fits int16, so as for Q4_K one vpackssdw and one vpdpwssd
+// by [sc_2j x4, sc_2j+1 x4] per row scale and add both halves. The codes'
+// -32 leaves once per super-block: each column's int32 dot starts from two
+// vpdpwssd of -32 times the rows' 16 scales by b's 16 sums of 16 values.
+template <int RN>
+void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
+  constexpr size_t kRecord = 210 * kPackRows;
+  const int64_t nsuper = K / 256;
+  const auto scales = static_cast<size_t>(K), sums = scales + static_cast<size_t>(nsuper) * sizeof(float);
+  __m512 acc[RN];
+  for (int c = 0; c < RN; ++c) acc[c] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  // vpermt2w indices into [rows 0, 1 | rows 2, 3] of the 16 scales as int16
+  // (row r's scale k at word 32 (r / 2) + 16 (r % 2) + k): step j's pair
+  // [sc_2j x4, sc_2j+1 x4] per row, and scales 0-7 / 8-15 of each row.
+  alignas(64) int16_t step_idx[8][32], half_idx[2][32];
+  for (int r = 0; r < kPackRows; ++r)
+    for (int k = 0; k < 8; ++k) {
+      const int row = 32 * (r / 2) + 16 * (r % 2);
+      for (int j = 0; j < 8; ++j) step_idx[j][8 * r + k] = static_cast<int16_t>(row + 2 * j + k / 4);
+      for (int h = 0; h < 2; ++h) half_idx[h][8 * r + k] = static_cast<int16_t>(row + 8 * h + k);
+    }
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  for (int64_t s = 0; s < nsuper; ++s) {
+    const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
+    if constexpr (RN <= 2)
+      for (size_t o = 0; o < kRecord; o += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(rec + 2048 + o), _MM_HINT_T0);
+    const __m512i sc01 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + 8)));
+    const __m512i sc23 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + 40)));
+    const __m512i minus32 = _mm512_set1_epi16(-32);
+    const __m512i off_lo =
+        _mm512_mullo_epi16(_mm512_permutex2var_epi16(sc01, _mm512_load_si512(half_idx[0]), sc23), minus32);
+    const __m512i off_hi =
+        _mm512_mullo_epi16(_mm512_permutex2var_epi16(sc01, _mm512_load_si512(half_idx[1]), sc23), minus32);
+    const __m512 d = _mm512_permutexvar_ps(
+        spread, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec)))));
+    __m512i dots[RN];
+    const char *col = b;
+    for (int c = 0; c < RN; ++c, col += ldb) {
+      const auto *s16 = reinterpret_cast<const int16_t *>(col + sums) + 16 * s;
+      dots[c] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), off_lo, bcast16(s16)), off_hi,
+                                    bcast16(s16 + 8));
+    }
+    const char *y0 = b + 256 * s;
+    const auto step = [&](auto jc) {
+      constexpr int j = decltype(jc)::value, hh = j / 4, t = j % 4;
+      const uint8_t *ql = rec + 72 + 128 * (2 * hh + (t & 1)), *qh = rec + 72 + 128 * (4 + hh);
+      const auto code = [&](int half) {
+        const __m512i l = load32x2(ql + 32 * half, ql + 64 + 32 * half);
+        const __m512i top = load32x2(qh + 32 * half, qh + 64 + 32 * half);
+        __m512i nib, moved;
+        if constexpr (t < 2) {
+          nib = _mm512_and_si512(l, m4);
+        } else {
+          nib = _mm512_and_si512(_mm512_srli_epi16(l, 4), m4);
+        }
+        if constexpr (t == 0) {
+          moved = _mm512_slli_epi16(top, 4);
+        } else if constexpr (t == 1) {
+          moved = _mm512_slli_epi16(top, 2);
+        } else if constexpr (t == 2) {
+          moved = top;
+        } else {
+          moved = _mm512_srli_epi16(top, 2);
+        }
+        return _mm512_ternarylogic_epi32(nib, moved, m30, 0xF8);  // nib | (moved & 0x30)
+      };
+      const __m512i x_lo = code(0), x_hi = code(1);
+      const __m512i sc = _mm512_permutex2var_epi16(sc01, _mm512_load_si512(step_idx[j]), sc23);
+      const char *y = y0 + 32 * j;
+      for (int c = 0; c < RN; ++c, y += ldb) {
+        const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x_lo, bcast16(y));
+        const __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x_hi, bcast16(y + 16));
+        dots[c] = _mm512_dpwssd_epi32(dots[c], _mm512_packs_epi32(lo, hi), sc);
+      }
+    };
+    [&]<int... J>(std::integer_sequence<int, J...>) { (step(std::integral_constant<int, J>{}), ...); }
+    (std::make_integer_sequence<int, 8>{});
+    col = b;
+    for (int c = 0; c < RN; ++c, col += ldb) {
+      const float dy = reinterpret_cast<const float *>(col + scales)[s];
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[c]), _mm512_mul_ps(d, _mm512_set1_ps(dy)), acc[c]);
+    }
+  }
+  for (int c = 0; c < RN; ++c) store_rows(acc[c], out + c * ldo);
+}
+
+template <int... RN>
+rtile_fn q6tile_for(int rn, std::integer_sequence<int, RN...>) {
+  static const rtile_fn tiles[] = {rtile_q6_k<RN + 1>...};
+  return tiles[rn - 1];
+}
+
 template <bool Q5, int... RN>
 rtile_fn ktile_for(int rn, std::integer_sequence<int, RN...>) {
   static const rtile_fn tiles[] = {rtile_k<Q5, RN + 1>...};
@@ -274,6 +374,8 @@ rtile_fn tile_vnni(qtype q, int rn) {
       return ktile_for<false>(rn, std::make_integer_sequence<int, kMaxColsK>{});
     case qtype::q5_k:
       return ktile_for<true>(rn, std::make_integer_sequence<int, kMaxColsK>{});
+    case qtype::q6_k:
+      return q6tile_for(rn, std::make_integer_sequence<int, kMaxColsK>{});
     default:
       return rkernels_avx2().tile(q, rn);
   }
@@ -283,9 +385,8 @@ int max_cols_vnni(qtype q) {
   switch (q) {
     case qtype::q4_k:
     case qtype::q5_k:
-      return kMaxColsK;
     case qtype::q6_k:
-      return rkernels_avx2().max_cols(q);
+      return kMaxColsK;
     default:
       return kMaxCols;
   }
