@@ -55,7 +55,7 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
   char *tq = do_tail ? aligned_in(tcols_v, tcol * static_cast<size_t>(N)) : nullptr;
   std::vector<float> scratch(static_cast<size_t>(K));
   const int max_cols = rk.max_cols(q);
-  const bool flip = rk.unsigned_b(q);
+
   const int64_t chunk = std::max<int64_t>(max_cols, static_cast<int64_t>(kColChunkBytes / col) / max_cols * max_cols);
   const int64_t ldo = static_cast<int64_t>(t->nb[1] / sizeof(float));
   const size_t lda = a->nb[1], group_bytes = lda * kPackRows;
@@ -68,8 +68,8 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
           quantize_rkact_col(x, K, bq + n * col);
         } else {
           quantize_ract_col(x, K, bq + n * col);
-          if (flip) flip_ract_codes(bq + n * col, K);
         }
+        if (rk.prepare_b) rk.prepare_b(q, bq + n * col, K);
         if (tq) quantize_act_col(x, K, tq + n * tcol);
       }
       const auto *a0 = reinterpret_cast<const uint8_t *>(row_ptr(a, 0, i2 / r2, i3 / r3));

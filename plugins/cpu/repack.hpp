@@ -94,12 +94,6 @@ inline size_t ract_col_bytes(int64_t K) {
 }
 // Quantizes like quantize_act_col (d = max |value| / 127).
 void quantize_ract_col(const float *src, int64_t K, void *col);
-// Turns a ract column's codes q (|q| <= 127) into the unsigned bytes q + 128,
-// for tiles whose integer dot takes b unsigned (rkernels::unsigned_b).
-inline void flip_ract_codes(void *col, int64_t K) {
-  auto *q = static_cast<uint8_t *>(col);
-  for (int64_t i = 0; i < K; ++i) q[i] ^= 0x80;
-}
 // Where the parts of one column are, for the quantizers that fill it.
 struct ract_col_parts {
   int8_t *qs;
@@ -152,9 +146,10 @@ struct rkernels {
   const char *name;
   int (*max_cols)(qtype q);  // the widest tile of |q|
   rtile_fn (*tile)(qtype q, int rn);
-  // True when |q|'s tiles read ract columns whose codes were made unsigned
-  // by flip_ract_codes after quantize_ract_col.
-  bool (*unsigned_b)(qtype q);
+  // Rewrites one column of b as quantized for |q| (by quantize_ract_col or
+  // quantize_rkact_col) into what these tiles read; null where they read
+  // it as it is.
+  void (*prepare_b)(qtype q, void *col, int64_t K);
 };
 const rkernels &rkernels_baseline();  // repack_gemm_scalar.cpp: the reference
 const rkernels &rkernels_avx2();      // repack_gemm_avx2.cpp: call only with AVX2, FMA, F16C

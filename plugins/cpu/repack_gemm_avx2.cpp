@@ -437,7 +437,7 @@ rtile_fn tile_avx2(qtype q, int rn) {
 #endif
 
 const rkernels &rkernels_avx2() {
-  static const rkernels k = {"avx2", [](qtype) { return 4; }, tile_avx2, [](qtype) { return false; }};
+  static const rkernels k = {"avx2", [](qtype) { return 4; }, tile_avx2, nullptr};
   return k;
 }
 

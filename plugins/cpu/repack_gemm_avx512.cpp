@@ -10,14 +10,13 @@
 // columns' accumulators beside the decoded block, so one decode serves
 // every column.
 //
-// vpdpbusd multiplies unsigned bytes by signed ones. For Q4_0, Q8_0 and
-// Q5_0, b's codes go in unsigned, as value + 128 (rkernels::unsigned_b),
-// the weights signed (Q4_0's nibbles less 8, Q5_0's codes less 16, Q8_0's
-// values as they are), and the 128 leaves through the weights' own lane
-// sums, taken once per block for all the tile's columns: a column's dot
-// starts from -128 times them, exact in integers, and costs two vpdpbusd,
-// a conversion and two float operations. The K-quants' codes are unsigned
-// already and go in as they are, b signed (rkact columns).
+// vpdpbusd multiplies unsigned bytes by signed ones: the weights' codes go
+// in unsigned (Q4_0's nibbles, Q5_0's 5-bit codes, the K-quants' codes as
+// they are; Q8_0's values plus 128), b's signed. For Q4_0, Q8_0 and Q5_0
+// the zero point z (8, 16, 128) leaves through b's int32 lane sums, which
+// prepare_b turns once per column into -z times themselves: a column's dot
+// starts from them, exact in integers, and costs a broadcast load, two
+// vpdpbusd, a conversion and two float operations.
 #include <cstdint>
 #include <utility>
 
@@ -49,17 +48,19 @@ inline __m512i bcast16(const void *p) {
 }
 
 // ---- the 32-value formats ----------------------------------------------
-// Each format gives a block's signed values of the 4 rows (row r in lane
-// r): values 0-15 (lo) and 16-31 (hi).
+// Each format gives a block's unsigned codes of the 4 rows (row r in lane
+// r): values 0-15 (lo) and 16-31 (hi); kZeroShift is log2 of the zero
+// point taken from them.
 struct q4_0_rows {
   static constexpr size_t kRecord = 72;
   static constexpr size_t kPrefetch = 2048;
+  static constexpr int kZeroShift = 3;
   // The record's two pairs' 32 nibble bytes are rows 0, 1, 2, 3 in turn.
   static void decode(const uint8_t *rec, __m512i &lo, __m512i &hi) {
-    const __m512i m = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+    const __m512i m = _mm512_set1_epi8(0x0F);
     const __m512i v = load64(rec + 8);
-    lo = _mm512_sub_epi8(_mm512_and_si512(v, m), eight);
-    hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m), eight);
+    lo = _mm512_and_si512(v, m);
+    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
   }
 };
 
@@ -67,10 +68,11 @@ struct q4_0_rows {
 // bytes of words puts all of them in every lane; one byte shuffle copies
 // byte k / 8 of row r's word to byte k of lane r (bytes 2 and 3 for values
 // 16-31), and a test against bit k % 8 gives the mask of the values that
-// keep their 16; the others lose it (code - 16).
+// get 16.
 struct q5_0_rows {
   static constexpr size_t kRecord = 88;
   static constexpr size_t kPrefetch = 1024;
+  static constexpr int kZeroShift = 4;
   static void decode(const uint8_t *rec, __m512i &lo, __m512i &hi) {
     const __m512i m = _mm512_set1_epi8(0x0F), m16 = _mm512_set1_epi8(16);
     const __m512i bit = _mm512_set1_epi64(static_cast<long long>(0x8040201008040201ULL));
@@ -84,22 +86,35 @@ struct q5_0_rows {
     };
     const __m512i v = load64(rec + 24);
     lo = _mm512_and_si512(v, m);
-    lo = _mm512_mask_sub_epi8(lo, _knot_mask64(fifth(0)), lo, m16);
+    lo = _mm512_mask_add_epi8(lo, fifth(0), lo, m16);
     hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
-    hi = _mm512_mask_sub_epi8(hi, _knot_mask64(fifth(2)), hi, m16);
+    hi = _mm512_mask_add_epi8(hi, fifth(2), hi, m16);
   }
 };
 
 // Q8_0: per pair the record holds both rows' values 0-15, then both rows'
-// 16-31.
+// 16-31; the codes are the values plus 128 (the sign bit flipped).
 struct q8_0_rows {
   static constexpr size_t kRecord = 136;
   static constexpr size_t kPrefetch = 0;
+  static constexpr int kZeroShift = 7;
   static void decode(const uint8_t *rec, __m512i &lo, __m512i &hi) {
-    lo = load32x2(rec + 8, rec + 72);
-    hi = load32x2(rec + 40, rec + 104);
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    lo = _mm512_xor_si512(load32x2(rec + 8, rec + 72), flip);
+    hi = _mm512_xor_si512(load32x2(rec + 40, rec + 104), flip);
   }
 };
+
+int zero_shift(qtype q) {
+  switch (q) {
+    case qtype::q4_0:
+      return q4_0_rows::kZeroShift;
+    case qtype::q5_0:
+      return q5_0_rows::kZeroShift;
+    default:
+      return q8_0_rows::kZeroShift;
+  }
+}
 
 // Row r's result from lanes 4r-4r+3, in a fixed order.
 inline void store_rows(__m512 v, float *out) {
@@ -111,13 +126,12 @@ inline void store_rows(__m512 v, float *out) {
 template <class F, int RN>
 void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   const int64_t nb = K / 32;
-  // Column c's codes at b + c * ldb, its scales |scales| bytes further.
-  const auto scales = static_cast<size_t>(nb) * 32;
+  // Column c's codes at b + c * ldb, its scales and lane sums further on.
+  const auto scales = static_cast<size_t>(nb) * 32, sums = scales + static_cast<size_t>(nb) * sizeof(float);
   __m512 acc[RN];
   for (int c = 0; c < RN; ++c) acc[c] = _mm512_setzero_ps();
   // [d0 x4, d1 x4, d2 x4, d3 x4] from the record's 4 f16 scales.
   const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t j = 0; j < nb; ++j) {
     const uint8_t *rec = g + static_cast<size_t>(j) * F::kRecord;
     // As the AVX2 tiles: a product of few columns is bound by the weights'
@@ -128,15 +142,12 @@ void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, i
         spread, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec)))));
     __m512i lo, hi;
     F::decode(rec, lo, hi);
-    // -128 times each lane's 8 weights: where every column's dot starts.
-    const __m512i start = _mm512_sub_epi32(
-        _mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, lo), k128, hi));
-    const char *y = b + 32 * j;
-    const size_t yd = scales + 4 * static_cast<size_t>(j);
-    for (int c = 0; c < RN; ++c, y += ldb) {
-      __m512i dot = _mm512_dpbusd_epi32(start, bcast16(y), lo);
-      dot = _mm512_dpbusd_epi32(dot, bcast16(y + 16), hi);
-      const float dy = *reinterpret_cast<const float *>(y - 32 * j + yd);
+    const char *col = b;
+    for (int c = 0; c < RN; ++c, col += ldb) {
+      const char *y = col + 32 * j;
+      __m512i dot = _mm512_dpbusd_epi32(bcast16(col + sums + 16 * j), lo, bcast16(y));
+      dot = _mm512_dpbusd_epi32(dot, hi, bcast16(y + 16));
+      const float dy = reinterpret_cast<const float *>(col + scales)[j];
       acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(da, _mm512_set1_ps(dy)), acc[c]);
     }
   }
@@ -391,7 +402,13 @@ int max_cols_vnni(qtype q) {
       return kMaxCols;
   }
 }
-bool unsigned_b_vnni(qtype q) { return !reads_rkact(q); }
+// b's lane sums times minus the zero point, where the tiles' dots start.
+void prepare_b_vnni(qtype q, void *col, int64_t K) {
+  if (reads_rkact(q)) return;
+  const ract_col_parts y = ract_col_at(col, K);
+  const int shift = zero_shift(q);
+  for (int64_t i = 0; i < 4 * y.blocks; ++i) y.sums[i] = -(y.sums[i] * (1 << shift));
+}
 
 }  // namespace
 
@@ -402,7 +419,7 @@ bool unsigned_b_vnni(qtype q) { return !reads_rkact(q); }
 #endif
 
 const rkernels &rkernels_avx512_vnni() {
-  static const rkernels k = {"avx512-vnni", max_cols_vnni, tile_vnni, unsigned_b_vnni};
+  static const rkernels k = {"avx512-vnni", max_cols_vnni, tile_vnni, prepare_b_vnni};
   return k;
 }
 

@@ -156,7 +156,7 @@ rtile_fn tile_baseline(qtype q, int) {
 }  // namespace
 
 const rkernels &rkernels_baseline() {
-  static const rkernels k = {"baseline", [](qtype) { return 1; }, tile_baseline, [](qtype) { return false; }};
+  static const rkernels k = {"baseline", [](qtype) { return 1; }, tile_baseline, nullptr};
   return k;
 }
 
