@@ -48,13 +48,13 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
   const int64_t g1 = std::min(u1, groups);
   const bool do_tail = tail && u1 > groups;
 
-  const bool kcols = reads_rkact(q);
-  const size_t col = kcols ? rkact_col_bytes(K) : ract_col_bytes(K), tcol = act_col_bytes(K);
-  std::vector<char> cols_v, tcols_v;
-  char *bq = aligned_in(cols_v, col * static_cast<size_t>(N));
+  const int max_cols = rk.max_cols(q, N);
+  const size_t col = rk.col_bytes(q, K, N), tcol = act_col_bytes(K);
+  const int64_t padded_n = (N + max_cols - 1) / max_cols * max_cols;
+  std::vector<char> cols_v, tcols_v, col_scratch(column_scratch_bytes(K));
+  char *bq = aligned_in(cols_v, col * static_cast<size_t>(padded_n));
   char *tq = do_tail ? aligned_in(tcols_v, tcol * static_cast<size_t>(N)) : nullptr;
   std::vector<float> scratch(static_cast<size_t>(K));
-  const int max_cols = rk.max_cols(q);
 
   const int64_t chunk = std::max<int64_t>(max_cols, static_cast<int64_t>(kColChunkBytes / col) / max_cols * max_cols);
   const int64_t ldo = static_cast<int64_t>(t->nb[1] / sizeof(float));
@@ -64,12 +64,7 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
     for (int64_t i2 = 0; i2 < t->ne[2]; ++i2) {
       for (int64_t n = 0; n < N; ++n) {
         const float *x = read_row(b, n, i2, i3, scratch.data());
-        if (kcols) {
-          quantize_rkact_col(x, K, bq + n * col);
-        } else {
-          quantize_ract_col(x, K, bq + n * col);
-        }
-        if (rk.prepare_b) rk.prepare_b(q, bq + n * col, K);
+        rk.quantize_b(q, N, x, K, col_scratch.data(), bq, n);
         if (tq) quantize_act_col(x, K, tq + n * tcol);
       }
       const auto *a0 = reinterpret_cast<const uint8_t *>(row_ptr(a, 0, i2 / r2, i3 / r3));
@@ -81,7 +76,7 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
           for (int64_t g = gb; g < ge; ++g)
             for (int64_t c = cb; c < ce; c += max_cols) {
               const int rn = static_cast<int>(std::min<int64_t>(max_cols, ce - c));
-              rk.tile(q, rn)(a0 + g * group_bytes, bq + c * col, col, K, out + c * ldo + g * kPackRows, ldo);
+              rk.tile(q, N, rn)(a0 + g * group_bytes, bq + c * col, col, K, out + c * ldo + g * kPackRows, ldo);
             }
         }
       }

@@ -119,6 +119,17 @@ void quantize_ract_col(const float *src, int64_t K, void *col) {
   }
 }
 
+size_t column_bytes(qtype q, int64_t K, int64_t) { return reads_rkact(q) ? rkact_col_bytes(K) : ract_col_bytes(K); }
+
+void quantize_column(qtype q, int64_t N, const float *x, int64_t K, char *, char *cols, int64_t n) {
+  char *col = cols + static_cast<size_t>(n) * column_bytes(q, K, N);
+  if (reads_rkact(q)) {
+    quantize_rkact_col(x, K, col);
+  } else {
+    quantize_ract_col(x, K, col);
+  }
+}
+
 void quantize_rkact_col(const float *src, int64_t K, void *col) {
   static const act_quantizers *simd = act_quantizers_avx2();
   if (simd) return simd->rkact_col(src, K, col);

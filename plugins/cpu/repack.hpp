@@ -142,15 +142,28 @@ inline bool reads_rkact(qtype q) { return q == qtype::q4_k || q == qtype::q5_k |
 // the formats of reads_rkact, else ract_col_bytes).
 using rtile_fn = void (*)(const uint8_t *group, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo);
 
+// One ISA's tiles, and the layout of b they read, for a product of N
+// columns of b.
 struct rkernels {
   const char *name;
-  int (*max_cols)(qtype q);  // the widest tile of |q|
-  rtile_fn (*tile)(qtype q, int rn);
-  // Rewrites one column of b as quantized for |q| (by quantize_ract_col or
-  // quantize_rkact_col) into what these tiles read; null where they read
-  // it as it is.
-  void (*prepare_b)(qtype q, void *col, int64_t K);
+  // The widest tile.
+  int (*max_cols)(qtype q, int64_t N);
+  // b's quantized buffer: column n starts n times this many bytes in. A
+  // layout that interleaves columns in groups counts a group's bytes per
+  // column, and then reads N rounded up to max_cols columns, zeroed.
+  size_t (*col_bytes)(qtype q, int64_t K, int64_t N);
+  // Quantizes column n, K values at x, into |cols|; |scratch| holds
+  // column_scratch_bytes(K).
+  void (*quantize_b)(qtype q, int64_t N, const float *x, int64_t K, char *scratch, char *cols, int64_t n);
+  rtile_fn (*tile)(qtype q, int64_t N, int rn);
 };
+// The b layout of every tile set but the AVX-512 VNNI ones' wide tiles:
+// one ract column (rkact for reads_rkact formats) after another.
+size_t column_bytes(qtype q, int64_t K, int64_t N);
+void quantize_column(qtype q, int64_t N, const float *x, int64_t K, char *scratch, char *cols, int64_t n);
+inline size_t column_scratch_bytes(int64_t K) {
+  return ract_col_bytes(K) > rkact_col_bytes(K) ? ract_col_bytes(K) : rkact_col_bytes(K);
+}
 const rkernels &rkernels_baseline();  // repack_gemm_scalar.cpp: the reference
 const rkernels &rkernels_avx2();      // repack_gemm_avx2.cpp: call only with AVX2, FMA, F16C
 // repack_gemm_avx512.cpp: call only with AVX-512 (F, BW, DQ, VL) and VNNI;

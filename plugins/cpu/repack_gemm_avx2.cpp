@@ -437,7 +437,8 @@ rtile_fn tile_avx2(qtype q, int rn) {
 #endif
 
 const rkernels &rkernels_avx2() {
-  static const rkernels k = {"avx2", [](qtype) { return 4; }, tile_avx2, nullptr};
+  static const rkernels k = {"avx2", [](qtype, int64_t) { return 4; }, column_bytes, quantize_column,
+                             [](qtype q, int64_t, int rn) { return tile_avx2(q, rn); }};
   return k;
 }
 

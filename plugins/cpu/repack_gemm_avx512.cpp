@@ -18,6 +18,7 @@
 // starts from them, exact in integers, and costs a broadcast load, two
 // vpdpbusd, a conversion and two float operations.
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "repack.hpp"
@@ -153,6 +154,63 @@ void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, i
   }
   for (int c = 0; c < RN; ++c) store_rows(acc[c], out + c * ldo);
 }
+
+// ---- the 32-value formats, wide: one register, 16 outputs ---------------
+// With 4 or more columns, b is kept in groups of 4 columns, and a register's
+// 16 int32 lanes are 16 outputs, row r and column c in lane 4r + c: the
+// 8 quads (4 values) of a block are 8 vpdpbusd, each by the rows' quad k
+// (one vpshufd of the decoded block spreads row r's over lane r) and the 4
+// columns' (one broadcast load). A group block of b:
+//   int8  codes[8][4][4]  quad k of columns 0-3
+//   int32 start[4]        -z times each column's sum over the block
+//   float d[4]            each column's scale
+// so one conversion, one product of the scales and one FMA serve 16
+// outputs of a block, where the 4-row tiles above spend them on 4.
+constexpr size_t kWideBlock = 8 * 16 + 16 + 16;
+constexpr int kWideCols = 32;
+constexpr int64_t kWideFromN = 4;
+
+template <class F, int RN>
+void rtile_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
+  constexpr int NG = (RN + 3) / 4;
+  const int64_t nb = K / 32;
+  const size_t group = 4 * ldb;  // ldb: a group's bytes per column
+  __m512 acc[NG];
+  for (int q = 0; q < NG; ++q) acc[q] = _mm512_setzero_ps();
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  for (int64_t j = 0; j < nb; ++j) {
+    const uint8_t *rec = g + static_cast<size_t>(j) * F::kRecord;
+    const __m512 da = _mm512_permutexvar_ps(
+        spread, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec)))));
+    __m512i lo, hi;
+    F::decode(rec, lo, hi);
+    const __m512i w[8] = {_mm512_shuffle_epi32(lo, _MM_PERM_AAAA), _mm512_shuffle_epi32(lo, _MM_PERM_BBBB),
+                          _mm512_shuffle_epi32(lo, _MM_PERM_CCCC), _mm512_shuffle_epi32(lo, _MM_PERM_DDDD),
+                          _mm512_shuffle_epi32(hi, _MM_PERM_AAAA), _mm512_shuffle_epi32(hi, _MM_PERM_BBBB),
+                          _mm512_shuffle_epi32(hi, _MM_PERM_CCCC), _mm512_shuffle_epi32(hi, _MM_PERM_DDDD)};
+    const char *blk = b + static_cast<size_t>(j) * kWideBlock;
+    for (int q = 0; q < NG; ++q, blk += group) {
+      __m512i dot = bcast16(blk + 128);
+      for (int k = 0; k < 8; ++k) dot = _mm512_dpbusd_epi32(dot, w[k], bcast16(blk + 16 * k));
+      const __m512 dy = _mm512_broadcast_f32x4(_mm_loadu_ps(reinterpret_cast<const float *>(blk + 144)));
+      acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(da, dy), acc[q]);
+    }
+  }
+  for (int q = 0; q < NG; ++q) {
+    alignas(64) float f[16];
+    _mm512_store_ps(f, acc[q]);
+    for (int c = 0; c < 4 && 4 * q + c < RN; ++c)
+      for (int r = 0; r < kPackRows; ++r) out[(4 * q + c) * ldo + r] = f[4 * r + c];
+  }
+}
+
+template <class F, int... RN>
+rtile_fn wide_tile_for(int rn, std::integer_sequence<int, RN...>) {
+  static const rtile_fn tiles[] = {rtile_wide<F, RN + 1>...};
+  return tiles[rn - 1];
+}
+
+bool wide(qtype q, int64_t N) { return !reads_rkact(q) && N >= kWideFromN; }
 
 template <class F, int... RN>
 rtile_fn tile_for(int rn, std::integer_sequence<int, RN...>) {
@@ -372,42 +430,59 @@ rtile_fn ktile_for(int rn, std::integer_sequence<int, RN...>) {
   return tiles[rn - 1];
 }
 
-rtile_fn tile_vnni(qtype q, int rn) {
+rtile_fn tile_vnni(qtype q, int64_t N, int rn) {
   const auto cols = std::make_integer_sequence<int, kMaxCols>{};
+  const auto wide_cols = std::make_integer_sequence<int, kWideCols>{};
+  const auto kcols = std::make_integer_sequence<int, kMaxColsK>{};
   switch (q) {
     case qtype::q4_0:
-      return tile_for<q4_0_rows>(rn, cols);
+      return wide(q, N) ? wide_tile_for<q4_0_rows>(rn, wide_cols) : tile_for<q4_0_rows>(rn, cols);
     case qtype::q8_0:
-      return tile_for<q8_0_rows>(rn, cols);
+      return wide(q, N) ? wide_tile_for<q8_0_rows>(rn, wide_cols) : tile_for<q8_0_rows>(rn, cols);
     case qtype::q5_0:
-      return tile_for<q5_0_rows>(rn, cols);
+      return wide(q, N) ? wide_tile_for<q5_0_rows>(rn, wide_cols) : tile_for<q5_0_rows>(rn, cols);
     case qtype::q4_k:
-      return ktile_for<false>(rn, std::make_integer_sequence<int, kMaxColsK>{});
+      return ktile_for<false>(rn, kcols);
     case qtype::q5_k:
-      return ktile_for<true>(rn, std::make_integer_sequence<int, kMaxColsK>{});
+      return ktile_for<true>(rn, kcols);
     case qtype::q6_k:
-      return q6tile_for(rn, std::make_integer_sequence<int, kMaxColsK>{});
+      return q6tile_for(rn, kcols);
     default:
-      return rkernels_avx2().tile(q, rn);
+      return nullptr;
   }
 }
 
-int max_cols_vnni(qtype q) {
-  switch (q) {
-    case qtype::q4_k:
-    case qtype::q5_k:
-    case qtype::q6_k:
-      return kMaxColsK;
-    default:
-      return kMaxCols;
-  }
+int max_cols_vnni(qtype q, int64_t N) {
+  if (reads_rkact(q)) return kMaxColsK;
+  return wide(q, N) ? kWideCols : kMaxCols;
 }
-// b's lane sums times minus the zero point, where the tiles' dots start.
-void prepare_b_vnni(qtype q, void *col, int64_t K) {
-  if (reads_rkact(q)) return;
-  const ract_col_parts y = ract_col_at(col, K);
+
+size_t col_bytes_vnni(qtype q, int64_t K, int64_t N) {
+  return wide(q, N) ? static_cast<size_t>(K / 32) * kWideBlock / 4 : column_bytes(q, K, N);
+}
+
+// The narrow tiles read ract columns whose lane sums are -z times b's, where
+// their dots start; the wide ones, group blocks (above).
+void quantize_b_vnni(qtype q, int64_t N, const float *x, int64_t K, char *scratch, char *cols, int64_t n) {
+  if (reads_rkact(q)) return quantize_column(q, N, x, K, scratch, cols, n);
   const int shift = zero_shift(q);
-  for (int64_t i = 0; i < 4 * y.blocks; ++i) y.sums[i] = -(y.sums[i] * (1 << shift));
+  if (!wide(q, N)) {
+    quantize_column(q, N, x, K, scratch, cols, n);
+    const ract_col_parts y = ract_col_at(cols + static_cast<size_t>(n) * column_bytes(q, K, N), K);
+    for (int64_t i = 0; i < 4 * y.blocks; ++i) y.sums[i] = -(y.sums[i] * (1 << shift));
+    return;
+  }
+  quantize_ract_col(x, K, scratch);
+  const ract_col_parts y = ract_col_at(scratch, K);
+  const size_t slot = 4 * static_cast<size_t>(n % 4);
+  char *group = cols + static_cast<size_t>(n / 4) * 4 * col_bytes_vnni(q, K, N);
+  for (int64_t j = 0; j < y.blocks; ++j) {
+    char *blk = group + static_cast<size_t>(j) * kWideBlock;
+    for (int k = 0; k < 8; ++k) std::memcpy(blk + 16 * k + slot, y.qs + 32 * j + 4 * k, 4);
+    const int32_t start = -((y.sums[4 * j] + y.sums[4 * j + 1] + y.sums[4 * j + 2] + y.sums[4 * j + 3]) * (1 << shift));
+    std::memcpy(blk + 128 + slot, &start, 4);
+    std::memcpy(blk + 144 + slot, &y.d[j], 4);
+  }
 }
 
 }  // namespace
@@ -419,7 +494,7 @@ void prepare_b_vnni(qtype q, void *col, int64_t K) {
 #endif
 
 const rkernels &rkernels_avx512_vnni() {
-  static const rkernels k = {"avx512-vnni", max_cols_vnni, tile_vnni, prepare_b_vnni};
+  static const rkernels k = {"avx512-vnni", max_cols_vnni, col_bytes_vnni, quantize_b_vnni, tile_vnni};
   return k;
 }
 

@@ -156,7 +156,8 @@ rtile_fn tile_baseline(qtype q, int) {
 }  // namespace
 
 const rkernels &rkernels_baseline() {
-  static const rkernels k = {"baseline", [](qtype) { return 1; }, tile_baseline, nullptr};
+  static const rkernels k = {"baseline", [](qtype, int64_t) { return 1; }, column_bytes, quantize_column,
+                             [](qtype q, int64_t, int rn) { return tile_baseline(q, rn); }};
   return k;
 }
 
