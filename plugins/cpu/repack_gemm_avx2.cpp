@@ -28,6 +28,8 @@
 namespace bp::cpu {
 namespace {
 
+#include "repack_simd.hpp"
+
 inline __m256i bcast16(const int8_t *p) {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
 }
@@ -209,16 +211,8 @@ inline __m256 pair_f16(const uint8_t *a, const uint8_t *b) {
 // the 4 rows' 12 scale bytes side by side (repack.hpp), so each step below
 // works on the 4 rows at once.
 inline void kscales(const uint8_t *rec, __m256i scales[2], __m256i mins[2]) {
-  const auto word = [&](int w) {
-    return _mm_loadu_si128(reinterpret_cast<const __m128i *>(rec + kscale_word_at(w, 0)));
-  };
-  const __m128i w0 = word(0), w1 = word(1), w2 = word(2);
-  const __m128i m3f = _mm_set1_epi8(0x3F), m0f = _mm_set1_epi8(0x0F), m30 = _mm_set1_epi8(0x30);
-  // Bytes 0-3 of each row's 8 (sub-blocks 0-3), then 4-7.
-  const __m128i sc_lo = _mm_and_si128(w0, m3f), m_lo = _mm_and_si128(w1, m3f);
-  const __m128i sc_hi = _mm_or_si128(_mm_and_si128(w2, m0f), _mm_and_si128(_mm_srli_epi16(w0, 2), m30));
-  const __m128i m_hi =
-      _mm_or_si128(_mm_and_si128(_mm_srli_epi16(w2, 4), m0f), _mm_and_si128(_mm_srli_epi16(w1, 2), m30));
+  const kscale_bytes k = kscales_of(rec);
+  const __m128i sc_lo = k.sc_lo, sc_hi = k.sc_hi, m_lo = k.m_lo, m_hi = k.m_hi;
   // [row 0's 8, row 1's 8] and [row 2's 8, row 3's 8].
   scales[0] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi32(sc_lo, sc_hi));
   scales[1] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi32(sc_lo, sc_hi));
@@ -344,29 +338,22 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
     // immediate): bits 2t and 2t + 1 of the qh bytes go to bits 4-5 with one
     // shift of the 16-bit lanes (what crosses a byte is masked away).
     const auto step = [&](auto jc) {
-      constexpr int j = decltype(jc)::value, hh = j / 4, t = j % 4;
+      constexpr int j = decltype(jc)::value;
       const __m256i pick_lo = in_lane_word((2 * j) % 8), pick_hi = in_lane_word((2 * j + 1) % 8);
       const int64_t at = 256 * s + 32 * j;
       for (int p = 0; p < 2; ++p) {
-        const uint8_t *ql = rec + 72 + 128 * (2 * hh + (t & 1)) + 64 * p, *qh = rec + 72 + 128 * (4 + hh) + 64 * p;
+        const uint8_t *ql = rec + 72 + 128 * q6k_ql_chunk(j) + 64 * p, *qh = rec + 72 + 128 * q6k_qh_chunk(j) + 64 * p;
         __m256i x[2];
         for (int half = 0; half < 2; ++half) {
           const __m256i l = load32(ql + 32 * half), top = load32(qh + 32 * half);
-          __m256i nib, moved;
-          if constexpr (t < 2) {
-            nib = _mm256_and_si256(l, m4);
-          } else {
+          __m256i nib, moved = top;
+          if constexpr (q6k_high_nibble(j)) {
             nib = _mm256_and_si256(_mm256_srli_epi16(l, 4), m4);
-          }
-          if constexpr (t == 0) {
-            moved = _mm256_slli_epi16(top, 4);
-          } else if constexpr (t == 1) {
-            moved = _mm256_slli_epi16(top, 2);
-          } else if constexpr (t == 2) {
-            moved = top;
           } else {
-            moved = _mm256_srli_epi16(top, 2);
+            nib = _mm256_and_si256(l, m4);
           }
+          if constexpr (q6k_top_shift(j) > 0) moved = _mm256_slli_epi16(top, q6k_top_shift(j));
+          if constexpr (q6k_top_shift(j) < 0) moved = _mm256_srli_epi16(top, -q6k_top_shift(j));
           x[half] = _mm256_or_si256(nib, _mm256_and_si256(moved, m30));
         }
         const __m256i sc_lo = _mm256_shuffle_epi8(scales[p][j / 4], pick_lo);

@@ -36,6 +36,8 @@
 namespace bp::cpu {
 namespace {
 
+#include "repack_simd.hpp"
+
 constexpr int kMaxCols = 16;
 
 inline __m512i load64(const uint8_t *p) { return _mm512_loadu_si512(p); }
@@ -261,15 +263,8 @@ void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out,
         _mm_prefetch(reinterpret_cast<const char *>(rec + 2048 + o), _MM_HINT_T0);
     // The 4 rows' 6-bit scales and minimums (quant_blocks.hpp's scale_min)
     // from the three words of each row, side by side in the record.
-    const auto word = [&](int w) {
-      return _mm_loadu_si128(reinterpret_cast<const __m128i *>(rec + kscale_word_at(w, 0)));
-    };
-    const __m128i w0 = word(0), w1 = word(1), w2 = word(2);
-    const __m128i m3f = _mm_set1_epi8(0x3F), m0f = _mm_set1_epi8(0x0F), m30 = _mm_set1_epi8(0x30);
-    const __m128i sc_lo = _mm_and_si128(w0, m3f), m_lo = _mm_and_si128(w1, m3f);
-    const __m128i sc_hi = _mm_or_si128(_mm_and_si128(w2, m0f), _mm_and_si128(_mm_srli_epi16(w0, 2), m30));
-    const __m128i m_hi =
-        _mm_or_si128(_mm_and_si128(_mm_srli_epi16(w2, 4), m0f), _mm_and_si128(_mm_srli_epi16(w1, 2), m30));
+    const kscale_bytes k = kscales_of(rec);
+    const __m128i sc_lo = k.sc_lo, sc_hi = k.sc_hi, m_lo = k.m_lo, m_hi = k.m_hi;
     const __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_set_m128i(sc_hi, sc_lo));
     const __m512i mins =
         _mm512_permutexvar_epi16(_mm512_load_si512(min_idx), _mm512_cvtepu8_epi16(_mm256_set_m128i(m_hi, m_lo)));
@@ -376,26 +371,19 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
     }
     const char *y0 = b + 256 * s;
     const auto step = [&](auto jc) {
-      constexpr int j = decltype(jc)::value, hh = j / 4, t = j % 4;
-      const uint8_t *ql = rec + 72 + 128 * (2 * hh + (t & 1)), *qh = rec + 72 + 128 * (4 + hh);
+      constexpr int j = decltype(jc)::value;
+      const uint8_t *ql = rec + 72 + 128 * q6k_ql_chunk(j), *qh = rec + 72 + 128 * q6k_qh_chunk(j);
       const auto code = [&](int half) {
         const __m512i l = load32x2(ql + 32 * half, ql + 64 + 32 * half);
         const __m512i top = load32x2(qh + 32 * half, qh + 64 + 32 * half);
-        __m512i nib, moved;
-        if constexpr (t < 2) {
-          nib = _mm512_and_si512(l, m4);
-        } else {
+        __m512i nib, moved = top;
+        if constexpr (q6k_high_nibble(j)) {
           nib = _mm512_and_si512(_mm512_srli_epi16(l, 4), m4);
-        }
-        if constexpr (t == 0) {
-          moved = _mm512_slli_epi16(top, 4);
-        } else if constexpr (t == 1) {
-          moved = _mm512_slli_epi16(top, 2);
-        } else if constexpr (t == 2) {
-          moved = top;
         } else {
-          moved = _mm512_srli_epi16(top, 2);
+          nib = _mm512_and_si512(l, m4);
         }
+        if constexpr (q6k_top_shift(j) > 0) moved = _mm512_slli_epi16(top, q6k_top_shift(j));
+        if constexpr (q6k_top_shift(j) < 0) moved = _mm512_srli_epi16(top, -q6k_top_shift(j));
         return _mm512_ternarylogic_epi32(nib, moved, m30, 0xF8);  // nib | (moved & 0x30)
       };
       const __m512i x_lo = code(0), x_hi = code(1);
