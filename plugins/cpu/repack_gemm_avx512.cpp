@@ -1,22 +1,18 @@
 // repack_gemm_avx512.cpp: the AVX-512 VNNI tiles of the repacked products:
-// a group of 4 rows (repack.hpp) by up to 16 columns of b (the 32-value
-// formats) or 8 (the K-quants).
+// a group of 4 rows (repack.hpp) by up to 32 columns of b (Q4_0, Q8_0,
+// Q5_0 with 4 or more columns: the wide tiles), 3 (the same with fewer) or
+// 8 (the K-quants).
 //
-// One 512-bit register holds 16 values of all 4 rows, row r in 128-bit
-// lane r, so each 16 values of b are broadcast to the 4 lanes and one
-// vpdpbusd does 64 multiply-adds per row. Each row's 4 lanes are summed
-// once at the end, in a fixed order, so the result does not depend on how
-// rows are split between threads; with 32 registers a tile keeps its
-// columns' accumulators beside the decoded block, so one decode serves
-// every column.
-//
-// vpdpbusd multiplies unsigned bytes by signed ones: the weights' codes go
-// in unsigned (Q4_0's nibbles, Q5_0's 5-bit codes, the K-quants' codes as
-// they are; Q8_0's values plus 128), b's signed. For Q4_0, Q8_0 and Q5_0
-// the zero point z (8, 16, 128) leaves through b's int32 lane sums, which
-// prepare_b turns once per column into -z times themselves: a column's dot
-// starts from them, exact in integers, and costs a broadcast load, two
-// vpdpbusd, a conversion and two float operations.
+// vpdpbusd multiplies unsigned bytes by signed ones, 4 products per int32
+// lane: the weights' codes go in unsigned (Q4_0's nibbles, Q5_0's 5-bit
+// codes, the K-quants' codes as they are; Q8_0's values plus 128), b's
+// values signed, and every zero point or offset leaves exactly, in
+// integers. The wide tiles make a register's 16 lanes 16 outputs (4 rows
+// by 4 columns); the others hold 16 values of the 4 rows in a register, row
+// r in 128-bit lane r, broadcast each 16 values of b to the 4 lanes, and
+// sum each row's 4 lanes once at the end. Every output is one accumulation
+// in a fixed order, so the result does not depend on how rows are split
+// between threads.
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -38,7 +34,9 @@ namespace {
 
 #include "repack_simd.hpp"
 
-constexpr int kMaxCols = 16;
+// The 4-rows-per-register tiles of the 32-value formats run only below
+// kWideFromN columns.
+constexpr int kNarrowCols = 3;
 
 inline __m512i load64(const uint8_t *p) { return _mm512_loadu_si512(p); }
 // Two 256-bit loads as the low and high halves of one register.
@@ -126,6 +124,10 @@ inline void store_rows(__m512 v, float *out) {
   for (int r = 0; r < kPackRows; ++r) out[r] = (f[4 * r] + f[4 * r + 1]) + (f[4 * r + 2] + f[4 * r + 3]);
 }
 
+// With fewer than kWideFromN columns: per block, one register holds the 4
+// rows' values 0-15 and another their 16-31; each column's dot starts from
+// its lane sums (which quantize_b_vnni made -z times themselves) and takes
+// two vpdpbusd.
 template <class F, int RN>
 void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   const int64_t nb = K / 32;
@@ -419,7 +421,7 @@ rtile_fn ktile_for(int rn, std::integer_sequence<int, RN...>) {
 }
 
 rtile_fn tile_vnni(qtype q, int64_t N, int rn) {
-  const auto cols = std::make_integer_sequence<int, kMaxCols>{};
+  const auto cols = std::make_integer_sequence<int, kNarrowCols>{};
   const auto wide_cols = std::make_integer_sequence<int, kWideCols>{};
   const auto kcols = std::make_integer_sequence<int, kMaxColsK>{};
   switch (q) {
@@ -442,7 +444,7 @@ rtile_fn tile_vnni(qtype q, int64_t N, int rn) {
 
 int max_cols_vnni(qtype q, int64_t N) {
   if (reads_rkact(q)) return kMaxColsK;
-  return wide(q, N) ? kWideCols : kMaxCols;
+  return wide(q, N) ? kWideCols : kNarrowCols;
 }
 
 size_t col_bytes_vnni(qtype q, int64_t K, int64_t N) {
