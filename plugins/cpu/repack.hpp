@@ -138,8 +138,8 @@ inline rkact_col_parts rkact_col_at(void *col, int64_t K) {
 inline bool reads_rkact(qtype q) { return q == qtype::q4_k || q == qtype::q5_k || q == qtype::q6_k; }
 
 // out[c * ldo + r] = dot(row r of the group, column c) for r < kPackRows,
-// c < rn: the group at |group|, column c at b + c * ldb (rkact_col_bytes for
-// the formats of reads_rkact, else ract_col_bytes).
+// c < rn: the group at |group|, b's columns from |b| in the layout of the
+// tile set's quantize_b, |ldb| its col_bytes.
 using rtile_fn = void (*)(const uint8_t *group, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo);
 
 // One ISA's tiles, and the layout of b they read, for a product of N
@@ -166,8 +166,7 @@ inline size_t column_scratch_bytes(int64_t K) {
 }
 const rkernels &rkernels_baseline();  // repack_gemm_scalar.cpp: the reference
 const rkernels &rkernels_avx2();      // repack_gemm_avx2.cpp: call only with AVX2, FMA, F16C
-// repack_gemm_avx512.cpp: call only with AVX-512 (F, BW, DQ, VL) and VNNI;
-// the 32-value formats' own tiles, the K-quants' AVX2 ones.
+// repack_gemm_avx512.cpp: call only with AVX-512 (F, BW, DQ, VL) and VNNI.
 const rkernels &rkernels_avx512_vnni();
 // AVX-512 VNNI where the CPU has it and cpu_isa() allows AVX-512, else AVX2
 // where it has that (AVX-512 CPUs without VNNI run the AVX2 tiles), else

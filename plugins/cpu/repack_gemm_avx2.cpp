@@ -116,9 +116,6 @@ inline void store_pair(__m256 v, float *out) {
   out[1] = (f[4] + f[5]) + (f[6] + f[7]);
 }
 
-// How far ahead the K-quant tiles ask for their records (every line of one).
-constexpr size_t kPrefetchBytes = 2048;
-
 template <class F, int RN>
 void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   const int64_t nb = K / 32;
@@ -246,9 +243,7 @@ void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out,
   const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    if constexpr (RN <= 2)
-      for (size_t o = 0; o < kRecord; o += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(rec + kPrefetchBytes + o), _MM_HINT_T0);
+    if constexpr (RN <= 2) prefetch_kquant_record(rec, kRecord);
     __m256i scales[2], mins[2];
     kscales(rec, scales, mins);
     // [d0 dmin0 d1 dmin1 ... d3 dmin3] spread to [d_2p x4, d_2p+1 x4] and the same for dmin.
@@ -319,9 +314,7 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    if constexpr (RN <= 2)
-      for (size_t o = 0; o < kRecord; o += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(rec + kPrefetchBytes + o), _MM_HINT_T0);
+    if constexpr (RN <= 2) prefetch_kquant_record(rec, kRecord);
     __m256i scales[2][2];  // [pair][halves 0-7, 8-15]
     __m256 d[2];
     for (int p = 0; p < 2; ++p) {

@@ -260,9 +260,7 @@ void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out,
   const __m512i dmin_idx = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    if constexpr (RN <= 2)
-      for (size_t o = 0; o < kRecord; o += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(rec + 2048 + o), _MM_HINT_T0);
+    if constexpr (RN <= 2) prefetch_kquant_record(rec, kRecord);
     // The 4 rows' 6-bit scales and minimums (quant_blocks.hpp's scale_min)
     // from the three words of each row, side by side in the record.
     const kscale_bytes k = kscales_of(rec);
@@ -352,9 +350,7 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
   const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    if constexpr (RN <= 2)
-      for (size_t o = 0; o < kRecord; o += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(rec + 2048 + o), _MM_HINT_T0);
+    if constexpr (RN <= 2) prefetch_kquant_record(rec, kRecord);
     const __m512i sc01 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + 8)));
     const __m512i sc23 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + 40)));
     const __m512i minus32 = _mm512_set1_epi16(-32);

@@ -24,6 +24,15 @@ inline kscale_bytes kscales_of(const uint8_t *rec) {
           _mm_or_si128(_mm_and_si128(_mm_srli_epi16(w2, 4), m0f), _mm_and_si128(_mm_srli_epi16(w1, 2), m30))};
 }
 
+// A K-quant tile of one or two columns asks for every line of the record
+// this far ahead of the one it reads: the weights' stream from DRAM is its
+// bound, and the distance was measured best (docs/plugins/cpu.md).
+constexpr size_t kKquantPrefetchBytes = 2048;
+inline void prefetch_kquant_record(const uint8_t *rec, size_t record_bytes) {
+  for (size_t o = 0; o < record_bytes; o += 64)
+    _mm_prefetch(reinterpret_cast<const char *>(rec + kKquantPrefetchBytes + o), _MM_HINT_T0);
+}
+
 // Q6_K's 32-value step j (< 8) of a super-block: the ql chunk that holds
 // its low 4 bits (in the high nibbles when q6k_high_nibble), the qh chunk
 // that holds its top 2, and how far those move (left; negative: right) to
