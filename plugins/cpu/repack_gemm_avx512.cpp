@@ -37,6 +37,8 @@ namespace {
 // The 4-rows-per-register tiles of the 32-value formats run only below
 // kWideFromN columns.
 constexpr int kNarrowCols = 3;
+// The K-quants' tiles of that shape, up to 8 columns (below).
+constexpr int kMaxColsK = 8;
 
 inline __m512i load64(const uint8_t *p) { return _mm512_loadu_si512(p); }
 // Two 256-bit loads as the low and high halves of one register.
@@ -159,6 +161,26 @@ void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, i
   for (int c = 0; c < RN; ++c) store_rows(acc[c], out + c * ldo);
 }
 
+// Lane 4r + c of vpshufd's spread of quad k of a register holding 16 values
+// of each row in 128-bit lane r.
+inline void spread_quads(__m512i x, __m512i *w) {
+  w[0] = _mm512_shuffle_epi32(x, _MM_PERM_AAAA);
+  w[1] = _mm512_shuffle_epi32(x, _MM_PERM_BBBB);
+  w[2] = _mm512_shuffle_epi32(x, _MM_PERM_CCCC);
+  w[3] = _mm512_shuffle_epi32(x, _MM_PERM_DDDD);
+}
+
+// Stores the 16 outputs of each 4-column group (lane 4r + c) in place.
+template <int NG>
+inline void store_wide(const __m512 *acc, int rn, float *out, int64_t ldo) {
+  for (int q = 0; q < NG; ++q) {
+    alignas(64) float f[16];
+    _mm512_store_ps(f, acc[q]);
+    for (int c = 0; c < 4 && 4 * q + c < rn; ++c)
+      for (int r = 0; r < kPackRows; ++r) out[(4 * q + c) * ldo + r] = f[4 * r + c];
+  }
+}
+
 // ---- the 32-value formats, wide: one register, 16 outputs ---------------
 // With 4 or more columns, b is kept in groups of 4 columns, and a register's
 // 16 int32 lanes are 16 outputs, row r and column c in lane 4r + c: the
@@ -188,10 +210,9 @@ void rtile_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
         spread, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec)))));
     __m512i lo, hi;
     F::decode(rec, lo, hi);
-    const __m512i w[8] = {_mm512_shuffle_epi32(lo, _MM_PERM_AAAA), _mm512_shuffle_epi32(lo, _MM_PERM_BBBB),
-                          _mm512_shuffle_epi32(lo, _MM_PERM_CCCC), _mm512_shuffle_epi32(lo, _MM_PERM_DDDD),
-                          _mm512_shuffle_epi32(hi, _MM_PERM_AAAA), _mm512_shuffle_epi32(hi, _MM_PERM_BBBB),
-                          _mm512_shuffle_epi32(hi, _MM_PERM_CCCC), _mm512_shuffle_epi32(hi, _MM_PERM_DDDD)};
+    __m512i w[8];
+    spread_quads(lo, w);
+    spread_quads(hi, w + 4);
     const char *blk = b + static_cast<size_t>(j) * kWideBlock;
     for (int q = 0; q < NG; ++q, blk += group) {
       __m512i dot = bcast16(blk + 128);
@@ -200,12 +221,7 @@ void rtile_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
       acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(da, dy), acc[q]);
     }
   }
-  for (int q = 0; q < NG; ++q) {
-    alignas(64) float f[16];
-    _mm512_store_ps(f, acc[q]);
-    for (int c = 0; c < 4 && 4 * q + c < RN; ++c)
-      for (int r = 0; r < kPackRows; ++r) out[(4 * q + c) * ldo + r] = f[4 * r + c];
-  }
+  store_wide<NG>(acc, RN, out, ldo);
 }
 
 template <class F, int... RN>
@@ -214,7 +230,9 @@ rtile_fn wide_tile_for(int rn, std::integer_sequence<int, RN...>) {
   return tiles[rn - 1];
 }
 
-bool wide(qtype q, int64_t N) { return !reads_rkact(q) && N >= kWideFromN; }
+// The K-quants' narrow tiles take up to kMaxColsK columns in one tile, which
+// measured faster than 2 groups of wide ones.
+bool wide(qtype q, int64_t N) { return reads_rkact(q) ? N > kMaxColsK : N >= kWideFromN; }
 
 template <class F, int... RN>
 rtile_fn tile_for(int rn, std::integer_sequence<int, RN...>) {
@@ -234,8 +252,6 @@ rtile_fn tile_for(int rn, std::integer_sequence<int, RN...>) {
 // accumulates them in int32: 5 vpdpbusd-class instructions per 2
 // sub-blocks of the 4 rows. The minimums leave once per super-block,
 // vpdpwssd of each row's 8 minimums by b's 8 32-value sums.
-constexpr int kMaxColsK = 8;
-
 template <bool Q5, int RN>
 void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;
@@ -404,9 +420,212 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
   for (int c = 0; c < RN; ++c) store_rows(acc[c], out + c * ldo);
 }
 
+// ---- the K-quants, wide: one register, 16 outputs ----------------------
+// With 4 or more columns the K-quants take the wide tiles' shape too: b in
+// groups of 4 columns, lane 4r + c of a register row r's dot with column
+// c. A sub-block's dot (32 values of Q4_K and Q5_K, 16 of Q6_K) is 8 or 4
+// vpdpbusd by the rows' quads (vpshufd) and the columns' (a broadcast
+// load); one conversion and one FMA by d times the rows' sub-block scales
+// (shared by all columns) add it to the super-block's float sum, so 16
+// outputs pay for the scales what the narrow tiles above pay for 4. The
+// minimums (Q4_K, Q5_K) and Q6_K's -32 leave once per super-block through
+// vpdpwssd of the rows' minimums or scales by b's sums, and b's scale
+// multiplies the super-block's sum once. A group block of b per
+// super-block:
+//   int8  codes[64][4][4]  quad k of columns 0-3
+//   int16 sums16[8][4][2]  each column's sums of 16 values 2i and 2i + 1
+//   int16 sums32[4][4][2]  each column's sums of 32 values 2i and 2i + 1
+//   float d[4]             each column's scale
+constexpr size_t kWideKSums16 = 1024, kWideKSums32 = kWideKSums16 + 128, kWideKScales = kWideKSums32 + 64;
+constexpr size_t kWideKBlock = kWideKScales + 16;
+constexpr int kWideColsK = 32;
+
+// Lane 4r + c of each gets lane 4r + k of the source, k = 0-3.
+alignas(64) constexpr int32_t kPickQuarter[4][16] = {{0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12},
+                                                     {1, 1, 1, 1, 5, 5, 5, 5, 9, 9, 9, 9, 13, 13, 13, 13},
+                                                     {2, 2, 2, 2, 6, 6, 6, 6, 10, 10, 10, 10, 14, 14, 14, 14},
+                                                     {3, 3, 3, 3, 7, 7, 7, 7, 11, 11, 11, 11, 15, 15, 15, 15}};
+inline __m512 pick_quarter(__m512 v, int k) { return _mm512_permutexvar_ps(_mm512_load_si512(kPickQuarter[k]), v); }
+
+// Q4_K (Q5 false) and Q5_K.
+template <bool Q5, int RN>
+void rtile_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
+  constexpr int NG = (RN + 3) / 4;
+  constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;
+  constexpr size_t kQs = Q5 ? 192 : 64;
+  const int64_t nsuper = K / 256;
+  const size_t group = 4 * ldb;
+  __m512 acc[NG];
+  for (int q = 0; q < NG; ++q) acc[q] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+  const __m512i d_idx = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
+  const __m512i dmin_idx = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
+  // Dword 2r + i of a vector of the rows' minimums as words (4r + k) is
+  // row r's pair (2i, 2i + 1); lane 4r + c of pair i gets it.
+  const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
+  const __m512i pair1 = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
+  for (int64_t s = 0; s < nsuper; ++s) {
+    const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
+    const char *blk0 = b + static_cast<size_t>(s) * kWideKBlock;
+    const kscale_bytes k = kscales_of(rec);
+    const __m512 dd = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(rec))));
+    const __m512 d = _mm512_permutexvar_ps(d_idx, dd), dmin = _mm512_permutexvar_ps(dmin_idx, dd);
+    // d times sub-block 4h + k's scale of row r at lane 4r + k.
+    const __m512 dsc[2] = {_mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(k.sc_lo))),
+                           _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(k.sc_hi)))};
+    const __m512i m_lo = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(k.m_lo)),
+                  m_hi = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(k.m_hi));
+    const __m512i mins[4] = {_mm512_permutexvar_epi32(pair0, m_lo), _mm512_permutexvar_epi32(pair1, m_lo),
+                             _mm512_permutexvar_epi32(pair0, m_hi), _mm512_permutexvar_epi32(pair1, m_hi)};
+    __m512i qh_lo = _mm512_setzero_si512(), qh_hi = _mm512_setzero_si512();
+    if constexpr (Q5) {
+      qh_lo = load32x2(rec + 64, rec + 128);
+      qh_hi = load32x2(rec + 96, rec + 160);
+    }
+    __m512 sum[NG];
+    for (int q = 0; q < NG; ++q) sum[q] = _mm512_setzero_ps();
+    // Sub-block t: its values 0-15 and 16-31 of the 4 rows.
+    const auto sub = [&](int t, __m512i x_lo, __m512i x_hi) {
+      __m512i w[8];
+      spread_quads(x_lo, w);
+      spread_quads(x_hi, w + 4);
+      const __m512 scale = pick_quarter(dsc[t / 4], t % 4);
+      const char *blk = blk0 + 128 * t;
+      for (int q = 0; q < NG; ++q, blk += group) {
+        __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], bcast16(blk));
+        for (int j = 1; j < 8; ++j) dot = _mm512_dpbusd_epi32(dot, w[j], bcast16(blk + 16 * j));
+        sum[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, sum[q]);
+      }
+    };
+    for (int p = 0; p < 4; ++p) {
+      const uint8_t *qs = rec + kQs + 128 * p;
+      const __m512i lo = load32x2(qs, qs + 64), hi = load32x2(qs + 32, qs + 96);
+      __m512i a_lo = _mm512_and_si512(lo, m4), a_hi = _mm512_and_si512(hi, m4);
+      __m512i b_lo = _mm512_and_si512(_mm512_srli_epi16(lo, 4), m4),
+              b_hi = _mm512_and_si512(_mm512_srli_epi16(hi, 4), m4);
+      if constexpr (Q5) {
+        const auto fifth = [&](__m512i x, __m512i qh, int j) {  // as rtile_k's
+          const __m512i moved =
+              j <= 4 ? _mm512_sll_epi16(qh, _mm_cvtsi32_si128(4 - j)) : _mm512_srl_epi16(qh, _mm_cvtsi32_si128(j - 4));
+          return _mm512_ternarylogic_epi32(x, moved, m10, 0xF8);
+        };
+        a_lo = fifth(a_lo, qh_lo, 2 * p);
+        a_hi = fifth(a_hi, qh_hi, 2 * p);
+        b_lo = fifth(b_lo, qh_lo, 2 * p + 1);
+        b_hi = fifth(b_hi, qh_hi, 2 * p + 1);
+      }
+      sub(2 * p, a_lo, a_hi);
+      sub(2 * p + 1, b_lo, b_hi);
+    }
+    const char *blk = blk0;
+    for (int q = 0; q < NG; ++q, blk += group) {
+      __m512i m = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mins[0], bcast16(blk + kWideKSums32));
+      for (int i = 1; i < 4; ++i) m = _mm512_dpwssd_epi32(m, mins[i], bcast16(blk + kWideKSums32 + 16 * i));
+      const __m512 dy = _mm512_broadcast_f32x4(_mm_loadu_ps(reinterpret_cast<const float *>(blk + kWideKScales)));
+      acc[q] = _mm512_fmadd_ps(_mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), dmin, sum[q]), dy, acc[q]);
+    }
+  }
+  store_wide<NG>(acc, RN, out, ldo);
+}
+
+// Q6_K: 16 halves of 16 values, each with its own int8 scale; the codes'
+// -32 leaves as d times -32 times vpdpwssd of the rows' scales by b's sums
+// of 16 values.
+template <int RN>
+void rtile_q6_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
+  constexpr int NG = (RN + 3) / 4;
+  constexpr size_t kRecord = 210 * kPackRows;
+  const int64_t nsuper = K / 256;
+  const size_t group = 4 * ldb;
+  __m512 acc[NG];
+  for (int q = 0; q < NG; ++q) acc[q] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  // Dwords (q, 4 + q, 8 + q, 12 + q) of the 64 scale bytes: scales
+  // 4q-4q+3 of rows 0-3.
+  alignas(64) int32_t quarter_idx[4][16], pair_idx[8][16];
+  for (int i = 0; i < 16; ++i) {
+    for (int q = 0; q < 4; ++q) quarter_idx[q][i] = 4 * (i % 4) + q;
+    // Row r's scale pair i among [rows 0, 1 | rows 2, 3] as words.
+    for (int p = 0; p < 8; ++p) pair_idx[p][i] = 8 * (i / 4) + p;
+  }
+  for (int64_t s = 0; s < nsuper; ++s) {
+    const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
+    const char *blk0 = b + static_cast<size_t>(s) * kWideKBlock;
+    const __m512i sc = _mm512_loadu_si512(rec + 8);  // row r's 16 scales at 16r
+    const __m512 d = _mm512_permutexvar_ps(
+        spread, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec)))));
+    __m512 dsc[4];
+    for (int q = 0; q < 4; ++q) {
+      const __m128i bytes = _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_load_si512(quarter_idx[q]), sc));
+      dsc[q] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)));
+    }
+    const __m512i sc01 = _mm512_cvtepi8_epi16(_mm512_castsi512_si256(sc)),
+                  sc23 = _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(sc, 1));
+    __m512 sum[NG];
+    for (int q = 0; q < NG; ++q) sum[q] = _mm512_setzero_ps();
+    // Half h: 16 values of the 4 rows.
+    const auto half = [&](int h, __m512i x) {
+      __m512i w[4];
+      spread_quads(x, w);
+      const __m512 scale = pick_quarter(dsc[h / 4], h % 4);
+      const char *blk = blk0 + 64 * h;
+      for (int q = 0; q < NG; ++q, blk += group) {
+        __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], bcast16(blk));
+        for (int j = 1; j < 4; ++j) dot = _mm512_dpbusd_epi32(dot, w[j], bcast16(blk + 16 * j));
+        sum[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, sum[q]);
+      }
+    };
+    const auto step = [&](auto jc) {
+      constexpr int j = decltype(jc)::value;
+      const uint8_t *ql = rec + 72 + 128 * q6k_ql_chunk(j), *qh = rec + 72 + 128 * q6k_qh_chunk(j);
+      const auto code = [&](int part) {  // as rtile_q6_k's
+        const __m512i l = load32x2(ql + 32 * part, ql + 64 + 32 * part);
+        const __m512i top = load32x2(qh + 32 * part, qh + 64 + 32 * part);
+        __m512i nib, moved = top;
+        if constexpr (q6k_high_nibble(j)) {
+          nib = _mm512_and_si512(_mm512_srli_epi16(l, 4), m4);
+        } else {
+          nib = _mm512_and_si512(l, m4);
+        }
+        if constexpr (q6k_top_shift(j) > 0) moved = _mm512_slli_epi16(top, q6k_top_shift(j));
+        if constexpr (q6k_top_shift(j) < 0) moved = _mm512_srli_epi16(top, -q6k_top_shift(j));
+        return _mm512_ternarylogic_epi32(nib, moved, m30, 0xF8);
+      };
+      half(2 * j, code(0));
+      half(2 * j + 1, code(1));
+    };
+    [&]<int... J>(std::integer_sequence<int, J...>) { (step(std::integral_constant<int, J>{}), ...); }
+    (std::make_integer_sequence<int, 8>{});
+    __m512i pairs[8];
+    for (int p = 0; p < 8; ++p) pairs[p] = _mm512_permutex2var_epi32(sc01, _mm512_load_si512(pair_idx[p]), sc23);
+    const __m512 dm32 = _mm512_mul_ps(d, _mm512_set1_ps(-32.0f));
+    const char *blk = blk0;
+    for (int q = 0; q < NG; ++q, blk += group) {
+      __m512i off = _mm512_dpwssd_epi32(_mm512_setzero_si512(), pairs[0], bcast16(blk + kWideKSums16));
+      for (int p = 1; p < 8; ++p) off = _mm512_dpwssd_epi32(off, pairs[p], bcast16(blk + kWideKSums16 + 16 * p));
+      const __m512 dy = _mm512_broadcast_f32x4(_mm_loadu_ps(reinterpret_cast<const float *>(blk + kWideKScales)));
+      acc[q] = _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_cvtepi32_ps(off), dm32, sum[q]), dy, acc[q]);
+    }
+  }
+  store_wide<NG>(acc, RN, out, ldo);
+}
+
 template <int... RN>
 rtile_fn q6tile_for(int rn, std::integer_sequence<int, RN...>) {
   static const rtile_fn tiles[] = {rtile_q6_k<RN + 1>...};
+  return tiles[rn - 1];
+}
+
+template <int... RN>
+rtile_fn wide_q6tile_for(int rn, std::integer_sequence<int, RN...>) {
+  static const rtile_fn tiles[] = {rtile_q6_k_wide<RN + 1>...};
+  return tiles[rn - 1];
+}
+
+template <bool Q5, int... RN>
+rtile_fn wide_ktile_for(int rn, std::integer_sequence<int, RN...>) {
+  static const rtile_fn tiles[] = {rtile_k_wide<Q5, RN + 1>...};
   return tiles[rn - 1];
 }
 
@@ -420,6 +639,7 @@ rtile_fn tile_vnni(qtype q, int64_t N, int rn) {
   const auto cols = std::make_integer_sequence<int, kNarrowCols>{};
   const auto wide_cols = std::make_integer_sequence<int, kWideCols>{};
   const auto kcols = std::make_integer_sequence<int, kMaxColsK>{};
+  const auto wide_kcols = std::make_integer_sequence<int, kWideColsK>{};
   switch (q) {
     case qtype::q4_0:
       return wide(q, N) ? wide_tile_for<q4_0_rows>(rn, wide_cols) : tile_for<q4_0_rows>(rn, cols);
@@ -428,29 +648,54 @@ rtile_fn tile_vnni(qtype q, int64_t N, int rn) {
     case qtype::q5_0:
       return wide(q, N) ? wide_tile_for<q5_0_rows>(rn, wide_cols) : tile_for<q5_0_rows>(rn, cols);
     case qtype::q4_k:
-      return ktile_for<false>(rn, kcols);
+      return wide(q, N) ? wide_ktile_for<false>(rn, wide_kcols) : ktile_for<false>(rn, kcols);
     case qtype::q5_k:
-      return ktile_for<true>(rn, kcols);
+      return wide(q, N) ? wide_ktile_for<true>(rn, wide_kcols) : ktile_for<true>(rn, kcols);
     case qtype::q6_k:
-      return q6tile_for(rn, kcols);
+      return wide(q, N) ? wide_q6tile_for(rn, wide_kcols) : q6tile_for(rn, kcols);
     default:
       return nullptr;
   }
 }
 
 int max_cols_vnni(qtype q, int64_t N) {
-  if (reads_rkact(q)) return kMaxColsK;
+  if (reads_rkact(q)) return wide(q, N) ? kWideColsK : kMaxColsK;
   return wide(q, N) ? kWideCols : kNarrowCols;
 }
 
 size_t col_bytes_vnni(qtype q, int64_t K, int64_t N) {
-  return wide(q, N) ? static_cast<size_t>(K / 32) * kWideBlock / 4 : column_bytes(q, K, N);
+  if (!wide(q, N)) return column_bytes(q, K, N);
+  return reads_rkact(q) ? static_cast<size_t>(K / 256) * kWideKBlock / 4 : static_cast<size_t>(K / 32) * kWideBlock / 4;
+}
+
+// Column n's rkact quantization (in |scratch|) into its slot of its group's
+// wide K-quant blocks.
+void quantize_b_wide_k(const float *x, int64_t K, char *scratch, char *group, size_t slot) {
+  quantize_rkact_col(x, K, scratch);
+  const rkact_col_parts y = rkact_col_at(scratch, K);
+  for (int64_t s = 0; s < y.supers; ++s) {
+    char *blk = group + static_cast<size_t>(s) * kWideKBlock;
+    const int8_t *qs = y.qs + 256 * s;
+    const int16_t *sums = y.sums + 16 * s;
+    for (int k = 0; k < 64; ++k) std::memcpy(blk + 16 * k + slot, qs + 4 * k, 4);
+    for (int i = 0; i < 8; ++i) std::memcpy(blk + kWideKSums16 + 16 * i + slot, sums + 2 * i, 4);
+    for (int i = 0; i < 4; ++i) {
+      const int16_t pair[2] = {static_cast<int16_t>(sums[4 * i] + sums[4 * i + 1]),
+                               static_cast<int16_t>(sums[4 * i + 2] + sums[4 * i + 3])};
+      std::memcpy(blk + kWideKSums32 + 16 * i + slot, pair, 4);
+    }
+    std::memcpy(blk + kWideKScales + slot, &y.d[s], 4);
+  }
 }
 
 // The narrow tiles read ract columns whose lane sums are -z times b's, where
 // their dots start; the wide ones, group blocks (above).
 void quantize_b_vnni(qtype q, int64_t N, const float *x, int64_t K, char *scratch, char *cols, int64_t n) {
-  if (reads_rkact(q)) return quantize_column(q, N, x, K, scratch, cols, n);
+  if (reads_rkact(q)) {
+    if (!wide(q, N)) return quantize_column(q, N, x, K, scratch, cols, n);
+    char *group = cols + static_cast<size_t>(n / 4) * 4 * col_bytes_vnni(q, K, N);
+    return quantize_b_wide_k(x, K, scratch, group, 4 * static_cast<size_t>(n % 4));
+  }
   const int shift = zero_shift(q);
   if (!wide(q, N)) {
     quantize_column(q, N, x, K, scratch, cols, n);
