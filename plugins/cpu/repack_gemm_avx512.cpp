@@ -1,7 +1,7 @@
 // repack_gemm_avx512.cpp: the AVX-512 VNNI tiles of the repacked products:
-// a group of 4 rows (repack.hpp) by up to 32 columns of b (Q4_0, Q8_0,
-// Q5_0 with 4 or more columns: the wide tiles), 3 (the same with fewer) or
-// 8 (the K-quants).
+// a group of 4 rows (repack.hpp) by up to 32 columns of b (the wide tiles:
+// Q4_0, Q8_0, Q5_0 with 4 or more columns, the K-quants with more than 8),
+// or by 1-3 (Q4_0, Q8_0, Q5_0) or 1-8 (the K-quants) columns.
 //
 // vpdpbusd multiplies unsigned bytes by signed ones, 4 products per int32
 // lane: the weights' codes go in unsigned (Q4_0's nibbles, Q5_0's 5-bit
