@@ -170,6 +170,19 @@ inline void spread_quads(__m512i x, __m512i *w) {
   w[3] = _mm512_shuffle_epi32(x, _MM_PERM_DDDD);
 }
 
+// dot[q] += the |quads| quads of w by those of column group q of b (at
+// |blk| + q * |group|, 16 bytes each). Quad by quad across the groups, so
+// the instruction stream holds NG independent chains of vpdpbusd side by
+// side rather than one chain after another: measured faster, the
+// out-of-order window then need not reach across whole chains.
+template <int NG>
+inline void wide_dots(__m512i *dot, const __m512i *w, int quads, const char *blk, size_t group) {
+#pragma GCC unroll 8
+  for (int k = 0; k < quads; ++k)
+#pragma GCC unroll 8
+    for (int q = 0; q < NG; ++q) dot[q] = _mm512_dpbusd_epi32(dot[q], w[k], bcast16(blk + q * group + 16 * k));
+}
+
 // Stores the 16 outputs of each 4-column group (lane 4r + c) in place.
 template <int NG>
 inline void store_wide(const __m512 *acc, int rn, float *out, int64_t ldo) {
@@ -214,11 +227,12 @@ void rtile_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
     spread_quads(lo, w);
     spread_quads(hi, w + 4);
     const char *blk = b + static_cast<size_t>(j) * kWideBlock;
-    for (int q = 0; q < NG; ++q, blk += group) {
-      __m512i dot = bcast16(blk + 128);
-      for (int k = 0; k < 8; ++k) dot = _mm512_dpbusd_epi32(dot, w[k], bcast16(blk + 16 * k));
-      const __m512 dy = _mm512_broadcast_f32x4(_mm_loadu_ps(reinterpret_cast<const float *>(blk + 144)));
-      acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(da, dy), acc[q]);
+    __m512i dot[NG];
+    for (int q = 0; q < NG; ++q) dot[q] = bcast16(blk + q * group + 128);
+    wide_dots<NG>(dot, w, 8, blk, group);
+    for (int q = 0; q < NG; ++q) {
+      const __m512 dy = _mm512_broadcast_f32x4(_mm_loadu_ps(reinterpret_cast<const float *>(blk + q * group + 144)));
+      acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[q]), _mm512_mul_ps(da, dy), acc[q]);
     }
   }
   store_wide<NG>(acc, RN, out, ldo);
@@ -491,11 +505,10 @@ void rtile_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float 
       spread_quads(x_hi, w + 4);
       const __m512 scale = pick_quarter(dsc[t / 4], t % 4);
       const char *blk = blk0 + 128 * t;
-      for (int q = 0; q < NG; ++q, blk += group) {
-        __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], bcast16(blk));
-        for (int j = 1; j < 8; ++j) dot = _mm512_dpbusd_epi32(dot, w[j], bcast16(blk + 16 * j));
-        sum[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, sum[q]);
-      }
+      __m512i dot[NG];
+      for (int q = 0; q < NG; ++q) dot[q] = _mm512_setzero_si512();
+      wide_dots<NG>(dot, w, 8, blk, group);
+      for (int q = 0; q < NG; ++q) sum[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[q]), scale, sum[q]);
     };
     for (int p = 0; p < 4; ++p) {
       const uint8_t *qs = rec + kQs + 128 * p;
@@ -570,11 +583,10 @@ void rtile_q6_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, flo
       spread_quads(x, w);
       const __m512 scale = pick_quarter(dsc[h / 4], h % 4);
       const char *blk = blk0 + 64 * h;
-      for (int q = 0; q < NG; ++q, blk += group) {
-        __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], bcast16(blk));
-        for (int j = 1; j < 4; ++j) dot = _mm512_dpbusd_epi32(dot, w[j], bcast16(blk + 16 * j));
-        sum[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, sum[q]);
-      }
+      __m512i dot[NG];
+      for (int q = 0; q < NG; ++q) dot[q] = _mm512_setzero_si512();
+      wide_dots<NG>(dot, w, 4, blk, group);
+      for (int q = 0; q < NG; ++q) sum[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[q]), scale, sum[q]);
     };
     const auto step = [&](auto jc) {
       constexpr int j = decltype(jc)::value;
