@@ -254,6 +254,65 @@ rtile_fn tile_for(int rn, std::integer_sequence<int, RN...>) {
   return tiles[rn - 1];
 }
 
+// ---- the K-quants' codes, for both tile shapes ---------------------------
+// Q4_K's (Q5 false) and Q5_K's codes (0-15, 0-31) of a super-block record
+// (repack.hpp), sub-block pair by pair: for pair p, the 4 rows' values
+// 0-15 and 16-31 of sub-block 2p (lo0, hi0; row r in 128-bit lane r) and
+// of sub-block 2p + 1 (lo1, hi1).
+template <bool Q5>
+struct kquant_codes {
+  static constexpr size_t kQs = Q5 ? 192 : 64;
+  const uint8_t *rec;
+  __m512i qh_lo, qh_hi;  // Q5_K's qh bytes, laid out as the nibbles
+  explicit kquant_codes(const uint8_t *record) : rec(record) {
+    if constexpr (Q5) {
+      qh_lo = load32x2(rec + 64, rec + 128);
+      qh_hi = load32x2(rec + 96, rec + 160);
+    }
+  }
+  void pair(int p, __m512i &lo0, __m512i &hi0, __m512i &lo1, __m512i &hi1) const {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const uint8_t *qs = rec + kQs + 128 * p;
+    const __m512i lo = load32x2(qs, qs + 64), hi = load32x2(qs + 32, qs + 96);
+    lo0 = _mm512_and_si512(lo, m4);
+    hi0 = _mm512_and_si512(hi, m4);
+    lo1 = _mm512_and_si512(_mm512_srli_epi16(lo, 4), m4);
+    hi1 = _mm512_and_si512(_mm512_srli_epi16(hi, 4), m4);
+    if constexpr (Q5) {
+      lo0 = fifth(lo0, qh_lo, 2 * p);
+      hi0 = fifth(hi0, qh_hi, 2 * p);
+      lo1 = fifth(lo1, qh_lo, 2 * p + 1);
+      hi1 = fifth(hi1, qh_hi, 2 * p + 1);
+    }
+  }
+  // Bit j of each qh byte (sub-block j's fifth bit) moved to bit 4 of the
+  // same byte of x; 0xF8: a | (b & c).
+  static __m512i fifth(__m512i x, __m512i qh, int j) {
+    const __m512i moved =
+        j <= 4 ? _mm512_sll_epi16(qh, _mm_cvtsi32_si128(4 - j)) : _mm512_srl_epi16(qh, _mm_cvtsi32_si128(j - 4));
+    return _mm512_ternarylogic_epi32(x, moved, _mm512_set1_epi8(0x10), 0xF8);
+  }
+};
+
+// Q6_K's 6-bit codes (0-63) of a super-block record's 32-value step J, the
+// 4 rows' values 0-15 (part 0) or 16-31 (part 1), row r in 128-bit lane r.
+template <int J>
+inline __m512i q6k_codes(const uint8_t *rec, int part) {
+  const uint8_t *ql = rec + 72 + 128 * q6k_ql_chunk(J), *qh = rec + 72 + 128 * q6k_qh_chunk(J);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i l = load32x2(ql + 32 * part, ql + 64 + 32 * part);
+  const __m512i top = load32x2(qh + 32 * part, qh + 64 + 32 * part);
+  __m512i nib, moved = top;
+  if constexpr (q6k_high_nibble(J)) {
+    nib = _mm512_and_si512(_mm512_srli_epi16(l, 4), m4);
+  } else {
+    nib = _mm512_and_si512(l, m4);
+  }
+  if constexpr (q6k_top_shift(J) > 0) moved = _mm512_slli_epi16(top, q6k_top_shift(J));
+  if constexpr (q6k_top_shift(J) < 0) moved = _mm512_srli_epi16(top, -q6k_top_shift(J));
+  return _mm512_ternarylogic_epi32(nib, moved, _mm512_set1_epi8(0x30), 0xF8);  // nib | (moved & 0x30)
+}
+
 // ---- the K-quants ------------------------------------------------------
 // Q4_K (Q5 false) and Q5_K, against rkact columns (one b scale per
 // super-block). Per sub-block pair q, two loads give the 4 rows' nibble
@@ -269,13 +328,11 @@ rtile_fn tile_for(int rn, std::integer_sequence<int, RN...>) {
 template <bool Q5, int RN>
 void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;
-  constexpr size_t kQs = Q5 ? 192 : 64;
   const int64_t nsuper = K / 256;
   // Column c's codes at b + c * ldb, its scales and 16-value sums after them.
   const auto scales = static_cast<size_t>(K), sums = scales + static_cast<size_t>(nsuper) * sizeof(float);
   __m512 acc[RN];
   for (int c = 0; c < RN; ++c) acc[c] = _mm512_setzero_ps();
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
   // vpermw indices: word 4r + k of the scales (k < 4) sits at 4r + k of a
   // vector of [sub-blocks 0-3 of rows 0-3 | sub-blocks 4-7 of rows 0-3],
   // k >= 4 at 16 + 4r + k - 4; pair q takes sub-blocks 2q and 2q + 1.
@@ -300,33 +357,13 @@ void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out,
         _mm512_permutexvar_epi16(_mm512_load_si512(min_idx), _mm512_cvtepu8_epi16(_mm256_set_m128i(m_hi, m_lo)));
     const __m512 dd = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(rec))));
     const __m512 d = _mm512_permutexvar_ps(d_idx, dd), dmin = _mm512_permutexvar_ps(dmin_idx, dd);
-    __m512i qh_lo = _mm512_setzero_si512(), qh_hi = _mm512_setzero_si512();
-    if constexpr (Q5) {
-      qh_lo = load32x2(rec + 64, rec + 128);
-      qh_hi = load32x2(rec + 96, rec + 160);
-    }
+    const kquant_codes<Q5> codes(rec);
     __m512i dots[RN];
     for (int c = 0; c < RN; ++c) dots[c] = _mm512_setzero_si512();
     const char *y0 = b + 256 * s;
     for (int q = 0; q < 4; ++q) {
-      const uint8_t *qs = rec + kQs + 128 * q;
-      const __m512i lo = load32x2(qs, qs + 64), hi = load32x2(qs + 32, qs + 96);
-      __m512i a_lo = _mm512_and_si512(lo, m4), a_hi = _mm512_and_si512(hi, m4);
-      __m512i b_lo = _mm512_and_si512(_mm512_srli_epi16(lo, 4), m4),
-              b_hi = _mm512_and_si512(_mm512_srli_epi16(hi, 4), m4);
-      if constexpr (Q5) {
-        // Bit j of a qh byte (sub-block j's fifth bit) moved to bit 4 of the
-        // same byte; 0xF8: a | (b & c).
-        const auto fifth = [&](__m512i x, __m512i qh, int j) {
-          const __m512i moved =
-              j <= 4 ? _mm512_sll_epi16(qh, _mm_cvtsi32_si128(4 - j)) : _mm512_srl_epi16(qh, _mm_cvtsi32_si128(j - 4));
-          return _mm512_ternarylogic_epi32(x, moved, m10, 0xF8);
-        };
-        a_lo = fifth(a_lo, qh_lo, 2 * q);
-        a_hi = fifth(a_hi, qh_hi, 2 * q);
-        b_lo = fifth(b_lo, qh_lo, 2 * q + 1);
-        b_hi = fifth(b_hi, qh_hi, 2 * q + 1);
-      }
+      __m512i a_lo, a_hi, b_lo, b_hi;
+      codes.pair(q, a_lo, a_hi, b_lo, b_hi);
       const __m512i sc = _mm512_permutexvar_epi16(_mm512_load_si512(pair_idx[q]), sc16);
       const char *y = y0 + 64 * q;
       for (int c = 0; c < RN; ++c, y += ldb) {
@@ -366,7 +403,6 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
   const auto scales = static_cast<size_t>(K), sums = scales + static_cast<size_t>(nsuper) * sizeof(float);
   __m512 acc[RN];
   for (int c = 0; c < RN; ++c) acc[c] = _mm512_setzero_ps();
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   // vpermt2w indices into [rows 0, 1 | rows 2, 3] of the 16 scales as int16
   // (row r's scale k at word 32 (r / 2) + 16 (r % 2) + k): step j's pair
   // [sc_2j x4, sc_2j+1 x4] per row, and scales 0-7 / 8-15 of each row.
@@ -400,21 +436,7 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
     const char *y0 = b + 256 * s;
     const auto step = [&](auto jc) {
       constexpr int j = decltype(jc)::value;
-      const uint8_t *ql = rec + 72 + 128 * q6k_ql_chunk(j), *qh = rec + 72 + 128 * q6k_qh_chunk(j);
-      const auto code = [&](int half) {
-        const __m512i l = load32x2(ql + 32 * half, ql + 64 + 32 * half);
-        const __m512i top = load32x2(qh + 32 * half, qh + 64 + 32 * half);
-        __m512i nib, moved = top;
-        if constexpr (q6k_high_nibble(j)) {
-          nib = _mm512_and_si512(_mm512_srli_epi16(l, 4), m4);
-        } else {
-          nib = _mm512_and_si512(l, m4);
-        }
-        if constexpr (q6k_top_shift(j) > 0) moved = _mm512_slli_epi16(top, q6k_top_shift(j));
-        if constexpr (q6k_top_shift(j) < 0) moved = _mm512_srli_epi16(top, -q6k_top_shift(j));
-        return _mm512_ternarylogic_epi32(nib, moved, m30, 0xF8);  // nib | (moved & 0x30)
-      };
-      const __m512i x_lo = code(0), x_hi = code(1);
+      const __m512i x_lo = q6k_codes<j>(rec, 0), x_hi = q6k_codes<j>(rec, 1);
       const __m512i sc = _mm512_permutex2var_epi16(sc01, _mm512_load_si512(step_idx[j]), sc23);
       const char *y = y0 + 32 * j;
       for (int c = 0; c < RN; ++c, y += ldb) {
@@ -466,12 +488,10 @@ template <bool Q5, int RN>
 void rtile_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   constexpr int NG = (RN + 3) / 4;
   constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;
-  constexpr size_t kQs = Q5 ? 192 : 64;
   const int64_t nsuper = K / 256;
   const size_t group = 4 * ldb;
   __m512 acc[NG];
   for (int q = 0; q < NG; ++q) acc[q] = _mm512_setzero_ps();
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
   const __m512i d_idx = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
   const __m512i dmin_idx = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
   // Dword 2r + i of a vector of the rows' minimums as words (4r + k) is
@@ -491,11 +511,7 @@ void rtile_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float 
                   m_hi = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(k.m_hi));
     const __m512i mins[4] = {_mm512_permutexvar_epi32(pair0, m_lo), _mm512_permutexvar_epi32(pair1, m_lo),
                              _mm512_permutexvar_epi32(pair0, m_hi), _mm512_permutexvar_epi32(pair1, m_hi)};
-    __m512i qh_lo = _mm512_setzero_si512(), qh_hi = _mm512_setzero_si512();
-    if constexpr (Q5) {
-      qh_lo = load32x2(rec + 64, rec + 128);
-      qh_hi = load32x2(rec + 96, rec + 160);
-    }
+    const kquant_codes<Q5> codes(rec);
     __m512 sum[NG];
     for (int q = 0; q < NG; ++q) sum[q] = _mm512_setzero_ps();
     // Sub-block t: its values 0-15 and 16-31 of the 4 rows.
@@ -511,22 +527,8 @@ void rtile_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float 
       for (int q = 0; q < NG; ++q) sum[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[q]), scale, sum[q]);
     };
     for (int p = 0; p < 4; ++p) {
-      const uint8_t *qs = rec + kQs + 128 * p;
-      const __m512i lo = load32x2(qs, qs + 64), hi = load32x2(qs + 32, qs + 96);
-      __m512i a_lo = _mm512_and_si512(lo, m4), a_hi = _mm512_and_si512(hi, m4);
-      __m512i b_lo = _mm512_and_si512(_mm512_srli_epi16(lo, 4), m4),
-              b_hi = _mm512_and_si512(_mm512_srli_epi16(hi, 4), m4);
-      if constexpr (Q5) {
-        const auto fifth = [&](__m512i x, __m512i qh, int j) {  // as rtile_k's
-          const __m512i moved =
-              j <= 4 ? _mm512_sll_epi16(qh, _mm_cvtsi32_si128(4 - j)) : _mm512_srl_epi16(qh, _mm_cvtsi32_si128(j - 4));
-          return _mm512_ternarylogic_epi32(x, moved, m10, 0xF8);
-        };
-        a_lo = fifth(a_lo, qh_lo, 2 * p);
-        a_hi = fifth(a_hi, qh_hi, 2 * p);
-        b_lo = fifth(b_lo, qh_lo, 2 * p + 1);
-        b_hi = fifth(b_hi, qh_hi, 2 * p + 1);
-      }
+      __m512i a_lo, a_hi, b_lo, b_hi;
+      codes.pair(p, a_lo, a_hi, b_lo, b_hi);
       sub(2 * p, a_lo, a_hi);
       sub(2 * p + 1, b_lo, b_hi);
     }
@@ -552,7 +554,6 @@ void rtile_q6_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, flo
   const size_t group = 4 * ldb;
   __m512 acc[NG];
   for (int q = 0; q < NG; ++q) acc[q] = _mm512_setzero_ps();
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   // Dwords (q, 4 + q, 8 + q, 12 + q) of the 64 scale bytes: scales
   // 4q-4q+3 of rows 0-3.
@@ -590,22 +591,8 @@ void rtile_q6_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, flo
     };
     const auto step = [&](auto jc) {
       constexpr int j = decltype(jc)::value;
-      const uint8_t *ql = rec + 72 + 128 * q6k_ql_chunk(j), *qh = rec + 72 + 128 * q6k_qh_chunk(j);
-      const auto code = [&](int part) {  // as rtile_q6_k's
-        const __m512i l = load32x2(ql + 32 * part, ql + 64 + 32 * part);
-        const __m512i top = load32x2(qh + 32 * part, qh + 64 + 32 * part);
-        __m512i nib, moved = top;
-        if constexpr (q6k_high_nibble(j)) {
-          nib = _mm512_and_si512(_mm512_srli_epi16(l, 4), m4);
-        } else {
-          nib = _mm512_and_si512(l, m4);
-        }
-        if constexpr (q6k_top_shift(j) > 0) moved = _mm512_slli_epi16(top, q6k_top_shift(j));
-        if constexpr (q6k_top_shift(j) < 0) moved = _mm512_srli_epi16(top, -q6k_top_shift(j));
-        return _mm512_ternarylogic_epi32(nib, moved, m30, 0xF8);
-      };
-      half(2 * j, code(0));
-      half(2 * j + 1, code(1));
+      half(2 * j, q6k_codes<j>(rec, 0));
+      half(2 * j + 1, q6k_codes<j>(rec, 1));
     };
     [&]<int... J>(std::integer_sequence<int, J...>) { (step(std::integral_constant<int, J>{}), ...); }
     (std::make_integer_sequence<int, 8>{});
