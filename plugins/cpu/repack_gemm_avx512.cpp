@@ -457,9 +457,9 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
 }
 
 // ---- the K-quants, wide: one register, 16 outputs ----------------------
-// With 4 or more columns the K-quants take the wide tiles' shape too: b in
-// groups of 4 columns, lane 4r + c of a register row r's dot with column
-// c. A sub-block's dot (32 values of Q4_K and Q5_K, 16 of Q6_K) is 8 or 4
+// With more than kMaxColsK columns the K-quants take the wide tiles' shape
+// too: b in groups of 4 columns, lane 4r + c of a register row r's dot with
+// column c. A sub-block's dot (32 values of Q4_K and Q5_K, 16 of Q6_K) is 8 or 4
 // vpdpbusd by the rows' quads (vpshufd) and the columns' (a broadcast
 // load); one conversion and one FMA by d times the rows' sub-block scales
 // (shared by all columns) add it to the super-block's float sum, so 16
