@@ -243,7 +243,7 @@ void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out,
   const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    if constexpr (RN <= 2) prefetch_kquant_record(rec, kRecord);
+    if constexpr (RN <= 2) prefetch_record(rec, kRecord);
     __m256i scales[2], mins[2];
     kscales(rec, scales, mins);
     // [d0 dmin0 d1 dmin1 ... d3 dmin3] spread to [d_2p x4, d_2p+1 x4] and the same for dmin.
@@ -314,7 +314,7 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    if constexpr (RN <= 2) prefetch_kquant_record(rec, kRecord);
+    if constexpr (RN <= 2) prefetch_record(rec, kRecord);
     __m256i scales[2][2];  // [pair][halves 0-7, 8-15]
     __m256 d[2];
     for (int p = 0; p < 2; ++p) {

@@ -50,6 +50,20 @@ inline __m512i bcast16(const void *p) {
   return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i *>(p)));
 }
 
+// [d0 x4, d1 x4, d2 x4, d3 x4]: a record's first 4 f16 (the 4 rows' d),
+// row r's over lane r's 4 dwords.
+inline __m512 row_scales(const uint8_t *rec) {
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  return _mm512_permutexvar_ps(
+      spread, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec)))));
+}
+// vpermd indices that give lanes 4r to 4r + 3 dword 2r + i of the source
+// (i < 2): row r's d (i 0) or dmin (i 1) of 8 values [d0 dmin0 d1 ...],
+// or row r's pair i of words 4r-4r+3.
+inline __m512i pick_2r_plus(int i) {
+  return _mm512_add_epi32(_mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), _mm512_set1_epi32(i));
+}
+
 // ---- the 32-value formats ----------------------------------------------
 // Each format gives a block's unsigned codes of the 4 rows (row r in lane
 // r): values 0-15 (lo) and 16-31 (hi); kZeroShift is log2 of the zero
@@ -137,18 +151,10 @@ void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, i
   const auto scales = static_cast<size_t>(nb) * 32, sums = scales + static_cast<size_t>(nb) * sizeof(float);
   __m512 acc[RN];
   for (int c = 0; c < RN; ++c) acc[c] = _mm512_setzero_ps();
-  // [d0 x4, d1 x4, d2 x4, d3 x4] from the record's 4 f16 scales.
-  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   for (int64_t j = 0; j < nb; ++j) {
     const uint8_t *rec = g + static_cast<size_t>(j) * F::kRecord;
-    // A product of few columns is bound by the weights' stream, which
-    // asking ahead keeps fuller: every line of the record kPrefetch bytes
-    // on (measured per format, docs/plugins/cpu.md).
-    if constexpr (RN <= 2 && F::kPrefetch > 0)
-      for (size_t o = 0; o < F::kRecord; o += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(rec + F::kPrefetch + o), _MM_HINT_T0);
-    const __m512 da = _mm512_permutexvar_ps(
-        spread, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec)))));
+    if constexpr (RN <= 2 && F::kPrefetch > 0) prefetch_record(rec, F::kRecord, F::kPrefetch);
+    const __m512 da = row_scales(rec);
     __m512i lo, hi;
     F::decode(rec, lo, hi);
     const char *col = b;
@@ -218,11 +224,9 @@ void rtile_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
   const size_t group = 4 * ldb;  // ldb: a group's bytes per column
   __m512 acc[NG];
   for (int q = 0; q < NG; ++q) acc[q] = _mm512_setzero_ps();
-  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   for (int64_t j = 0; j < nb; ++j) {
     const uint8_t *rec = g + static_cast<size_t>(j) * F::kRecord;
-    const __m512 da = _mm512_permutexvar_ps(
-        spread, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec)))));
+    const __m512 da = row_scales(rec);
     __m512i lo, hi;
     F::decode(rec, lo, hi);
     __m512i w[8];
@@ -264,6 +268,7 @@ rtile_fn tile_for(int rn, std::integer_sequence<int, RN...>) {
 template <bool Q5>
 struct kquant_codes {
   static constexpr size_t kQs = Q5 ? 192 : 64;
+  static constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;  // a super-block record of the group
   const uint8_t *rec;
   __m512i qh_lo, qh_hi;  // Q5_K's qh bytes, laid out as the nibbles
   explicit kquant_codes(const uint8_t *record) : rec(record) {
@@ -295,6 +300,9 @@ struct kquant_codes {
     return _mm512_ternarylogic_epi32(x, moved, _mm512_set1_epi8(0x10), 0xF8);
   }
 };
+
+// A Q6_K super-block record of the group.
+constexpr size_t kQ6kRecord = 210 * kPackRows;
 
 // Q6_K's 6-bit codes (0-63) of a super-block record's 32-value step J, the
 // 4 rows' values 0-15 (part 0) or 16-31 (part 1), row r in 128-bit lane r.
@@ -329,7 +337,7 @@ inline __m512i q6k_codes(const uint8_t *rec, int part) {
 // vpdpwssd of each row's 8 minimums by b's 8 32-value sums.
 template <bool Q5, int RN>
 void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
-  constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;
+  constexpr size_t kRecord = kquant_codes<Q5>::kRecord;
   const int64_t nsuper = K / 256;
   // Column c's codes at b + c * ldb, its scales and 16-value sums after them.
   const auto scales = static_cast<size_t>(K), sums = scales + static_cast<size_t>(nsuper) * sizeof(float);
@@ -345,11 +353,10 @@ void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out,
       min_idx[8 * r + k] = static_cast<int16_t>(word_of(r, k));
       for (int q = 0; q < 4; ++q) pair_idx[q][8 * r + k] = static_cast<int16_t>(word_of(r, 2 * q + k / 4));
     }
-  const __m512i d_idx = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
-  const __m512i dmin_idx = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
+  const __m512i d_idx = pick_2r_plus(0), dmin_idx = pick_2r_plus(1);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    if constexpr (RN <= 2) prefetch_kquant_record(rec, kRecord);
+    if constexpr (RN <= 2) prefetch_record(rec, kRecord);
     // The 4 rows' 6-bit scales and minimums (quant_blocks.hpp's scale_min)
     // from the three words of each row, side by side in the record.
     const kscale_bytes k = kscales_of(rec);
@@ -400,7 +407,7 @@ void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out,
 // vpdpwssd of -32 times the rows' 16 scales by b's 16 sums of 16 values.
 template <int RN>
 void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
-  constexpr size_t kRecord = 210 * kPackRows;
+  constexpr size_t kRecord = kQ6kRecord;
   const int64_t nsuper = K / 256;
   const auto scales = static_cast<size_t>(K), sums = scales + static_cast<size_t>(nsuper) * sizeof(float);
   __m512 acc[RN];
@@ -415,10 +422,9 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
       for (int j = 0; j < 8; ++j) step_idx[j][8 * r + k] = static_cast<int16_t>(row + 2 * j + k / 4);
       for (int h = 0; h < 2; ++h) half_idx[h][8 * r + k] = static_cast<int16_t>(row + 8 * h + k);
     }
-  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    if constexpr (RN <= 2) prefetch_kquant_record(rec, kRecord);
+    if constexpr (RN <= 2) prefetch_record(rec, kRecord);
     const __m512i sc01 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + 8)));
     const __m512i sc23 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + 40)));
     const __m512i minus32 = _mm512_set1_epi16(-32);
@@ -426,8 +432,7 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
         _mm512_mullo_epi16(_mm512_permutex2var_epi16(sc01, _mm512_load_si512(half_idx[0]), sc23), minus32);
     const __m512i off_hi =
         _mm512_mullo_epi16(_mm512_permutex2var_epi16(sc01, _mm512_load_si512(half_idx[1]), sc23), minus32);
-    const __m512 d = _mm512_permutexvar_ps(
-        spread, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec)))));
+    const __m512 d = row_scales(rec);
     __m512i dots[RN];
     const char *col = b;
     for (int c = 0; c < RN; ++c, col += ldb) {
@@ -489,17 +494,12 @@ inline __m512 pick_quarter(__m512 v, int k) { return _mm512_permutexvar_ps(_mm51
 template <bool Q5, int RN>
 void rtile_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   constexpr int NG = (RN + 3) / 4;
-  constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;
+  constexpr size_t kRecord = kquant_codes<Q5>::kRecord;
   const int64_t nsuper = K / 256;
   const size_t group = 4 * ldb;
   __m512 acc[NG];
   for (int q = 0; q < NG; ++q) acc[q] = _mm512_setzero_ps();
-  const __m512i d_idx = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
-  const __m512i dmin_idx = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
-  // Dword 2r + i of a vector of the rows' minimums as words (4r + k) is
-  // row r's pair (2i, 2i + 1); lane 4r + c of pair i gets it.
-  const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
-  const __m512i pair1 = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
+  const __m512i d_idx = pick_2r_plus(0), dmin_idx = pick_2r_plus(1);
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
     const char *blk0 = b + static_cast<size_t>(s) * kWideKBlock;
@@ -511,8 +511,10 @@ void rtile_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float 
                            _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(k.sc_hi)))};
     const __m512i m_lo = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(k.m_lo)),
                   m_hi = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(k.m_hi));
-    const __m512i mins[4] = {_mm512_permutexvar_epi32(pair0, m_lo), _mm512_permutexvar_epi32(pair1, m_lo),
-                             _mm512_permutexvar_epi32(pair0, m_hi), _mm512_permutexvar_epi32(pair1, m_hi)};
+    // Dword 2r + i of the rows' minimums as words (4r + k) is row r's pair
+    // (2i, 2i + 1); lane 4r + c of pair i gets it.
+    const __m512i mins[4] = {_mm512_permutexvar_epi32(d_idx, m_lo), _mm512_permutexvar_epi32(dmin_idx, m_lo),
+                             _mm512_permutexvar_epi32(d_idx, m_hi), _mm512_permutexvar_epi32(dmin_idx, m_hi)};
     const kquant_codes<Q5> codes(rec);
     __m512 sum[NG];
     for (int q = 0; q < NG; ++q) sum[q] = _mm512_setzero_ps();
@@ -551,12 +553,11 @@ void rtile_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float 
 template <int RN>
 void rtile_q6_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
   constexpr int NG = (RN + 3) / 4;
-  constexpr size_t kRecord = 210 * kPackRows;
+  constexpr size_t kRecord = kQ6kRecord;
   const int64_t nsuper = K / 256;
   const size_t group = 4 * ldb;
   __m512 acc[NG];
   for (int q = 0; q < NG; ++q) acc[q] = _mm512_setzero_ps();
-  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   // Dwords (q, 4 + q, 8 + q, 12 + q) of the 64 scale bytes: scales
   // 4q-4q+3 of rows 0-3.
   alignas(64) int32_t quarter_idx[4][16], pair_idx[8][16];
@@ -569,8 +570,7 @@ void rtile_q6_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, flo
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
     const char *blk0 = b + static_cast<size_t>(s) * kWideKBlock;
     const __m512i sc = _mm512_loadu_si512(rec + 8);  // row r's 16 scales at 16r
-    const __m512 d = _mm512_permutexvar_ps(
-        spread, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec)))));
+    const __m512 d = row_scales(rec);
     __m512 dsc[4];
     for (int q = 0; q < 4; ++q) {
       const __m128i bytes = _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_load_si512(quarter_idx[q]), sc));

@@ -24,13 +24,14 @@ inline kscale_bytes kscales_of(const uint8_t *rec) {
           _mm_or_si128(_mm_and_si128(_mm_srli_epi16(w2, 4), m0f), _mm_and_si128(_mm_srli_epi16(w1, 2), m30))};
 }
 
-// A K-quant tile of one or two columns asks for every line of the record
-// this far ahead of the one it reads: the weights' stream from DRAM is its
-// bound, and the distance was measured best (docs/plugins/cpu.md).
+// A tile of one or two columns is bound by the weights' stream from DRAM,
+// which asking ahead keeps fuller: every line of the record |distance|
+// bytes past the one it reads. The distances were measured per format
+// (docs/plugins/cpu.md); the K-quants' is kKquantPrefetchBytes.
 constexpr size_t kKquantPrefetchBytes = 2048;
-inline void prefetch_kquant_record(const uint8_t *rec, size_t record_bytes) {
+inline void prefetch_record(const uint8_t *rec, size_t record_bytes, size_t distance = kKquantPrefetchBytes) {
   for (size_t o = 0; o < record_bytes; o += 64)
-    _mm_prefetch(reinterpret_cast<const char *>(rec + kKquantPrefetchBytes + o), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(rec + distance + o), _MM_HINT_T0);
 }
 
 // Q6_K's 32-value step j (< 8) of a super-block: the ql chunk that holds
