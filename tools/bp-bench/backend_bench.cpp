@@ -8,11 +8,19 @@
 // Google Benchmark calls a body several times per benchmark (growing the
 // iteration count), so that setup is kept until the next benchmark starts
 // (harness.hpp).
+//
+// A product whose weights stream from DRAM (op_case::weights_from_dram) gets
+// as many copies of its weights as it takes to cover
+// bp::tools::past_cache_bytes() (twice the last-level cache), each with its
+// own output and graph, and the timed loop runs them in turn: with one copy,
+// a CPU whose last-level cache holds the weights (260 MiB of L3 holds every
+// _dram case's 72-256 MiB) would time the cache, not DRAM.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
+#include "common/machine_rates.hpp"
 #include "harness.hpp"
 
 namespace bp::bench {
@@ -64,6 +72,13 @@ bp_tensor *build_node(bp_context *ctx, const op_case &c, std::vector<bp_tensor *
   return nullptr;
 }
 
+// The same product over another copy of the weights (a _dram case's turns).
+struct weight_copy {
+  bp_tensor *a = nullptr, *out = nullptr;
+  bp_graph *graph = nullptr;
+  bp_buffer *weights = nullptr;
+};
+
 struct graph_setup : setup {
   bp_context *ctx = nullptr;
   bp_graph *graph = nullptr;
@@ -71,16 +86,32 @@ struct graph_setup : setup {
   bp_buffer *weights = nullptr;  // a, when the device has a weight buffer type
   bp_tensor *out = nullptr;
   std::vector<bp_tensor *> inputs;
+  std::vector<weight_copy> copies;  // the turns after the first (|graph|)
   ~graph_setup() override {
+    for (weight_copy &w : copies) bp_buffer_free(w.weights), bp_graph_free(w.graph);
     bp_buffer_free(weights);
     bp_buffer_free(buf);
     bp_graph_free(graph);
     bp_context_free(ctx);
   }
+  // The graph of the |turn|th timed call.
+  bp_graph *graph_of_turn(size_t turn) const {
+    const size_t t = turn % (copies.size() + 1);
+    return t == 0 ? graph : copies[t - 1].graph;
+  }
 };
 
-// Builds the case's graph (metadata only); NULL with |err| set on failure.
-std::unique_ptr<graph_setup> build_graph(const op_case &c, std::string &err) {
+// How many copies of the weights a case takes turns over: 1, or for a
+// product from DRAM enough to cover twice the last-level cache.
+size_t weight_turns(const op_case &c) {
+  if (!c.weights_from_dram()) return 1;
+  const double need = static_cast<double>(bp::tools::past_cache_bytes());
+  return std::max<size_t>(1, static_cast<size_t>(std::ceil(need / c.weight_bytes())));
+}
+
+// Builds the case's graph (metadata only), with |turns| - 1 more copies of a
+// MUL_MAT's weights; NULL with |err| set on failure.
+std::unique_ptr<graph_setup> build_graph(const op_case &c, std::string &err, size_t turns = 1) {
   auto s = std::make_unique<graph_setup>();
   s->ctx = bp_context_new(0);
   if (!s->ctx) return err = api_error("bp_context_new"), nullptr;
@@ -88,6 +119,15 @@ std::unique_ptr<graph_setup> build_graph(const op_case &c, std::string &err) {
   if (!s->out) return err = api_error("building the graph"), nullptr;
   s->graph = bp_graph_new(s->ctx, 0);
   if (!s->graph || bp_graph_build(s->graph, s->out) != BP_OK) return err = api_error("bp_graph_build"), nullptr;
+  for (size_t t = 1; t < turns && c.op == op_kind::mul_mat; ++t) {
+    weight_copy w;
+    w.a = bp_tensor_new_2d(s->ctx, c.a_type, c.k, c.m);
+    w.out = w.a ? bp_mul_mat(s->ctx, w.a, s->inputs[1]) : nullptr;
+    if (!w.out) return err = api_error("building a copy of the weights"), nullptr;
+    w.graph = bp_graph_new(s->ctx, 0);
+    s->copies.push_back(w);
+    if (!w.graph || bp_graph_build(w.graph, w.out) != BP_OK) return err = api_error("bp_graph_build"), nullptr;
+  }
   return s;
 }
 
@@ -221,16 +261,46 @@ std::string verify(const op_case &c, const graph_setup &s) {
   return "";
 }
 
+// Copies a's bytes (the file's layout) into every other copy of the weights.
+bp_status copy_weights(graph_setup &s) {
+  if (s.copies.empty()) return BP_OK;
+  const bp_tensor *a = s.inputs[0];
+  std::vector<unsigned char> bytes(bp_tensor_nbytes(a));
+  if (bp_status st = bp_tensor_get(a, bytes.data(), 0, bytes.size()); st != BP_OK) return st;
+  for (weight_copy &w : s.copies)
+    if (bp_status st = bp_tensor_set(w.a, bytes.data(), 0, bytes.size()); st != BP_OK) return st;
+  return BP_OK;
+}
+
+// Runs every other copy's graph once; "" when each gives the first copy's
+// output bit for bit (the same bytes through the same kernels).
+std::string check_copies(const graph_setup &s, bp_backend *be) {
+  if (s.copies.empty()) return "";
+  std::vector<unsigned char> want(bp_tensor_nbytes(s.out)), got(want.size());
+  if (bp_tensor_get(s.out, want.data(), 0, want.size()) != BP_OK) return api_error("reading the result");
+  for (size_t i = 0; i < s.copies.size(); ++i) {
+    const weight_copy &w = s.copies[i];
+    if (bp_backend_graph_compute(be, w.graph) != BP_OK || bp_backend_synchronize(be) != BP_OK)
+      return api_error("bp_backend_graph_compute");
+    if (bp_tensor_get(w.out, got.data(), 0, got.size()) != BP_OK) return api_error("reading the result");
+    if (got != want) return "wrong result: copy " + std::to_string(i + 1) + " of the weights gives another product";
+  }
+  return "";
+}
+
 std::unique_ptr<graph_setup> make_graph_setup(const op_case &c, bp_backend *be, std::string &err) {
-  std::unique_ptr<graph_setup> s = build_graph(c, err);
+  std::unique_ptr<graph_setup> s = build_graph(c, err, weight_turns(c));
   if (!s) return nullptr;
   if (c.op == op_kind::mul_mat && bp_type_is_quantized(c.a_type) && !c.plain) {
     // The weights where a model would load them; the rest in the default type.
     if (bp_buffer_type *wbt = bp_device_weight_buffer_type(bp_backend_device(be))) {
-      bp_tensor *a = s->inputs[0];
-      if (bp_buffer_type_alloc(wbt, bp_buffer_type_alloc_size(wbt, a), &s->weights) != BP_OK ||
-          bp_buffer_place_tensor(s->weights, a, 0) != BP_OK)
-        return err = api_error("allocating the weights in the weight buffer type"), nullptr;
+      auto place = [&](bp_tensor *a, bp_buffer **buf) {
+        return bp_buffer_type_alloc(wbt, bp_buffer_type_alloc_size(wbt, a), buf) == BP_OK &&
+               bp_buffer_place_tensor(*buf, a, 0) == BP_OK;
+      };
+      bool placed = place(s->inputs[0], &s->weights);
+      for (weight_copy &w : s->copies) placed = placed && place(w.a, &w.weights);
+      if (!placed) return err = api_error("allocating the weights in the weight buffer type"), nullptr;
     } else {
       bp_clear_error();
     }
@@ -240,10 +310,12 @@ std::unique_ptr<graph_setup> make_graph_setup(const op_case &c, bp_backend *be, 
   uint64_t seed = 1;
   for (bp_tensor *t : s->inputs)
     if (fill_tensor(t, seed++) != BP_OK) return err = api_error("bp_tensor_set"), nullptr;
+  if (copy_weights(*s) != BP_OK) return err = api_error("bp_tensor_set"), nullptr;
   // One untimed run: warms caches and thread pools, and gives a result to check.
   if (bp_backend_graph_compute(be, s->graph) != BP_OK || bp_backend_synchronize(be) != BP_OK)
     return err = api_error("bp_backend_graph_compute"), nullptr;
   err = verify(c, *s);
+  if (err.empty()) err = check_copies(*s, be);
   if (!err.empty()) return nullptr;
   return s;
 }
@@ -256,8 +328,9 @@ void run_backend(benchmark::State &state, const op_case &c, double work, bp_back
     state.SkipWithError(err.c_str());
     return;
   }
+  size_t turn = 0;
   for (auto _ : state) {
-    bp_status st = bp_backend_graph_compute(be, s->graph);
+    bp_status st = bp_backend_graph_compute(be, s->graph_of_turn(turn++));
     if (st == BP_OK) st = bp_backend_synchronize(be);
     if (st != BP_OK) {
       state.SkipWithError(api_error("bp_backend_graph_compute").c_str());

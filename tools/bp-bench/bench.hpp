@@ -45,6 +45,12 @@ struct op_case {
   // Bytes of the weights (a), which a product with few rows of b streams
   // from memory once per call: its bound is bandwidth, not FLOPs.
   double weight_bytes() const { return static_cast<double>(bp_type_row_size(a_type, k)) * static_cast<double>(m); }
+  // A product whose quantized weights are too large for the cache budget
+  // of an in-cache case (group "..._dram"): it is timed taking turns over
+  // copies of its weights that together pass the last-level cache.
+  bool weights_from_dram() const {
+    return op == op_kind::mul_mat && bp_type_is_quantized(a_type) && weight_bytes() > kDramCaseBytes;
+  }
 };
 
 // The cases a plain `bp-bench` runs, in order (cases.cpp).
@@ -96,14 +102,14 @@ entry register_reference_bench(const op_case &c, double work, int threads, const
 // machine.cpp: the machine references, measured with |threads| threads
 // outside Google Benchmark (so a --benchmark_filter never drops them), best
 // of 5 runs: a register-only FMA loop of the widest vector ISA the CPU has
-// (the compute ceiling, FLOP/s), and memcpy of kDramBytes, far past the
-// caches (the DRAM ceiling, bytes read + written per second), and a
-// read-only pass over kDramBytes (the ceiling of a product that streams its
-// weights from DRAM, bytes read per second).
-constexpr double kDramBytes = 256.0 * 1024 * 1024;
+// (the compute ceiling, FLOP/s), and memcpy far past the caches (the DRAM
+// ceiling, bytes read + written per second), and a read-only pass far past
+// them (the ceiling of a product that streams its weights from DRAM, bytes
+// read per second). "Far past": common/machine_rates.hpp's
+// past_cache_bytes(), twice the last-level cache and at least 256 MiB.
 struct machine_rate {
   double rate = 0;
-  std::string what;  // "fma avx512", "memcpy 256 MiB", "read 256 MiB"
+  std::string what;  // "fma avx512", "memcpy 520 MiB", "read 520 MiB"
 };
 machine_rate measure_peak(int threads);
 machine_rate measure_dram(int threads);

@@ -13,8 +13,8 @@ std::string op_case::group() const {
   switch (op) {
     case op_kind::mul_mat:
       if (bp_type_is_quantized(a_type))
-        return std::string("Quant/MUL_MAT_") + bp_type_name(a_type) +
-               (weight_bytes() >= kDramCaseBytes ? "_dram" : "") + (plain ? "_plain" : "");
+        return std::string("Quant/MUL_MAT_") + bp_type_name(a_type) + (weights_from_dram() ? "_dram" : "") +
+               (plain ? "_plain" : "");
       return a_type == BP_TYPE_F16 ? "MUL_MAT_f16xf32" : "MUL_MAT_f32";
     case op_kind::rms_norm:
       return "RMS_NORM" + dram;

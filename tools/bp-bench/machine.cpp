@@ -16,16 +16,19 @@ machine_rate measure_peak(int threads) {
 }
 
 machine_rate measure_dram(int threads) {
-  memcpy_setup m(static_cast<size_t>(kDramBytes));
+  const size_t bytes = bp::tools::past_cache_bytes();
+  memcpy_setup m(bytes);
   fill_random(m.src.p, m.bytes / 4, 1);
   parallel_memcpy(m, threads);  // faults the destination in
   const double s = bp::tools::best_seconds(5, [&] {
     parallel_memcpy(m, threads);
     benchmark::ClobberMemory();
   });
-  return {2 * kDramBytes / s, "memcpy 256 MiB"};
+  return {2 * static_cast<double>(bytes) / s, "memcpy " + bp::tools::mib_label(bytes)};
 }
 
-machine_rate measure_dram_read(int threads) { return {bp::tools::measure_dram_read(threads), "read 256 MiB"}; }
+machine_rate measure_dram_read(int threads) {
+  return {bp::tools::measure_dram_read(threads), "read " + bp::tools::mib_label(bp::tools::past_cache_bytes())};
+}
 
 }  // namespace bp::bench

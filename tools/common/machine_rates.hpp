@@ -14,8 +14,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 namespace bp::tools {
 
@@ -24,8 +27,26 @@ namespace bp::tools {
 // under 1%.
 constexpr int64_t kPeakRounds = int64_t{1} << 22;
 constexpr int kPeakAccumulators = 16;  // 4 cycles of latency x 2 pipes x 2 for slack
-// The read pass: far past any last-level cache.
-constexpr size_t kDramReadBytes = size_t{256} << 20;
+// The smallest pass that counts as "far past the caches".
+constexpr size_t kMinPastCacheBytes = size_t{256} << 20;
+// The largest: machines with more cache than half of this are rare, and the
+// pass must fit in memory.
+constexpr size_t kMaxPastCacheBytes = size_t{4} << 30;
+
+// Bytes a pass must cover so that none of it is still in the caches when it
+// starts again: twice the last-level cache the C library reports (L3, else
+// L2), at least 256 MiB, at most 4 GiB, in whole MiB. Servers with 260-512
+// MiB of L3 exist, and on them a 256 MiB pass would measure the cache.
+inline size_t past_cache_bytes() {
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  size_t bytes = llc > 0 ? 2 * static_cast<size_t>(llc) : 0;
+  bytes = (bytes + (size_t{1} << 20) - 1) >> 20 << 20;
+  return std::min(kMaxPastCacheBytes, std::max(kMinPastCacheBytes, bytes));
+}
+
+// "520 MiB": a byte count for the tools' labels.
+inline std::string mib_label(size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 // acc = acc * x + y on independent registers: nothing but FMAs and a loop
 // branch, no memory. Returns a sum so the work is kept.
@@ -134,10 +155,10 @@ inline double measure_fma_peak(int threads, const char **isa_name = nullptr) {
   return 2.0 * isa.lanes * kPeakAccumulators * static_cast<double>(kPeakRounds) * threads / s;
 }
 
-// Bytes/s of a read-only pass over kDramReadBytes split over |threads|.
+// Bytes/s of a read-only pass over past_cache_bytes() split over |threads|.
 inline double measure_dram_read(int threads) {
-  const size_t words = kDramReadBytes / sizeof(uint64_t);
-  auto *p = static_cast<uint64_t *>(std::aligned_alloc(64, kDramReadBytes));
+  const size_t total = past_cache_bytes(), words = total / sizeof(uint64_t);
+  auto *p = static_cast<uint64_t *>(std::aligned_alloc(64, total));
   if (p == nullptr) return 0;
   for (size_t w = 0; w < words; ++w) p[w] = w * 0x9e3779b97f4a7c15ull;  // faults every page in
   std::vector<uint64_t> sums(static_cast<size_t>(threads));
@@ -157,7 +178,7 @@ inline double measure_dram_read(int threads) {
     (void)keep;
   });
   std::free(p);
-  return static_cast<double>(kDramReadBytes) / s;
+  return static_cast<double>(total) / s;
 }
 
 }  // namespace bp::tools
