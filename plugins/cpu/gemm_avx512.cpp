@@ -21,7 +21,7 @@
 //    F32 one. Packing a would cost as much as the product itself here: a's
 //    elements are each used only N times.
 //
-//  - mul_mat_bcast_avx512: F32 or F16 a with 24..47 rows of b (and 9..16 on CPUs
+//  - mul_mat_bcast_avx512: F32, F16 or BF16 a with 24..47 rows of b (and 9..16 on CPUs
 //    that split 512-bit FMAs in halves, below). The dot kernel reloads b
 //    for every RM rows of a (3 x 8 tiles: 11 loads per 24 FMAs, half of
 //    them from L2) and stalls near half of the FMA peak; here b's rows are
@@ -88,26 +88,35 @@ BP_AVX512 inline __m512 sum16(const __m512 *v) {
   return _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], 0x88), _mm512_shuffle_f32x4(w[0], w[1], 0xDD));
 }
 
-// Bytes per element of a row of a.
-template <bool F16>
-constexpr int64_t kElemBytes = F16 ? 2 : 4;
+// Bytes per element of a row of a (F32, F16 or BF16).
+template <bp_type T>
+constexpr int64_t kElemBytes = T == BP_TYPE_F32 ? 4 : 2;
 
-// 16 values of row |p| at k (F32, or F16 widened), |m| the lanes to load.
-template <bool F16>
+// A bf16 is the top half of an f32: widening 16 of them is a zero-extension
+// to 32 bits and a shift, exact.
+BP_AVX512 inline __m512 widen_bf16(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// 16 values of row |p| at k (F32, or F16 / BF16 widened), |m| the lanes to load.
+template <bp_type T>
 BP_AVX512 inline __m512 load_a(const void *p, int64_t k, __mmask16 m) {
-  if constexpr (F16) {
+  if constexpr (T == BP_TYPE_F16) {
     return _mm512_maskz_cvtph_ps(m, _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t *>(p) + k));
+  } else if constexpr (T == BP_TYPE_BF16) {
+    return widen_bf16(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t *>(p) + k));
   } else {
     return _mm512_maskz_loadu_ps(m, static_cast<const float *>(p) + k);
   }
 }
-template <bool F16>
+template <bp_type T>
 BP_AVX512 inline __m512 load_a_full(const void *p, int64_t k) {
-  if constexpr (F16) {
-    return _mm512_maskz_cvtph_ps(
-        0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(static_cast<const uint16_t *>(p) + k)));
-  } else {
+  if constexpr (T == BP_TYPE_F32) {
     return _mm512_loadu_ps(static_cast<const float *>(p) + k);
+  } else {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(static_cast<const uint16_t *>(p) + k));
+    if constexpr (T == BP_TYPE_F16) return _mm512_maskz_cvtph_ps(0xffff, h);
+    return widen_bf16(h);
   }
 }
 
@@ -120,10 +129,10 @@ BP_AVX512 inline __m512 load_a_full(const void *p, int64_t k) {
 // tile's rows |next| into L2 (nullptr: none), so twice as many rows are in
 // flight from DRAM: with 3 rows per tile (N = 8) the hardware's prefetchers
 // alone kept the weights at about 21 GB/s where N = 1's 8 rows reach 40.
-template <int RM, int RN, bool F16>
+template <int RM, int RN, bp_type T>
 BP_AVX512 void dot_tile(const void *const *a, const float *bp, int64_t K, float *out, int64_t ldo,
                         const void *const *next) {
-  constexpr int64_t kElem = kElemBytes<F16>;
+  constexpr int64_t kElem = kElemBytes<T>;
   __m512 acc[RM][RN];
 #pragma GCC unroll 8
   for (int i = 0; i < RM; ++i)
@@ -133,7 +142,7 @@ BP_AVX512 void dot_tile(const void *const *a, const float *bp, int64_t K, float 
   for (; k + 16 <= K; k += 16) {
     __m512 va[RM];
 #pragma GCC unroll 8
-    for (int i = 0; i < RM; ++i) va[i] = load_a_full<F16>(a[i], k);
+    for (int i = 0; i < RM; ++i) va[i] = load_a_full<T>(a[i], k);
     if (next && (k * kElem) % 64 == 0) {
 #pragma GCC unroll 8
       for (int i = 0; i < RM; ++i) _mm_prefetch(static_cast<const char *>(next[i]) + k * kElem, _MM_HINT_T1);
@@ -149,7 +158,7 @@ BP_AVX512 void dot_tile(const void *const *a, const float *bp, int64_t K, float 
   if (k < K) {  // the tail as one masked step: a's zeros past K add nothing
     const __mmask16 m = lanes(K - k);
     __m512 va[RM];
-    for (int i = 0; i < RM; ++i) va[i] = load_a<F16>(a[i], k, m);
+    for (int i = 0; i < RM; ++i) va[i] = load_a<T>(a[i], k, m);
     const float *bk = bp + k * RN;
     for (int j = 0; j < RN; ++j) {
       const __m512 vb = _mm512_load_ps(bk + j * 16);
@@ -182,28 +191,30 @@ constexpr int rows_for(int rn) { return rn == 1 ? 8 : rn == 2 ? 6 : rn == 3 ? 6 
 // full blocks at 24 accumulators.
 constexpr int kWideRows = rows_for(8);
 
-template <int RN, bool F16>
+template <int RN, bp_type T>
 constexpr dot_fn full_tile() {
-  return dot_tile<rows_for(RN), RN, F16>;
+  return dot_tile<rows_for(RN), RN, T>;
 }
 
 // Tiles for |rows| rows of a (rows_for(rn), kWideRows or 1) by |rn| rows of b.
-template <bool F16>
+template <bp_type T>
 dot_fn tile_fn(int rows, int rn) {
-  static const dot_fn own[8] = {full_tile<1, F16>(), full_tile<2, F16>(), full_tile<3, F16>(), full_tile<4, F16>(),
-                                full_tile<5, F16>(), full_tile<6, F16>(), full_tile<7, F16>(), full_tile<8, F16>()};
-  static const dot_fn wide[8] = {dot_tile<kWideRows, 1, F16>, dot_tile<kWideRows, 2, F16>, dot_tile<kWideRows, 3, F16>,
-                                 dot_tile<kWideRows, 4, F16>, dot_tile<kWideRows, 5, F16>, dot_tile<kWideRows, 6, F16>,
-                                 dot_tile<kWideRows, 7, F16>, dot_tile<kWideRows, 8, F16>};
-  static const dot_fn single[8] = {dot_tile<1, 1, F16>, dot_tile<1, 2, F16>, dot_tile<1, 3, F16>, dot_tile<1, 4, F16>,
-                                   dot_tile<1, 5, F16>, dot_tile<1, 6, F16>, dot_tile<1, 7, F16>, dot_tile<1, 8, F16>};
+  static const dot_fn own[8] = {full_tile<1, T>(), full_tile<2, T>(), full_tile<3, T>(), full_tile<4, T>(),
+                                full_tile<5, T>(), full_tile<6, T>(), full_tile<7, T>(), full_tile<8, T>()};
+  static const dot_fn wide[8] = {dot_tile<kWideRows, 1, T>, dot_tile<kWideRows, 2, T>, dot_tile<kWideRows, 3, T>,
+                                 dot_tile<kWideRows, 4, T>, dot_tile<kWideRows, 5, T>, dot_tile<kWideRows, 6, T>,
+                                 dot_tile<kWideRows, 7, T>, dot_tile<kWideRows, 8, T>};
+  static const dot_fn single[8] = {dot_tile<1, 1, T>, dot_tile<1, 2, T>, dot_tile<1, 3, T>, dot_tile<1, 4, T>,
+                                   dot_tile<1, 5, T>, dot_tile<1, 6, T>, dot_tile<1, 7, T>, dot_tile<1, 8, T>};
   if (rows == 1) return single[rn - 1];
   return rows == rows_for(rn) ? own[rn - 1] : wide[rn - 1];
 }
 
 // rows_for as a function, for dot_kernels.
 int rows_for_fn(int rn) { return rows_for(rn); }
-dot_fn tile_for(bool f16, int rows, int rn) { return f16 ? tile_fn<true>(rows, rn) : tile_fn<false>(rows, rn); }
+dot_fn tile_for(bool f16, int rows, int rn) {
+  return f16 ? tile_fn<BP_TYPE_F16>(rows, rn) : tile_fn<BP_TYPE_F32>(rows, rn);
+}
 
 }  // namespace
 
@@ -215,7 +226,7 @@ const dot_kernels &dot_kernels_avx512() {
 namespace {
 
 // c[i * L + n] = sum over k in [k0, k0 + kc) of a[i][k] * bp[(k - k0) * L + n]
-// for i < RM, L = NV x 16: RM rows of a (dense along k, F32 or F16) by the
+// for i < RM, L = NV x 16: RM rows of a (dense along k, F32, F16 or BF16) by the
 // packed panel of b.
 constexpr int64_t kCopy = 256;  // values of each row of a copied at once
 
@@ -233,16 +244,16 @@ inline block_ref block_after(const void *const *a, const void *const *a_next, in
   return {nullptr, 0};
 }
 
-template <int RM, int NV, bool F16>
+template <int RM, int NV, bp_type T>
 BP_AVX512 void bcast_tile(const void *const *a, const void *const *a_next, int64_t k0, int64_t kc, const float *bp,
                           float *c) {
   constexpr int64_t kPanelLanes = NV * 16;
-  constexpr int64_t kElem = kElemBytes<F16>, kLineElems = 64 / kElem;
+  constexpr int64_t kElem = kElemBytes<T>, kLineElems = 64 / kElem;
   // Rows whose length in bytes is a multiple of 4 KiB (K = 1024, 4096, ...)
   // map the same k of all RM rows to one L1 set, so they would evict each
   // other: blocks of kCopy floats of the RM rows are first copied to rows
   // kStride floats apart (one load and one store per 16 floats, against
-  // 16 x NV FMAs per row that read them). F16 rows are widened on the way,
+  // 16 x NV FMAs per row that read them). F16 and BF16 rows are widened on the way,
   // so the FMAs see f32 either way and the weights cost half the traffic.
   constexpr int64_t kStride = kCopy + 16;
   alignas(64) float copy[RM * kStride];
@@ -258,8 +269,8 @@ BP_AVX512 void bcast_tile(const void *const *a, const void *const *a_next, int64
       const void *src = a[i];
       float *dst = copy + i * kStride;
       int64_t k = 0;
-      for (; k + 16 <= n; k += 16) _mm512_store_ps(dst + k, load_a_full<F16>(src, k0 + kb + k));
-      if (k < n) _mm512_store_ps(dst + k, load_a<F16>(src, k0 + kb + k, lanes(n - k)));
+      for (; k + 16 <= n; k += 16) _mm512_store_ps(dst + k, load_a_full<T>(src, k0 + kb + k));
+      if (k < n) _mm512_store_ps(dst + k, load_a<T>(src, k0 + kb + k, lanes(n - k)));
     }
     const float *bk = bp + kb * kPanelLanes;
     // The rows of a come from DRAM (each value is used only N times): while
@@ -308,11 +319,11 @@ using bcast_fn = void (*)(const void *const *, const void *const *, int64_t, int
 // is why the 512-bit memory-operand form is used.
 constexpr int bcast_rows(int nv) { return nv == 3 ? 8 : 12; }
 
-template <bool F16>
+template <bp_type T>
 bcast_fn bcast_tile_for(int nv) {
-  return nv == 1   ? bcast_tile<bcast_rows(1), 1, F16>
-         : nv == 2 ? bcast_tile<bcast_rows(2), 2, F16>
-                   : bcast_tile<bcast_rows(3), 3, F16>;
+  return nv == 1   ? bcast_tile<bcast_rows(1), 1, T>
+         : nv == 2 ? bcast_tile<bcast_rows(2), 2, T>
+                   : bcast_tile<bcast_rows(3), 3, T>;
 }
 constexpr int kMaxBcastRows = 12, kMaxBcastLanes = 48;
 // b's panel per K block: half of a 1 MiB L2, so it stays there while the
@@ -324,8 +335,8 @@ constexpr int64_t kBcastPanelBytes = 512 * 1024;
 bool mul_mat_bcast_avx512_suits(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
   const int64_t N = t->ne[1];
-  return (rows_dense_as(a, BP_TYPE_F32) || rows_dense_as(a, BP_TYPE_F16)) && b->type == BP_TYPE_F32 &&
-         t->nb[0] == sizeof(float) &&
+  return (rows_dense_as(a, BP_TYPE_F32) || rows_dense_as(a, BP_TYPE_F16) || rows_dense_as(a, BP_TYPE_BF16)) &&
+         b->type == BP_TYPE_F32 && t->nb[0] == sizeof(float) &&
          ((N >= kMinBcastN && N < kMinPackedNAvx512) ||
           (N >= kMinBcastNHalves && N <= kMaxBcastNHalves && plugins::avx512_runs_in_halves()));
 }
@@ -336,7 +347,9 @@ void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth) {
   const int nv = static_cast<int>((N + 15) / 16);
   const int64_t lanes_n = nv * 16;
   const int rm = bcast_rows(nv);
-  const bcast_fn tile_fn = a->type == BP_TYPE_F16 ? bcast_tile_for<true>(nv) : bcast_tile_for<false>(nv);
+  const bcast_fn tile_fn = a->type == BP_TYPE_F16    ? bcast_tile_for<BP_TYPE_F16>(nv)
+                           : a->type == BP_TYPE_BF16 ? bcast_tile_for<BP_TYPE_BF16>(nv)
+                                                     : bcast_tile_for<BP_TYPE_F32>(nv);
   const thin_units units(t, ith, nth);
   if (units.begin >= units.end) return;
   int64_t kcb = kBcastPanelBytes / (lanes_n * static_cast<int64_t>(sizeof(float)));
@@ -416,7 +429,7 @@ BP_AVX512 inline void transpose16(__m512 r[16]) {
   }
 }
 
-template <bool F16>
+template <bp_type T>
 BP_AVX512 void pack_rows(const void *const *rows, int count, int64_t k0, int64_t kc, int width, float *dst) {
   for (int j0 = 0; j0 < width; j0 += 16) {
     const int n_rows = width - j0 < 16 ? width - j0 : 16;
@@ -427,7 +440,7 @@ BP_AVX512 void pack_rows(const void *const *rows, int count, int64_t k0, int64_t
       __m512 r[16];
 #pragma GCC unroll 16
       for (int j = 0; j < 16; ++j)
-        r[j] = j < n_rows && j0 + j < count ? load_a<F16>(rows[j0 + j], k0 + k, m) : _mm512_setzero_ps();
+        r[j] = j < n_rows && j0 + j < count ? load_a<T>(rows[j0 + j], k0 + k, m) : _mm512_setzero_ps();
       transpose16(r);
       for (int64_t c = 0; c < nk; ++c) _mm512_mask_storeu_ps(dst + (k + c) * width + j0, store_mask, r[c]);
     }
@@ -436,8 +449,10 @@ BP_AVX512 void pack_rows(const void *const *rows, int count, int64_t k0, int64_t
 
 }  // namespace
 
-void pack_rows_avx512(const void *const *rows, bool f16, int count, int64_t k0, int64_t kc, int width, float *dst) {
-  (f16 ? pack_rows<true> : pack_rows<false>)(rows, count, k0, kc, width, dst);
+void pack_rows_avx512(const void *const *rows, bp_type type, int count, int64_t k0, int64_t kc, int width, float *dst) {
+  (type == BP_TYPE_F16    ? pack_rows<BP_TYPE_F16>
+   : type == BP_TYPE_BF16 ? pack_rows<BP_TYPE_BF16>
+                          : pack_rows<BP_TYPE_F32>)(rows, count, k0, kc, width, dst);
 }
 
 namespace {

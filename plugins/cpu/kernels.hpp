@@ -67,7 +67,7 @@ constexpr int64_t kMinPackedNAvx512 = 48;
 constexpr int64_t kMinPackedNAvx2 = 48;
 // The AVX-512 kernels (gemm_avx512.cpp); call only when cpu_isa() is avx512.
 // (The dot-product tiles for thin products: matmul_dot.hpp.)
-// The broadcast kernel for F32 or F16 a with kMinBcastN..kMinPackedNAvx512-1 rows
+// The broadcast kernel for F32, F16 or BF16 a with kMinBcastN..kMinPackedNAvx512-1 rows
 // of b, and kMinBcastNHalves..kMaxBcastNHalves rows where
 // avx512_runs_in_halves() (plugins/common/isa.hpp); throws std::bad_alloc
 // when its 512 KiB panel cannot be allocated.
@@ -76,9 +76,10 @@ void mul_mat_bcast_avx512(const bp_tensor *t, int ith, int nth);
 constexpr int64_t kMinBcastN = 24;
 constexpr int64_t kMinBcastNHalves = 9, kMaxBcastNHalves = 16;
 // The packed GEMM's panels: dst[k * width + j] = element k0 + k of rows[j]
-// (dense F32, or F16 when |f16|), for k < kc and j < width (width <= 32,
-// rows past |count| are zeros), through 16 x 16 register transposes.
-void pack_rows_avx512(const void *const *rows, bool f16, int count, int64_t k0, int64_t kc, int width, float *dst);
+// (dense rows of |type|: F32, or F16 or BF16 widened), for k < kc and j <
+// width (width <= 32, rows past |count| are zeros), through 16 x 16
+// register transposes.
+void pack_rows_avx512(const void *const *rows, bp_type type, int count, int64_t k0, int64_t kc, int width, float *dst);
 // The packed GEMM's 12 x 32 micro-kernel (see ops_matmul_packed.cpp).
 void gemm_micro_avx512(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc, int rows, int cols,
                        bool add);
@@ -115,6 +116,14 @@ inline float load_f32(const void *p, bp_type type) {
       uint16_t h;
       std::memcpy(&h, p, sizeof h);
       return bp_fp16_to_fp32(h);
+    }
+    case BP_TYPE_BF16: {  // the top half of an f32
+      uint16_t h;
+      std::memcpy(&h, p, sizeof h);
+      const uint32_t u = static_cast<uint32_t>(h) << 16;
+      float f;
+      std::memcpy(&f, &u, sizeof f);
+      return f;
     }
     case BP_TYPE_I32: {
       int32_t i;

@@ -108,6 +108,18 @@ const float *k_row(const bp_tensor *t, int64_t r, int64_t i2, int64_t i3, float 
   return scratch;
 }
 
+// BF16 a with many rows of b: the packed GEMM (and on AVX-512 the broadcast
+// kernel) widen its rows as they copy them, as they do F16's, and every
+// bf16 then feeds 24 FMAs from registers; ops_matmul_bf16.cpp's tiles
+// widen each value for 2 columns, which held a 512-column product at 0.16
+// of the FMA peak. Thinner products stay there: each weight is used too
+// few times to repay its copy.
+bool bf16_goes_to_gemm(const bp_tensor *t) {
+  const bool avx512 = plugins::cpu_isa() == plugins::isa_level::avx512;
+  if (!avx512 && t->ne[1] < kMinPackedNAvx2) return false;
+  return mul_mat_packed_suits(t) || (avx512 && mul_mat_bcast_avx512_suits(t));
+}
+
 }  // namespace
 
 bool mul_mat_supports(const bp_tensor *t) {
@@ -130,11 +142,12 @@ void mul_mat_run(const bp_tensor *t, int ith, int nth) {
     mul_mat_r_run(t, ith, nth);
     return;
   }
-  if (t->src[0]->type == BP_TYPE_BF16) {
+  const bool bf16 = t->src[0]->type == BP_TYPE_BF16;
+  if (bf16 && !bf16_goes_to_gemm(t)) {
     mul_mat_bf16_run(t, ith, nth);
     return;
   }
-  if (bp_type_is_quantized(t->src[0]->type)) {
+  if (!bf16 && bp_type_is_quantized(t->src[0]->type)) {
     mul_mat_q_run(t, ith, nth);
     return;
   }

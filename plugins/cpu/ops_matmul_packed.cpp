@@ -7,8 +7,8 @@
 // NR values of b. The kernel depends on the ISA (cpu_isa(), chosen at run
 // time): 6 x 16 with 8-wide vectors for baseline x86-64 and AVX2 (12 ymm
 // accumulators), 12 x 32 with AVX-512 (24 zmm accumulators,
-// gemm_avx512.cpp). Operands are packed first, which is also where F16 a and
-// strided views are converted: a into panels of MR rows (k-major, MR floats
+// gemm_avx512.cpp). Operands are packed first, which is also where F16 and
+// BF16 a and strided views are converted: a into panels of MR rows (k-major, MR floats
 // per k), b into panels of NR rows (k-major, NR floats per k).
 //
 // Loop order inside a unit of work (GotoBLAS's, with b's block in L2):
@@ -31,6 +31,7 @@
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "matmul_dot.hpp"
+#include "quant_blocks.hpp"
 
 namespace bp::cpu {
 namespace {
@@ -121,19 +122,19 @@ struct row_reader {
 // [k0, k0 + kc), into |dst| k-major: dst[k * width + j] = src[r0 + j][k0 + k];
 // rows past |count| are zeros.
 void pack_panel(const row_reader &src, int64_t r0, int64_t count, int64_t k0, int64_t kc, int width, float *dst) {
-  const bool dense_f16 = rows_dense_as(src.t, BP_TYPE_F16);
-  if (plugins::cpu_isa() == plugins::isa_level::avx512 && (src.dense_f32() || dense_f16)) {
+  const bool dense_half = rows_dense_as(src.t, BP_TYPE_F16) || rows_dense_as(src.t, BP_TYPE_BF16);
+  if (plugins::cpu_isa() == plugins::isa_level::avx512 && (src.dense_f32() || dense_half)) {
     // Straight from the rows, 16 x 16 blocks transposed in registers: each
     // 64-byte line is read once by one load, so rows 4 KiB apart sharing
     // an L1 set (below) cost nothing, and nothing is copied first. The
     // scalar path below spent 5-8% of a 1024^3 product packing.
     const void *row_ptrs[kMaxMR];
     for (int j = 0; j < count; ++j) row_ptrs[j] = src.row(r0 + j);
-    pack_rows_avx512(row_ptrs, dense_f16, static_cast<int>(count), k0, kc, width, dst);
+    pack_rows_avx512(row_ptrs, src.t->type, static_cast<int>(count), k0, kc, width, dst);
     return;
   }
   const float *rows[kMaxMR];
-  // Every row is first copied (F32), widened (F16) or gathered (strided)
+  // Every row is first copied (F32), widened (F16, BF16) or gathered (strided)
   // into |wide|, then transposed from there. Reading the k-major order
   // straight from 32 rows of a large matrix keeps 32 streams a row stride
   // apart in flight, which the caches and TLB serve badly: copying first
@@ -149,6 +150,9 @@ void pack_panel(const row_reader &src, int64_t r0, int64_t count, int64_t k0, in
       std::memcpy(wide[j], reinterpret_cast<const float *>(row) + k0, static_cast<size_t>(kc) * sizeof(float));
     } else if (src.t->type == BP_TYPE_F16 && src.t->nb[0] == sizeof(uint16_t)) {
       plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(row) + k0, kc, wide[j]);
+    } else if (src.t->type == BP_TYPE_BF16 && src.t->nb[0] == sizeof(uint16_t)) {
+      const uint16_t *h = reinterpret_cast<const uint16_t *>(row) + k0;
+      for (int64_t k = 0; k < kc; ++k) wide[j][k] = qblock::bf16_to_f32(h[k]);
     } else {
       const size_t nb0 = src.t->nb[0];
       for (int64_t k = 0; k < kc; ++k) wide[j][k] = load_f32(row + (k0 + k) * nb0, src.t->type);

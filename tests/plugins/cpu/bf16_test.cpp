@@ -107,29 +107,56 @@ TEST(CpuBf16, MatMulMatchesDecodedWeightsInDouble) {
       }
 }
 
-// a [K, M, 2] repeats over b [K, N, 4]; a is a window of every other row of
-// a larger table (strided rows), b a permuted view (elements not dense).
-TEST(CpuBf16, MatMulBroadcastsAndReadsViews) {
-  std::mt19937 rng{32};
-  tensor_pool pool;
-  const int64_t K = 100, M = 6, N = 3;
-  bp_tensor *table = pool.make(BP_TYPE_BF16, {K, 2 * M, 2});
-  fill_bf16(table, rng);
-  bp_tensor *a = pool.view(table, {K, M, 2}, {2, 2 * table->nb[1], table->nb[2]}, table->nb[1]);
-  bp_tensor *bt = pool.make(BP_TYPE_F32, {N, K, 4});
-  fill(bt, rng);
-  bp_tensor *b = pool.swap_dims(bt, 0, 1);  // [K, N, 4], strided along K
-  bool ok = false;
-  const std::vector<float> got = run_mul_mat(3, a, b, pool, &ok);
-  ASSERT_TRUE(ok);
-  check_product(got, a, b);
+// Products with many rows of b, where the weights are widened into the f32
+// GEMMs' panels (the broadcast kernel from 24 rows on AVX-512, the packed
+// GEMM from 48): panel and K-block tails, rows of a past a panel's 32.
+TEST(CpuBf16, MatMulWithManyColumnsMatchesDecodedWeightsInDouble) {
+  std::mt19937 rng{35};
+  for (int64_t K : {1, 9, 255, 1000})
+    for (int64_t M : {5, 37, 70})
+      for (int64_t N : {24, 33, 48, 61}) {
+        SCOPED_TRACE("K " + std::to_string(K) + " M " + std::to_string(M) + " N " + std::to_string(N));
+        tensor_pool pool;
+        bp_tensor *a = pool.make(BP_TYPE_BF16, {K, M});
+        bp_tensor *b = pool.make(BP_TYPE_F32, {K, N});
+        fill_bf16(a, rng);
+        fill(b, rng);
+        bool ok = false;
+        const std::vector<float> got = run_mul_mat(2, a, b, pool, &ok);
+        ASSERT_TRUE(ok);
+        check_product(got, a, b);
+      }
 }
 
-// Each output is computed by one thread with one kind of tile: 1, 2 and 3
-// threads give the same bits, with row and column tails.
+// a [K, M, 2] repeats over b [K, N, 4]; a is a window of every other row of
+// a larger table (strided rows), b a permuted view (elements not dense).
+// N = 3 runs the bf16 tiles, 50 the packed GEMM.
+TEST(CpuBf16, MatMulBroadcastsAndReadsViews) {
+  std::mt19937 rng{32};
+  for (int64_t N : {3, 50}) {
+    SCOPED_TRACE("N " + std::to_string(N));
+    tensor_pool pool;
+    const int64_t K = 100, M = 40;
+    bp_tensor *table = pool.make(BP_TYPE_BF16, {K, 2 * M, 2});
+    fill_bf16(table, rng);
+    bp_tensor *a = pool.view(table, {K, M, 2}, {2, 2 * table->nb[1], table->nb[2]}, table->nb[1]);
+    bp_tensor *bt = pool.make(BP_TYPE_F32, {N, K, 4});
+    fill(bt, rng);
+    bp_tensor *b = pool.swap_dims(bt, 0, 1);  // [K, N, 4], strided along K
+    bool ok = false;
+    const std::vector<float> got = run_mul_mat(3, a, b, pool, &ok);
+    ASSERT_TRUE(ok);
+    check_product(got, a, b);
+  }
+}
+
+// Each output is computed by one thread with one kind of tile, and its sum
+// runs in one order whatever the threads: 1, 2 and 3 threads give the same
+// bits, with row and column tails, on every path (11: the bf16 tiles, 30:
+// the broadcast kernel on AVX-512, 50: the packed GEMM).
 TEST(CpuBf16, MatMulBitsDoNotDependOnThreads) {
   std::mt19937 rng{33};
-  for (int64_t N : {1, 6, 11}) {
+  for (int64_t N : {1, 6, 11, 30, 50}) {
     SCOPED_TRACE("N " + std::to_string(N));
     tensor_pool pool;
     bp_tensor *a = pool.make(BP_TYPE_BF16, {1000, 203});
