@@ -212,8 +212,10 @@ dot_fn tile_fn(int rows, int rn) {
 
 // rows_for as a function, for dot_kernels.
 int rows_for_fn(int rn) { return rows_for(rn); }
-dot_fn tile_for(bool f16, int rows, int rn) {
-  return f16 ? tile_fn<BP_TYPE_F16>(rows, rn) : tile_fn<BP_TYPE_F32>(rows, rn);
+dot_fn tile_for(bp_type type, int rows, int rn) {
+  return type == BP_TYPE_F16    ? tile_fn<BP_TYPE_F16>(rows, rn)
+         : type == BP_TYPE_BF16 ? tile_fn<BP_TYPE_BF16>(rows, rn)
+                                : tile_fn<BP_TYPE_F32>(rows, rn);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 // kernel uses too.
 //
 // A thin product reads each weight (a row of a) only N times, so the tiles
-// read a straight from its rows, F16 widened in registers, and pack nothing
+// read a straight from its rows, F16 and BF16 widened in registers, and pack nothing
 // but b: b's rows of one batch are interleaved in groups of at most
 // |group| rows, |lanes| values of each row in turn, so a tile's loads of b
 // for one step of k are one run of memory.
@@ -54,7 +54,7 @@ struct free_deleter {
 };
 
 // out[j * ldo + i] = dot(a[i], b[j]) over K, for the tile's rows i of a
-// (dense, F32 or F16 as the tile was built for) and rows j of b,
+// (dense, F32, F16 or BF16 as the tile was built for) and rows j of b,
 // interleaved in |bp| (above). |next|: the next tile's rows of a, requested
 // into L2 while this one streams its own (nullptr: none).
 using dot_fn = void (*)(const void *const *a, const float *bp, int64_t K, float *out, int64_t ldo,
@@ -69,10 +69,11 @@ struct dot_kernels {
   // |group| rows, every group passes over rows_for(group) rows of a.
   int (*rows_for)(int rn);
   // The tile for |rows| rows of a (rows_for(rn), rows_for(group) or 1) by |rn|.
-  dot_fn (*tile)(bool f16, int rows, int rn);
+  // |type|: a's, F32, F16 or BF16.
+  dot_fn (*tile)(bp_type type, int rows, int rn);
 };
 
-// True when a's rows are dense F32 or F16, b's rows dense F32, dst dense.
+// True when a's rows are dense F32, F16 or BF16, b's rows dense F32, dst dense.
 bool mul_mat_dot_suits(const bp_tensor *t);
 // Part |ith| of |nth| of the product with |k|'s tiles; throws std::bad_alloc
 // when b's panel cannot be allocated (the pool reports it).

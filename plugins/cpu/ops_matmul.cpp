@@ -108,16 +108,21 @@ const float *k_row(const bp_tensor *t, int64_t r, int64_t i2, int64_t i3, float 
   return scratch;
 }
 
-// BF16 a with many rows of b: the packed GEMM (and on AVX-512 the broadcast
-// kernel) widen its rows as they copy them, as they do F16's, and every
-// bf16 then feeds 24 FMAs from registers; ops_matmul_bf16.cpp's tiles
-// widen each value for 2 columns, which held a 512-column product at 0.16
-// of the FMA peak. Thinner products stay there: each weight is used too
-// few times to repay its copy.
-bool bf16_goes_to_gemm(const bp_tensor *t) {
-  const bool avx512 = plugins::cpu_isa() == plugins::isa_level::avx512;
-  if (!avx512 && t->ne[1] < kMinPackedNAvx2) return false;
-  return mul_mat_packed_suits(t) || (avx512 && mul_mat_bcast_avx512_suits(t));
+// BF16 a: the f32 kernels widen it as they read it, as they do F16 (the
+// packed GEMM and the broadcast kernel into their panels, the dot tiles in
+// registers), so it runs as fast as F16. ops_matmul_bf16.cpp's tiles keep
+// what those do not take (baseline x86-64 below 48 rows of b, strided b);
+// they widen each value for 2 columns, which held a 512-column product at
+// 0.16 of the FMA peak.
+bool bf16_runs_as_f32(const bp_tensor *t) {
+  switch (plugins::cpu_isa()) {
+    case plugins::isa_level::avx512:
+      return mul_mat_packed_suits(t) || mul_mat_bcast_avx512_suits(t) || mul_mat_dot_suits(t);
+    case plugins::isa_level::avx2:  // (with dense rows the packed GEMM starts at 48 rows of b)
+      return mul_mat_packed_suits(t) || mul_mat_dot_suits(t);
+    default:
+      return t->ne[1] >= kMinPackedNAvx2 && mul_mat_packed_suits(t);
+  }
 }
 
 }  // namespace
@@ -143,7 +148,7 @@ void mul_mat_run(const bp_tensor *t, int ith, int nth) {
     return;
   }
   const bool bf16 = t->src[0]->type == BP_TYPE_BF16;
-  if (bf16 && !bf16_goes_to_gemm(t)) {
+  if (bf16 && !bf16_runs_as_f32(t)) {
     mul_mat_bf16_run(t, ith, nth);
     return;
   }

@@ -29,14 +29,13 @@ constexpr int kMaxGroup = 8, kMaxTileRows = 8;  // dot_kernels' limits (matmul_d
 
 bool mul_mat_dot_suits(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
-  return (rows_dense_as(a, BP_TYPE_F32) || rows_dense_as(a, BP_TYPE_F16)) && rows_dense_as(b, BP_TYPE_F32) &&
-         t->nb[0] == sizeof(float);
+  return (rows_dense_as(a, BP_TYPE_F32) || rows_dense_as(a, BP_TYPE_F16) || rows_dense_as(a, BP_TYPE_BF16)) &&
+         rows_dense_as(b, BP_TYPE_F32) && t->nb[0] == sizeof(float);
 }
 
 void mul_mat_dot_run(const bp_tensor *t, int ith, int nth, const dot_kernels &kern) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
   const int64_t K = a->ne[0], N = t->ne[1];
-  const bool f16 = a->type == BP_TYPE_F16;
   const int group = kern.group;
   const thin_units units(t, ith, nth);
   if (units.begin >= units.end) return;
@@ -72,7 +71,7 @@ void mul_mat_dot_run(const bp_tensor *t, int ith, int nth, const dot_kernels &ke
       for (int i = 0; i < rows; ++i) next[i] = m0 + rows + i < w.m_end ? row_ptr(a, m0 + rows + i, w.a2, w.a3) : ar[i];
       for (int64_t n0 = 0; n0 < N; n0 += group) {
         const int rn = static_cast<int>(N - n0 < group ? N - n0 : group);
-        kern.tile(f16, rows, rn)(ar, bp + n0 * k_padded, K, res, kMaxTileRows, n0 == 0 ? next : nullptr);
+        kern.tile(a->type, rows, rn)(ar, bp + n0 * k_padded, K, res, kMaxTileRows, n0 == 0 ? next : nullptr);
         for (int j = 0; j < rn; ++j) {
           float *d = reinterpret_cast<float *>(elem_ptr(t, m0, n0 + j, w.i2, w.i3));
           std::memcpy(d, res + j * kMaxTileRows, static_cast<size_t>(rows) * sizeof(float));

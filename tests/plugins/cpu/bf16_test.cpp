@@ -129,25 +129,33 @@ TEST(CpuBf16, MatMulWithManyColumnsMatchesDecodedWeightsInDouble) {
 }
 
 // a [K, M, 2] repeats over b [K, N, 4]; a is a window of every other row of
-// a larger table (strided rows), b a permuted view (elements not dense).
-// N = 3 runs the bf16 tiles, 50 the packed GEMM.
+// a larger table (strided rows), b dense or a permuted view (elements not
+// dense). N = 3 runs the dot tiles (dense b) or the bf16 tiles, 30 the
+// broadcast kernel on AVX-512, 50 the packed GEMM.
 TEST(CpuBf16, MatMulBroadcastsAndReadsViews) {
   std::mt19937 rng{32};
-  for (int64_t N : {3, 50}) {
-    SCOPED_TRACE("N " + std::to_string(N));
-    tensor_pool pool;
-    const int64_t K = 100, M = 40;
-    bp_tensor *table = pool.make(BP_TYPE_BF16, {K, 2 * M, 2});
-    fill_bf16(table, rng);
-    bp_tensor *a = pool.view(table, {K, M, 2}, {2, 2 * table->nb[1], table->nb[2]}, table->nb[1]);
-    bp_tensor *bt = pool.make(BP_TYPE_F32, {N, K, 4});
-    fill(bt, rng);
-    bp_tensor *b = pool.swap_dims(bt, 0, 1);  // [K, N, 4], strided along K
-    bool ok = false;
-    const std::vector<float> got = run_mul_mat(3, a, b, pool, &ok);
-    ASSERT_TRUE(ok);
-    check_product(got, a, b);
-  }
+  for (int64_t N : {3, 30, 50})
+    for (bool permuted_b : {false, true}) {
+      SCOPED_TRACE("N " + std::to_string(N) + (permuted_b ? ", b permuted" : ""));
+      tensor_pool pool;
+      const int64_t K = 100, M = 40;
+      bp_tensor *table = pool.make(BP_TYPE_BF16, {K, 2 * M, 2});
+      fill_bf16(table, rng);
+      bp_tensor *a = pool.view(table, {K, M, 2}, {2, 2 * table->nb[1], table->nb[2]}, table->nb[1]);
+      bp_tensor *b = nullptr;
+      if (permuted_b) {
+        bp_tensor *bt = pool.make(BP_TYPE_F32, {N, K, 4});
+        fill(bt, rng);
+        b = pool.swap_dims(bt, 0, 1);  // [K, N, 4], strided along K
+      } else {
+        b = pool.make(BP_TYPE_F32, {K, N, 4});
+        fill(b, rng);
+      }
+      bool ok = false;
+      const std::vector<float> got = run_mul_mat(3, a, b, pool, &ok);
+      ASSERT_TRUE(ok);
+      check_product(got, a, b);
+    }
 }
 
 // Each output is computed by one thread with one kind of tile, and its sum
