@@ -87,13 +87,13 @@ void check_product(const std::vector<float> &got, const bp_tensor *a, const bp_t
   EXPECT_EQ(bad, 0);
 }
 
-}  // namespace
-
-TEST(CpuBf16, MatMulMatchesDecodedWeightsInDouble) {
-  std::mt19937 rng{31};
-  for (int64_t K : {1, 7, 8, 9, 64, 255, 1000})
-    for (int64_t M : {1, 3, 4, 5, 13})
-      for (int64_t N : {1, 2, 3, 5}) {
+// Every K x M x N product of random weights and activations, 2 threads,
+// against the double-precision product.
+void check_shapes(std::mt19937 &rng, std::initializer_list<int64_t> ks, std::initializer_list<int64_t> ms,
+                  std::initializer_list<int64_t> ns) {
+  for (int64_t K : ks)
+    for (int64_t M : ms)
+      for (int64_t N : ns) {
         SCOPED_TRACE("K " + std::to_string(K) + " M " + std::to_string(M) + " N " + std::to_string(N));
         tensor_pool pool;
         bp_tensor *a = pool.make(BP_TYPE_BF16, {K, M});
@@ -107,25 +107,19 @@ TEST(CpuBf16, MatMulMatchesDecodedWeightsInDouble) {
       }
 }
 
+}  // namespace
+
+TEST(CpuBf16, MatMulMatchesDecodedWeightsInDouble) {
+  std::mt19937 rng{31};
+  check_shapes(rng, {1, 7, 8, 9, 64, 255, 1000}, {1, 3, 4, 5, 13}, {1, 2, 3, 5});
+}
+
 // Products with many rows of b, where the weights are widened into the f32
 // GEMMs' panels (the broadcast kernel from 24 rows on AVX-512, the packed
 // GEMM from 48): panel and K-block tails, rows of a past a panel's 32.
 TEST(CpuBf16, MatMulWithManyColumnsMatchesDecodedWeightsInDouble) {
   std::mt19937 rng{35};
-  for (int64_t K : {1, 9, 255, 1000})
-    for (int64_t M : {5, 37, 70})
-      for (int64_t N : {24, 33, 48, 61}) {
-        SCOPED_TRACE("K " + std::to_string(K) + " M " + std::to_string(M) + " N " + std::to_string(N));
-        tensor_pool pool;
-        bp_tensor *a = pool.make(BP_TYPE_BF16, {K, M});
-        bp_tensor *b = pool.make(BP_TYPE_F32, {K, N});
-        fill_bf16(a, rng);
-        fill(b, rng);
-        bool ok = false;
-        const std::vector<float> got = run_mul_mat(2, a, b, pool, &ok);
-        ASSERT_TRUE(ok);
-        check_product(got, a, b);
-      }
+  check_shapes(rng, {1, 9, 255, 1000}, {5, 37, 70}, {24, 33, 48, 61});
 }
 
 // a [K, M, 2] repeats over b [K, N, 4]; a is a window of every other row of
