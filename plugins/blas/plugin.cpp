@@ -8,6 +8,9 @@
 // ("blas;cpu"). docs/plugins/blas.md explains the choice.
 #include <dlfcn.h>
 
+#include <strings.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
@@ -101,6 +104,34 @@ void plugin_shutdown(void *plugin) noexcept {
   lifecycle::shutdown(plugin);
 }
 
+// OpenBLAS picks its kernels ("core") from the CPU's model number when it
+// loads, or from OPENBLAS_CORETYPE. On a model it does not know (a CPU newer
+// than the library, or a VM that reports an unfamiliar one) it falls back to
+// a core of an older, narrower ISA: on a 2-core AVX-512 VM, Debian's 0.3.21
+// chose Prescott (SSE3) and ran sgemm at 1024^3 at 37-60 GFLOP/s, where
+// OPENBLAS_CORETYPE=SkylakeX ran it at 200-246. The choice is made before
+// the plugin can act (changing the environment of a running process is not
+// the plugin's to do), so it names the cure: the core for the CPU's own
+// vector ISA, or NULL when |core| already uses it (or is unknown here).
+const char *better_coretype(const char *core) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (!core) return nullptr;
+  // OpenBLAS's x86-64 cores without AVX2 and FMA kernels.
+  static const char *const narrow[] = {
+      "Prescott", "Core2",        "Penryn",      "Dunnington", "Nehalem", "Atom",       "Barcelona", "Bobcat",
+      "Opteron",  "Opteron_SSE3", "Sandybridge", "Bulldozer",  "Katmai",  "Coppermine", "Northwood", "Banias"};
+  bool is_narrow = false;
+  for (const char *n : narrow) is_narrow = is_narrow || strcasecmp(core, n) == 0;
+  if (!is_narrow) return nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#else
+  (void)core;
+#endif
+  return nullptr;
+}
+
 // Loads OpenBLAS (first use of the plugin's device, never at load); run
 // once, by find_devices.
 bp_status load_openblas(plugin_state *s, bp_error *err) {
@@ -129,6 +160,17 @@ bp_status load_openblas(plugin_state *s, bp_error *err) {
   const char *config = api.get_config ? api.get_config() : nullptr;
   s->description = std::string("OpenBLAS sgemm on host memory (") + (config ? config : "?") + ", core " +
                    (core ? core : "?") + "), split over " + std::to_string(s->default_threads) + " threads by default";
+  if (const char *better = better_coretype(core)) {
+    const std::string cure = std::string("OPENBLAS_CORETYPE=") + better;
+    s->description += "; this CPU runs wider kernels: start the program with " + cure;
+    // Once per process (the library loads once). A user who set the core
+    // on purpose is not told twice: the description still says it.
+    if (!std::getenv("OPENBLAS_CORETYPE"))
+      bp_host_logf(s->host, BP_LOG_WARN,
+                   "OpenBLAS chose its %s kernels, narrower than this CPU's vector ISA (several times slower); "
+                   "set %s in the environment before the program starts",
+                   core, cure.c_str());
+  }
   s->blas = api;
   return BP_OK;
 }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -336,3 +337,33 @@ TEST_F(Blas, ThreadsParameterIsValidated) {
 }
 
 }  // namespace
+
+// OpenBLAS forced onto a core narrower than the CPU (as it falls back to one
+// on a CPU model it does not know): the device's description names the
+// OPENBLAS_CORETYPE that runs the CPU's own width. OpenBLAS reads the
+// variable once, when the plugin first loads it, so this runs in a process
+// of its own (ctest runs each test so).
+TEST(BlasCoretype, NarrowCoreNamesTheCoretypeOfTheCpu) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  const bool avx512 =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!avx2) GTEST_SKIP() << "this CPU has no kernels wider than OpenBLAS's SSE3 ones";
+  ASSERT_EQ(setenv("OPENBLAS_CORETYPE", "Prescott", 1), 0);
+  bp_registry_add_path(BP_TEST_PLUGIN_DIR);
+  bp_backend *be = nullptr;
+  if (bp_backend_new("blas", &be) != BP_OK) GTEST_SKIP() << "the blas plugin is not available: " << bp_last_error();
+  bp_device_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(bp_device_describe(bp_backend_device(be), &info), BP_OK) << bp_last_error();
+  const std::string description = info.description;
+  bp_backend_free(be);
+  unsetenv("OPENBLAS_CORETYPE");
+  if (description.find("core Prescott") == std::string::npos)
+    GTEST_SKIP() << "OpenBLAS was loaded before this test set its core: " << description;
+  EXPECT_NE(description.find(avx512 ? "OPENBLAS_CORETYPE=SkylakeX" : "OPENBLAS_CORETYPE=Haswell"), std::string::npos)
+      << description;
+#else
+  GTEST_SKIP() << "OpenBLAS's x86-64 cores only";
+#endif
+}
