@@ -38,6 +38,9 @@ struct op_case {
   // has one (bp_device_weight_buffer_type, as models load it), true keeps
   // the file's layout in the default type (group "..._plain").
   bool plain = false;
+  // One of quant_cases(): the group is "Quant/MUL_MAT_<type>" whatever the
+  // type (F16 weights too, beside the default run's "MUL_MAT_f16xf32").
+  bool weights = false;
 
   std::string group() const;  // "MUL_MAT_f32", "MUL_MAT_f16xf32", "RMS_NORM", ...
   std::string shape() const;  // "M=1024,N=1024,K=1024" or "4096x512"
@@ -45,19 +48,17 @@ struct op_case {
   // Bytes of the weights (a), which a product with few rows of b streams
   // from memory once per call: its bound is bandwidth, not FLOPs.
   double weight_bytes() const { return static_cast<double>(bp_type_row_size(a_type, k)) * static_cast<double>(m); }
-  // A product whose quantized weights are too large for the cache budget
-  // of an in-cache case (group "..._dram"): it is timed taking turns over
-  // copies of its weights that together pass the last-level cache.
-  bool weights_from_dram() const {
-    return op == op_kind::mul_mat && bp_type_is_quantized(a_type) && weight_bytes() > kDramCaseBytes;
-  }
+  // A weights case too large for the cache budget of an in-cache case
+  // (group "..._dram"): it is timed taking turns over copies of its weights
+  // that together pass the last-level cache.
+  bool weights_from_dram() const { return op == op_kind::mul_mat && weights && weight_bytes() > kDramCaseBytes; }
 };
 
 // The cases a plain `bp-bench` runs, in order (cases.cpp).
 std::vector<op_case> default_cases();
 
-// MUL_MAT with quantized weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q5_K, BF16: groups
-// "Quant/MUL_MAT_<type>"), run only when --benchmark_filter names "Quant"
+// MUL_MAT with the weight types of model files (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K,
+// Q5_K, BF16, F16: groups "Quant/MUL_MAT_<type>"), run only when --benchmark_filter names "Quant"
 // (quant_cases.cpp): M = K = 4096 with N = 1, 8, 32, 512 against OpenBLAS
 // sgemm on the f32 product of the same shape ("Quant/MUL_MAT_f32"), and
 // N = 1 at M = 32768 ("_dram": weights past the last-level cache, so the

@@ -12,7 +12,7 @@ std::string op_case::group() const {
   const std::string dram = ne0 * ne1 * 4 >= kDramCaseBytes ? "_dram" : "";
   switch (op) {
     case op_kind::mul_mat:
-      if (bp_type_is_quantized(a_type))
+      if (weights || bp_type_is_quantized(a_type))
         return std::string("Quant/MUL_MAT_") + bp_type_name(a_type) + (weights_from_dram() ? "_dram" : "") +
                (plain ? "_plain" : "");
       return a_type == BP_TYPE_F16 ? "MUL_MAT_f16xf32" : "MUL_MAT_f32";

@@ -61,7 +61,7 @@ const char kUsage[] =
     "cache, at least 256 MiB. The _dram products take turns over as many copies of their\n"
     "weights as that size holds, so each call reads its weights from DRAM.\n"
     "\n"
-    "Products with quantized weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q5_K, BF16) run only when the filter\n"
+    "Products with model weight types (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q5_K, BF16, F16) run only when the filter\n"
     "names them: --benchmark_filter=Quant/ (against sgemm on the f32 product of the same shape).\n"
     "\n"
     "Google Benchmark's flags follow (e.g. --benchmark_filter=REGEX, --benchmark_min_time=SECONDS,\n"
@@ -218,7 +218,7 @@ int main(int argc, char **argv) {
     for (const bp::bench::op_case &c : bp::bench::quant_cases()) {
       std::string why;
       const bp::bench::op_case r = bp::bench::quant_reference(c);
-      const bool has_ref = !bp_type_is_quantized(r.a_type);
+      const bool has_ref = r.a_type == BP_TYPE_F32;
       const double work = bp::bench::case_work(c, why);
       if (work <= 0) {
         std::fprintf(stderr, "bp-bench: %s %s: %s\n", c.group().c_str(), c.shape().c_str(), why.c_str());
