@@ -163,10 +163,12 @@ bp_status load_openblas(plugin_state *s, bp_error *err) {
   if (const char *better = better_coretype(core)) {
     const std::string cure = std::string("OPENBLAS_CORETYPE=") + better;
     s->description += "; this CPU runs wider kernels: start the program with " + cure;
-    // Once per process (the library loads once). A user who set the core
-    // on purpose is not told twice: the description still says it.
+    // Once per process (the library loads once), at info level: the plugin
+    // works, only slower, so it is no problem of the installation (bp-devices
+    // lists warnings as problems); the description says it to everyone who
+    // lists the devices. A user who set the core on purpose is not told.
     if (!std::getenv("OPENBLAS_CORETYPE"))
-      bp_host_logf(s->host, BP_LOG_WARN,
+      bp_host_logf(s->host, BP_LOG_INFO,
                    "OpenBLAS chose its %s kernels, narrower than this CPU's vector ISA (several times slower); "
                    "set %s in the environment before the program starts",
                    core, cure.c_str());
