@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "backplane/plugin.h"
+#include "quant_blocks.hpp"
 #include "row_math.hpp"
 
 // ISA-specific code: functions with target attributes (AVX2, AVX-512)
@@ -117,13 +118,10 @@ inline float load_f32(const void *p, bp_type type) {
       std::memcpy(&h, p, sizeof h);
       return bp_fp16_to_fp32(h);
     }
-    case BP_TYPE_BF16: {  // the top half of an f32
+    case BP_TYPE_BF16: {
       uint16_t h;
       std::memcpy(&h, p, sizeof h);
-      const uint32_t u = static_cast<uint32_t>(h) << 16;
-      float f;
-      std::memcpy(&f, &u, sizeof f);
-      return f;
+      return qblock::bf16_to_f32(h);
     }
     case BP_TYPE_I32: {
       int32_t i;

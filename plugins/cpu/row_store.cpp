@@ -9,54 +9,19 @@
 // (bp-bench, medians of 4 alternating rounds x 2).
 //
 // The threshold is the size of the largest cache cpu0 has, as Linux reports
-// it in sysfs (/sys/devices/system/cpu/cpu0/cache/index*/size): sysconf's
-// _SC_LEVEL3_CACHE_SIZE said 320 MiB on that VM, where sysfs and lscpu say
-// 32 MiB. 32 MiB when sysfs says nothing. BP_CPU_STREAM_MIN_BYTES=N
-// overrides it (0 streams every dense F32 output, so the tests can run the
-// streamed loops on small tensors).
+// it in sysfs (cache_size.hpp), 32 MiB when sysfs says nothing.
+// BP_CPU_STREAM_MIN_BYTES=N overrides it (0 streams every dense F32 output,
+// so the tests can run the streamed loops on small tensors).
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <string>
 
+#include "cache_size.hpp"
 #include "kernels.hpp"
 
 namespace bp::cpu {
 namespace {
 
 constexpr int64_t kDefaultMinBytes = int64_t{32} << 20;
-
-// "32768K" and the like; 0 when unreadable.
-int64_t read_cache_size(const std::string &path) {
-  FILE *f = std::fopen(path.c_str(), "r");
-  if (!f) return 0;
-  char text[32] = {};
-  const bool got = std::fgets(text, sizeof text, f) != nullptr;
-  std::fclose(f);
-  if (!got) return 0;
-  char *end = nullptr;
-  const long long value = std::strtoll(text, &end, 10);
-  if (end == text || value <= 0) return 0;
-  switch (*end) {
-    case 'K':
-      return value << 10;
-    case 'M':
-      return value << 20;
-    case 'G':
-      return value << 30;
-    default:
-      return value;
-  }
-}
-
-int64_t largest_cache_bytes() {
-  int64_t largest = 0;
-  for (int i = 0; i < 8; ++i) {
-    const int64_t size = read_cache_size("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
-    largest = size > largest ? size : largest;
-  }
-  return largest;
-}
 
 // BP_CPU_STREAM_MIN_BYTES as a byte count; false when unset or not one.
 bool min_bytes_from_env(int64_t *out) {
@@ -76,7 +41,7 @@ int64_t stream_min_bytes() {
   static const int64_t bytes = [] {
     int64_t b;
     if (min_bytes_from_env(&b)) return b;
-    b = largest_cache_bytes();
+    b = plugins::largest_cache_bytes();
     return b > 0 ? b : kDefaultMinBytes;
   }();
   return bytes;

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
+#include "cache_size.hpp"  // plugins/common: the sysfs reader the cpu plugin uses too
 
 namespace bp::tools {
 
@@ -34,12 +34,11 @@ constexpr size_t kMinPastCacheBytes = size_t{256} << 20;
 constexpr size_t kMaxPastCacheBytes = size_t{4} << 30;
 
 // Bytes a pass must cover so that none of it is still in the caches when it
-// starts again: twice the last-level cache the C library reports (L3, else
-// L2), at least 256 MiB, at most 4 GiB, in whole MiB. Servers with 260-512
-// MiB of L3 exist, and on them a 256 MiB pass would measure the cache.
+// starts again: twice the last-level cache Linux reports in sysfs, at least
+// 256 MiB, at most 4 GiB, in whole MiB. Servers with 260-512 MiB of L3
+// exist, and on them a 256 MiB pass would measure the cache.
 inline size_t past_cache_bytes() {
-  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const int64_t llc = bp::plugins::largest_cache_bytes();
   size_t bytes = llc > 0 ? 2 * static_cast<size_t>(llc) : 0;
   bytes = (bytes + (size_t{1} << 20) - 1) >> 20 << 20;
   return std::min(kMaxPastCacheBytes, std::max(kMinPastCacheBytes, bytes));
