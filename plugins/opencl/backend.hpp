@@ -111,11 +111,13 @@ bp_status run_fused(backend_ctx *be, const bp_tensor *first, const bp_tensor *se
 bool mul_mat_supported(const bp_tensor *t);
 bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, bp_error *err);
 
-// Type code used by the kernels' -D options: 0 f32, 1 f16, 2 i32.
-inline int type_code(bp_type t) { return t == BP_TYPE_F16 ? 1 : t == BP_TYPE_I32 ? 2 : 0; }
-// The quantized types quant.cl decodes (shaders/common/quant.h). Q5_K and
-// BF16 (values past Q6_K) have no kernels: their nodes are declined.
-inline bool is_quant(bp_type t) { return t >= BP_TYPE_Q8_0 && t <= BP_TYPE_Q6_K; }
+// Type code used by the kernels' -D options (common.cl): 0 f32, 1 f16,
+// 2 i32, 3 bf16.
+inline int type_code(bp_type t) { return t == BP_TYPE_F16 ? 1 : t == BP_TYPE_I32 ? 2 : t == BP_TYPE_BF16 ? 3 : 0; }
+// The block types quant.cl decodes (shaders/common/quant.h), Q8_0 to Q5_K.
+// BF16 is a storage type of the f32 kernels instead (common.cl's LOAD_AS,
+// matmul.cl's LOAD_AV), so its rows may have any length.
+inline bool is_quant(bp_type t) { return t >= BP_TYPE_Q8_0 && t <= BP_TYPE_Q5_K; }
 
 }  // namespace bp::opencl
 

@@ -17,6 +17,8 @@ namespace {
 
 bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
 bool is_known(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16 || t == BP_TYPE_I32; }
+// Weight storage the copy kernels convert to and from f32 (LOAD_AS, STORE_AS).
+bool is_stored_float(bp_type t) { return is_float(t) || t == BP_TYPE_BF16; }
 
 // Work-group size along a dimension of |n| items: big groups for long rows
 // (the driver runs a group as one vectorized loop), few distinct sizes since
@@ -387,13 +389,15 @@ bool supports(const bp_tensor *t) {
     case BP_OP_MUL_MAT:
       return mul_mat_supported(t);
     case BP_OP_GET_ROWS:
-      return (is_known(a->type) || is_quant(a->type)) &&
+      return (is_known(a->type) || a->type == BP_TYPE_BF16 || is_quant(a->type)) &&
              t->type == (a->type == BP_TYPE_I32 ? BP_TYPE_I32 : BP_TYPE_F32) && b->type == BP_TYPE_I32 &&
              t->ne[0] == a->ne[0] && t->ne[1] == b->ne[0] && b->ne[3] == 1;
     case BP_OP_CPY:
     case BP_OP_CONT:
-      return is_known(a->type) && is_known(t->type) && is_float(a->type) == is_float(t->type) &&
-             (is_float(a->type) || a->type == t->type) && bp_tensor_nelements(t) == bp_tensor_nelements(a);
+      // Floats of any storage into each other, i32 into i32.
+      return ((is_stored_float(a->type) && is_stored_float(t->type)) ||
+              (a->type == BP_TYPE_I32 && t->type == BP_TYPE_I32)) &&
+             bp_tensor_nelements(t) == bp_tensor_nelements(a);
     case BP_OP_CONCAT: {
       const int dim = bp_tensor_param_i32(t, 0);
       if (!is_known(t->type) || a->type != t->type || b->type != t->type || dim < 0 || dim >= BP_MAX_DIMS) return false;

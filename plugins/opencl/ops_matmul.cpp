@@ -1,5 +1,5 @@
 // ops_matmul.cpp: MUL_MAT launches: mul_mat_dot (matmul.cl) for every
-// shape of f32 and f16 weights, its vector width and columns per work-item
+// shape of f32, f16 and bf16 weights, its vector width and columns per work-item
 // chosen per backend; mul_mv_q (quant.cl) for quantized weights.
 #include <CL/cl.h>
 
@@ -16,10 +16,10 @@ bool rows_dense(const bp_tensor *t) { return t->ne[0] == 1 || t->nb[0] == bp_typ
 
 bool mul_mat_supported(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
-  return (a->type == BP_TYPE_F32 || a->type == BP_TYPE_F16 || is_quant(a->type)) && b->type == BP_TYPE_F32 &&
-         t->type == BP_TYPE_F32 && rows_dense(a) && rows_dense(b) && a->ne[0] == b->ne[0] && b->ne[2] % a->ne[2] == 0 &&
-         b->ne[3] % a->ne[3] == 0 && t->ne[0] == a->ne[1] && t->ne[1] == b->ne[1] && t->ne[2] == b->ne[2] &&
-         t->ne[3] == b->ne[3] && bp_tensor_is_contiguous(t);
+  return (a->type == BP_TYPE_F32 || a->type == BP_TYPE_F16 || a->type == BP_TYPE_BF16 || is_quant(a->type)) &&
+         b->type == BP_TYPE_F32 && t->type == BP_TYPE_F32 && rows_dense(a) && rows_dense(b) && a->ne[0] == b->ne[0] &&
+         b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && t->ne[0] == a->ne[1] && t->ne[1] == b->ne[1] &&
+         t->ne[2] == b->ne[2] && t->ne[3] == b->ne[3] && bp_tensor_is_contiguous(t);
 }
 
 namespace {

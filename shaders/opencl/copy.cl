@@ -10,7 +10,7 @@
 #endif
 
 inline void copy_elem(__global const char *s, __global char *d) {
-#if S_TYPE == D_TYPE && S_TYPE == T_F16
+#if S_TYPE == D_TYPE && (S_TYPE == T_F16 || S_TYPE == T_BF16)
   *(__global ushort *)d = *(__global const ushort *)s;
 #elif S_TYPE == D_TYPE
   *(__global uint *)d = *(__global const uint *)s;

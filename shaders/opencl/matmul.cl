@@ -1,5 +1,5 @@
 // matmul.cl: MUL_MAT, out[m, n] = sum_k a[k, m] * b[k, n] per batch, a of
-// -DA_TYPE (0 f32, 1 f16), b and out f32.
+// -DA_TYPE (0 f32, 1 f16, 3 bf16), b and out f32.
 //
 // One kernel for every shape: each work-item takes DOT_ROWS rows of a and
 // DOT_COLS columns of b where they are (rows of both are contiguous in k)
@@ -30,6 +30,9 @@
 #define floatV CAT(float, VW)
 #if A_TYPE == T_F16
 #define LOAD_AV(p) CAT(vload_half, VW)(0, (__global const half *)(p))
+#elif A_TYPE == T_BF16
+// VW bfloat16s widened exactly: each one's bits moved to the top of an f32.
+#define LOAD_AV(p) CAT(as_float, VW)(CAT(convert_uint, VW)(CAT(vload, VW)(0, (__global const ushort *)(p))) << 16)
 #else
 #define LOAD_AV(p) CAT(vload, VW)(0, (__global const float *)(p))
 #endif

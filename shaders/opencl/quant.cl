@@ -1,5 +1,5 @@
 // quant.cl: quantized weights (-DBP_QTYPE, a bp_type number: 3 Q8_0, 4 Q4_0,
-// 5 Q5_0, 6 Q4_K, 7 Q6_K): MUL_MAT by f32 columns and GET_ROWS into f32
+// 5 Q5_0, 6 Q4_K, 7 Q6_K, 8 Q5_K, 9 BF16): MUL_MAT by f32 columns and GET_ROWS into f32
 // rows. The block decoders are shaders/common/quant.h's, shared with the
 // Vulkan shaders; here a block position is a byte pointer, and f16 scales
 // are read with vload_half (core OpenCL: no cl_khr_fp16 needed).
@@ -8,6 +8,9 @@
 #define BP_Q_WORD(p) as_uint(vload4(0, (p)))
 #define BP_Q_BYTE(p) ((uint)*(p))
 #define BP_Q_HALF(p) vload_half(0, (__global const half *)(p))
+#define BP_Q_FLOAT4 float4
+#define BP_Q_BYTES4(q) convert_float4(as_uchar4(q))
+#define BP_Q_BITS4(x, y, z, w) as_float4((uint4)((x), (y), (z), (w)))
 #include "../common/quant.h"
 
 #ifndef WG
@@ -16,11 +19,6 @@
 #ifndef NCOLS
 #define NCOLS 1
 #endif
-
-// Elements j..j+3 of the block at |blk| whose group has scale |sc|, min |mn|.
-inline float4 q_values4(BP_QPTR blk, uint j, float sc, float mn) {
-  return sc * (convert_float4(as_uchar4(bp_q_bits4(blk, j))) - BP_Q_BIAS) - mn;
-}
 
 // out[m, n] = sum_k a[k, m] * b[k, n] per batch: a work-group of WG items
 // per row m of a and NCOLS columns of b (global (M * WG, ceil(N / NCOLS),
@@ -49,7 +47,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void mul_mv_q(TENSOR(a)
     const float sc = bp_q_scale(blk, j0), mn = bp_q_min(blk, j0);
 #pragma unroll
     for (uint i = 0; i < BP_Q_GROUP; i += 4) {
-      const float4 v = q_values4(blk, j0 + i, sc, mn);
+      const float4 v = bp_q_values4(blk, j0 + i, sc, mn);
 #pragma unroll
       for (int c = 0; c < NCOLS; ++c) acc[c] += dot(v, vload4(0, pb[c] + k0 + i));
     }
@@ -80,7 +78,7 @@ __kernel void get_rows_q(TENSOR(s), TENSOR(ids), TENSOR(d)) {
   id = clamp(id, 0, (int)s_ne.y - 1);
   BP_QPTR blk = (BP_QPTR)ELEM_PTR(s, 0, id, i2 % s_ne.z, i3 % s_ne.w) + (k / BP_QK) * BP_Q_BYTES;
   const uint j = (uint)(k % BP_QK);
-  const float4 v = q_values4(blk, j, bp_q_scale(blk, j), bp_q_min(blk, j));
+  const float4 v = bp_q_values4(blk, j, bp_q_scale(blk, j), bp_q_min(blk, j));
   *(__global float *)ELEM_PTR(d, k, n, i2, i3) = v.x;
   *(__global float *)ELEM_PTR(d, k + 1, n, i2, i3) = v.y;
   *(__global float *)ELEM_PTR(d, k + 2, n, i2, i3) = v.z;

@@ -1,4 +1,5 @@
-// quant_test.cpp: quantized weights on the opencl plugin, each block type:
+// quant_test.cpp: quantized weights on the opencl plugin, each block type
+// and BF16:
 // MUL_MAT by f32 columns (one column, a few, more than one column block of
 // 8, batches broadcasting a's; K of 1, 2 and 7 blocks; odd M and N) and
 // GET_ROWS, against a double-precision reference on the weights as
@@ -30,11 +31,11 @@ class OpenclQuant : public ::testing::TestWithParam<bp_type> {
   bp_backend *be_ = nullptr;
 };
 
-class OpenclQuantDeclined : public OpenclQuant {};
+class OpenclBf16 : public OpenclQuant {};
 
 TEST_P(OpenclQuant, MulMatMatchesDoubleReference) {
   const bp_type t = GetParam();
-  const int64_t qk = bp_type_block_size(t);
+  const int64_t qk = row_unit(t);
   check_mul_mat(be_, t, qk, 37, 1);        // one block, odd M, a vector
   check_mul_mat(be_, t, 2 * qk, 5, 3);     // two blocks, a few columns
   check_mul_mat(be_, t, 7 * qk, 19, 13);   // 7 blocks, a column block of 8 and a tail of 5
@@ -43,14 +44,20 @@ TEST_P(OpenclQuant, MulMatMatchesDoubleReference) {
 
 TEST_P(OpenclQuant, GetRowsMatchesDoubleReference) {
   const bp_type t = GetParam();
-  const int64_t qk = bp_type_block_size(t);
+  const int64_t qk = row_unit(t);
   check_get_rows(be_, t, qk, 5, 7);
   check_get_rows(be_, t, 3 * qk, 40, 17);
 }
 
-// No kernels for Q5_K and BF16: declined, and run on cpu in "opencl;cpu".
-TEST_F(OpenclQuantDeclined, Q5KAndBf16RunOnCpu) {
-  for (bp_type t : {BP_TYPE_Q5_K, BP_TYPE_BF16}) check_runs_on_cpu(be_, t);
+// BF16 is a storage type of the f32 kernels: rows of any length, and rows
+// off a 4-byte word.
+TEST_F(OpenclBf16, RowsOfAnyLengthMatchDoubleReference) {
+  check_mul_mat(be_, BP_TYPE_BF16, 37, 9, 3);
+  check_mul_mat(be_, BP_TYPE_BF16, 38, 5, 1, 2);
+  check_mul_mat(be_, BP_TYPE_BF16, 70, 13, 11);  // past the vector width, with a tail
+  check_mul_mat_bf16_window(be_, 8, 9, 0, 7, 2);
+  check_mul_mat_bf16_window(be_, 35, 40, 3, 7, 3);
+  check_get_rows(be_, BP_TYPE_BF16, 37, 5, 7);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, OpenclQuant, ::testing::ValuesIn(kQuantTypes),
