@@ -353,6 +353,16 @@ struct vk_device {
       opt.mul_mat = mul_mat_mode::gpu;
     else
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "mul_mat=%s; use auto, cpu or gpu", mode);
+    const char *mv = "auto";
+    plugins::read_string(params, n_params, "mul_mv", &mv);
+    if (std::strcmp(mv, "auto") == 0)
+      opt.mul_mv = mul_mv_mode::automatic;
+    else if (std::strcmp(mv, "subgroup") == 0)
+      opt.mul_mv = mul_mv_mode::subgroup;
+    else if (std::strcmp(mv, "workgroup") == 0)
+      opt.mul_mv = mul_mv_mode::workgroup;
+    else
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "mul_mv=%s; use auto, subgroup or workgroup", mv);
     if (opt.mul_mat == mul_mat_mode::gpu && !d->gpu_mul_mat)
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
                            "mul_mat=gpu: '%s' allows %u invocations and %u bytes of shared memory per "

@@ -57,6 +57,10 @@ bool op_supported(const device_state *dev, const backend_options &opt, const bp_
              (node->type == (a->type == BP_TYPE_I32 ? BP_TYPE_I32 : BP_TYPE_F32));
     case BP_OP_CPY:
     case BP_OP_CONT:
+      // f32 <-> bf16 stores 16-bit values: 16-bit storage, as f16 needs.
+      if ((a->type == BP_TYPE_F32 && node->type == BP_TYPE_BF16) ||
+          (a->type == BP_TYPE_BF16 && node->type == BP_TYPE_F32))
+        return opt.f16 && dev->has_16bit_storage;
       return (is_float(a->type) && is_float(node->type)) || (a->type == BP_TYPE_I32 && node->type == BP_TYPE_I32);
     case BP_OP_CONCAT:
       return b && !is_quant(a->type) && a->type == b->type && node->type == a->type &&

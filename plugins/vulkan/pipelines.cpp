@@ -91,7 +91,7 @@ bp_status pipeline_get(device_state *dev, const char *variant, layout_kind layou
     if (r != VK_SUCCESS) return device_fail(dev, r, "vkCreateShaderModule", err);
     pc.modules.emplace(variant, module);
   }
-  VkSpecializationMapEntry entries[3];
+  VkSpecializationMapEntry entries[kMaxSpec];
   for (uint32_t i = 0; i < n_spec; ++i) entries[i] = VkSpecializationMapEntry{i, i * 4, 4};
   VkSpecializationInfo si{n_spec, entries, n_spec * sizeof(uint32_t), spec};
   VkPipelineShaderStageCreateInfo stage{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,

@@ -54,11 +54,20 @@ static_assert(rows_code(BP_OP_SUM_ROWS) == BP_VK_ROWS_SUM_ROWS && rows_code(BP_O
 
 inline bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
 
-// The quantized types the shaders decode (shaders/common/quant.h); their
-// variants are named "<shader>_<type name>" (CMakeLists.txt). Q5_K and BF16
-// (values past Q6_K) have no shaders: their nodes are declined and the
-// scheduler runs them elsewhere.
-inline bool is_quant(bp_type t) { return t >= BP_TYPE_Q8_0 && t <= BP_TYPE_Q6_K; }
+// The block types the shaders decode (shaders/common/quant.h), Q8_0 to
+// BF16; their variants are named "<shader>_<type name>" (CMakeLists.txt).
+// BF16 decodes there as blocks of 4 values: rows of another length take the
+// general shaders (bf16_in_blocks).
+inline bool is_quant(bp_type t) { return t >= BP_TYPE_Q8_0 && t <= BP_TYPE_BF16; }
+constexpr int kQuantKinds = BP_TYPE_BF16 - BP_TYPE_Q8_0 + 1;
+
+// Whether the decoders read |a| (quant.glsl): always for the block types;
+// BF16 when its rows are whole 4-value blocks and every row starts on a
+// word (a block's second word then never reads past the row).
+inline bool rows_in_blocks(const bp_tensor *a) {
+  if (a->type != BP_TYPE_BF16) return true;
+  return a->ne[0] % 4 == 0 && tensor_offset(a) % 4 == 0 && a->nb[1] % 4 == 0 && a->nb[2] % 4 == 0 && a->nb[3] % 4 == 0;
+}
 
 // ---- ops_support.cpp ----------------------------------------------------------
 
@@ -128,7 +137,7 @@ bp_status bind_quant(const planner &p, const bp_tensor *t, dispatch &d);
 bool bind_quant_texel(const bp_tensor *a, const bp_tensor *b, bool word_rows, dispatch &d);
 
 // A variant name of a quantized type: the table holds one per type, Q8_0 first.
-inline const char *quant_variant(const char *const (&names)[5], bp_type t) { return names[t - BP_TYPE_Q8_0]; }
+inline const char *quant_variant(const char *const (&names)[kQuantKinds], bp_type t) { return names[t - BP_TYPE_Q8_0]; }
 
 // ---- plan_elementwise.cpp ---------------------------------------------------
 
@@ -151,6 +160,13 @@ bp_status plan_rope(const planner &p, std::vector<dispatch> &out);
 // appended) when a binding does not fit.
 bool plan_rows_vec4(const planner &p, uint32_t op, std::vector<dispatch> &out, const bp_tensor *mul = nullptr);
 
+// NORM or RMS_NORM (|op|) and the MUL |mul| of its result (plan_fused checked
+// the shapes: a dense product, a dense multiplier of one row or the norm's
+// shape) in one dispatch of the general rows shader (MUL_AFTER), the GPU
+// form of plan_rows_vec4's. False (nothing appended, *st untouched) when
+// the product's binding does not fit; true with *st set otherwise.
+bool plan_rows_mul(const planner &p, uint32_t op, const bp_tensor *mul, std::vector<dispatch> &out, bp_status *st);
+
 // ---- plan_matmul.cpp --------------------------------------------------------
 
 bp_status plan_mul_mat(const planner &p, std::vector<dispatch> &out);
@@ -168,13 +184,14 @@ bool nt_applies(const planner &p);
 // (docs/plugins/vulkan.md).
 uint32_t shared_tile_for(const planner &p);
 
-// The product through mul_mat_nt.comp, 8 x 32 outputs per invocation, 8 x 16
-// or 8 x 8 where b has no more columns or the device tile (tile_cols) is
-// narrower. |after| (plan_fused checked it): the next
-// node, ADD or MUL of the product with a tensor of its shape and strides,
-// or SILU of it, applied in the same dispatch. *planned is false (nothing
-// appended) where a binding does not fit.
-bp_status plan_mul_mat_nt(const planner &p, const bp_tensor *after, std::vector<dispatch> &out, bool *planned);
+// The product with |after| (plan_fused checked it: the next node, ADD or
+// MUL of the product with a tensor of its shape and strides, or SILU of it)
+// applied in the same dispatch (epilogue.glsl), on the shader plan_mul_mat
+// would pick where that one takes an epilogue: mul_mv_q, mul_mv_wg, or
+// mul_mat_nt (which stands in for mul_mv on CPU-type devices, fusion being
+// worth more there). *planned is false (nothing appended) where none does
+// or a binding does not fit.
+bp_status plan_mul_mat_fused(const planner &p, const bp_tensor *after, std::vector<dispatch> &out, bool *planned);
 
 // ---- plan_attention.cpp -----------------------------------------------------
 

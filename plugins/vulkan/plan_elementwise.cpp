@@ -118,6 +118,27 @@ bp_status plan_rows(const planner &p, std::vector<dispatch> &out) {
   return BP_OK;
 }
 
+bool plan_rows_mul(const planner &p, uint32_t op, const bp_tensor *mul, std::vector<dispatch> &out, bp_status *st) {
+  const bp_tensor *n = p.node, *a = n->src[0], *m = mul->src[1];
+  dispatch d;
+  row_spec(p, d, op);
+  if ((*st = general(p, "rows", n, a, m, d)) != BP_OK) return true;
+  bp_error ignored{};
+  const planner pm{p.be, mul, &ignored};
+  uint32_t prod_off = 0;
+  if (bind_ssbo(pm, mul, &d.bind[3], &prod_off) != BP_OK) return false;
+  copy_params(d, n, 0, 1);
+  d.pc.p[1] = prod_off;
+  d.pc.p[2] = static_cast<uint32_t>(bp_tensor_nelements(m));
+  d.spec[3] = 1;
+  d.n_spec = 4;
+  add_range(d.writes, mul);
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nrows(a));
+  grid_for(d, d.pc.n, 1);
+  out.push_back(std::move(d));
+  return true;
+}
+
 bp_status plan_soft_max(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0], *mask = n->src[1];
   if (p.dev()->type == BP_DEVICE_TYPE_CPU && plan_rows_vec4(p, BP_VK_ROWS_SOFT_MAX, out)) return BP_OK;
@@ -139,6 +160,8 @@ namespace {
 
 const char *copy_variant(bp_type s, bp_type d) {
   if (s == BP_TYPE_I32) return "copy_i32_i32";
+  if (d == BP_TYPE_BF16) return "copy_f32_bf16";
+  if (s == BP_TYPE_BF16) return "copy_bf16_f32";
   if (s == BP_TYPE_F32) return d == BP_TYPE_F32 ? "copy_f32_f32" : "copy_f32_f16";
   return d == BP_TYPE_F32 ? "copy_f16_f32" : "copy_f16_f16";
 }
@@ -174,7 +197,7 @@ namespace {
 // Quantized rows: 4 values per invocation (get_rows_q.comp).
 bp_status plan_get_rows_quant(const planner &p, std::vector<dispatch> &out) {
   static const char *const kRows[] = {"get_rows_q8_0", "get_rows_q4_0", "get_rows_q5_0", "get_rows_q4_k",
-                                      "get_rows_q6_k"};
+                                      "get_rows_q6_k", "get_rows_q5_k", "get_rows_bf16"};
   const bp_tensor *n = p.node, *a = n->src[0], *ids = n->src[1];
   dispatch d;
   d.variant = quant_variant(kRows, a->type);
@@ -197,11 +220,14 @@ bp_status plan_get_rows_quant(const planner &p, std::vector<dispatch> &out) {
 
 bp_status plan_get_rows(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *a = n->src[0];
-  if (is_quant(a->type)) return plan_get_rows_quant(p, out);
+  // BF16 tables in whole 4-value blocks decode as the block types do;
+  // others one value per step (get_rows.comp's S_BF16).
+  if (is_quant(a->type) && rows_in_blocks(a)) return plan_get_rows_quant(p, out);
   dispatch d;
-  const char *variant = a->type == BP_TYPE_F32   ? "get_rows_f32"
-                        : a->type == BP_TYPE_F16 ? "get_rows_f16"
-                                                 : "get_rows_i32";
+  const char *variant = a->type == BP_TYPE_F32    ? "get_rows_f32"
+                        : a->type == BP_TYPE_F16  ? "get_rows_f16"
+                        : a->type == BP_TYPE_BF16 ? "get_rows_bf16_any"
+                                                  : "get_rows_i32";
   if (bp_status st = general(p, variant, n, a, n->src[1], d); st != BP_OK) return st;
   d.bind[3] = binding{p.be->status, 0, p.be->status->vk_size, VK_NULL_HANDLE};
   d.pc.n = static_cast<uint32_t>(runs_of(n));

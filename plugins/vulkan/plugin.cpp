@@ -26,6 +26,10 @@ const bp_param_info params_schema[] = {
      0, 32},
     {sizeof(bp_param_info), "mul_mat", BP_PARAM_STRING, "auto",
      "MUL_MAT shaders: auto (GPU-shaped on GPUs, CPU-shaped on CPU-type devices), cpu or gpu (forced)", 0, 0},
+    {sizeof(bp_param_info), "mul_mv", BP_PARAM_STRING, "auto",
+     "GPU-shaped matrix x vector products: subgroup (a subgroup per row, no barrier), workgroup (a workgroup per "
+     "row); auto = subgroup",
+     0, 0},
     {sizeof(bp_param_info), "profile", BP_PARAM_BOOL, "false",
      "time every dispatch (serialised, no graph plans) and log the time per op at info level when the backend is freed",
      0, 1},

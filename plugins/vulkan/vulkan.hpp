@@ -231,11 +231,22 @@ enum class mul_mat_mode {
   gpu,        // GPU-shaped wherever the operands fit (tests, tuning)
 };
 
+// How the GPU-shaped matrix x vector shaders (mul_mv_wg, mul_mv_q with
+// several subgroups) split a product: a subgroup per row, several rows per
+// workgroup, summed by subgroup operations alone; or a workgroup per row,
+// its subgroups' sums combined through shared memory.
+enum class mul_mv_mode {
+  automatic,  // subgroup
+  subgroup,
+  workgroup,
+};
+
 struct backend_options {
   bool f16 = true;         // use 16-bit storage when the device has it
   bool fast_paths = true;  // texel-buffer MUL_MAT and elementwise shaders
   uint32_t tile_cols = 0;  // 0: the device's choice
   mul_mat_mode mul_mat = mul_mat_mode::automatic;
+  mul_mv_mode mul_mv = mul_mv_mode::automatic;
   bool profile = false;  // time each dispatch (graph_compute only), log a table
   bool fuse = true;      // two nodes per dispatch where it pays (fusion.cpp, plan_fused)
 };
@@ -321,12 +332,15 @@ struct byte_range {
   VkDeviceSize begin, end;
 };
 
+// Specialization constants a dispatch may set (ids 0..kMaxSpec-1).
+constexpr uint32_t kMaxSpec = 5;
+
 struct dispatch {
   const char *variant = nullptr;
   const char *op = nullptr;                           // the node's op, for profiles
   const bp_tensor *node = nullptr, *fused = nullptr;  // for traces: the node, and the next one fused into it
   layout_kind layout = layout_kind::ssbo;
-  uint32_t spec[3] = {};
+  uint32_t spec[kMaxSpec] = {};
   uint32_t n_spec = 0;
   binding bind[kBindings];
   push_consts pc{};

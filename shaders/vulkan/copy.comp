@@ -2,7 +2,9 @@
 // d, each with its own shape and strides, converting S_T -> D_T; p.w = 1
 // when both have one shape: then runs along dim 0, common.glsl), and with
 // -DCONCAT=1 CONCAT (p.x = dim; d element from a below a.ne[dim],
-// else from b). Types: float, float16_t, int.
+// else from b). Types: float, float16_t, int; with S_BF16 or D_BF16 (S_T or
+// D_T uint16_t) one side holds bfloat16 bits: widened exactly by a shift,
+// or rounded to nearest even as the core's bp_quantize_rows does.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -13,6 +15,16 @@ layout(local_size_x = 256) in;
 // SPIR-V for 16-bit types.
 #if SAME_TYPE
 #define CONVERT(x) (x)
+#elif defined(S_BF16)
+#define CONVERT(x) D_T(uintBitsToFloat(uint(x) << 16))
+#elif defined(D_BF16)
+// The bfloat16 nearest to |v| (ties to even); a NaN stays a quiet NaN.
+uint bf16_bits(float v) {
+  const uint u = floatBitsToUint(v);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (u >> 16) | 0x40u;
+  return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
+#define CONVERT(x) D_T(bf16_bits(float(x)))
 #else
 #define CONVERT(x) D_T(x)
 #endif

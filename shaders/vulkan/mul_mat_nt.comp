@@ -13,22 +13,19 @@
 // Push constants: a_nb / b_nb in texels (a_nb.y = a's row stride), a_ne.z/w
 // a's batch counts, d_nb in floats, d_ne = (M, N, B2, B3), p.x = K / 4.
 //
-// EPILOGUE (constant_id 0, op_codes.h): the graph's next node applied to the
-// product in the same dispatch (fusion.cpp, plan_fused): ADD and MUL with a
-// tensor of the product's shape and strides at float offset p.z, SILU; the result
-// goes to float offset p.y. Both live in the binding of d, which the plugin
-// widens to cover them. The product itself is still stored.
+// EPILOGUE (constant_id 0): the graph's next node applied to the product in
+// the same dispatch (epilogue.glsl).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-#include "op_codes.h"
 
 layout(local_size_x = LOCAL) in;
-layout(constant_id = 0) const uint EPILOGUE = BP_VK_EPILOGUE_NONE;
 
 layout(binding = 0) uniform samplerBuffer a;
 layout(binding = 1) uniform samplerBuffer b;
 layout(std430, binding = 3) buffer D { float d[]; };
+#define EPILOGUE_ID 0
+#include "epilogue.glsl"
 
 void main() {
   const uint m0 = gl_GlobalInvocationID.x * ROWS;
@@ -62,14 +59,7 @@ void main() {
     if (n0 + c >= n_len) break;
     [[unroll]] for (uint r = 0; r < ROWS; ++r) {
       if (m0 + r >= m_len) break;
-      const uint at = dbase + (n0 + c) * pc.d_nb.y + (m0 + r) * pc.d_nb.x;
-      const float v = acc[r][c];
-      d[pc.d_off + at] = v;
-      // Index by index in one invocation: the result may take the product's
-      // or the operand's memory (the allocator's in-place reuse).
-      if (EPILOGUE == BP_VK_EPILOGUE_ADD) d[pc.p.y + at] = v + d[pc.p.z + at];
-      if (EPILOGUE == BP_VK_EPILOGUE_MUL) d[pc.p.y + at] = v * d[pc.p.z + at];
-      if (EPILOGUE == BP_VK_EPILOGUE_SILU) d[pc.p.y + at] = silu(v);
+      store_product(dbase + (n0 + c) * pc.d_nb.y + (m0 + r) * pc.d_nb.x, acc[r][c]);
     }
   }
 }

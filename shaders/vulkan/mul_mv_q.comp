@@ -14,7 +14,14 @@
 // sees, and a 4-byte read that is word-aligned costs one load instead of
 // two (quant.glsl, bp_q_word).
 //
-// Specialization: 0 workgroup size, 1 MULTI (reduce.glsl), 2 NCOLS (1..8).
+// SG_ROWS (GPUs, mul_mv=subgroup): each subgroup takes rows of its own
+// (gl_NumSubgroups rows per workgroup), its lanes stride along the row and
+// one subgroupAdd per column sums them: no shared memory and no barrier on
+// the way to the result. Without it the whole workgroup takes each row.
+//
+// Specialization: 0 workgroup size, 1 MULTI (reduce.glsl), 2 NCOLS (1..8),
+// 3 SG_ROWS, 4 EPILOGUE (epilogue.glsl: the graph's next node in the same
+// dispatch).
 // Push constants: a_off and a_nb in bytes, b and d in floats, d_ne = (M, N,
 // B2, B3), a_ne.z/w a's batch counts. Columns of the last block past N
 // read the last column again and are not stored.
@@ -37,26 +44,31 @@ layout(std430, binding = 0) readonly buffer QA { uint qa[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
 #define B4(o) vec4(b[o], b[(o) + 1], b[(o) + 2], b[(o) + 3])
 #endif
-layout(std430, binding = 3) writeonly buffer D { float d[]; };
+layout(std430, binding = 3) buffer D { float d[]; };
+#define EPILOGUE_ID 4
+#include "epilogue.glsl"
 
 #include "quant.glsl"
 
 layout(constant_id = 2) const uint NCOLS = 8;
+layout(constant_id = 3) const bool SG_ROWS = false;
 const uint MAX_COLS = 8;
 
 void main() {
-  const uint lid = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x;
+  const uint lid = SG_ROWS ? gl_SubgroupInvocationID : gl_LocalInvocationID.x;
+  const uint stride = SG_ROWS ? gl_SubgroupSize : gl_WorkGroupSize.x;
+  const uint rows_per_group = SG_ROWS ? gl_NumSubgroups : 1u, my_row = SG_ROWS ? gl_SubgroupID : 0u;
   const uint n_len = pc.d_ne.y, n0 = gl_WorkGroupID.y * NCOLS;
   const uint per_block = BP_QK / BP_Q_GROUP, blocks = pc.a_ne.x / BP_QK;
   const uint units = (blocks + 1) / 2 * per_block;  // (pair of blocks, group) per invocation step
   const uint i2 = gl_WorkGroupID.z % pc.d_ne.z, i3 = gl_WorkGroupID.z / pc.d_ne.z;
   const uint a2 = i2 / (pc.d_ne.z / pc.a_ne.z), a3 = i3 / (pc.d_ne.w / pc.a_ne.w);
   const uint abase = pc.a_off + a2 * pc.a_nb.z + a3 * pc.a_nb.w;
-  const uint dbase = pc.d_off + i2 * pc.d_nb.z + i3 * pc.d_nb.w;
+  const uint dbase = i2 * pc.d_nb.z + i3 * pc.d_nb.w;
   uint bcol[MAX_COLS];
   [[unroll]] for (uint n = 0; n < NCOLS; ++n)
     bcol[n] = pc.b_off + i2 * pc.b_nb.z + i3 * pc.b_nb.w + min(n0 + n, n_len - 1) * pc.b_nb.y;
-  for (uint m = gl_WorkGroupID.x; m < pc.d_ne.x; m += gl_NumWorkGroups.x) {
+  for (uint m = gl_WorkGroupID.x * rows_per_group + my_row; m < pc.d_ne.x; m += gl_NumWorkGroups.x * rows_per_group) {
 #ifdef BP_Q_ROW_ALIGNED
     const uint arow = ((abase + m * pc.a_nb.y) >> 2) * 4u;  // a multiple of 4 the compiler can see
 #else
@@ -72,8 +84,7 @@ void main() {
           const uint k0 = (pair * 2u + h) * BP_QK + j0;
           const float sc = bp_q_scale(blk, j0), mn = bp_q_min(blk, j0);
           [[unroll]] for (uint i = 0; i < BP_Q_GROUP; i += 4) {
-            const uint q = bp_q_bits4(blk, j0 + i);
-            const vec4 v = sc * (vec4(uvec4(q, q >> 8, q >> 16, q >> 24) & 255u) - BP_Q_BIAS) - mn;
+            const vec4 v = bp_q_values4(blk, j0 + i, sc, mn);
             [[unroll]] for (uint n = 0; n < NCOLS; ++n) acc[n] += dot(v, B4(bcol[n] + k0 + i));
           }
         }
@@ -82,8 +93,8 @@ void main() {
     // The column count is the same for the whole workgroup, so every
     // invocation takes part in each reduction.
     [[unroll]] for (uint n = 0; n < NCOLS; ++n) {
-      const float s = wg_sum(acc[n]);
-      if (lid == 0 && n0 + n < n_len) d[dbase + (n0 + n) * pc.d_nb.y + m * pc.d_nb.x] = s;
+      const float s = SG_ROWS ? subgroupAdd(acc[n]) : wg_sum(acc[n]);
+      if (lid == 0 && n0 + n < n_len) store_product(dbase + (n0 + n) * pc.d_nb.y + m * pc.d_nb.x, s);
     }
   }
 }

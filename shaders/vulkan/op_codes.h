@@ -38,8 +38,8 @@
 #define BP_VK_ROWS_RMS_NORM 4
 #define BP_VK_ROWS_SOFT_MAX 5
 
-// mul_mat_nt.comp's EPILOGUE (constant_id 0): the node after the product
-// that runs in its dispatch (fusion.cpp), or none.
+// The product shaders' EPILOGUE (epilogue.glsl): the node after the
+// product that runs in its dispatch (fusion.cpp), or none.
 #define BP_VK_EPILOGUE_NONE 0
 #define BP_VK_EPILOGUE_ADD 1
 #define BP_VK_EPILOGUE_MUL 2

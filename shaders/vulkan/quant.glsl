@@ -22,7 +22,13 @@ uint bp_q_word(uint o) {
   return s == 0u ? lo : (lo >> s) | (bp_q_load(w + 1u) << (32u - s));
 }
 
+// The bytes of |q| as 4 floats 0..255 (a function, so q is computed once).
+vec4 bp_q_bytes4(uint q) { return vec4(uvec4(q, q >> 8, q >> 16, q >> 24) & 255u); }
+
 #define BP_QPTR uint
+#define BP_Q_FLOAT4 vec4
+#define BP_Q_BYTES4(q) bp_q_bytes4(q)
+#define BP_Q_BITS4(x, y, z, w) uintBitsToFloat(uvec4(x, y, z, w))
 #define BP_Q_WORD(o) bp_q_word(o)
 #define BP_Q_BYTE(o) ((bp_q_load((o) >> 2) >> (((o) & 3u) * 8u)) & 255u)
 #define BP_Q_HALF(o) unpackHalf2x16(bp_q_load((o) >> 2) >> (((o) & 2u) * 8u)).x
@@ -32,7 +38,5 @@ uint bp_q_word(uint o) {
 // |row|: the read a's texel fetch is to the f32 shaders.
 vec4 bp_q_fetch4(uint row, uint k) {
   const uint blk = row + (k / BP_QK) * BP_Q_BYTES, j = k % BP_QK;
-  const uint q = bp_q_bits4(blk, j);
-  const vec4 qv = vec4(uvec4(q, q >> 8, q >> 16, q >> 24) & 255u);
-  return bp_q_scale(blk, j) * (qv - BP_Q_BIAS) - bp_q_min(blk, j);
+  return bp_q_values4(blk, j, bp_q_scale(blk, j), bp_q_min(blk, j));
 }

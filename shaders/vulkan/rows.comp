@@ -4,7 +4,10 @@
 //   f32 input, one workgroup per row. OP (constant_id 2): the op's
 //   BP_VK_ROWS_* code (op_codes.h). p.x: eps. The output is written as raw
 //   32-bit words (f32 bits, or the i32 index of ARGMAX) so one binding
-//   serves both types.
+//   serves both types. MUL_AFTER (constant_id 3, NORM and RMS_NORM; GPUs):
+//   the MUL that follows the norm in the graph in the same dispatch, as in
+//   the VEC4 variant: binding 1 the dense multiplier (b_off, p.z elements,
+//   repeated), binding 3 the dense product at float offset p.y.
 //
 // - VEC4: the fast path of NORM, RMS_NORM and SOFT_MAX for f32 rows that are
 //   contiguous with a multiple of 4 elements (and a 16-byte aligned start):
@@ -147,9 +150,12 @@ void main() {
 #include "reduce.glsl"
 
 layout(constant_id = 2) const uint OP = BP_VK_ROWS_SUM_ROWS;
+layout(constant_id = 3) const bool MUL_AFTER = false;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
+layout(std430, binding = 1) readonly buffer M { float mul_by[]; };
 layout(std430, binding = 2) writeonly buffer D { uint d[]; };
+layout(std430, binding = 3) writeonly buffer P { float prod[]; };
 
 void main() {
   const uint row = flat_workgroup();
@@ -199,6 +205,12 @@ void main() {
   } else {
     inv = norm_factor(sum, float(n0), eps);
   }
-  for (uint i = lane; i < n0; i += step) d[out_base + i * o0] = floatBitsToUint((a[base + i * s0] - mean) * inv);
+  for (uint i = lane; i < n0; i += step) {
+    const float y = (a[base + i * s0] - mean) * inv;
+    d[out_base + i * o0] = floatBitsToUint(y);
+    // Element by element in one invocation: the product may take the
+    // norm's or the input's memory (the allocator's in-place reuse).
+    if (MUL_AFTER) prod[pc.p.y + row * n0 + i] = y * mul_by[pc.b_off + (row * n0 + i) % pc.p.z];
+  }
 }
 #endif

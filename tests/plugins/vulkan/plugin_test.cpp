@@ -119,6 +119,7 @@ class VulkanPlugin : public ::testing::Test {
                                           {"fast_paths", BP_PARAM_BOOL, 1, "true"},
                                           {"tile_cols", BP_PARAM_INT, tile_cols(), cols.c_str()},
                                           {"mul_mat", BP_PARAM_STRING, 0, mul_mat()},
+                                          {"mul_mv", BP_PARAM_STRING, 0, mul_mv()},
                                           {"profile", BP_PARAM_BOOL, profile(), profile() ? "true" : "false"}};
     {
       std::lock_guard<std::mutex> lock(plugin_log().mu);
@@ -131,8 +132,9 @@ class VulkanPlugin : public ::testing::Test {
   }
   // The backend's tile_cols parameter: 0 is the device's choice.
   virtual int64_t tile_cols() const { return 0; }
-  // The backend's mul_mat parameter.
+  // The backend's mul_mat and mul_mv parameters.
   virtual const char *mul_mat() const { return "auto"; }
+  virtual const char *mul_mv() const { return "auto"; }
   bp_device_type device_type() const {
     bp_device_props props{};
     props.struct_size = sizeof props;
@@ -207,6 +209,8 @@ class VulkanPlugin : public ::testing::Test {
 class VulkanPluginPaths : public VulkanPlugin {
  protected:
   bool profile() const override { return true; }
+  void norm_then_mul(int n0);
+  void mul_mat_then_elementwise(int K, int M, int N, bp_type type, const char *variant);
   // Dispatches per op label ("MUL_MAT+ADD"), any variant.
   static std::map<std::string, int> by_op(const std::map<std::string, int> &rows) {
     std::map<std::string, int> ops;
@@ -372,12 +376,14 @@ struct mul_mat_case {
   // The shader variant the case is for ("x*": any starting with x), on a
   // CPU-type device: the profile table must show the product ran there.
   const char *variant = "";
+  const char *mul_mv = "auto";  // the backend parameter
 };
 
 class VulkanMulMatPaths : public VulkanPlugin, public ::testing::WithParamInterface<mul_mat_case> {
  protected:
   int64_t tile_cols() const override { return GetParam().tile_cols; }
   const char *mul_mat() const override { return GetParam().mul_mat; }
+  const char *mul_mv() const override { return GetParam().mul_mv; }
   bool profile() const override { return true; }
 };
 
@@ -457,30 +463,37 @@ INSTANTIATE_TEST_SUITE_P(
                       mul_mat_case{64, 64, 128, 1, true, 0, "gpu", "mul_mat_shared_*"},
                       mul_mat_case{40, 129, 65, 1, true, 0, "gpu", "mul_mat_shared_*"},
                       mul_mat_case{20, 200, 1000, 8, false, 0, "gpu", "mul_mat_shared_*"},
-                      // mul_mv_wg, forced: a workgroup per row, K over several strides with a remainder,
-                      // batches, f16 weights, and more rows than one dispatch's 65535 workgroups
+                      // mul_mv_wg, forced: a subgroup per row (the default) and a workgroup per row;
+                      // K over several strides with a remainder, batches, f16 weights, M not a
+                      // multiple of a workgroup's rows, and more rows than one dispatch's 65535
+                      // workgroups cover (a subgroup per row: 4 rows each on lavapipe)
                       mul_mat_case{1028, 37, 7, 4, false, 0, "gpu", "mul_mv_wg"},
                       mul_mat_case{256, 96, 3, 1, true, 0, "gpu", "mul_mv_wg"},
-                      mul_mat_case{8, 70000, 1, 1, false, 0, "gpu", "mul_mv_wg"}),
+                      mul_mat_case{8, 300001, 1, 1, false, 0, "gpu", "mul_mv_wg"},
+                      mul_mat_case{1028, 37, 7, 4, false, 0, "gpu", "mul_mv_wg", "workgroup"},
+                      mul_mat_case{256, 97, 3, 1, true, 0, "gpu", "mul_mv_wg", "workgroup"},
+                      mul_mat_case{8, 70000, 1, 1, false, 0, "gpu", "mul_mv_wg", "workgroup"}),
     [](const ::testing::TestParamInfo<mul_mat_case> &i) {
       const mul_mat_case &c = i.param;
       return "K" + std::to_string(c.K) + "_M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_B" +
              std::to_string(c.B) + (c.f16 ? "_f16" : "_f32") +
              (c.tile_cols ? "_tile" + std::to_string(c.tile_cols) : "") +
-             (std::string(c.mul_mat) != "auto" ? std::string("_") + c.mul_mat : "");
+             (std::string(c.mul_mat) != "auto" ? std::string("_") + c.mul_mat : "") +
+             (std::string(c.mul_mv) != "auto" ? std::string("_") + c.mul_mv : "");
     });
 
 }  // namespace
 
 namespace {
 
-// A norm followed by a MUL of its result runs as one dispatch on CPU-type
-// devices (fusion.cpp, plan_fused): the product by a weight row and by a
-// same-shape tensor, the norm still readable by a later node, and the
-// product written over the norm's own memory (the allocator's in-place
-// reuse). On other devices the same graph runs unfused: same answers.
-TEST_F(VulkanPluginPaths, NormThenMulMatchDoubleReference) {
-  const int n0 = 64, rows = 5;
+// A norm followed by a MUL of its result runs as one dispatch (fusion.cpp,
+// plan_fused): the product by a weight row and by a same-shape tensor, the
+// norm still readable by a later node, and the product written over the
+// norm's own memory (the allocator's in-place reuse). Rows of |n0| values:
+// a multiple of 4 takes rows_vec4 on CPU-type devices, any other length
+// (and every row on a GPU) the workgroup-per-row rows shader.
+void VulkanPluginPaths::norm_then_mul(int n0) {
+  const int rows = 5;
   bp_tensor *x = bp_tensor_new_2d(ctx_, BP_TYPE_F32, n0, rows);
   bp_tensor *w = bp_tensor_new_1d(ctx_, BP_TYPE_F32, n0);
   bp_tensor *full = bp_tensor_new_2d(ctx_, BP_TYPE_F32, n0, rows);
@@ -528,30 +541,32 @@ TEST_F(VulkanPluginPaths, NormThenMulMatchDoubleReference) {
       ASSERT_NEAR(g_in_place[at], frow[i] / std::sqrt(fss / n0 + 1e-5) * vw[i], 1e-5) << "row " << r << " col " << i;
     }
   }
-  // Fused on a CPU-type device: each norm and its MUL in one dispatch, no
-  // norm or MUL alone; elsewhere one dispatch per node.
+  // Each norm and its MUL in one dispatch, no norm or MUL alone, on the
+  // shader the row length calls for.
   const auto table = profile_rows();
   const auto ops = by_op(table);
   auto count = [&](const char *op) { return ops.count(op) ? ops.at(op) : 0; };
-  if (device_type() == BP_DEVICE_TYPE_CPU) {
-    EXPECT_EQ(count("RMS_NORM+MUL"), 2) << rows_str(table);
-    EXPECT_EQ(count("NORM+MUL"), 1) << rows_str(table);
-    EXPECT_EQ(count("RMS_NORM") + count("NORM") + count("MUL"), 0) << rows_str(table);
-    EXPECT_EQ(count("ADD"), 1) << rows_str(table);
-  } else {
-    EXPECT_EQ(count("RMS_NORM+MUL") + count("NORM+MUL"), 0) << rows_str(table);
-  }
+  EXPECT_EQ(count("RMS_NORM+MUL"), 2) << rows_str(table);
+  EXPECT_EQ(count("NORM+MUL"), 1) << rows_str(table);
+  EXPECT_EQ(count("RMS_NORM") + count("NORM") + count("MUL"), 0) << rows_str(table);
+  EXPECT_EQ(count("ADD"), 1) << rows_str(table);
+  const bool vec4 = device_type() == BP_DEVICE_TYPE_CPU && n0 % 4 == 0;
+  EXPECT_EQ(table.count(std::string("RMS_NORM+MUL ") + (vec4 ? "rows_vec4" : "rows")), 1u) << rows_str(table);
 }
 
-// A MUL_MAT on mul_mat_nt followed by ADD or MUL of its product with a
-// tensor of the same layout, or by SILU of it, runs as one dispatch on
-// CPU-type devices (plan_fused): the product on either side of the ADD/MUL,
-// the product still readable by a later node, the result written over the
-// operand's memory and over the product's, and a row-broadcast ADD (not
-// fused) beside them.
-TEST_F(VulkanPluginPaths, MulMatThenElementwiseMatchDoubleReference) {
-  const int K = 72, M = 40, N = 12;
-  bp_tensor *a = bp_tensor_new_2d(ctx_, BP_TYPE_F32, K, M);
+TEST_F(VulkanPluginPaths, NormThenMulMatchDoubleReference) { norm_then_mul(64); }
+TEST_F(VulkanPluginPaths, NormThenMulOfOddRowsMatchDoubleReference) { norm_then_mul(66); }
+
+// A MUL_MAT followed by ADD or MUL of its product with a tensor of the same
+// layout, or by SILU of it, runs as one dispatch (plan_fused), in the
+// epilogue of the product's shader (|variant|, "x*": any starting with x):
+// the product on either side of the ADD/MUL, the product still readable by
+// a later node, the result written over the operand's memory and over the
+// product's, and a row-broadcast ADD (not fused) beside them. |type|: the
+// weights' (f32, or a block type decoded as bp_dequantize does). Frees the
+// backend (to read its profile): once per test.
+void VulkanPluginPaths::mul_mat_then_elementwise(int K, int M, int N, bp_type type, const char *variant) {
+  bp_tensor *a = bp_tensor_new_2d(ctx_, type, K, M);
   bp_tensor *b = bp_tensor_new_2d(ctx_, BP_TYPE_F32, K, N);
   bp_tensor *x = bp_tensor_new_2d(ctx_, BP_TYPE_F32, M, N);
   bp_tensor *row = bp_tensor_new_1d(ctx_, BP_TYPE_F32, M);
@@ -568,7 +583,16 @@ TEST_F(VulkanPluginPaths, MulMatThenElementwiseMatchDoubleReference) {
   over_operand->data = x2->data, over_operand->buffer_ctx = x2->buffer_ctx, over_operand->buffer = x2->buffer;
   auto va = random(K * M, 61), vb = random(K * N, 62), vx = random(M * N, 63), vr = random(M, 64),
        vx2 = random(M * N, 65);
-  set(a, va);
+  if (type == BP_TYPE_F32) {
+    set(a, va);
+  } else {
+    std::vector<unsigned char> q(bp_type_row_size(type, K) * M);
+    size_t written = 0;
+    ASSERT_EQ(bp_quantize_rows(type, va.data(), q.data(), M, K, &written), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_dequantize(type, q.data(), va.data(), K * M), BP_OK);  // the reference sees the device's weights
+    bp_error err{};
+    ASSERT_EQ(mem_.buf.iface->set_tensor(mem_.buf.ctx, a, q.data(), 0, q.size(), &err), BP_OK) << err.message;
+  }
   set(b, vb);
   set(x, vx);
   set(row, vr);
@@ -594,24 +618,58 @@ TEST_F(VulkanPluginPaths, MulMatThenElementwiseMatchDoubleReference) {
       ASSERT_NEAR(g_bias[at], p + vr[m], tol) << "n " << n << " m " << m;
       ASSERT_NEAR(g_over[at], p + vx2[at], tol) << "n " << n << " m " << m;
     }
-  // Fused on a CPU-type device: the two ADDs over a same-layout operand, the
-  // MUL and the SILU each in the product's dispatch; the broadcast ADD and
-  // its product alone, as is the SUB.
+  // The two ADDs over a same-layout operand, the MUL and the SILU each in
+  // the product's dispatch; the broadcast ADD and its product alone, as is
+  // the SUB.
   const auto table = profile_rows();
   const auto ops = by_op(table);
   auto count = [&](const char *op) { return ops.count(op) ? ops.at(op) : 0; };
-  if (device_type() == BP_DEVICE_TYPE_CPU) {
-    EXPECT_EQ(count("MUL_MAT+ADD"), 2) << rows_str(table);
-    EXPECT_EQ(count("MUL_MAT+MUL"), 1) << rows_str(table);
-    EXPECT_EQ(count("MUL_MAT+SILU"), 1) << rows_str(table);
-    EXPECT_EQ(count("MUL_MAT"), 1) << rows_str(table);
-    EXPECT_EQ(count("ADD"), 1) << rows_str(table);
-    EXPECT_EQ(count("SUB"), 1) << rows_str(table);
-    EXPECT_EQ(count("MUL") + count("SILU"), 0) << rows_str(table);
-  } else {
-    EXPECT_EQ(count("MUL_MAT+ADD") + count("MUL_MAT+MUL") + count("MUL_MAT+SILU"), 0) << rows_str(table);
+  EXPECT_EQ(count("MUL_MAT+ADD"), 2) << rows_str(table);
+  EXPECT_EQ(count("MUL_MAT+MUL"), 1) << rows_str(table);
+  EXPECT_EQ(count("MUL_MAT+SILU"), 1) << rows_str(table);
+  EXPECT_EQ(count("MUL_MAT"), 1) << rows_str(table);
+  EXPECT_EQ(count("ADD"), 1) << rows_str(table);
+  EXPECT_EQ(count("SUB"), 1) << rows_str(table);
+  EXPECT_EQ(count("MUL") + count("SILU"), 0) << rows_str(table);
+  if (device_type() != BP_DEVICE_TYPE_CPU && std::string(mul_mat()) == "auto") return;  // a GPU's own choice
+  std::string want = variant;
+  const bool prefix = want.back() == '*';
+  if (prefix) want.pop_back();
+  for (const auto &[k, n] : table) {
+    if (k.rfind("MUL_MAT+", 0) != 0) continue;
+    const std::string v = k.substr(k.find(' ') + 1);
+    EXPECT_TRUE(prefix ? v.rfind(want, 0) == 0 : v == want) << k << " is not " << variant << rows_str(table);
   }
 }
+
+// mul_mat_nt's epilogue on CPU-type devices (N >= 8, and standing in for
+// mul_mv where fused); mul_mv_q's for block weights.
+TEST_F(VulkanPluginPaths, MulMatThenElementwiseMatchDoubleReference) {
+  mul_mat_then_elementwise(72, 40, 12, BP_TYPE_F32, "mul_mat_nt_c*");
+}
+TEST_F(VulkanPluginPaths, Q8_0MulMatThenElementwiseMatchDoubleReference) {
+  mul_mat_then_elementwise(96, 40, 3, BP_TYPE_Q8_0, "mul_mv_q_*");
+}
+TEST_F(VulkanPluginPaths, Q4_KMatrixVectorThenElementwiseMatchDoubleReference) {
+  mul_mat_then_elementwise(512, 33, 2, BP_TYPE_Q4_K, "mul_mv_q_*");  // N > 1: the row ADD broadcasts
+}
+
+// The GPU-shaped matrix x vector shaders' epilogues, forced on a CPU-type
+// device: mul_mv_wg (f32 weights) and mul_mv_q, a subgroup per row and a
+// workgroup per row.
+class VulkanGpuFusion : public VulkanPluginPaths, public ::testing::WithParamInterface<const char *> {
+ protected:
+  const char *mul_mat() const override { return "gpu"; }
+  const char *mul_mv() const override { return GetParam(); }
+};
+
+TEST_P(VulkanGpuFusion, MatrixVectorThenElementwiseMatchDoubleReference) {
+  mul_mat_then_elementwise(260, 37, 3, BP_TYPE_F32, "mul_mv_wg");
+}
+TEST_P(VulkanGpuFusion, QuantMatrixVectorThenElementwiseMatchDoubleReference) {
+  mul_mat_then_elementwise(256, 37, 2, BP_TYPE_Q6_K, "mul_mv_q_*");
+}
+INSTANTIATE_TEST_SUITE_P(MulMv, VulkanGpuFusion, ::testing::Values("subgroup", "workgroup"));
 
 // Rows of a multiple of 4 take rows.comp's VEC4 variant (one invocation per row), which
 // the conformance runner's odd row lengths never reach. 76 = 19 texels: four

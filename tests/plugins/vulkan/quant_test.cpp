@@ -1,5 +1,5 @@
 // quant_test.cpp: quantized weights on the vulkan plugin through the public
-// API, each block type: MUL_MAT by f32 columns (one column, a few, more
+// API, each block type and BF16: MUL_MAT by f32 columns (one column, a few, more
 // than one column block of 8, batches broadcasting a's; K of 1, 2 and 7
 // blocks; odd M and N) on the device's own choice of shaders and on the
 // GPU-shaped ones forced by mul_mat=gpu (lavapipe is a CPU-type device), and
@@ -54,7 +54,7 @@ class VulkanQuant : public ::testing::TestWithParam<bp_type> {
 
 TEST_P(VulkanQuant, MulMatMatchesDoubleReference) {
   const bp_type t = GetParam();
-  const int64_t qk = bp_type_block_size(t);
+  const int64_t qk = row_unit(t);
   profile_capture profile;
   bp_backend *be = make("");
   ASSERT_NE(be, nullptr);
@@ -70,7 +70,7 @@ TEST_P(VulkanQuant, MulMatMatchesDoubleReference) {
 
 TEST_P(VulkanQuant, GpuShapedMulMatMatchesDoubleReference) {
   const bp_type t = GetParam();
-  const int64_t qk = bp_type_block_size(t);
+  const int64_t qk = row_unit(t);
   {
     profile_capture profile;
     bp_backend *be = make("mul_mat=gpu");
@@ -95,7 +95,7 @@ TEST_P(VulkanQuant, GpuShapedMulMatMatchesDoubleReference) {
 
 TEST_P(VulkanQuant, GetRowsMatchesDoubleReference) {
   const bp_type t = GetParam();
-  const int64_t qk = bp_type_block_size(t);
+  const int64_t qk = row_unit(t);
   bp_backend *be = make("");
   ASSERT_NE(be, nullptr);
   check_get_rows(be, t, qk, 5, 7);
@@ -103,14 +103,35 @@ TEST_P(VulkanQuant, GetRowsMatchesDoubleReference) {
   bp_backend_free(be);
 }
 
-// No shaders for Q5_K and BF16: declined, and run on cpu in "vulkan;cpu".
-class VulkanQuantDeclined : public VulkanQuant {};
+// BF16 rows the decoders do not take (a length not a multiple of 4, or a
+// row off a 4-byte word) run through mul_mat_bf16 and get_rows_bf16_any;
+// rows of whole blocks on a word through the block shaders.
+class VulkanBf16 : public VulkanQuant {};
 
-TEST_F(VulkanQuantDeclined, Q5KAndBf16RunOnCpu) {
+TEST_F(VulkanBf16, RowsOfAnyLengthMatchDoubleReference) {
+  profile_capture profile;
   bp_backend *be = make("");
   ASSERT_NE(be, nullptr);
-  for (bp_type t : {BP_TYPE_Q5_K, BP_TYPE_BF16}) check_runs_on_cpu(be, t);
+  check_mul_mat(be, BP_TYPE_BF16, 37, 9, 3);
+  check_mul_mat(be, BP_TYPE_BF16, 38, 5, 1, 2);
+  check_mul_mat_bf16_window(be, 8, 9, 0, 7, 2);   // rows 18 bytes apart: every other one off a word
+  check_mul_mat_bf16_window(be, 8, 10, 1, 7, 3);  // every row starts 2 bytes past a word
+  check_get_rows(be, BP_TYPE_BF16, 37, 5, 7);
   bp_backend_free(be);
+  const auto rows = profile.rows();
+  EXPECT_GT(rows.count("MUL_MAT mul_mat_bf16"), 0u);
+  EXPECT_GT(rows.count("GET_ROWS get_rows_bf16_any"), 0u);
+  for (const auto &[k, n] : rows)
+    EXPECT_TRUE(k.find("_q_") == std::string::npos && k != "GET_ROWS get_rows_bf16") << k << " ran a block shader";
+}
+
+TEST_F(VulkanBf16, WindowsOnWordsRunTheBlockShaders) {
+  profile_capture profile;
+  bp_backend *be = make("");
+  ASSERT_NE(be, nullptr);
+  check_mul_mat_bf16_window(be, 8, 12, 2, 7, 3);  // rows 24 bytes apart, the window 4 bytes in
+  bp_backend_free(be);
+  EXPECT_GT(profile.rows().count("MUL_MAT mul_mv_q_tex_bf16") + profile.rows().count("MUL_MAT mul_mv_q_bf16"), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, VulkanQuant, ::testing::ValuesIn(kQuantTypes),
