@@ -1,9 +1,12 @@
 #!/bin/bash
-# check.sh: the vulkan plugin on a real GPU, in one run that fits a short
-# lease: the device as the plugin sees it, the conformance suite and the
-# plugin's tests, the quantized products' GPU time per dispatch, and
-# bp-generate beside llama.cpp's Vulkan build (llama-bench) on the
-# 1B-shaped files, pp512 and tg128. Run from the repository root on the GPU
+# check.sh: the GPU plugins on a real GPU, in one run that fits a short
+# lease: the device as the plugins see it, the conformance suite on vulkan
+# (each matrix x vector shape) and opencl, the vulkan plugin's tests, the
+# quantized products' GPU time per dispatch, and bp-generate beside
+# llama.cpp's Vulkan build (llama-bench) on 1B-shaped files of six weight
+# types and 7B-shaped q4_0 and q4_K files, pp512 and tg128: vulkan with its
+# default shaders and with the previous ones (mul_mv=workgroup,fuse=false),
+# and opencl; then a profile of a 7B decode step both ways. Run from the repository root on the GPU
 # machine, with the folder scripts/gpu/pack.sh made (default .gpu) and the
 # Vulkan loader unpacked (see docs/plugins/vulkan.md, "On a GPU").
 #
@@ -14,7 +17,8 @@
 set -u
 P=$(cd "${1:-.gpu}" && pwd)
 stages=${2:-"devices ops tests bench models"}
-types=${TYPES:-"q4_0 q8_0 q4_K q6_K"}
+types=${TYPES:-"q4_0 q8_0 q4_K q6_K q5_K bf16"}  # 1B-shaped files
+big_types=${BIG_TYPES:-"q4_0 q4_K"}                # llama-2-7B-shaped files
 out=${OUT:-/tmp/gpu-check}
 mkdir -p "$out"
 for z in "$P"/lib/*.xz; do [ -f "${z%.xz}" ] || xz -d -k "$z"; done
@@ -30,7 +34,9 @@ grep -A3 -iE 'vulkan:0|problems' "$out/devices.txt" | head -8
 # falls back to its CPU backend): stop here.
 grep -q '"vulkan:0"' "$out/devices.txt" || { echo "no vulkan device: stopping"; exit 1; }
 if has ops; then
-  for spec in ${SPECS:-vulkan vulkan:fast_paths=false vulkan:mul_mat=cpu}; do
+  ops_specs=${SPECS:-"vulkan vulkan:mul_mv=workgroup vulkan:fast_paths=false vulkan:mul_mat=cpu"}
+  grep -q '"opencl:0"' "$out/devices.txt" && ops_specs="$ops_specs opencl"
+  for spec in $ops_specs; do
     stamp "bp-test-ops $spec"
     timeout 150 "$P/bin/bp-test-ops" -d "$spec" > "$out/test-ops-${spec//[:=]/_}.txt" 2>&1
     echo "rc=$?"; grep -E 'FAIL|^OK|failed' "$out/test-ops-${spec//[:=]/_}.txt" | head -15
@@ -46,49 +52,77 @@ if has bench; then
   # submission and wait included (bp-bench's figure).
   stamp "bp-bench quantized products"
   BP_LOG=info timeout 200 "$P/bin/bp-bench" --device vulkan:profile=true --threads 8 --benchmark_min_time=0.1 \
-    --benchmark_filter='Quant/MUL_MAT_(f32|q8_0|q4_0|q5_0|q4_K|q6_K)(_dram)?/M=(4096|32768),N=(1|512),.*vulkan' \
+    --benchmark_filter='Quant/MUL_MAT_(f32|q8_0|q4_0|q5_0|q4_K|q5_K|q6_K|bf16)(_dram)?/M=(4096|32768),N=(1|512),.*vulkan' \
     > "$out/bench.txt" 2> "$out/bench-log.txt"
   echo "rc=$?"; grep -E 'MUL_MAT' "$out/bench.txt" | awk '{print $1, $2, $3, $(NF-1), $NF}' | head -40
   grep -E 'profile' "$out/bench-log.txt" | head -40
 fi
+# One file: bp-generate on each device spec of $specs beside llama-bench
+# (-ngl 99), a table row per spec. $1 size label, $2 type, $3 file.
+bench_file() {
+  local size=$1 t=$2 f=$3 ll spec bp
+  ll=$(cd $L && LD_LIBRARY_PATH=$L timeout 120 ./llama-bench -m "$f" -ngl 99 -p 512 -n 128 -r ${REPS:-2} -o json \
+    2> "$out/llama-$size-$t.log")
+  echo "$ll" > "$out/llama-$size-$t.json"
+  for spec in $specs; do
+    bp=$(timeout 120 "$P/bin/bp-generate" --model "$f" --device "$spec" --bench --pp 512 --tg 128 --reps ${REPS:-2} \
+      --json 2> "$out/gen-$size-$t-${spec//[:=,;]/_}.log")
+    echo "$bp" > "$out/gen-$size-$t-${spec//[:=,;]/_}.json"
+    python3 - "$size" "$t" "$spec" "$bp" "$ll" "$(stat -L -c %s "$f")" <<'PY'
+import json, sys
+size, t, spec = sys.argv[1:4]
+try:
+    bp = json.loads(sys.argv[4]); bpp, btg = bp["pp_tokens_per_s"], bp["tg_tokens_per_s"]
+except Exception:
+    bpp = btg = float("nan")
+try:
+    r = json.loads(sys.argv[5])
+    lpp = [x["avg_ts"] for x in r if x["n_prompt"]][0]; ltg = [x["avg_ts"] for x in r if x["n_gen"]][0]
+except Exception:
+    lpp = ltg = float("nan")
+b = int(sys.argv[6])
+print(f"| {size} {t} | {b/2**20:.0f} MiB | {spec} | {bpp:.1f} | {lpp:.1f} | {bpp/lpp:.2f} | {btg:.1f} | {ltg:.1f} "
+      f"| {btg/ltg:.2f} | {btg*b/1e9:.0f} | {ltg*b/1e9:.0f} |", flush=True)
+PY
+  done
+}
+
 if has models; then
   stamp models
   L=/tmp/llama-peer
   mkdir -p $L && cp "$P"/llama/* $L/ && xz -d -f $L/libggml-vulkan.so.xz && chmod +x $L/llama-bench
+  # The default shaders, the previous ones (a workgroup per matrix x vector
+  # row, no GPU fusion: the plugin parameters keep them selectable), and
+  # opencl where it lists a device.
+  specs=${SPECS_MODELS:-"vulkan vulkan:mul_mv=workgroup,fuse=false"}
+  grep -q '"opencl:0"' "$out/devices.txt" && specs="$specs opencl"
+  echo "| file | size | device | pp512 | llama.cpp pp512 | ratio | tg128 | llama.cpp tg128 | ratio | tg weight GB/s | llama.cpp |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
   for t in $types; do
     f=${MODEL_DIR:-/tmp}/llama-1b-$t.gguf
     [ -f "$f" ] || "$P/bin/bp-gguf" synth "$f" --arch llama --type "$t" --vocab spm --embd 2048 --layers 16 \
       --heads 32 --kv-heads 8 --ff 8192 --n-vocab 32000 --ctx 2048 > /dev/null 2>&1
-    bp=$(timeout 60 "$P/bin/bp-generate" --model "$f" --device vulkan --bench --pp 512 --tg 128 --reps ${REPS:-3} --json \
-      2> "$out/gen-$t.log")
-    ll=$(cd $L && LD_LIBRARY_PATH=$L timeout 60 ./llama-bench -m "$f" -ngl 99 -p 512 -n 128 -r ${REPS:-3} -o json \
-      2> "$out/llama-$t.log")
-    echo "$bp" > "$out/gen-$t.json"; echo "$ll" > "$out/llama-$t.json"
-    python3 - "$t" "$bp" "$ll" "$(stat -L -c %s "$f")" <<'PY'
-import json, sys
-t = sys.argv[1]
-try:
-    bp = json.loads(sys.argv[2]); bpp, btg = bp["pp_tokens_per_s"], bp["tg_tokens_per_s"]
-except Exception as e:
-    bpp = btg = float("nan")
-try:
-    r = json.loads(sys.argv[3])
-    lpp = [x["avg_ts"] for x in r if x["n_prompt"]][0]; ltg = [x["avg_ts"] for x in r if x["n_gen"]][0]
-except Exception:
-    lpp = ltg = float("nan")
-size = int(sys.argv[4])
-print(f"| {t} | {size/2**20:.0f} MiB | {bpp:.1f} | {lpp:.1f} | {bpp/lpp:.2f} | {btg:.1f} | {ltg:.1f} | {btg/ltg:.2f} "
-      f"| {btg*size/1e9:.0f} | {ltg*size/1e9:.0f} |", flush=True)
-PY
+    bench_file 1B "$t" "$f"
   done
-  # Where a decode step's GPU time goes: per-dispatch times of the first type.
-  t=${types%% *}
-  stamp "profile $t"
-  BP_LOG=info timeout 60 "$P/bin/bp-generate" --model ${MODEL_DIR:-/tmp}/llama-1b-$t.gguf --device vulkan:profile=true --bench \
-    --pp 0 --tg 32 --reps 1 --profile > "$out/profile-$t.txt" 2>&1
-  grep -E 'profile|MUL_MAT|tok' "$out/profile-$t.txt" | head -30
+  # llama-2-7B's shape.
+  for t in $big_types; do
+    f=${MODEL_DIR:-/tmp}/llama-7b-$t.gguf
+    [ -f "$f" ] || "$P/bin/bp-gguf" synth "$f" --arch llama --type "$t" --vocab spm --embd 4096 --layers 32 \
+      --heads 32 --kv-heads 32 --ff 11008 --n-vocab 32000 --ctx 2048 > /dev/null 2>&1
+    bench_file 7B "$t" "$f"
+  done
+  # Where a decode step's GPU time goes: per-dispatch times of the first
+  # 7B type, new shaders then the previous ones.
+  t=${big_types%% *}
+  for spec in vulkan:profile=true vulkan:profile=true,mul_mv=workgroup,fuse=false; do
+    stamp "profile 7B $t $spec"
+    BP_LOG=info timeout 90 "$P/bin/bp-generate" --model ${MODEL_DIR:-/tmp}/llama-7b-$t.gguf --device $spec --bench \
+      --pp 0 --tg 16 --reps 1 --profile > "$out/profile-7b-$t-${spec//[:=,;]/_}.txt" 2>&1
+    grep -E 'profile|tok' "$out/profile-7b-$t-${spec//[:=,;]/_}.txt" | head -24
+  done
   # Host and device on one timeline: the gaps between a step's dispatches.
-  stamp "trace $t"
+  t=${types%% *}
+  stamp "trace 1B $t"
   timeout 60 "$P/bin/bp-generate" --model ${MODEL_DIR:-/tmp}/llama-1b-$t.gguf --device vulkan --bench --pp 0 --tg 8 \
     --reps 1 --trace "$out/trace-$t.json" --profile > "$out/trace-$t.txt" 2>&1
   tail -25 "$out/trace-$t.txt"

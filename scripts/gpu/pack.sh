@@ -1,9 +1,11 @@
 #!/bin/sh
 # pack.sh: gathers what scripts/gpu/check.sh runs on a GPU machine that has
 # no build tools or Debian libraries: Backplane's tools, libraries and the
-# cpu and vulkan plugins from BUILD_DIR, the shared libraries they need that
-# such a machine lacks, and (when LLAMA_BENCH_DIR is set) a llama-bench
-# linked against node-llama-cpp's prebuilt Vulkan build, as the peer.
+# cpu, vulkan and opencl plugins from BUILD_DIR, the shared libraries they
+# need that such a machine lacks (the OpenCL ICD loader included: the
+# vendor's ICD file names its driver), and (when LLAMA_BENCH_DIR is set) a
+# llama-bench linked against node-llama-cpp's prebuilt Vulkan build, as the
+# peer.
 #
 #   scripts/gpu/pack.sh BUILD_DIR OUT_DIR
 #
@@ -20,8 +22,11 @@ done
 cp -P "$build"/lib/libbackplane*.so* "$out/lib/"
 cp "$build/lib/backplane/plugins/libbp-cpu.so" "$build/lib/backplane/plugins/libbp-vulkan.so" \
   "$out/lib/backplane/plugins/"
+[ -f "$build/lib/backplane/plugins/libbp-opencl.so" ] &&
+  cp "$build/lib/backplane/plugins/libbp-opencl.so" "$out/lib/backplane/plugins/"
 # The Debian libraries the tools link that a CUDA image does not ship.
-for l in libspdlog.so.1.10 libfmt.so.9 libbenchmark.so.1debian libgfortran.so.5 libquadmath.so.0 libpcre2-8.so.0; do
+for l in libspdlog.so.1.10 libfmt.so.9 libbenchmark.so.1debian libgfortran.so.5 libquadmath.so.0 libpcre2-8.so.0 \
+  libOpenCL.so.1; do
   cp -L "/lib/x86_64-linux-gnu/$l" "$out/lib/"
 done
 # bp-bench's sgemm reference, compressed (check.sh unpacks it).
