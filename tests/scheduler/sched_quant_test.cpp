@@ -1,6 +1,6 @@
 // sched_quant_test.cpp: weights of a type the first backend has no kernels
-// for (the `partial` fixture runs f32 only, as the GPU plugins decline Q5_K
-// and BF16): MUL_MAT of them, GET_ROWS of them and the quantizing CONT go to
+// for (the `partial` fixture runs f32 only, as a GPU plugin declines a type
+// it has no shaders for): MUL_MAT of them, GET_ROWS of them and the quantizing CONT go to
 // the cpu, the weights copied from the fixture's memory on every run, and
 // match the double reference (tests/plugins/quant_check.hpp).
 #include "plugins/quant_check.hpp"
