@@ -14,12 +14,22 @@
 
 namespace bp::opencl {
 
+// Which MUL_MAT kernels run (ops_matmul.cpp): mul_mat_dot / mul_mv_q, shaped
+// for CPU drivers and matrix x vector products, or mul_mat_tiled, staged
+// through local memory, for GPU-sized products.
+enum class matmul_mode {
+  automatic,  // tiled on GPUs where N >= 32 and K % 4 == 0, else dot
+  dot,        // never tiled
+  tiled,      // tiled wherever K % 4 == 0 (tests, tuning)
+};
+
 struct backend_options {
   bool cache = true;
   std::string cache_dir;  // "" = the default folder
   int matmul_cols = 0;    // 0 = chosen for the device
   int matmul_width = 0;   // 0 = chosen for the device
   bool fuse = true;       // run node pairs in one launch (ops_fusion.cpp)
+  matmul_mode matmul = matmul_mode::automatic;
 };
 
 struct backend_ctx {
@@ -30,6 +40,7 @@ struct backend_ctx {
   // per work-item (1, 2 or 4), both chosen per device (backend_create).
   int matmul_vector_width = 16;
   int matmul_cols = 4;
+  matmul_mode matmul = matmul_mode::automatic;
   bool fuse = true;            // backend_options::fuse
   bool fusion_logged[2] = {};  // norm and SILU pairs: the first of each is logged (debug)
   // Kernel objects, created once per (program, name) and reused for every

@@ -1,6 +1,7 @@
 // ops_matmul.cpp: MUL_MAT launches: mul_mat_dot (matmul.cl) for every
-// shape of f32, f16 and bf16 weights, its vector width and columns per work-item
-// chosen per backend; mul_mv_q (quant.cl) for quantized weights.
+// shape of f32, f16 and bf16 weights, its vector width and columns per
+// work-item chosen per backend; mul_mv_q (quant.cl) for quantized weights;
+// mul_mat_tiled (quant.cl) for GPU-sized products of every weight type.
 #include <CL/cl.h>
 
 #include <algorithm>
@@ -43,10 +44,36 @@ bp_status mul_mat_quant_run(backend_ctx *be, const bp_tensor *t, bp_error *err) 
   return launch(be, k).tensor(a).tensor(b).tensor(t).arg(r2).arg(r3).run(3, g, l, t->name, err);
 }
 
+// Whether mul_mat_tiled runs (backend_options::matmul): its decoders take
+// 4 values of a row at a time, so K % 4 == 0; unforced, on GPUs and for
+// products of 32 columns or more, where a tile of a decoded into local
+// memory serves a block of columns (matrix x vector products read a once
+// anyway and keep mul_mv_q / mul_mat_dot).
+bool tiled_applies(const backend_ctx *be, const bp_tensor *t) {
+  const bp_tensor *a = t->src[0], *b = t->src[1];
+  if (a->ne[0] % 4 != 0 || be->matmul == matmul_mode::dot) return false;
+  return be->matmul == matmul_mode::tiled || (be->dev->type != BP_DEVICE_TYPE_CPU && b->ne[1] >= 32);
+}
+
+// 64 x 64 blocks of the output per work-group of 16 x 16 (quant.cl).
+bp_status mul_mat_tiled_run(backend_ctx *be, const bp_tensor *t, bp_error *err) {
+  const bp_tensor *a = t->src[0], *b = t->src[1];
+  const cl_long r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+  const std::string opts = "-DBP_QTYPE=" + std::to_string(static_cast<int>(a->type));
+  cl_kernel k = nullptr;
+  if (bp_status s = get_kernel(be, "quant", opts, "mul_mat_tiled", &k, err); s != BP_OK) return s;
+  const int64_t tile = 64;
+  size_t g[3] = {static_cast<size_t>((t->ne[0] + tile - 1) / tile * 16),
+                 static_cast<size_t>((t->ne[1] + tile - 1) / tile * 16), static_cast<size_t>(t->ne[2] * t->ne[3])},
+         l[3] = {16, 16, 1};
+  return launch(be, k).tensor(a).tensor(b).tensor(t).arg(r2).arg(r3).run(3, g, l, t->name, err);
+}
+
 }  // namespace
 
 bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, bp_error *err) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
+  if (tiled_applies(be, t)) return mul_mat_tiled_run(be, t, err);
   if (is_quant(a->type)) return mul_mat_quant_run(be, t, err);
   const int64_t M = a->ne[1], N = b->ne[1];
   const cl_long r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];

@@ -31,6 +31,9 @@ const bp_param_info params_schema[] = {
      "MUL_MAT columns of b per work-item (1, 2 or 4; each takes 4 rows of a); 0 = chosen for the device", 0, 4},
     {sizeof(bp_param_info), "matmul_width", BP_PARAM_INT, "0",
      "MUL_MAT float lanes per vector along k (4, 8 or 16); 0 = the device's preferred width", 0, 16},
+    {sizeof(bp_param_info), "matmul", BP_PARAM_STRING, "auto",
+     "MUL_MAT kernels: auto (tiled through local memory on GPUs where N >= 32 and K % 4 == 0), dot or tiled (forced)",
+     0, 0},
     {sizeof(bp_param_info), "fuse", BP_PARAM_BOOL, "true",
      "run RMS_NORM/NORM then MUL, and SILU then MUL, in one launch each (untraced graphs)", 0, 0},
 };

@@ -6,8 +6,9 @@
 // reference the tests compare against.
 //
 // One type per compilation: BP_QTYPE is its bp_type number (3 Q8_0, 4 Q4_0,
-// 5 Q5_0, 6 Q4_K, 7 Q6_K, 8 Q5_K, 9 BF16). The including language defines
-// first:
+// 5 Q5_0, 6 Q4_K, 7 Q6_K, 8 Q5_K, 9 BF16; also 0 F32 and 1 F16, so a kernel
+// written against these decoders serves every weight type). The including
+// language defines first:
 //   BP_QPTR         where a block starts: a byte offset (GLSL) or a
 //                   __global const uchar * (OpenCL); "+ n" moves n bytes
 //   BP_Q_WORD(p)    the 4 bytes at p as a little-endian uint, any alignment
@@ -16,6 +17,7 @@
 //   BP_Q_FLOAT4     its 4-float vector type (vec4, float4)
 //   BP_Q_BYTES4(q)  the 4 bytes of uint q as a BP_Q_FLOAT4 of 0..255
 //   BP_Q_BITS4(x, y, z, w)  4 uints' bits as a BP_Q_FLOAT4
+//   BP_Q_FLOATS4(x, y, z, w)  4 floats as a BP_Q_FLOAT4
 //
 // Every decoder works on 4 consecutive elements j..j+3 of a block (j a
 // multiple of 4), which always share one scale:
@@ -23,9 +25,9 @@
 // where q_i = (bp_q_bits4(blk, j) >> 8 i) & 0xFF is the element's unsigned
 // quant. BP_Q_GROUP elements (a multiple of 4) share a scale, so a loop over
 // a group reads the scale once. bp_q_values4 (at the end) gives the 4
-// values; the kernels decode through it, so BF16, whose values are not
-// byte quants, runs through the same kernels: its "blocks" are 4 values
-// (8 bytes) with scale 1, and a row must hold whole ones (K % 4 == 0).
+// values; the kernels decode through it, so BF16, F32 and F16, whose values
+// are not byte quants, run through the same kernels: their "blocks" are 4
+// values with scale 1, and a row must hold whole ones (K % 4 == 0).
 
 // Q4_K and Q5_K: sub-block s's 6-bit scale (which = 0) or min (which = 4):
 // s < 4 keep them in the low 6 bits of bytes s and s + 4 of scales[12]
@@ -128,16 +130,16 @@ uint bp_q_bits4(BP_QPTR blk, uint j) {
   return lo | (hi << 4);
 }
 
-#elif BP_QTYPE == 9  // BF16: the top 16 bits of an f32; "blocks" of 4 values
+#elif BP_QTYPE == 9 || BP_QTYPE == 0 || BP_QTYPE == 1  // BF16, F32, F16: "blocks" of 4 values
 #define BP_QK 4u
-#define BP_Q_BYTES 8u
+#define BP_Q_BYTES (BP_QTYPE == 0 ? 16u : 8u)
 #define BP_Q_GROUP 4u
 #define BP_Q_BIAS 0.0f
 float bp_q_scale(BP_QPTR blk, uint j) { return 1.0f; }
 float bp_q_min(BP_QPTR blk, uint j) { return 0.0f; }
 
 #else
-#error "quant.h: BP_QTYPE must be a quantized bp_type (3..9)"
+#error "quant.h: BP_QTYPE must be a weight bp_type (0, 1, 3..9)"
 #endif
 
 // Elements j..j+3 of the block at |blk| whose group has scale |sc| and min
@@ -146,6 +148,16 @@ float bp_q_min(BP_QPTR blk, uint j) { return 0.0f; }
 BP_Q_FLOAT4 bp_q_values4(BP_QPTR blk, uint j, float sc, float mn) {
   const uint lo = BP_Q_WORD(blk + 2u * j), hi = BP_Q_WORD(blk + 2u * j + 4u);
   return BP_Q_BITS4(lo << 16, lo & 0xFFFF0000u, hi << 16, hi & 0xFFFF0000u);
+}
+#elif BP_QTYPE == 0
+BP_Q_FLOAT4 bp_q_values4(BP_QPTR blk, uint j, float sc, float mn) {
+  return BP_Q_BITS4(BP_Q_WORD(blk + 4u * j), BP_Q_WORD(blk + 4u * j + 4u), BP_Q_WORD(blk + 4u * j + 8u),
+                    BP_Q_WORD(blk + 4u * j + 12u));
+}
+#elif BP_QTYPE == 1
+BP_Q_FLOAT4 bp_q_values4(BP_QPTR blk, uint j, float sc, float mn) {
+  return BP_Q_FLOATS4(BP_Q_HALF(blk + 2u * j), BP_Q_HALF(blk + 2u * j + 2u), BP_Q_HALF(blk + 2u * j + 4u),
+                      BP_Q_HALF(blk + 2u * j + 6u));
 }
 #else
 BP_Q_FLOAT4 bp_q_values4(BP_QPTR blk, uint j, float sc, float mn) {

@@ -29,6 +29,7 @@ vec4 bp_q_bytes4(uint q) { return vec4(uvec4(q, q >> 8, q >> 16, q >> 24) & 255u
 #define BP_Q_FLOAT4 vec4
 #define BP_Q_BYTES4(q) bp_q_bytes4(q)
 #define BP_Q_BITS4(x, y, z, w) uintBitsToFloat(uvec4(x, y, z, w))
+#define BP_Q_FLOATS4(x, y, z, w) vec4(x, y, z, w)
 #define BP_Q_WORD(o) bp_q_word(o)
 #define BP_Q_BYTE(o) ((bp_q_load((o) >> 2) >> (((o) & 3u) * 8u)) & 255u)
 #define BP_Q_HALF(o) unpackHalf2x16(bp_q_load((o) >> 2) >> (((o) & 2u) * 8u)).x

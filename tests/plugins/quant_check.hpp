@@ -25,9 +25,10 @@ namespace bp_quant_test {
 inline const bp_type kQuantTypes[] = {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K,
                                       BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16};
 
-// The row-length unit the tests build products from: a block, or for BF16
-// (blocks of one value) the 4 values the vulkan decoders take at once.
-inline int64_t row_unit(bp_type t) { return t == BP_TYPE_BF16 ? 4 : bp_type_block_size(t); }
+// The row-length unit the tests build products from: a block, or for types
+// of one value per block (BF16, F32, F16) the 4 values the decoders of
+// shaders/common/quant.h take at once.
+inline int64_t row_unit(bp_type t) { return bp_type_block_size(t) > 1 ? bp_type_block_size(t) : 4; }
 
 // Weights with a spread of magnitudes per row (so block scales differ) and
 // their quantized bytes; |deq| is what the device must compute with.

@@ -60,6 +60,36 @@ TEST_F(OpenclBf16, RowsOfAnyLengthMatchDoubleReference) {
   check_get_rows(be_, BP_TYPE_BF16, 37, 5, 7);
 }
 
+// mul_mat_tiled (matmul=tiled; GPUs pick it for 32 columns and more): every
+// weight type, F32 and F16 included, with M and N past the 64 x 64 blocks'
+// edges, K over several 16-value steps and inside one, batches.
+class OpenclTiled : public ::testing::TestWithParam<bp_type> {
+ protected:
+  void SetUp() override {
+    const std::vector<std::string> specs = device_specs();
+    if (specs.empty()) GTEST_SKIP() << "no OpenCL device on this machine";
+    const std::string spec = specs[0] + ",matmul=tiled,cache_dir=" + test_cache_dir();
+    ASSERT_EQ(bp_backend_new(spec.c_str(), &be_), BP_OK) << spec << ": " << bp_last_error();
+  }
+  void TearDown() override {
+    if (be_) bp_backend_free(be_);
+  }
+  bp_backend *be_ = nullptr;
+};
+
+TEST_P(OpenclTiled, MulMatMatchesDoubleReference) {
+  const bp_type t = GetParam();
+  const int64_t qk = row_unit(t);
+  check_mul_mat(be_, t, 7 * qk, 70, 33, 2);  // past the block edges, batches
+  check_mul_mat(be_, t, qk, 130, 65);        // k inside one step (or a few)
+  check_mul_mat(be_, t, 2 * qk, 5, 1);       // a vector, a sliver of a block
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, OpenclTiled,
+                         ::testing::Values(BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0,
+                                           BP_TYPE_Q4_K, BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16),
+                         [](const ::testing::TestParamInfo<bp_type> &i) { return std::string(bp_type_name(i.param)); });
+
 INSTANTIATE_TEST_SUITE_P(Types, OpenclQuant, ::testing::ValuesIn(kQuantTypes),
                          [](const ::testing::TestParamInfo<bp_type> &i) { return std::string(bp_type_name(i.param)); });
 
