@@ -308,11 +308,13 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   std::memset(be->status->mapped, 0, 256);
   static const char *const mul_mat_names[] = {"auto", "cpu", "gpu"};
   static const char *const mul_mv_names[] = {"auto", "subgroup", "workgroup"};
+  static const char *const attention_names[] = {"auto", "row", "tile"};
   bp_host_logf(dev->plugin->host, BP_LOG_INFO,
-               "backend on '%s' (f16 %s, fast paths %s, fusion %s, tile columns %u, mul_mat %s, mul_mv %s)",
+               "backend on '%s' (f16 %s, fast paths %s, fusion %s, tile columns %u, mul_mat %s, mul_mv %s, "
+               "attention %s)",
                dev->name.c_str(), be->opt.f16 ? "on" : "off", be->opt.fast_paths ? "on" : "off",
                be->opt.fuse ? "on" : "off", be->opt.tile_cols, mul_mat_names[static_cast<int>(be->opt.mul_mat)],
-               mul_mv_names[static_cast<int>(be->opt.mul_mv)]);
+               mul_mv_names[static_cast<int>(be->opt.mul_mv)], attention_names[static_cast<int>(be->opt.attention)]);
   out->iface = &backend_iface;
   out->ctx = be.release();
   return BP_OK;

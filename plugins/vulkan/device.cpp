@@ -363,6 +363,16 @@ struct vk_device {
       opt.mul_mv = mul_mv_mode::workgroup;
     else
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "mul_mv=%s; use auto, subgroup or workgroup", mv);
+    const char *att = "auto";
+    plugins::read_string(params, n_params, "attention", &att);
+    if (std::strcmp(att, "auto") == 0)
+      opt.attention = attention_mode::automatic;
+    else if (std::strcmp(att, "row") == 0)
+      opt.attention = attention_mode::row;
+    else if (std::strcmp(att, "tile") == 0)
+      opt.attention = attention_mode::tile;
+    else
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "attention=%s; use auto, row or tile", att);
     if (opt.mul_mat == mul_mat_mode::gpu && !d->gpu_mul_mat)
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
                            "mul_mat=gpu: '%s' allows %u invocations and %u bytes of shared memory per "

@@ -1,7 +1,8 @@
 // plan_attention.cpp: the vulkan dispatch of ATTENTION (plan.hpp): one
 // workgroup of kAttentionGroup invocations per query row (attention.comp),
-// with v and the mask at bindings 3 and 4 and their strides in the push
-// constants the dense output's own would take.
+// or of 128 per tile of 8 query rows of a head (attention_tile.comp), with v
+// and the mask at bindings 3 and 4 and their strides in the push constants
+// the dense output's own would take.
 #include <utility>
 
 #include "plan.hpp"
@@ -24,15 +25,36 @@ bool attention_supported(const device_state *dev, const bp_tensor *node) {
                    mask->ne[1] >= q->ne[1] && q->ne[2] % mask->ne[2] == 0 && q->ne[3] % mask->ne[3] == 0);
 }
 
+namespace {
+
+// attention_tile.comp's tile (BQ query rows) and limits (MAX_D, WG * ACC_N).
+constexpr int64_t kTileRows = 8, kTileMaxD = 128, kTileMaxDv = 256;
+
+// Whether the tile shader runs: attention=tile, or auto on a GPU for a
+// prompt (more than one query row: a decode step's single row would leave
+// 7 of the tile's 8 empty); and the head sizes fit its shared memory.
+bool attention_tile_applies(const planner &p) {
+  const bp_tensor *q = p.node->src[0], *v = p.node->src[2];
+  if (q->ne[0] > kTileMaxD || v->ne[0] > kTileMaxDv) return false;
+  const attention_mode mode = p.be->opt.attention;
+  return mode == attention_mode::tile ||
+         (mode == attention_mode::automatic && p.dev()->type != BP_DEVICE_TYPE_CPU && q->ne[1] > 1);
+}
+
+}  // namespace
+
 bp_status plan_attention(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *q = n->src[0], *k = n->src[1], *v = n->src[2], *mask = n->src[3];
+  const bool tile = attention_tile_applies(p);
+  const bool f16 = k->type == BP_TYPE_F16;
   dispatch d;
   d.spec[0] = static_cast<uint32_t>(kAttentionGroup);
   d.spec[1] = 1;  // MULTI: the reductions combine subgroups through shared memory
   d.spec[2] = mask ? 1u : 0u;
   d.n_spec = 3;
-  if (bp_status st = general(p, k->type == BP_TYPE_F16 ? "attention_f16" : "attention_f32", n, q, k, d); st != BP_OK)
-    return st;
+  const char *variant =
+      tile ? (f16 ? "attention_tile_f16" : "attention_tile_f32") : (f16 ? "attention_f16" : "attention_f32");
+  if (bp_status st = general(p, variant, n, q, k, d); st != BP_OK) return st;
   const size_t kv_size = bp_type_size(v->type);
   if (bp_status st = bind_ssbo(p, v, &d.bind[3], &d.pc.p[1]); st != BP_OK) return st;
   add_range(d.reads, v);
@@ -48,7 +70,9 @@ bp_status plan_attention(const planner &p, std::vector<dispatch> &out) {
     d.pc.p[3] = static_cast<uint32_t>(mask->ne[3]);
   }
   copy_params(d, n, 0, 1);
-  d.pc.n = static_cast<uint32_t>(bp_tensor_nrows(q));
+  // Workgroups: one per query row, or per tile of rows of one head.
+  d.pc.n =
+      static_cast<uint32_t>(tile ? q->ne[2] * ((q->ne[1] + kTileRows - 1) / kTileRows) * q->ne[3] : bp_tensor_nrows(q));
   grid_for(d, d.pc.n, 1);
   out.push_back(std::move(d));
   return BP_OK;

@@ -30,6 +30,10 @@ const bp_param_info params_schema[] = {
      "GPU-shaped matrix x vector products: subgroup (a subgroup per row, no barrier), workgroup (a workgroup per "
      "row); auto = subgroup",
      0, 0},
+    {sizeof(bp_param_info), "attention", BP_PARAM_STRING, "auto",
+     "ATTENTION shader: row (a workgroup per query row) or tile (8 query rows per workgroup, keys staged in shared "
+     "memory); auto = tile on GPUs for prompts, else row",
+     0, 0},
     {sizeof(bp_param_info), "profile", BP_PARAM_BOOL, "false",
      "time every dispatch (serialised, no graph plans) and log the time per op at info level when the backend is freed",
      0, 1},

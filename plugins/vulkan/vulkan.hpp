@@ -241,12 +241,22 @@ enum class mul_mv_mode {
   workgroup,
 };
 
+// Which ATTENTION shader runs (plan_attention.cpp): a workgroup per query
+// row (attention.comp), or a tile of query rows per workgroup with the keys
+// staged in shared memory (attention_tile.comp).
+enum class attention_mode {
+  automatic,  // tile on GPUs for more than one query row, else row
+  row,
+  tile,  // wherever the head sizes fit (tests, tuning)
+};
+
 struct backend_options {
   bool f16 = true;         // use 16-bit storage when the device has it
   bool fast_paths = true;  // texel-buffer MUL_MAT and elementwise shaders
   uint32_t tile_cols = 0;  // 0: the device's choice
   mul_mat_mode mul_mat = mul_mat_mode::automatic;
   mul_mv_mode mul_mv = mul_mv_mode::automatic;
+  attention_mode attention = attention_mode::automatic;
   bool profile = false;  // time each dispatch (graph_compute only), log a table
   bool fuse = true;      // two nodes per dispatch where it pays (fusion.cpp, plan_fused)
 };

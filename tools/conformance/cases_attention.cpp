@@ -59,6 +59,13 @@ void add_attention_cases(std::vector<case_desc> &out) {
        " heads 4 + 2 per key head"},
       // Four heads per key head, each with a mask of its own (m2 = 2).
       {16, 16, 2, 8, 2, 9, 1, BP_TYPE_F32, mask_kind::broadcast_heads},
+      // Prompts past one tile of 8 query rows (vulkan's attention_tile): 20
+      // rows in three tiles, the last one partial, keys in two blocks of 32
+      // and a tail; 11 rows of Dv < D in two batches.
+      {64, 64, 20, 4, 2, 45, 1, BP_TYPE_F16, mask_kind::causal, 0, L::contiguous, L::contiguous, 1.0, 0.0f,
+       " three query tiles"},
+      {128, 96, 11, 2, 1, 40, 2, BP_TYPE_F32, mask_kind::additive, 0, L::contiguous, L::contiguous, 1.0, 0.0f,
+       " two query tiles, Dv < D"},
   };
   for (const attention_case &s : cases) {
     const float scale = s.scale != 0.0f ? s.scale : 1.0f / std::sqrt(static_cast<float>(s.D));
