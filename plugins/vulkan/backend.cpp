@@ -54,6 +54,7 @@ backend_ctx::~backend_ctx() {
   device_wait_all(dev, nullptr);
   for (vk_buffer *b : staging) buffer_destroy(b);
   buffer_destroy(status);
+  buffer_destroy(scratch);
   if (pool) vkDestroyCommandPool(dev->dev, pool, nullptr);
 }
 
@@ -308,7 +309,7 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   std::memset(be->status->mapped, 0, 256);
   static const char *const mul_mat_names[] = {"auto", "cpu", "gpu"};
   static const char *const mul_mv_names[] = {"auto", "subgroup", "workgroup"};
-  static const char *const attention_names[] = {"auto", "row", "tile"};
+  static const char *const attention_names[] = {"auto", "row", "tile", "split"};
   bp_host_logf(dev->plugin->host, BP_LOG_INFO,
                "backend on '%s' (f16 %s, fast paths %s, fusion %s, tile columns %u, mul_mat %s, mul_mv %s, "
                "attention %s)",

@@ -371,8 +371,10 @@ struct vk_device {
       opt.attention = attention_mode::row;
     else if (std::strcmp(att, "tile") == 0)
       opt.attention = attention_mode::tile;
+    else if (std::strcmp(att, "split") == 0)
+      opt.attention = attention_mode::split;
     else
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "attention=%s; use auto, row or tile", att);
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "attention=%s; use auto, row, tile or split", att);
     if (opt.mul_mat == mul_mat_mode::gpu && !d->gpu_mul_mat)
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
                            "mul_mat=gpu: '%s' allows %u invocations and %u bytes of shared memory per "

@@ -1,8 +1,11 @@
-// plan_attention.cpp: the vulkan dispatch of ATTENTION (plan.hpp): one
+// plan_attention.cpp: the vulkan dispatches of ATTENTION (plan.hpp): one
 // workgroup of kAttentionGroup invocations per query row (attention.comp),
-// or of 128 per tile of 8 query rows of a head (attention_tile.comp), with v
-// and the mask at bindings 3 and 4 and their strides in the push constants
-// the dense output's own would take.
+// or of 128 per tile of 8 query rows of a head (attention_tile.comp), or
+// several per row over runs of the keys with their partials merged by a
+// second dispatch (attention.comp's SPLITS, attention_merge.comp); v and
+// the mask at bindings 3 and 4 and their strides in the push constants the
+// dense output's own would take.
+#include <algorithm>
 #include <utility>
 
 #include "plan.hpp"
@@ -41,11 +44,56 @@ bool attention_tile_applies(const planner &p) {
          (mode == attention_mode::automatic && p.dev()->type != BP_DEVICE_TYPE_CPU && q->ne[1] > 1);
 }
 
+// Split attention: the backend's scratch buffer for the partials, and the
+// most splits (one workgroup per run of at least one key block each).
+constexpr size_t kScratchBytes = size_t{4} << 20;
+constexpr int64_t kMaxSplits = 16;
+
+// How many workgroups share a row (1: no split). attention=split: as many
+// as there are key blocks, up to kMaxSplits; auto on a GPU: a decode step
+// (one query row) over 512 keys or more, a run of 256 keys or more each. A
+// split is dropped where the partials would not fit the scratch buffer.
+uint32_t attention_splits(const planner &p) {
+  const bp_tensor *q = p.node->src[0], *k = p.node->src[1], *v = p.node->src[2];
+  const int64_t N = k->ne[1], blocks = (N + kAttentionGroup - 1) / kAttentionGroup;
+  const attention_mode mode = p.be->opt.attention;
+  int64_t splits = 1;
+  if (mode == attention_mode::split)
+    splits = std::min(blocks, kMaxSplits);
+  else if (mode == attention_mode::automatic && p.dev()->type != BP_DEVICE_TYPE_CPU && q->ne[1] == 1 && N >= 512)
+    splits = std::min(N / 256, kMaxSplits);
+  const int64_t rows = q->ne[1] * q->ne[2] * q->ne[3];
+  if (splits < 2 || static_cast<size_t>(rows * splits * (v->ne[0] + 2)) * sizeof(float) > kScratchBytes) return 1;
+  return static_cast<uint32_t>(splits);
+}
+
+// The merge of |splits| partials per row from the scratch buffer into the
+// node's output (attention_merge.comp).
+bp_status plan_attention_merge(const planner &p, uint32_t splits, std::vector<dispatch> &out) {
+  const bp_tensor *n = p.node, *v = n->src[2];
+  dispatch d;
+  d.variant = "attention_merge";
+  d.layout = layout_kind::ssbo;
+  d.bind[0] = binding{p.be->scratch, 0, p.be->scratch->vk_size, VK_NULL_HANDLE};
+  if (bp_status st = bind_ssbo(p, n, &d.bind[2], &d.pc.d_off); st != BP_OK) return st;
+  d.reads.push_back(byte_range{p.be->scratch->buffer, 0, p.be->scratch->vk_size});
+  add_range(d.writes, n);
+  d.pc.d_ne[0] = static_cast<uint32_t>(v->ne[0]);
+  d.pc.p[0] = splits;
+  d.pc.n = static_cast<uint32_t>(bp_tensor_nrows(n->src[0]));
+  grid_for(d, d.pc.n, 1);
+  out.push_back(std::move(d));
+  return BP_OK;
+}
+
 }  // namespace
 
 bp_status plan_attention(const planner &p, std::vector<dispatch> &out) {
   const bp_tensor *n = p.node, *q = n->src[0], *k = n->src[1], *v = n->src[2], *mask = n->src[3];
   const bool tile = attention_tile_applies(p);
+  const uint32_t splits = tile ? 1 : attention_splits(p);
+  if (splits > 1 && !p.be->scratch)
+    if (bp_status st = buffer_create(p.dev(), kScratchBytes, false, &p.be->scratch, p.err); st != BP_OK) return st;
   const bool f16 = k->type == BP_TYPE_F16;
   dispatch d;
   d.spec[0] = static_cast<uint32_t>(kAttentionGroup);
@@ -70,12 +118,21 @@ bp_status plan_attention(const planner &p, std::vector<dispatch> &out) {
     d.pc.p[3] = static_cast<uint32_t>(mask->ne[3]);
   }
   copy_params(d, n, 0, 1);
-  // Workgroups: one per query row, or per tile of rows of one head.
+  // Workgroups: one per query row, or per tile of rows of one head, or
+  // |splits| per row.
   d.pc.n =
       static_cast<uint32_t>(tile ? q->ne[2] * ((q->ne[1] + kTileRows - 1) / kTileRows) * q->ne[3] : bp_tensor_nrows(q));
-  grid_for(d, d.pc.n, 1);
+  grid_for(d, static_cast<uint64_t>(d.pc.n) * splits, 1);
+  if (splits > 1) {
+    // The partials go to the scratch buffer instead of the output.
+    d.spec[3] = splits;
+    d.n_spec = 4;
+    d.bind[2] = binding{p.be->scratch, 0, p.be->scratch->vk_size, VK_NULL_HANDLE};
+    d.writes.clear();
+    d.writes.push_back(byte_range{p.be->scratch->buffer, 0, p.be->scratch->vk_size});
+  }
   out.push_back(std::move(d));
-  return BP_OK;
+  return splits > 1 ? plan_attention_merge(p, splits, out) : BP_OK;
 }
 
 }  // namespace bp::vk

@@ -31,8 +31,9 @@ const bp_param_info params_schema[] = {
      "row); auto = subgroup",
      0, 0},
     {sizeof(bp_param_info), "attention", BP_PARAM_STRING, "auto",
-     "ATTENTION shader: row (a workgroup per query row) or tile (8 query rows per workgroup, keys staged in shared "
-     "memory); auto = tile on GPUs for prompts, else row",
+     "ATTENTION shaders: row (a workgroup per query row), tile (8 query rows per workgroup, keys staged in shared "
+     "memory) or split (several workgroups per row over runs of the keys, then a merge); auto = on GPUs tile for "
+     "prompts and split for a decode step over 512 keys or more, else row",
      0, 0},
     {sizeof(bp_param_info), "profile", BP_PARAM_BOOL, "false",
      "time every dispatch (serialised, no graph plans) and log the time per op at info level when the backend is freed",

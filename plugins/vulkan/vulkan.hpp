@@ -241,13 +241,16 @@ enum class mul_mv_mode {
   workgroup,
 };
 
-// Which ATTENTION shader runs (plan_attention.cpp): a workgroup per query
-// row (attention.comp), or a tile of query rows per workgroup with the keys
-// staged in shared memory (attention_tile.comp).
+// Which ATTENTION shaders run (plan_attention.cpp): a workgroup per query
+// row (attention.comp); a tile of query rows per workgroup with the keys
+// staged in shared memory (attention_tile.comp); or several workgroups per
+// row, each over a run of the keys, merged by a second dispatch
+// (attention.comp's SPLITS, attention_merge.comp).
 enum class attention_mode {
-  automatic,  // tile on GPUs for more than one query row, else row
+  automatic,  // on GPUs: tile for prompts, split for one query row over a long cache; else row
   row,
-  tile,  // wherever the head sizes fit (tests, tuning)
+  tile,   // wherever the head sizes fit (tests, tuning)
+  split,  // wherever there are two key blocks or more and the partials fit (tests, tuning)
 };
 
 struct backend_options {
@@ -299,9 +302,10 @@ struct backend_ctx {
   backend_options opt;
   VkCommandPool pool = VK_NULL_HANDLE;
   std::vector<cmd_slot> slots;
-  int recording = -1;           // slot being recorded, -1 if none
-  uint64_t last = 0;            // last submitted value
-  vk_buffer *status = nullptr;  // GET_ROWS and SET_ROWS bad-id reports; also the dummy binding
+  int recording = -1;            // slot being recorded, -1 if none
+  uint64_t last = 0;             // last submitted value
+  vk_buffer *status = nullptr;   // GET_ROWS and SET_ROWS bad-id reports; also the dummy binding
+  vk_buffer *scratch = nullptr;  // split ATTENTION's partials (plan_attention.cpp), made at first use
   std::vector<set_rows_label> set_rows_labels;
   std::vector<vk_buffer *> staging;  // async transfers until synchronize
   std::vector<pending_read> reads;

@@ -11,6 +11,13 @@
 // workgroup size (constant_id 0) to BLK and MULTI (1) on; HAS_MASK
 // (constant_id 2) reads the mask at binding 4.
 //
+// SPLITS (constant_id 3, > 1 for a decode step over a long cache): SPLITS
+// workgroups share a row, each taking a run of whole key blocks, so a few
+// query rows still fill a GPU; each writes its unnormalised partial sums
+// and its running maximum and sum, Dv + 2 floats, to partial
+// (row * SPLITS + split) of binding 2 (the plugin's scratch buffer, d_off
+// 0), and attention_merge.comp combines them into the output.
+//
 // Bindings and push constants (common.glsl's block holds three tensors; v,
 // the mask and the dense output share the words the output's own shape and
 // strides would take). Offsets and strides in elements; every row is dense.
@@ -26,6 +33,7 @@
 #include "reduce.glsl"
 
 layout(constant_id = 2) const bool HAS_MASK = false;
+layout(constant_id = 3) const uint SPLITS = 1;
 
 const uint BLK = 64;
 const uint ACC_N = 4;
@@ -41,7 +49,7 @@ shared float weight[BLK];
 bool is_neg_inf(float x) { return isinf(x) && x < 0.0; }
 
 void main() {
-  const uint row = flat_workgroup();
+  const uint group = flat_workgroup(), row = group / SPLITS, split = group % SPLITS;
   if (row >= pc.n) return;
   const uint lid = gl_LocalInvocationID.x;
   const uint D = pc.a_ne.x, T = pc.a_ne.y, H = pc.a_ne.z;
@@ -58,10 +66,13 @@ void main() {
   float acc[ACC_N];
   [[unroll]] for (uint c = 0; c < ACC_N; ++c) acc[c] = 0.0;
 
-  for (uint j0 = 0; j0 < N; j0 += BLK) {
+  // This workgroup's keys: all of them, or with SPLITS a run of whole blocks.
+  const uint chunk = (N + SPLITS * BLK - 1) / (SPLITS * BLK) * BLK;
+  const uint j_begin = min(N, split * chunk), j_end = min(N, j_begin + chunk);
+  for (uint j0 = j_begin; j0 < j_end; j0 += BLK) {
     const uint j = j0 + lid;
     float s = neg_inf;
-    if (j < N) {
+    if (j < j_end) {
       const float add = HAS_MASK ? mask[m_base + j] : 0.0;
       if (!is_neg_inf(add)) {
         const uint k_row = k_base + j * pc.b_nb.y;
@@ -79,7 +90,7 @@ void main() {
     l = l * keep + wg_sum(p);
     m = m_new;
     barrier();  // every weight of the block written
-    const uint n = min(BLK, N - j0);
+    const uint n = min(BLK, j_end - j0);
     [[unroll]] for (uint c = 0; c < ACC_N; ++c) {
       const uint ch = lid + c * BLK;
       if (ch < Dv) {
@@ -89,6 +100,18 @@ void main() {
       }
     }
     barrier();  // weight[] is rewritten by the next block
+  }
+  if (SPLITS > 1) {
+    const uint part = group * (Dv + 2);
+    [[unroll]] for (uint c = 0; c < ACC_N; ++c) {
+      const uint ch = lid + c * BLK;
+      if (ch < Dv) d[part + ch] = acc[c];
+    }
+    if (lid == 0) {
+      d[part + Dv] = m;  // -inf where every key of the run is masked
+      d[part + Dv + 1] = l;
+    }
+    return;
   }
   const uint out_base = pc.d_off + row * Dv;
   [[unroll]] for (uint c = 0; c < ACC_N; ++c) {

@@ -66,6 +66,9 @@ void add_attention_cases(std::vector<case_desc> &out) {
        " three query tiles"},
       {128, 96, 11, 2, 1, 40, 2, BP_TYPE_F32, mask_kind::additive, 0, L::contiguous, L::contiguous, 1.0, 0.0f,
        " two query tiles, Dv < D"},
+      // A decode step over a long cache (vulkan splits it over runs of keys).
+      {64, 64, 1, 8, 2, 700, 1, BP_TYPE_F16, mask_kind::additive, 0, L::contiguous, L::contiguous, 1.0, 0.0f,
+       " long cache"},
   };
   for (const attention_case &s : cases) {
     const float scale = s.scale != 0.0f ? s.scale : 1.0f / std::sqrt(static_cast<float>(s.D));

@@ -120,6 +120,7 @@ class VulkanPlugin : public ::testing::Test {
                                           {"tile_cols", BP_PARAM_INT, tile_cols(), cols.c_str()},
                                           {"mul_mat", BP_PARAM_STRING, 0, mul_mat()},
                                           {"mul_mv", BP_PARAM_STRING, 0, mul_mv()},
+                                          {"attention", BP_PARAM_STRING, 0, attention()},
                                           {"profile", BP_PARAM_BOOL, profile(), profile() ? "true" : "false"}};
     {
       std::lock_guard<std::mutex> lock(plugin_log().mu);
@@ -135,6 +136,7 @@ class VulkanPlugin : public ::testing::Test {
   // The backend's mul_mat and mul_mv parameters.
   virtual const char *mul_mat() const { return "auto"; }
   virtual const char *mul_mv() const { return "auto"; }
+  virtual const char *attention() const { return "auto"; }
   bp_device_type device_type() const {
     bp_device_props props{};
     props.struct_size = sizeof props;
@@ -722,6 +724,71 @@ TEST_F(VulkanPluginPaths, TexelRowOpsMatchDoubleReference) {
   for (const char *op : {"RMS_NORM", "NORM", "SOFT_MAX"})
     EXPECT_EQ(table.count(std::string(op) + " rows_vec4") ? table.at(std::string(op) + " rows_vec4") : 0, 1)
         << op << ":" << rows_str(table);
+}
+
+// ATTENTION split over runs of the keys (attention=split; GPUs pick it for a
+// decode step over a long cache): 700 keys in 11 runs of one 64-key block,
+// merged by attention_merge. Row 0 masks its first 400 keys, so whole runs
+// have no key at all (their maximum is -inf and they must add nothing);
+// row 1 masks every key (zeros). GQA: 4 query heads on 2 key heads.
+class VulkanSplitAttention : public VulkanPluginPaths {
+ protected:
+  const char *attention() const override { return "split"; }
+};
+
+TEST_F(VulkanSplitAttention, RunsWithoutKeysAndFullyMaskedRowsMatchDoubleReference) {
+  const int D = 64, T = 2, H = 4, Hk = 2, N = 700;
+  bp_tensor *q = bp_tensor_new_3d(ctx_, BP_TYPE_F32, D, T, H);
+  bp_tensor *k = bp_tensor_new_3d(ctx_, BP_TYPE_F32, D, N, Hk);
+  bp_tensor *v = bp_tensor_new_3d(ctx_, BP_TYPE_F32, D, N, Hk);
+  bp_tensor *mask = bp_tensor_new_2d(ctx_, BP_TYPE_F32, N, T);
+  const float scale = 0.125f;
+  bp_tensor *att = bp_attention(ctx_, q, k, v, mask, scale);
+  ASSERT_NE(att, nullptr) << bp_last_error();
+  for (bp_tensor *t : {q, k, v, mask, att}) mem_.place(t);
+  auto vq = random(D * T * H, 71), vk = random(D * N * Hk, 72), vv = random(D * N * Hk, 73);
+  std::vector<float> vm(static_cast<size_t>(N) * T, 0.0f);
+  for (int j = 0; j < N; ++j) {
+    if (j < 400) vm[j] = -INFINITY;
+    vm[N + j] = -INFINITY;
+  }
+  set(q, vq);
+  set(k, vk);
+  set(v, vv);
+  set(mask, vm);
+  bp_tensor *nodes[] = {att};
+  bp_graph_desc g{sizeof(bp_graph_desc), 1, nodes};
+  bp_error err{};
+  ASSERT_EQ(be_.iface->graph_compute(be_.ctx, &g, &err), BP_OK) << err.message;
+  ASSERT_EQ(sync(), BP_OK);
+  const std::vector<float> got = get(att);  // [D, H, T]
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < H; ++h) {
+      const int hk = h / (H / Hk);
+      std::vector<double> s(N);
+      double mx = -INFINITY;
+      for (int j = 0; j < N; ++j) {
+        double dot = 0;
+        for (int i = 0; i < D; ++i) dot += static_cast<double>(vq[(h * T + t) * D + i]) * vk[(hk * N + j) * D + i];
+        s[j] = scale * dot + vm[t * N + j];
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0;
+      std::vector<double> out(D, 0.0);
+      for (int j = 0; j < N; ++j) {
+        if (std::isinf(s[j])) continue;
+        const double p = std::exp(s[j] - mx);
+        sum += p;
+        for (int c = 0; c < D; ++c) out[c] += p * vv[(hk * N + j) * D + c];
+      }
+      for (int c = 0; c < D; ++c) {
+        const double ref = sum > 0 ? out[c] / sum : 0.0;
+        ASSERT_NEAR(got[(t * H + h) * D + c], ref, 1e-5) << "t " << t << " h " << h << " channel " << c;
+      }
+    }
+  const auto table = profile_rows();
+  EXPECT_EQ(table.count("ATTENTION attention_merge"), 1u) << rows_str(table);
+  EXPECT_EQ(table.count("ATTENTION attention_f32"), 1u) << rows_str(table);
 }
 
 }  // namespace
