@@ -5,10 +5,12 @@
 # quantized products' GPU time per dispatch, and bp-generate beside
 # llama.cpp's Vulkan build (llama-bench) on 1B-shaped files of six weight
 # types and 7B-shaped q4_0 and q4_K files, pp512 and tg128: vulkan with its
-# default shaders and with the previous ones (mul_mv=workgroup,fuse=false),
-# and opencl; then a profile of a 7B decode step both ways. Run from the repository root on the GPU
-# machine, with the folder scripts/gpu/pack.sh made (default .gpu) and the
-# Vulkan loader unpacked (see docs/plugins/vulkan.md, "On a GPU").
+# default shaders and with the previous ones
+# (mul_mv=workgroup,fuse=false,attention=row), and opencl with and without
+# its tiled products; then a profile of a 7B decode step both ways. Run
+# from the repository root on the GPU machine, with the folder
+# scripts/gpu/pack.sh made (default .gpu) and the Vulkan loader unpacked
+# (see docs/plugins/vulkan.md, "On a GPU").
 #
 #   scripts/gpu/check.sh [PACK_DIR] [STAGES]
 #
@@ -34,8 +36,8 @@ grep -A3 -iE 'vulkan:0|problems' "$out/devices.txt" | head -8
 # falls back to its CPU backend): stop here.
 grep -q '"vulkan:0"' "$out/devices.txt" || { echo "no vulkan device: stopping"; exit 1; }
 if has ops; then
-  ops_specs=${SPECS:-"vulkan vulkan:mul_mv=workgroup vulkan:fast_paths=false vulkan:mul_mat=cpu"}
-  grep -q '"opencl:0"' "$out/devices.txt" && ops_specs="$ops_specs opencl"
+  ops_specs=${SPECS:-"vulkan vulkan:mul_mv=workgroup,attention=row vulkan:attention=split vulkan:fast_paths=false"}
+  grep -q '"opencl:0"' "$out/devices.txt" && ops_specs="$ops_specs opencl opencl:matmul=tiled"
   for spec in $ops_specs; do
     stamp "bp-test-ops $spec"
     timeout 150 "$P/bin/bp-test-ops" -d "$spec" > "$out/test-ops-${spec//[:=]/_}.txt" 2>&1
@@ -91,11 +93,13 @@ if has models; then
   stamp models
   L=/tmp/llama-peer
   mkdir -p $L && cp "$P"/llama/* $L/ && xz -d -f $L/libggml-vulkan.so.xz && chmod +x $L/llama-bench
-  # The default shaders, the previous ones (a workgroup per matrix x vector
-  # row, no GPU fusion: the plugin parameters keep them selectable), and
-  # opencl where it lists a device.
-  specs=${SPECS_MODELS:-"vulkan vulkan:mul_mv=workgroup,fuse=false"}
-  grep -q '"opencl:0"' "$out/devices.txt" && specs="$specs opencl"
+  # vulkan with its default shaders and with the previous ones (a workgroup
+  # per matrix x vector row, no GPU fusion, a workgroup per attention row:
+  # the plugin parameters keep them selectable); opencl, where it lists a
+  # device, with its tiled products and without (matmul=dot).
+  prev=vulkan:mul_mv=workgroup,fuse=false,attention=row
+  specs=${SPECS_MODELS:-"vulkan $prev"}
+  grep -q '"opencl:0"' "$out/devices.txt" && specs="$specs opencl opencl:matmul=dot"
   echo "| file | size | device | pp512 | llama.cpp pp512 | ratio | tg128 | llama.cpp tg128 | ratio | tg weight GB/s | llama.cpp |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
   for t in $types; do
@@ -114,7 +118,7 @@ if has models; then
   # Where a decode step's GPU time goes: per-dispatch times of the first
   # 7B type, new shaders then the previous ones.
   t=${big_types%% *}
-  for spec in vulkan:profile=true vulkan:profile=true,mul_mv=workgroup,fuse=false; do
+  for spec in vulkan:profile=true $prev,profile=true; do
     stamp "profile 7B $t $spec"
     BP_LOG=info timeout 90 "$P/bin/bp-generate" --model ${MODEL_DIR:-/tmp}/llama-7b-$t.gguf --device $spec --bench \
       --pp 0 --tg 16 --reps 1 --profile > "$out/profile-7b-$t-${spec//[:=,;]/_}.txt" 2>&1
