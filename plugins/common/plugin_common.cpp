@@ -87,6 +87,22 @@ bp_status read_choice(const bp_param_value *params, uint32_t n, const char *name
   return BP_OK;
 }
 
+bp_status read_named(const bp_param_value *params, uint32_t n, const char *name, const char *const *names, size_t count,
+                     int *out, bp_error *err) {
+  const char *given = nullptr;
+  read_string(params, n, name, &given);
+  if (!given) return BP_OK;
+  std::string values;
+  for (size_t i = 0; i < count; ++i) {
+    if (std::strcmp(given, names[i]) == 0) {
+      *out = static_cast<int>(i);
+      return BP_OK;
+    }
+    values += (i == 0 ? "" : i + 1 == count ? " or " : ", ") + std::string(names[i]);
+  }
+  return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "%s=%s; use %s", name, given, values.c_str());
+}
+
 bp_status read_int_in(const bp_param_value *params, uint32_t n, const char *name, int64_t lo, int64_t hi, int64_t *out,
                       bp_error *err) {
   const bp_param_value *p = find_param(params, n, name);

@@ -196,6 +196,20 @@ void read_string(const bp_param_value *params, uint32_t n, const char *name, con
 // valid values otherwise ("matmul_cols=3; use 0 (auto), 1, 2 or 4").
 bp_status read_choice(const bp_param_value *params, uint32_t n, const char *name, std::initializer_list<int> allowed,
                       int *out, bp_error *err);
+// STRING that must be one of the |count| |names|: *out = its index, when
+// given; INVALID_ARGUMENT naming the valid values otherwise ("mul_mat=tiled;
+// use auto, cpu or gpu").
+bp_status read_named(const bp_param_value *params, uint32_t n, const char *name, const char *const *names, size_t count,
+                     int *out, bp_error *err);
+// The same into an enum whose values are the indices of |names|, in order.
+template <typename E, size_t N>
+bp_status read_named(const bp_param_value *params, uint32_t n, const char *name, const char *const (&names)[N], E *out,
+                     bp_error *err) {
+  int index = static_cast<int>(*out);
+  const bp_status st = read_named(params, n, name, names, N, &index, err);
+  *out = static_cast<E>(index);
+  return st;
+}
 // INT within [lo, hi]: INVALID_ARGUMENT naming the range otherwise.
 bp_status read_int_in(const bp_param_value *params, uint32_t n, const char *name, int64_t lo, int64_t hi, int64_t *out,
                       bp_error *err);

@@ -23,6 +23,9 @@ enum class matmul_mode {
   tiled,      // tiled wherever K % 4 == 0 (tests, tuning)
 };
 
+// matmul's parameter values, in matmul_mode's order.
+inline constexpr const char *kMatmulNames[] = {"auto", "dot", "tiled"};
+
 struct backend_options {
   bool cache = true;
   std::string cache_dir;  // "" = the default folder

@@ -251,16 +251,8 @@ struct cl_device {
     if (bp_status s = plugins::read_choice(params, n_params, "matmul_width", {4, 8, 16}, &opt.matmul_width, err);
         s != BP_OK)
       return s;
-    const char *mm = "auto";
-    plugins::read_string(params, n_params, "matmul", &mm);
-    if (std::strcmp(mm, "auto") == 0)
-      opt.matmul = matmul_mode::automatic;
-    else if (std::strcmp(mm, "dot") == 0)
-      opt.matmul = matmul_mode::dot;
-    else if (std::strcmp(mm, "tiled") == 0)
-      opt.matmul = matmul_mode::tiled;
-    else
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "matmul=%s; use auto, dot or tiled", mm);
+    if (bp_status s = plugins::read_named(params, n_params, "matmul", kMatmulNames, &opt.matmul, err); s != BP_OK)
+      return s;
     return backend_create(dev, opt, out, err);
   }
   static constexpr auto event_new = event_create;
