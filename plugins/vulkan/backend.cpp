@@ -307,15 +307,12 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   // Host-visible so synchronize can read a shader's report without a copy.
   if (bp_status st = buffer_create(dev, 256, true, &be->status, err); st != BP_OK) return st;
   std::memset(be->status->mapped, 0, 256);
-  static const char *const mul_mat_names[] = {"auto", "cpu", "gpu"};
-  static const char *const mul_mv_names[] = {"auto", "subgroup", "workgroup"};
-  static const char *const attention_names[] = {"auto", "row", "tile", "split"};
   bp_host_logf(dev->plugin->host, BP_LOG_INFO,
                "backend on '%s' (f16 %s, fast paths %s, fusion %s, tile columns %u, mul_mat %s, mul_mv %s, "
                "attention %s)",
                dev->name.c_str(), be->opt.f16 ? "on" : "off", be->opt.fast_paths ? "on" : "off",
-               be->opt.fuse ? "on" : "off", be->opt.tile_cols, mul_mat_names[static_cast<int>(be->opt.mul_mat)],
-               mul_mv_names[static_cast<int>(be->opt.mul_mv)], attention_names[static_cast<int>(be->opt.attention)]);
+               be->opt.fuse ? "on" : "off", be->opt.tile_cols, kMulMatNames[static_cast<int>(be->opt.mul_mat)],
+               kMulMvNames[static_cast<int>(be->opt.mul_mv)], kAttentionNames[static_cast<int>(be->opt.attention)]);
   out->iface = &backend_iface;
   out->ctx = be.release();
   return BP_OK;

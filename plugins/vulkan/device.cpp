@@ -82,6 +82,39 @@ std::string hex_uuid(const uint8_t *u) {
   return s;
 }
 
+// Whether mul_mat_coopmat.comp can run on |phys|: VK_NV_cooperative_matrix
+// (cooperativeMatrix), shaderFloat16, a 16 x 16 x 16 subgroup tile of f16
+// A and B into f32 C and D, subgroups of 32 (the shader's 8 subgroups of a
+// 256-invocation workgroup) and the GPU-shaped products' limits.
+bool coopmat_support(const plugin_state *plugin, VkPhysicalDevice phys, const std::vector<VkExtensionProperties> &exts,
+                     const device_state *d) {
+  if (!has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || d->subgroup_size != 32 || !d->gpu_mul_mat)
+    return false;
+  auto cm = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  f12.pNext = &cm;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12, {}};
+  vkGetPhysicalDeviceFeatures2(phys, &f2);
+  if (!cm.cooperativeMatrix || !f12.shaderFloat16) return false;
+  auto props = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(plugin->instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (!props) return false;
+  uint32_t n = 0;
+  if (props(phys, &n, nullptr) != VK_SUCCESS || n == 0) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> tiles(
+      n, vk_struct<VkCooperativeMatrixPropertiesNV>(VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV));
+  if (props(phys, &n, tiles.data()) != VK_SUCCESS) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    const VkCooperativeMatrixPropertiesNV &t = tiles[i];
+    if (t.MSize == 16 && t.NSize == 16 && t.KSize == 16 && t.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        t.BType == VK_COMPONENT_TYPE_FLOAT16_NV && t.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        t.DType == VK_COMPONENT_TYPE_FLOAT32_NV && t.scope == VK_SCOPE_SUBGROUP_NV)
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index, device_state *d) {
@@ -156,6 +189,7 @@ bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index
   const VkPhysicalDeviceLimits &lim = d->props.limits;
   d->gpu_mul_mat = lim.maxComputeWorkGroupInvocations >= 256 && lim.maxComputeWorkGroupSize[0] >= 256 &&
                    lim.maxComputeSharedMemorySize >= 8192 && d->subgroup_arith;
+  d->coopmat = coopmat_support(plugin, phys, exts, d) && lim.maxComputeSharedMemorySize >= 24576;
   d->name = dev_name;
   d->id = hex_uuid(d->props.pipelineCacheUUID);  // replaced below by deviceUUID
   auto idp = vk_struct<VkPhysicalDeviceIDProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
@@ -167,11 +201,11 @@ bool device_describe(plugin_state *plugin, VkPhysicalDevice phys, uint32_t index
   char desc[1024];
   std::snprintf(desc, sizeof desc,
                 "%s; driver %s %s; Vulkan %u.%u.%u; subgroup %u; f16 storage %s; memory budget %s; "
-                "max storage range %u MiB",
+                "max storage range %u MiB; cooperative matrices %s",
                 dev_name, drv.driverName, drv.driverInfo, VK_API_VERSION_MAJOR(d->props.apiVersion),
                 VK_API_VERSION_MINOR(d->props.apiVersion), VK_API_VERSION_PATCH(d->props.apiVersion), d->subgroup_size,
                 d->has_16bit_storage ? "yes" : "no", d->has_budget ? "yes" : "no",
-                d->props.limits.maxStorageBufferRange >> 20);
+                d->props.limits.maxStorageBufferRange >> 20, d->coopmat ? "NV 16x16x16 f16" : "no");
   d->description = desc;
   d->buft_device.dev = d;
   d->buft_device.name = "Vulkan" + std::to_string(index);
@@ -190,9 +224,17 @@ bp_status device_open(device_state *d, bp_error *err) {
   if (d->has_budget) exts.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
   auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  auto cm = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
   f11.pNext = &f12;
   f11.storageBuffer16BitAccess = d->has_16bit_storage ? VK_TRUE : VK_FALSE;
   f12.timelineSemaphore = VK_TRUE;
+  if (d->coopmat) {  // mul_mat_coopmat.comp: the extension, its feature, f16 arithmetic
+    exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    f12.pNext = &cm;
+    cm.cooperativeMatrix = VK_TRUE;
+    f12.shaderFloat16 = VK_TRUE;
+  }
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11, {}};
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &f2,         0,      1, &qci, 0, nullptr,
                          static_cast<uint32_t>(exts.size()),   exts.data(), nullptr};
@@ -343,38 +385,19 @@ struct vk_device {
     if (bp_status s = plugins::read_choice(params, n_params, "tile_cols", {8, 16, 32}, &tile_cols, err); s != BP_OK)
       return s;
     opt.tile_cols = static_cast<uint32_t>(tile_cols);
-    const char *mode = "auto";
-    plugins::read_string(params, n_params, "mul_mat", &mode);
-    if (std::strcmp(mode, "auto") == 0)
-      opt.mul_mat = mul_mat_mode::automatic;
-    else if (std::strcmp(mode, "cpu") == 0)
-      opt.mul_mat = mul_mat_mode::cpu;
-    else if (std::strcmp(mode, "gpu") == 0)
-      opt.mul_mat = mul_mat_mode::gpu;
-    else
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "mul_mat=%s; use auto, cpu or gpu", mode);
-    const char *mv = "auto";
-    plugins::read_string(params, n_params, "mul_mv", &mv);
-    if (std::strcmp(mv, "auto") == 0)
-      opt.mul_mv = mul_mv_mode::automatic;
-    else if (std::strcmp(mv, "subgroup") == 0)
-      opt.mul_mv = mul_mv_mode::subgroup;
-    else if (std::strcmp(mv, "workgroup") == 0)
-      opt.mul_mv = mul_mv_mode::workgroup;
-    else
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "mul_mv=%s; use auto, subgroup or workgroup", mv);
-    const char *att = "auto";
-    plugins::read_string(params, n_params, "attention", &att);
-    if (std::strcmp(att, "auto") == 0)
-      opt.attention = attention_mode::automatic;
-    else if (std::strcmp(att, "row") == 0)
-      opt.attention = attention_mode::row;
-    else if (std::strcmp(att, "tile") == 0)
-      opt.attention = attention_mode::tile;
-    else if (std::strcmp(att, "split") == 0)
-      opt.attention = attention_mode::split;
-    else
-      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT, "attention=%s; use auto, row, tile or split", att);
+    if (bp_status st = plugins::read_named(params, n_params, "mul_mat", kMulMatNames, &opt.mul_mat, err); st != BP_OK)
+      return st;
+    if (bp_status st = plugins::read_named(params, n_params, "mul_mv", kMulMvNames, &opt.mul_mv, err); st != BP_OK)
+      return st;
+    if (bp_status st = plugins::read_named(params, n_params, "attention", kAttentionNames, &opt.attention, err);
+        st != BP_OK)
+      return st;
+    plugins::read_bool(params, n_params, "coopmat", &opt.coopmat);
+    if (opt.coopmat && !d->coopmat)
+      return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
+                           "coopmat=true: '%s' has no VK_NV_cooperative_matrix with 16x16x16 f16 tiles into f32 and "
+                           "subgroups of 32 (its description says what it has); use coopmat=false",
+                           d->name.c_str());
     if (opt.mul_mat == mul_mat_mode::gpu && !d->gpu_mul_mat)
       return bp_error_setf(err, BP_ERR_INVALID_ARGUMENT,
                            "mul_mat=gpu: '%s' allows %u invocations and %u bytes of shared memory per "

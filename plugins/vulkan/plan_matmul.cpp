@@ -156,13 +156,19 @@ uint32_t shared_tile_for(const planner &p) {
 
 namespace {
 
-// The product through mul_mat_shared.comp in |tile| x |tile| blocks.
+// The product through mul_mat_shared.comp in |tile| x |tile| blocks, or
+// with coopmat=true through mul_mat_coopmat.comp (64 x 64 blocks on
+// cooperative matrices; the backend refused coopmat=true on a device
+// without them).
 bp_status plan_mul_mat_shared(const planner &p, uint32_t tile, std::vector<dispatch> &out, bool *planned) {
   const bp_tensor *n = p.node;
   dispatch d;
   bool bound = false;
   *planned = false;
-  const char *variant = tile == 128 ? "mul_mat_shared_128" : "mul_mat_shared_64";
+  if (p.be->opt.coopmat) tile = 64;
+  const char *variant = p.be->opt.coopmat ? "mul_mat_coopmat"
+                        : tile == 128     ? "mul_mat_shared_128"
+                                          : "mul_mat_shared_64";
   if (bp_status st = bind_in_place_operands(p, variant, d, &bound); st != BP_OK || !bound) return st;
   d.pc.p[0] = static_cast<uint32_t>(n->src[0]->ne[0] / 4);
   d.groups[0] = static_cast<uint32_t>((n->ne[0] + tile - 1) / tile);
@@ -174,8 +180,9 @@ bp_status plan_mul_mat_shared(const planner &p, uint32_t tile, std::vector<dispa
 }
 
 // Quantized weights on a GPU-shaped device, where the product fills the
-// blocks: mul_mat_shared's quantized variant. *planned is false (nothing
-// appended) where the views do not reach the operands.
+// blocks: mul_mat_shared's quantized variant (mul_mat_coopmat's with
+// coopmat=true). *planned is false (nothing appended) where the views do
+// not reach the operands.
 bp_status plan_mul_mat_shared_q(const planner &p, uint32_t tile, std::vector<dispatch> &out, bool *planned) {
   static const char *const k64[] = {"mul_mat_shared_64_q8_0", "mul_mat_shared_64_q4_0", "mul_mat_shared_64_q5_0",
                                     "mul_mat_shared_64_q4_k", "mul_mat_shared_64_q6_k", "mul_mat_shared_64_q5_k",
@@ -183,12 +190,16 @@ bp_status plan_mul_mat_shared_q(const planner &p, uint32_t tile, std::vector<dis
   static const char *const k128[] = {"mul_mat_shared_128_q8_0", "mul_mat_shared_128_q4_0", "mul_mat_shared_128_q5_0",
                                      "mul_mat_shared_128_q4_k", "mul_mat_shared_128_q6_k", "mul_mat_shared_128_q5_k",
                                      "mul_mat_shared_128_bf16"};
+  static const char *const kCoop[] = {"mul_mat_coopmat_q8_0", "mul_mat_coopmat_q4_0", "mul_mat_coopmat_q5_0",
+                                      "mul_mat_coopmat_q4_k", "mul_mat_coopmat_q6_k", "mul_mat_coopmat_q5_k",
+                                      "mul_mat_coopmat_bf16"};
   const bp_tensor *n = p.node, *a = n->src[0], *b = n->src[1];
   *planned = false;
   size_t start = 0;
   if (bp_status st = quant_start(p, a, &start); st != BP_OK) return st;
   dispatch d;
-  d.variant = quant_variant(tile == 128 ? k128 : k64, a->type);
+  if (p.be->opt.coopmat) tile = 64;
+  d.variant = quant_variant(p.be->opt.coopmat ? kCoop : tile == 128 ? k128 : k64, a->type);
   d.layout = layout_kind::texel;
   if (!bind_quant_texel(a, b, false, d)) return BP_OK;
   if (bp_status st = bind_ssbo(p, n, &d.bind[3], &d.pc.d_off); st != BP_OK) return st;

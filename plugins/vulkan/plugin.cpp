@@ -35,6 +35,10 @@ const bp_param_info params_schema[] = {
      "memory) or split (several workgroups per row over runs of the keys, then a merge); auto = on GPUs tile for "
      "prompts and split for a decode step over 512 keys or more, else row",
      0, 0},
+    {sizeof(bp_param_info), "coopmat", BP_PARAM_BOOL, "false",
+     "GPU-sized MUL_MAT on cooperative matrices (VK_NV_cooperative_matrix, f16 x f16 -> f32 16x16x16 tiles); "
+     "refused where the device has none",
+     0, 1},
     {sizeof(bp_param_info), "profile", BP_PARAM_BOOL, "false",
      "time every dispatch (serialised, no graph plans) and log the time per op at info level when the backend is freed",
      0, 1},

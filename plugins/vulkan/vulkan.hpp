@@ -179,6 +179,10 @@ struct device_state {
   // (subgroup_arith) work: the GPU-shaped MUL_MAT shaders can run. Set at
   // enumerate.
   bool gpu_mul_mat = false;
+  // VK_NV_cooperative_matrix with 16 x 16 x 16 f16 x f16 -> f32 subgroup
+  // tiles, shaderFloat16, subgroups of 32 and the GPU-shaped products:
+  // mul_mat_coopmat.comp can run (device_describe, coopmat_support).
+  bool coopmat = false;
 
   // Opened at first use (open()).
   std::mutex open_mu;
@@ -253,6 +257,11 @@ enum class attention_mode {
   split,  // wherever there are two key blocks or more and the partials fit (tests, tuning)
 };
 
+// The parameter values of each mode, in the enum's order.
+inline constexpr const char *kMulMatNames[] = {"auto", "cpu", "gpu"};
+inline constexpr const char *kMulMvNames[] = {"auto", "subgroup", "workgroup"};
+inline constexpr const char *kAttentionNames[] = {"auto", "row", "tile", "split"};
+
 struct backend_options {
   bool f16 = true;         // use 16-bit storage when the device has it
   bool fast_paths = true;  // texel-buffer MUL_MAT and elementwise shaders
@@ -260,6 +269,7 @@ struct backend_options {
   mul_mat_mode mul_mat = mul_mat_mode::automatic;
   mul_mv_mode mul_mv = mul_mv_mode::automatic;
   attention_mode attention = attention_mode::automatic;
+  bool coopmat = false;  // mul_mat_shared's products on cooperative matrices (refused where the device lacks them)
   bool profile = false;  // time each dispatch (graph_compute only), log a table
   bool fuse = true;      // two nodes per dispatch where it pays (fusion.cpp, plan_fused)
 };

@@ -38,6 +38,7 @@ grep -q '"vulkan:0"' "$out/devices.txt" || { echo "no vulkan device: stopping"; 
 if has ops; then
   ops_specs=${SPECS:-"vulkan vulkan:mul_mv=workgroup,attention=row vulkan:attention=split vulkan:fast_paths=false"}
   grep -q '"opencl:0"' "$out/devices.txt" && ops_specs="$ops_specs opencl opencl:matmul=tiled"
+  grep -q 'cooperative matrices NV' "$out/devices.txt" && ops_specs="$ops_specs vulkan:coopmat=true"
   for spec in $ops_specs; do
     stamp "bp-test-ops $spec"
     timeout 150 "$P/bin/bp-test-ops" -d "$spec" > "$out/test-ops-${spec//[:=]/_}.txt" 2>&1
@@ -100,6 +101,8 @@ if has models; then
   prev=vulkan:mul_mv=workgroup,fuse=false,attention=row
   specs=${SPECS_MODELS:-"vulkan $prev"}
   grep -q '"opencl:0"' "$out/devices.txt" && specs="$specs opencl opencl:matmul=dot"
+  # The prompt products on the tensor cores, where the device has them.
+  grep -q 'cooperative matrices NV' "$out/devices.txt" && specs="$specs vulkan:coopmat=true"
   echo "| file | size | device | pp512 | llama.cpp pp512 | ratio | tg128 | llama.cpp tg128 | ratio | tg weight GB/s | llama.cpp |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
   for t in $types; do

@@ -267,6 +267,26 @@ TEST_F(VulkanPlugin, MulMatChoiceOutsideTheShadersIsRefused) {
                  {"mul_mat", BP_PARAM_STRING, 0, "cpu"});
 }
 
+TEST_F(VulkanPlugin, ShaderChoicesOutsideTheShapesAreRefused) {
+  expect_refused(dev_, {"mul_mv", BP_PARAM_STRING, 0, "warp"}, "mul_mv=warp; use auto, subgroup or workgroup",
+                 {"mul_mv", BP_PARAM_STRING, 0, "workgroup"});
+  expect_refused(dev_, {"attention", BP_PARAM_STRING, 0, "flash"}, "attention=flash; use auto, row, tile or split",
+                 {"attention", BP_PARAM_STRING, 0, "split"});
+}
+
+// coopmat=true on a device without cooperative matrices (lavapipe) is a
+// clear refusal, not a pipeline that fails at the first product.
+TEST_F(VulkanPlugin, CoopmatWithoutCooperativeMatricesIsRefused) {
+  bp_device_props props{};
+  props.struct_size = sizeof props;
+  bp_error err{};
+  ASSERT_EQ(dev_.iface->get_props(dev_.ctx, &props, &err), BP_OK) << err.message;
+  if (std::string(props.description).find("cooperative matrices no") == std::string::npos)
+    GTEST_SKIP() << "this device has cooperative matrices: " << props.description;
+  expect_refused(dev_, {"coopmat", BP_PARAM_BOOL, 1, "true"}, "coopmat=true: ",
+                 {"coopmat", BP_PARAM_BOOL, 0, "false"});
+}
+
 // out = rms_norm(a x b + c): the register-blocked MUL_MAT (K, M multiples of
 // 4, N >= 8), a texel ADD and a row op, replayed from one plan with new
 // inputs, against a double reference each time.
