@@ -159,6 +159,34 @@ bp_tensor *find(const backend_share &s, const std::string &name) {
   return t;
 }
 
+// Whether |be| runs the token table's ops: GET_ROWS of it and, where the
+// table is also the output matrix (|tied|), the output product. Asked of
+// nodes of the table's type and shape that hold no data.
+bool runs_token_table(const bp_gguf *file, const hparams &hp, bp_backend *be, bool tied) {
+  size_t idx = 0;
+  bp_gguf_tensor_info info{};
+  info.struct_size = sizeof info;
+  if (bp_gguf_find_tensor(file, "token_embd.weight", &idx) != BP_OK ||
+      bp_gguf_tensor_describe(file, idx, &info) != BP_OK || !info.supported) {
+    bp_clear_error();
+    return false;
+  }
+  bp_context *ctx = bp_context_new(0);
+  if (!ctx) {
+    bp_clear_error();
+    return false;
+  }
+  bp_tensor *table = bp_tensor_new_2d(ctx, info.type, info.ne[0], info.ne[1]);
+  bp_tensor *ids = bp_tensor_new_1d(ctx, BP_TYPE_I32, 1);
+  bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, hp.n_embd, 1);
+  bp_tensor *rows = table && ids ? bp_get_rows(ctx, table, ids) : nullptr;
+  bp_tensor *logits = table && x ? bp_mul_mat(ctx, table, x) : nullptr;
+  const bool runs = rows && logits && bp_backend_supports_op(be, rows) && (!tied || bp_backend_supports_op(be, logits));
+  bp_context_free(ctx);
+  bp_clear_error();
+  return runs;
+}
+
 }  // namespace
 
 void free_weights(std::vector<backend_share> *shares) {
@@ -185,18 +213,26 @@ bp_status load_weights(const bp_gguf *file, const hparams &hp, const std::vector
   size_t idx = 0;
   const bool tied = bp_gguf_find_tensor(file, "output.weight", &idx) != BP_OK;
   const bool has_freqs = bp_gguf_find_tensor(file, "rope_freqs.weight", &idx) == BP_OK;
+  // The token table, and the rope factors every layer reads, go to the
+  // first device when it holds every layer and runs the table's ops: a
+  // step is then one graph there, without a round trip to the host for the
+  // embeddings (or, tied, the output product on the host). Otherwise to the
+  // last device of the list, which runs any op.
+  const bool all_on_first = last > 0 && n_first >= hp.n_layer;
+  const size_t table_be = all_on_first && runs_token_table(file, hp, backends[0], tied) ? 0 : last;
+  const size_t freqs_be = all_on_first ? 0 : last;
   bp_status st = BP_OK;
-  if ((st = load_into(file, (*shares)[last], backends[last], "token_embd.weight")) ||
+  if ((st = load_into(file, (*shares)[table_be], backends[table_be], "token_embd.weight")) ||
       (st = load_into(file, (*shares)[out_be], backends[out_be], "output_norm.weight")) ||
       (!tied && (st = load_into(file, (*shares)[out_be], backends[out_be], "output.weight",
                                 weight_buffers && weight_buffer_suits(file, "output.weight")))) ||
-      (has_freqs && (st = load_into(file, (*shares)[last], backends[last], "rope_freqs.weight")))) {
+      (has_freqs && (st = load_into(file, (*shares)[freqs_be], backends[freqs_be], "rope_freqs.weight")))) {
     return fail_after(st, [&] { free_weights(shares); });
   }
-  w->tok_embd = find((*shares)[last], "token_embd.weight");
+  w->tok_embd = find((*shares)[table_be], "token_embd.weight");
   w->output_norm = find((*shares)[out_be], "output_norm.weight");
   w->output = tied ? w->tok_embd : find((*shares)[out_be], "output.weight");
-  w->rope_freqs = has_freqs ? find((*shares)[last], "rope_freqs.weight") : nullptr;
+  w->rope_freqs = has_freqs ? find((*shares)[freqs_be], "rope_freqs.weight") : nullptr;
   w->layers.assign(hp.n_layer, layer_weights{});
   for (int il = 0; il < hp.n_layer; ++il) {
     const size_t b = backend_of_layer(il);

@@ -303,6 +303,51 @@ TEST_P(ModelDevices, LogitsMatchTheReferenceOnADeviceList) {
   ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), 1, false), BP_OK) << bp_last_error();
 }
 
+// Every layer on the first device: the token table goes there too (a step
+// is one graph on it), also when it is the output matrix (tied), except
+// where the device does not run GET_ROWS of it (blas runs MUL_MAT only):
+// then it stays on cpu. The logits match the reference either way.
+TEST_P(ModelDevices, EveryLayerOnTheFirstDeviceTakesTheTokenTable) {
+  const std::string devices = GetParam();
+  bp_backend *probe = nullptr;
+  const std::string first = devices.substr(0, devices.find(';'));
+  if (bp_backend_new(first.c_str(), &probe) != BP_OK) GTEST_SKIP() << first << ": " << bp_last_error();
+  bp_backend_free(probe);
+  const bool table_on_first = first != "blas";
+  for (bool tied : {false, true}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    tiny_config cfg;
+    cfg.tied = tied;
+    cfg.rope_freqs = true;
+    tiny_weights w;
+    const std::string path = make(cfg, &w);
+    bp_model_options mo{};
+    mo.struct_size = sizeof mo;
+    mo.devices = devices.c_str();
+    mo.offload_layers = cfg.n_layer;
+    loaded m;
+    ASSERT_EQ(bp_model_load(path.c_str(), &mo, &m.model), BP_OK) << bp_last_error();
+    ASSERT_EQ(bp_model_backend_count(m.model), 2u);
+    bp_model_backend_info bi{};
+    bi.struct_size = sizeof bi;
+    ASSERT_EQ(bp_model_backend_describe(m.model, 1, &bi), BP_OK);
+    EXPECT_EQ(bi.layers, 0);
+    if (table_on_first)
+      EXPECT_EQ(bi.weight_bytes, 0u) << "weights left on " << bi.backend;
+    else
+      EXPECT_GT(bi.weight_bytes, 0u) << "the token table is not on " << bi.backend;
+    const bp_model_context_options opt = context_options(32, true);
+    ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
+    const auto ids = prompt(9, cfg.n_vocab(), 5);
+    ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
+    size_t rows = 0;
+    const float *logits = bp_model_context_logits(m.ctx, &rows);
+    ASSERT_EQ(rows, ids.size());
+    const auto want = bp::test::reference_logits(cfg, w, ids);
+    EXPECT_LT(rel_error(logits, want, want.size()), 1e-3);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Lists, ModelDevices, ::testing::Values("vulkan;cpu", "opencl;cpu", "blas;cpu", "remote:0;cpu"),
                          [](const ::testing::TestParamInfo<std::string> &i) {
                            std::string name = i.param.substr(0, i.param.find(';'));
