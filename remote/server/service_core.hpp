@@ -43,8 +43,10 @@ namespace pb = ::backplane::remote::v1;
 struct call_meta {
   const std::string *token = nullptr;    // the bp-token metadata
   const std::string *session = nullptr;  // the bp-session metadata
-  // The connection the call came on (gRPC peer address and TLS identity):
-  // a session answers only to the connection that opened it. nullptr: "".
+  // The transport connection the call came on: its random id (made by
+  // connection_id.hpp when the connection's first call arrives), with the
+  // peer address for the log and the TLS identity. A session answers only
+  // to the connection that opened it. nullptr: "".
   const std::string *peer = nullptr;
   bool token_repeated = false;  // bp-token sent more than once: refused
   // True once the client cancelled or its deadline passed; long handlers

@@ -62,7 +62,7 @@ const char *refusal_name(refusal r);
 
 struct session {
   std::string id;    // 32 hex digits (128 random bits)
-  std::string peer;  // the connection that opened it (gRPC peer and TLS identity)
+  std::string peer;  // the connection that opened it (its id, peer address and TLS identity)
   clock::time_point created;
   std::mutex mu;                         // every handler holds it while it uses the session's objects
   bool closed = false;                   // Goodbye, lifeline end, reaping or shutdown
