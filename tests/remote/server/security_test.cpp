@@ -293,12 +293,14 @@ TEST(ServerLimits, NewBuffersReadAsZerosOnEveryDevice) {
   }
 }
 
+#ifndef BP_OWN_ALLOCATOR  // used by the tests that sanitizer builds skip
 size_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   size_t pages = 0, resident = 0;
   statm >> pages >> resident;
   return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
+#endif
 
 TEST(ServerLimits, AClosedSessionsMemoryGoesBackToTheOS) {
 #ifdef BP_OWN_ALLOCATOR
@@ -325,11 +327,13 @@ TEST(ServerLimits, AClosedSessionsMemoryGoesBackToTheOS) {
 #endif
 }
 
+#ifndef BP_OWN_ALLOCATOR
 // Heap bytes in use (every arena, and the chunks glibc maps on its own).
 size_t heap_in_use() {
   const struct mallinfo2 mi = mallinfo2();
   return mi.uordblks + mi.hblkhd;
 }
+#endif
 
 // The graph-memory quota is filled by what registered graphs really hold
 // (their contexts, graphs and node index): never more than the quota, and
