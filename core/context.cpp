@@ -211,56 +211,55 @@ BP_API bp_status bp_context_find_tensor(const bp_context *ctx, const char *name,
 
 }  // extern "C"
 
-namespace {
+namespace bp::core {
 // |type| by reference: it is only read as an int until validated.
-bp_tensor *new_tensor_impl(bp_context *ctx, const bp_type &type, int n_dims, const int64_t *ne) {
-  return bp::core::build_guard(ctx, [&]() -> bp_tensor * {
-    if (!bp::core::context_usable(ctx, "bp_tensor_new")) return nullptr;
+bp_tensor *new_tensor(bp_context *ctx, const bp_type &type, int n_dims, const int64_t *ne) {
+  return build_guard(ctx, [&]() -> bp_tensor * {
+    if (!context_usable(ctx, "bp_tensor_new")) return nullptr;
     if (n_dims < 1 || n_dims > BP_MAX_DIMS) {
-      bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_tensor_new: n_dims = %d: it must be 1..%d", n_dims,
-                           BP_MAX_DIMS);
+      set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_tensor_new: n_dims = %d: it must be 1..%d", n_dims, BP_MAX_DIMS);
       return nullptr;
     }
     if (ne == nullptr) {
-      bp::core::set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_new: ne is NULL: pass n_dims sizes");
+      set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_new: ne is NULL: pass n_dims sizes");
       return nullptr;
     }
     int64_t full[BP_MAX_DIMS] = {1, 1, 1, 1};
     for (int i = 0; i < n_dims; ++i) full[i] = ne[i];
-    return bp::core::tensor_create(ctx, type, full, "bp_tensor_new");
+    return tensor_create(ctx, type, full, "bp_tensor_new");
   });
 }
-}  // namespace
+}  // namespace bp::core
 
 extern "C" {
 
 BP_API bp_tensor *bp_tensor_new(bp_context *ctx, bp_type type, int n_dims, const int64_t *ne) {
   BP_API_SCOPE();
-  return new_tensor_impl(ctx, type, n_dims, ne);
+  return bp::core::new_tensor(ctx, type, n_dims, ne);
 }
 
 BP_API bp_tensor *bp_tensor_new_1d(bp_context *ctx, bp_type type, int64_t ne0) {
   BP_API_SCOPE();
   const int64_t ne[1] = {ne0};
-  return new_tensor_impl(ctx, type, 1, ne);
+  return bp::core::new_tensor(ctx, type, 1, ne);
 }
 
 BP_API bp_tensor *bp_tensor_new_2d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1) {
   BP_API_SCOPE();
   const int64_t ne[2] = {ne0, ne1};
-  return new_tensor_impl(ctx, type, 2, ne);
+  return bp::core::new_tensor(ctx, type, 2, ne);
 }
 
 BP_API bp_tensor *bp_tensor_new_3d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2) {
   BP_API_SCOPE();
   const int64_t ne[3] = {ne0, ne1, ne2};
-  return new_tensor_impl(ctx, type, 3, ne);
+  return bp::core::new_tensor(ctx, type, 3, ne);
 }
 
 BP_API bp_tensor *bp_tensor_new_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
   BP_API_SCOPE();
   const int64_t ne[4] = {ne0, ne1, ne2, ne3};
-  return new_tensor_impl(ctx, type, 4, ne);
+  return bp::core::new_tensor(ctx, type, 4, ne);
 }
 
 BP_API bp_tensor *bp_tensor_set_name(bp_tensor *t, const char *name) {

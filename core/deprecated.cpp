@@ -2,23 +2,42 @@
 // forwarding to its 0.2 name (backplane.h's deprecated section; the
 // registry's are in registry/deprecated.cpp). Kept one minor version so that
 // applications built against 0.1 still load; removed in 0.3.
+//
+// A forwarder that takes a bp_type never passes it on by value: that would
+// load whatever int a C caller sent as the enum, which is undefined for a
+// value outside it (UBSan: "not a valid value for type 'bp_type'"). It hands
+// it by reference to the 0.2 function's body, which reads it as an int and
+// refuses a bad one with the 0.2 function's status and message.
 #define BP_DEPRECATED(use)
 #include "backplane/backplane.h"
+#include "core/quant/quant.hpp"
+#include "core/tensor_util.hpp"
 
 extern "C" {
 
 bp_tensor *bp_new_tensor(bp_context *ctx, bp_type type, int n_dims, const int64_t *ne) {
-  return bp_tensor_new(ctx, type, n_dims, ne);
+  BP_API_SCOPE();
+  return bp::core::new_tensor(ctx, type, n_dims, ne);
 }
-bp_tensor *bp_new_tensor_1d(bp_context *ctx, bp_type type, int64_t ne0) { return bp_tensor_new_1d(ctx, type, ne0); }
+bp_tensor *bp_new_tensor_1d(bp_context *ctx, bp_type type, int64_t ne0) {
+  BP_API_SCOPE();
+  const int64_t ne[1] = {ne0};
+  return bp::core::new_tensor(ctx, type, 1, ne);
+}
 bp_tensor *bp_new_tensor_2d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1) {
-  return bp_tensor_new_2d(ctx, type, ne0, ne1);
+  BP_API_SCOPE();
+  const int64_t ne[2] = {ne0, ne1};
+  return bp::core::new_tensor(ctx, type, 2, ne);
 }
 bp_tensor *bp_new_tensor_3d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2) {
-  return bp_tensor_new_3d(ctx, type, ne0, ne1, ne2);
+  BP_API_SCOPE();
+  const int64_t ne[3] = {ne0, ne1, ne2};
+  return bp::core::new_tensor(ctx, type, 3, ne);
 }
 bp_tensor *bp_new_tensor_4d(bp_context *ctx, bp_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
-  return bp_tensor_new_4d(ctx, type, ne0, ne1, ne2, ne3);
+  BP_API_SCOPE();
+  const int64_t ne[4] = {ne0, ne1, ne2, ne3};
+  return bp::core::new_tensor(ctx, type, 4, ne);
 }
 bp_tensor *bp_set_name(bp_tensor *t, const char *name) { return bp_tensor_set_name(t, name); }
 bp_tensor *bp_set_flags(bp_tensor *t, uint32_t flags) { return bp_tensor_set_flags(t, flags); }
@@ -46,8 +65,9 @@ bp_status bp_sched_get_split(const bp_sched *sched, int i, bp_sched_split_info *
 }
 
 size_t bp_quantize(bp_type type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row) {
+  BP_API_SCOPE();
   size_t bytes = 0;
-  bp_quantize_rows(type, src, dst, n_rows, n_per_row, &bytes);
+  bp::core::quant::quantize_rows(type, src, dst, n_rows, n_per_row, &bytes, "bp_quantize_rows");
   return bytes;
 }
 bp_status bp_sched_split(const bp_sched *sched, size_t i, bp_sched_split_info *out) {

@@ -22,6 +22,12 @@ namespace bp::core {
 // context's max_tensors cap (RESOURCE_EXHAUSTED). Borrowed; lives with ctx.
 bp_tensor *tensor_create(bp_context *ctx, const bp_type &type, const int64_t ne[BP_MAX_DIMS], const char *fn);
 
+// bp_tensor_new's body: |n_dims| sizes from |ne|, the rest 1. |type| is
+// taken by reference and read as an int until checked, so the 0.2 entry
+// points and the 0.1 forwarders (core/deprecated.cpp) share it without ever
+// loading an out-of-range value as the enum. Borrowed; lives with ctx.
+bp_tensor *new_tensor(bp_context *ctx, const bp_type &type, int n_dims, const int64_t *ne);
+
 // Checks |type|, each ne >= 1 and that the byte size fits; sets the error
 // naming |fn| otherwise.
 bp_status check_type_and_dims(const bp_type &type, const int64_t ne[BP_MAX_DIMS], const char *fn);

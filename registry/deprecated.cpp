@@ -1,6 +1,8 @@
 // deprecated.cpp: the 0.1 names of the registry's public functions, each
 // forwarding to its 0.2 name (backplane.h's deprecated section; the core's
-// are in core/deprecated.cpp). Removed in 0.3.
+// are in core/deprecated.cpp). Removed in 0.3. None takes an enum, so none
+// can load a C caller's out-of-range value as one (DeprecatedNames.
+// EveryForwarderTakingAnEnumIsCalledWithABadOne keeps that list).
 #define BP_DEPRECATED(use)
 #include "backplane/backplane.h"
 

@@ -13,6 +13,13 @@
 
 namespace bp::core::quant {
 
+// bp_quantize_rows's body, with the function name |fn| for messages.
+// |type| is taken by reference and read as an int until checked, so the
+// 0.1 forwarder bp_quantize (core/deprecated.cpp) shares it without loading
+// an out-of-range value as the enum.
+bp_status quantize_rows(const bp_type &type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row,
+                        size_t *out_bytes, const char *fn);
+
 // |n| is a multiple of the type's block size; |dst| holds n / block blocks.
 using quantize_fn = void (*)(const float *src, void *dst, int64_t n);
 using dequantize_fn = void (*)(const void *src, float *dst, int64_t n);

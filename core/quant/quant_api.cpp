@@ -99,26 +99,19 @@ bp_status check_row(const char *fn, bp_type type, int64_t n, const char *what) {
 }
 
 }  // namespace
-}  // namespace bp::core::quant
 
-extern "C" {
-
-BP_API bp_status bp_quantize_rows(bp_type type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row,
-                                  size_t *out_bytes) {
-  BP_API_SCOPE();
-  using namespace bp::core::quant;
-  const char *fn = "bp_quantize_rows";
+bp_status quantize_rows(const bp_type &type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row,
+                        size_t *out_bytes, const char *fn) {
   if (out_bytes) *out_bytes = 0;
-  const int type_value = bp::core::enum_value(type);
+  const int type_value = enum_value(type);
   const codec c = codec_of(type_value);
   if (bp_status s = check_type(fn, type_value, c); s != BP_OK) return s;
   if (src == nullptr || dst == nullptr)
-    return bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, src == nullptr ? "src" : "dst");
+    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, src == nullptr ? "src" : "dst");
   if (bp_status s = check_row(fn, type, n_per_row, "n_per_row"); s != BP_OK) return s;
   if (n_rows < 1 || n_rows > INT64_MAX / 8 / n_per_row)
-    return bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT,
-                                "%s: n_rows = %lld: pass at least one row (and fewer than the %s)", fn,
-                                (long long)n_rows, "byte count's overflow limit");
+    return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: n_rows = %lld: pass at least one row (and fewer than the %s)", fn,
+                      (long long)n_rows, "byte count's overflow limit");
   // Rows are independent: a row of k blocks quantizes as k separate blocks.
   const size_t row_bytes = bp_type_row_size(type, n_per_row);
   for (int64_t r = 0; r < n_rows; ++r) {
@@ -126,6 +119,16 @@ BP_API bp_status bp_quantize_rows(bp_type type, const float *src, void *dst, int
   }
   if (out_bytes) *out_bytes = row_bytes * (size_t)n_rows;
   return BP_OK;
+}
+
+}  // namespace bp::core::quant
+
+extern "C" {
+
+BP_API bp_status bp_quantize_rows(bp_type type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row,
+                                  size_t *out_bytes) {
+  BP_API_SCOPE();
+  return bp::core::quant::quantize_rows(type, src, dst, n_rows, n_per_row, out_bytes, "bp_quantize_rows");
 }
 
 BP_API bp_status bp_dequantize(bp_type type, const void *src, float *dst, int64_t n) {

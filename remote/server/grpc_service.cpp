@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "connection_id.hpp"
 #include "protocol.hpp"
 
 namespace bp::remote::server {
@@ -13,6 +14,7 @@ namespace {
 // the connection it came on.
 struct meta_values {
   std::string token, session, peer;
+  bool connection_known = false;  // false: no id could be made, and Hello is refused
   call_meta meta;
   explicit meta_values(grpc::ServerContext *c) {
     const auto &md = c->client_metadata();
@@ -25,9 +27,14 @@ struct meta_values {
       session.assign(it->second.data(), it->second.size());
       meta.session = &session;
     }
-    // The peer address names the TCP connection (its port differs for each);
-    // with TLS client certificates the identity is part of it too.
-    peer = c->peer();
+    // What a session is bound to: the transport connection's own id
+    // (connection_id.hpp), not the peer address, which a new connection
+    // from the same address and port reproduces. The address stays in the
+    // string for the log; with TLS client certificates the identity is part
+    // of it too.
+    const std::string conn = connection_id(c);
+    connection_known = !conn.empty();
+    peer = c->peer() + " #" + conn;
     if (auto auth = c->auth_context(); auth && auth->IsPeerAuthenticated()) {
       for (const auto &id : auth->GetPeerIdentity()) peer += "|" + std::string(id.data(), id.size());
     }
@@ -45,7 +52,13 @@ grpc::Status idle_status(const char *what, std::chrono::milliseconds idle) {
 }  // namespace
 
 grpc::Status grpc_service::Hello(grpc::ServerContext *c, const pb::HelloRequest *q, pb::HelloReply *r) {
-  return core_.hello(meta_values(c).meta, *q, r);
+  meta_values mv(c);
+  // A session needs a connection to belong to (sessions opened without one
+  // would all share the same empty id).
+  if (!mv.connection_known) {
+    return {grpc::StatusCode::UNAVAILABLE, "Hello: bp-serve could not name this connection (no random bytes)"};
+  }
+  return core_.hello(mv.meta, *q, r);
 }
 
 grpc::Status grpc_service::Lifeline(grpc::ServerContext *c, const pb::LifelineRequest *,

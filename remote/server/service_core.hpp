@@ -43,8 +43,10 @@ namespace pb = ::backplane::remote::v1;
 struct call_meta {
   const std::string *token = nullptr;    // the bp-token metadata
   const std::string *session = nullptr;  // the bp-session metadata
-  // The connection the call came on (gRPC peer address and TLS identity):
-  // a session answers only to the connection that opened it. nullptr: "".
+  // The transport connection the call came on: its random id (made by
+  // connection_id.hpp when the connection's first call arrives), with the
+  // peer address for the log and the TLS identity. A session answers only
+  // to the connection that opened it. nullptr: "".
   const std::string *peer = nullptr;
   bool token_repeated = false;  // bp-token sent more than once: refused
   // True once the client cancelled or its deadline passed; long handlers
@@ -63,12 +65,6 @@ struct service_options {
   std::vector<bp_device *> devices;                 // what clients see, in this order
   std::string server_id;                            // stable across restarts of this server
 };
-
-// What the server keeps per tensor of a registered graph (the tensor, its
-// graph entries and the wire description while it is rebuilt), charged
-// against --max-graph-memory: about five times what a chain graph keeps
-// on x86-64 (tests/remote/server/security_test.cpp measures it).
-inline constexpr uint64_t k_graph_bytes_per_tensor = 1024;
 
 // One call in flight in a session: counted while it lives, so a session
 // holds at most max_session_calls of the server's threads.
@@ -151,6 +147,9 @@ class service_core {
   void shutdown();
   bool stopping() const { return stopping_.load(); }
   size_t session_count() { return sessions_.size(); }
+  // The bytes the registered graphs of the session |m| names are charged
+  // with (graph_cost.hpp); 0 when it is not this connection's session.
+  uint64_t graph_memory(const call_meta &m);
   const service_options &options() const { return opt_; }
 
  private:
@@ -173,6 +172,12 @@ class service_core {
   // will be opened with (threads= made explicit), or a refusal.
   grpc::Status plan_threads(session &s, uint32_t device, const pb::BackendOpenRequest &req, std::string *params,
                             uint32_t *threads);
+  // graph_register's work, with the session locked.
+  grpc::Status register_graph(const call_meta &m, const pb::GraphRegisterRequest &req, pb::Handle *reply);
+  // RESOURCE_EXHAUSTED (logged once per session) when a graph of |tensors|
+  // holding |cost| bytes (|qualifier|: "" or "at least ") does not fit in
+  // what is left of |s|'s --max-graph-memory; OK otherwise.
+  grpc::Status check_graph_memory(session &s, int tensors, uint64_t cost, const char *qualifier);
   void notify_all();
 
   service_options opt_;

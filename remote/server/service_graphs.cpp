@@ -6,6 +6,7 @@
 
 #include "backplane/trace.h"
 
+#include "graph_cost.hpp"
 #include "graph_rebuild.hpp"
 #include "service_core.hpp"
 #include "service_util.hpp"
@@ -107,6 +108,16 @@ grpc::Status service_core::plan_threads(session &s, uint32_t device, const pb::B
   return grpc::Status::OK;
 }
 
+grpc::Status service_core::check_graph_memory(session &s, int tensors, uint64_t cost, const char *qualifier) {
+  if (opt_.max_graph_memory == 0 || s.graph_memory + cost <= opt_.max_graph_memory) return grpc::Status::OK;
+  const std::string why = "GraphRegister: a graph of " + std::to_string(tensors) + " tensors holds " + qualifier +
+                          std::to_string(cost) + " bytes of server memory, and the session's graphs hold " +
+                          std::to_string(s.graph_memory) + " of the " + std::to_string(opt_.max_graph_memory) +
+                          " allowed (--max-graph-memory): free graphs first";
+  log_refusal(s, refusal::graph_memory, why);
+  return exhausted(why);
+}
+
 grpc::Status service_core::backend_open(const call_meta &m, const pb::BackendOpenRequest &req, pb::Handle *reply) {
   return with_session(m, [&](session &s) -> grpc::Status {
     if (req.device() >= opt_.devices.size()) return no_device(req.device(), opt_.devices.size());
@@ -161,6 +172,14 @@ grpc::Status service_core::supports_op(const call_meta &m, const pb::SupportsOpR
 }
 
 grpc::Status service_core::graph_register(const call_meta &m, const pb::GraphRegisterRequest &req, pb::Handle *reply) {
+  const grpc::Status st = register_graph(m, req, reply);
+  // A large registration freed its scratch (and, refused, its whole graph)
+  // on this thread's arena: give those pages back.
+  if (req.tensors_size() >= k_trim_tensors) release_freed_heap();
+  return st;
+}
+
+grpc::Status service_core::register_graph(const call_meta &m, const pb::GraphRegisterRequest &req, pb::Handle *reply) {
   return with_session(m, [&](session &s) -> grpc::Status {
     if (req.nodes_size() == 0) return invalid("GraphRegister: the graph has no nodes");
     for (int i = 0; i < req.nodes_size(); ++i) {
@@ -172,23 +191,18 @@ grpc::Status service_core::graph_register(const call_meta &m, const pb::GraphReg
     remote_backend *be = find_backend(s, req.backend());
     if (!be) return no_backend(req.backend());
     if (grpc::Status st = check_handles(s); !st.ok()) return st;
-    // Charged before anything is built, so a refused graph costs nothing.
-    const uint64_t cost = k_graph_bytes_per_tensor * static_cast<uint64_t>(req.tensors_size() + req.nodes_size());
-    if (opt_.max_graph_memory != 0 && s.graph_memory + cost > opt_.max_graph_memory) {
-      const std::string why = "GraphRegister: a graph of " + std::to_string(req.tensors_size()) + " tensors costs " +
-                              std::to_string(cost) + " bytes of server memory, and the session's graphs hold " +
-                              std::to_string(s.graph_memory) + " of the " + std::to_string(opt_.max_graph_memory) +
-                              " allowed (--max-graph-memory): free graphs first";
-      log_refusal(s, refusal::graph_memory, why);
-      return exhausted(why);
-    }
+    // The least the graph can hold is checked before anything is built, so
+    // a graph that cannot fit costs nothing; what it really holds is
+    // charged once it is built (graph_cost.hpp).
+    const uint64_t floor =
+        graph_cost_floor(static_cast<uint64_t>(req.tensors_size()), static_cast<uint64_t>(req.nodes_size()));
+    if (grpc::Status st = check_graph_memory(s, req.tensors_size(), floor, "at least "); !st.ok()) return st;
     rebuilt_graph r;
     if (grpc::Status st = rebuild_tensors(s, req.tensors(), true, &r); !st.ok()) return st;
     auto g = std::make_unique<remote_graph>();
     g->ctx = r.ctx;  // owned by g from here
     g->backend = req.backend();
     g->buffers = r.buffers;
-    g->memory = cost;
     for (uint64_t h : r.buffers) {
       bp_buffer_type *buft = bp_buffer_buffer_type(s.buffers.at(h)->buffer);
       if (!bp_backend_supports_buft(be->backend, buft)) {
@@ -220,13 +234,24 @@ grpc::Status service_core::graph_register(const call_meta &m, const pb::GraphReg
       g->plan = nullptr;
       if (bp_last_status() != BP_ERR_UNIMPLEMENTED) return from_last_error("GraphRegister: ");
     }
+    g->memory = graph_cost(*g);
+    if (grpc::Status st = check_graph_memory(s, req.tensors_size(), g->memory, ""); !st.ok()) return st;
     const uint64_t h = s.new_handle();
     if (h == 0) return no_randomness();
-    s.graph_memory += cost;
+    s.graph_memory += g->memory;
     s.graphs.emplace(h, std::move(g));
     reply->set_id(h);
     return grpc::Status::OK;
   });
+}
+
+uint64_t service_core::graph_memory(const call_meta &m) {
+  uint64_t bytes = 0;
+  with_session(m, [&](session &s) {
+    bytes = s.graph_memory;
+    return grpc::Status::OK;
+  });
+  return bytes;
 }
 
 grpc::Status service_core::graph_compute(const call_meta &m, const pb::GraphComputeRequest &req,

@@ -54,11 +54,15 @@ bool session::first_refusal(refusal r) {
   return (refusals_logged.fetch_or(bit) & bit) == 0;
 }
 
+void release_freed_heap() { malloc_trim(0); }
+
 void session::erase_graph(uint64_t h) {
   auto it = graphs.find(h);
   if (it == graphs.end()) return;
-  graph_memory -= it->second->memory;
+  const uint64_t freed = it->second->memory;
+  graph_memory -= freed;
   graphs.erase(it);
+  if (freed >= k_trim_bytes) release_freed_heap();
 }
 
 void session::erase_backend(uint64_t h) {
@@ -150,11 +154,11 @@ void session_table::close(const std::string &id) {
     s->free_all();
   }
   s.reset();
-  // glibc keeps freed heap pages resident; a closed session's buffers and
-  // graph contexts can be gigabytes of them. Hand them back now, so an idle
-  // server is small again (a call still holding the session frees the rest
-  // when it returns; the next close trims those).
-  malloc_trim(0);
+  // A closed session's buffers and graph contexts can be gigabytes of freed
+  // heap. Hand them back now, so an idle server is small again (a call
+  // still holding the session frees the rest when it returns; the next
+  // close trims those).
+  release_freed_heap();
 }
 
 size_t session_table::reap(clock::time_point now, clock::duration grace) {

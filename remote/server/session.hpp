@@ -55,6 +55,15 @@ struct remote_graph {
   ~remote_graph();
 };
 
+// glibc keeps freed heap pages resident, each thread's arena its own, and
+// gRPC runs calls on many threads: a graph's or a session's freed memory
+// would stay in the resident set for good. Hands free pages back to the OS
+// (malloc_trim); called when a session closes, when a graph of at least
+// k_trim_bytes goes and after a registration of at least k_trim_tensors.
+void release_freed_heap();
+inline constexpr uint64_t k_trim_bytes = uint64_t{1} << 20;
+inline constexpr int k_trim_tensors = 4096;
+
 // Kinds of refusal a session is told about every time but the log records
 // once per session, so a misbehaving client cannot flood it.
 enum class refusal : uint32_t { calls, threads, graph_memory, memory, handles, stream_idle, count };
@@ -62,7 +71,7 @@ const char *refusal_name(refusal r);
 
 struct session {
   std::string id;    // 32 hex digits (128 random bits)
-  std::string peer;  // the connection that opened it (gRPC peer and TLS identity)
+  std::string peer;  // the connection that opened it (its id, peer address and TLS identity)
   clock::time_point created;
   std::mutex mu;                         // every handler holds it while it uses the session's objects
   bool closed = false;                   // Goodbye, lifeline end, reaping or shutdown

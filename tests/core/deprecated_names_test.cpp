@@ -2,6 +2,13 @@
 // "Renamed in 0.2") still work and reach the same functions as the new ones.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
 #include "backplane/backplane.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -112,3 +119,87 @@ TEST(DeprecatedNames, RenamedBefore03ForwardToTheNewFunctions) {
   bp_backend_free(be);
   bp_context_free(ctx);
 }
+
+namespace {
+
+const std::filesystem::path k_include = std::filesystem::path(BP_TEST_SOURCE_DIR).parent_path() / "include/backplane";
+
+std::string read_text(const std::filesystem::path &p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Each public enum type (typedef enum ... in the installed headers).
+std::set<std::string> public_enum_types() {
+  std::set<std::string> out;
+  const std::regex def(R"(typedef enum (\w+))");
+  for (const auto &e : std::filesystem::directory_iterator(k_include)) {
+    const std::string s = read_text(e.path());
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), def); it != std::sregex_iterator(); ++it)
+      out.insert((*it)[1]);
+  }
+  return out;
+}
+
+// The deprecated names (deprecated.h, gguf.h's deprecated block) with an
+// enum among their parameters: the ones AnOutOfRangeEnumIsRefused calls.
+TEST(DeprecatedNames, EveryForwarderTakingAnEnumIsCalledWithABadOne) {
+  const std::set<std::string> enums = public_enum_types();
+  ASSERT_TRUE(enums.count("bp_type"));
+  std::set<std::string> takers;
+  const std::regex decl(R"(BP_API[^;(]*?(bp_\w+)\(([^;)]*)\);)");
+  for (const char *h : {"deprecated.h", "gguf.h"}) {
+    std::string s = read_text(k_include / h);
+    if (std::string(h) == "gguf.h") s = s.substr(s.find("#ifndef BP_NO_DEPRECATED"));
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), decl); it != std::sregex_iterator(); ++it) {
+      const std::string params = (*it)[2];
+      for (const std::string &e : enums) {
+        if (std::regex_search(params, std::regex("\\b" + e + " "))) takers.insert((*it)[1]);
+      }
+    }
+  }
+  const std::set<std::string> covered = {"bp_new_tensor",    "bp_new_tensor_1d", "bp_new_tensor_2d",
+                                         "bp_new_tensor_3d", "bp_new_tensor_4d", "bp_quantize"};
+  EXPECT_EQ(takers, covered) << "a deprecated forwarder takes an enum: add it to AnOutOfRangeEnumIsRefused";
+}
+
+// A C caller may pass any int as a bp_type. The forwarders refuse it as
+// the 0.2 functions do (status, message) and never load it as the enum:
+// the ASan + UBSan pass of the test suite halts on such a load.
+TEST(DeprecatedNames, AnOutOfRangeEnumIsRefused) {
+  bp_context *ctx = bp_context_new(0);
+  ASSERT_NE(ctx, nullptr);
+  const int64_t ne[4] = {32, 2, 2, 2};
+  float x[32] = {};
+  unsigned char q[64] = {};
+  for (const int v : {130, -1, 16, 1000}) {
+    SCOPED_TRACE(v);
+    // The 0.2 function's message is the reference.
+    ASSERT_EQ(bp_tensor_new_1d(ctx, static_cast<bp_type>(v), 32), nullptr);
+    const std::string want = bp_last_error();
+    EXPECT_NE(want.find("unknown type " + std::to_string(v)), std::string::npos) << want;
+    auto refused = [&](const char *name, const bp_tensor *t) {
+      EXPECT_EQ(t, nullptr) << name;
+      EXPECT_EQ(bp_last_status(), BP_ERR_INVALID_ARGUMENT) << name;
+      EXPECT_EQ(std::string(bp_last_error()), want) << name;
+    };
+    refused("bp_new_tensor", bp_new_tensor(ctx, static_cast<bp_type>(v), 4, ne));
+    refused("bp_new_tensor_1d", bp_new_tensor_1d(ctx, static_cast<bp_type>(v), 32));
+    refused("bp_new_tensor_2d", bp_new_tensor_2d(ctx, static_cast<bp_type>(v), 32, 2));
+    refused("bp_new_tensor_3d", bp_new_tensor_3d(ctx, static_cast<bp_type>(v), 32, 2, 2));
+    refused("bp_new_tensor_4d", bp_new_tensor_4d(ctx, static_cast<bp_type>(v), 32, 2, 2, 2));
+
+    ASSERT_NE(bp_quantize_rows(static_cast<bp_type>(v), x, q, 1, 32, nullptr), BP_OK);
+    const std::string want_q = bp_last_error();
+    EXPECT_NE(want_q.find("unknown type " + std::to_string(v)), std::string::npos) << want_q;
+    EXPECT_EQ(bp_quantize(static_cast<bp_type>(v), x, q, 1, 32), 0u);
+    EXPECT_EQ(bp_last_status(), BP_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(bp_last_error()), want_q);
+  }
+  EXPECT_EQ(bp_context_tensor_count(ctx), 0u);
+  bp_context_free(ctx);
+}
+
+}  // namespace

@@ -150,40 +150,59 @@ TEST_F(ServerTest, GraphRegistrationStopsWhenTheClientGivesUp) {
   EXPECT_TRUE(core->graph_register(c.meta(), q, &h).ok());
 }
 
-TEST(ServerLimits, GraphMemoryIsChargedAgainstTheSessionQuota) {
-  srv::service_options o;
-  o.devices = {cpu_device()};
-  o.max_graph_memory = 100 * srv::k_graph_bytes_per_tensor;  // 100 tensors and nodes
-  srv::service_core core(o);
-  client c = hello_on(core);
+// A backend and a 4 KiB buffer in |c|'s session, and a chain of 20 tensors
+// (19 NEG nodes) in that buffer.
+pb::GraphRegisterRequest small_chain(srv::service_core &core, const client &c) {
   pb::BackendOpenRequest bq;
   pb::Handle be;
-  ASSERT_TRUE(core.backend_open(c.meta(), bq, &be).ok());
-  pb::BufferAllocRequest aq;
-  aq.set_size(4096);
-  pb::BufferAllocReply ar;
-  ASSERT_TRUE(core.buffer_alloc(c.meta(), aq, &ar).ok());
-  // 20 tensors and 19 nodes: 39 units; two fit in 100, the third does not.
+  EXPECT_TRUE(core.backend_open(c.meta(), bq, &be).ok());
+  const uint64_t buf = alloc_on(core, c, 0, 4096);
   pb::GraphRegisterRequest q;
   q.set_backend(be.id());
-  *q.add_tensors() = desc(BP_TYPE_F32, {4}, BP_OP_NONE, {}, ar.id(), 0);
+  *q.add_tensors() = desc(BP_TYPE_F32, {4}, BP_OP_NONE, {}, buf, 0);
   for (int i = 1; i < 20; ++i) {
-    *q.add_tensors() = desc(BP_TYPE_F32, {4}, BP_OP_NEG, {i - 1}, ar.id(), 64 * i);
+    *q.add_tensors() = desc(BP_TYPE_F32, {4}, BP_OP_NEG, {i - 1}, buf, 64 * i);
     q.add_nodes(static_cast<uint32_t>(i));
   }
+  return q;
+}
+
+TEST(ServerLimits, GraphMemoryIsChargedAgainstTheSessionQuota) {
+  // What one such graph is charged, on a server without a quota.
+  uint64_t one = 0;
+  {
+    srv::service_options o;
+    o.devices = {cpu_device()};
+    o.max_graph_memory = 0;
+    srv::service_core core(o);
+    client c = hello_on(core);
+    pb::Handle h;
+    ASSERT_TRUE(core.graph_register(c.meta(), small_chain(core, c), &h).ok());
+    one = core.graph_memory(c.meta());
+  }
+  ASSERT_GT(one, 20 * sizeof(bp_tensor));  // its tensors at least
+  srv::service_options o;
+  o.devices = {cpu_device()};
+  o.max_graph_memory = 2 * one + one / 2;  // two fit, the third does not
+  srv::service_core core(o);
+  client c = hello_on(core);
+  pb::GraphRegisterRequest q = small_chain(core, c);
   pb::Handle g1, g2, g3;
   ASSERT_TRUE(core.graph_register(c.meta(), q, &g1).ok());
   ASSERT_TRUE(core.graph_register(c.meta(), q, &g2).ok());
+  EXPECT_EQ(core.graph_memory(c.meta()), 2 * one);
   EXPECT_STATUS(core.graph_register(c.meta(), q, &g3), StatusCode::RESOURCE_EXHAUSTED, "--max-graph-memory");
+  EXPECT_EQ(core.graph_memory(c.meta()), 2 * one) << "a refused graph is charged nothing";
   ASSERT_TRUE(core.graph_free(c.meta(), g1).ok());
+  EXPECT_EQ(core.graph_memory(c.meta()), one);
   EXPECT_TRUE(core.graph_register(c.meta(), q, &g3).ok());
   // Freeing the buffer drops both graphs that use it, and their charge.
   pb::Handle b;
-  b.set_id(ar.id());
+  b.set_id(q.tensors(0).buffer());
   ASSERT_TRUE(core.buffer_free(c.meta(), b).ok());
-  ASSERT_TRUE(core.buffer_alloc(c.meta(), aq, &ar).ok());
-  q.mutable_tensors(0)->set_buffer(ar.id());
-  for (int i = 1; i < 20; ++i) q.mutable_tensors(i)->set_buffer(ar.id());
+  EXPECT_EQ(core.graph_memory(c.meta()), 0u);
+  const uint64_t buf = alloc_on(core, c, 0, 4096);
+  for (int i = 0; i < q.tensors_size(); ++i) q.mutable_tensors(i)->set_buffer(buf);
   EXPECT_TRUE(core.graph_register(c.meta(), q, &g1).ok());
   EXPECT_TRUE(core.graph_register(c.meta(), q, &g2).ok());
 }
@@ -274,12 +293,14 @@ TEST(ServerLimits, NewBuffersReadAsZerosOnEveryDevice) {
   }
 }
 
+#ifndef BP_OWN_ALLOCATOR  // used by the tests that sanitizer builds skip
 size_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   size_t pages = 0, resident = 0;
   statm >> pages >> resident;
   return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
+#endif
 
 TEST(ServerLimits, AClosedSessionsMemoryGoesBackToTheOS) {
 #ifdef BP_OWN_ALLOCATOR
@@ -306,31 +327,72 @@ TEST(ServerLimits, AClosedSessionsMemoryGoesBackToTheOS) {
 #endif
 }
 
-// The graph-memory charge is an upper bound of what the server really
-// keeps for a registered graph (its context, graph and plan).
-TEST_F(ServerTest, TheGraphChargeCoversWhatARegisteredGraphKeeps) {
+#ifndef BP_OWN_ALLOCATOR
+// Heap bytes in use (every arena, and the chunks glibc maps on its own).
+size_t heap_in_use() {
+  const struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+}
+#endif
+
+// The graph-memory quota is filled by what registered graphs really hold
+// (their contexts, graphs and node index): never more than the quota, and
+// not a fraction of it either (a charge that is a multiple of the real cost
+// would leave most of the quota unused).
+TEST(ServerLimits, TheGraphQuotaIsFilledByWhatGraphsReallyHold) {
 #ifdef BP_OWN_ALLOCATOR
   GTEST_SKIP() << "the sanitizer's allocator keeps its own books";
 #else
-  const uint64_t be = backend(c);
-  const uint64_t buf = alloc(c, 1 << 16);
-  pb::GraphRegisterRequest q;
-  q.set_backend(be);
-  const int n = 8192;
-  *q.add_tensors() = desc(BP_TYPE_F32, {4, 2}, BP_OP_NONE, {}, buf, 0);
-  for (int i = 1; i <= n; ++i) {
-    const pb::TensorDesc d = desc(BP_TYPE_F32, {4, 2}, BP_OP_NEG, {i - 1}, buf, 64 * (i % 1000));
-    *q.add_tensors() = d;
-    q.add_nodes(static_cast<uint32_t>(i));
+  constexpr uint64_t k_quota = uint64_t{24} << 20;
+  srv::service_options o;
+  o.devices = {cpu_device()};
+  o.max_graph_memory = k_quota;
+  srv::service_core core(o);
+  client c = hello_on(core);
+  pb::BackendOpenRequest bq;
+  pb::Handle be;
+  ASSERT_TRUE(core.backend_open(c.meta(), bq, &be).ok());
+  const uint64_t buf = alloc_on(core, c, 0, 1 << 16);
+  // A chain, and a wide graph: many leaves, each pair added.
+  pb::GraphRegisterRequest chain, wide;
+  chain.set_backend(be.id());
+  wide.set_backend(be.id());
+  *chain.add_tensors() = desc(BP_TYPE_F32, {4, 2}, BP_OP_NONE, {}, buf, 0);
+  for (int i = 1; i <= 8192; ++i) {
+    *chain.add_tensors() = desc(BP_TYPE_F32, {4, 2}, BP_OP_NEG, {i - 1}, buf, 64 * (i % 1000));
+    chain.add_nodes(static_cast<uint32_t>(i));
   }
-  malloc_trim(0);
-  const size_t before = mallinfo2().uordblks;
-  pb::Handle h;
-  ASSERT_TRUE(core->graph_register(c.meta(), q, &h).ok());
-  const size_t kept = mallinfo2().uordblks - before;
-  const uint64_t charged = srv::k_graph_bytes_per_tensor * static_cast<uint64_t>(q.tensors_size() + q.nodes_size());
-  RecordProperty("bytes_kept_per_tensor_and_node", std::to_string(kept / (q.tensors_size() + q.nodes_size())));
-  EXPECT_LT(kept, charged) << kept / (q.tensors_size() + q.nodes_size()) << " bytes kept per tensor and node";
+  for (int i = 0; i < 4096; ++i) {
+    const int a = wide.tensors_size();
+    *wide.add_tensors() = desc(BP_TYPE_F32, {4, 2}, BP_OP_NONE, {}, buf, 64 * (a % 1000));
+    *wide.add_tensors() = desc(BP_TYPE_F32, {4, 2}, BP_OP_NONE, {}, buf, 64 * ((a + 1) % 1000));
+    *wide.add_tensors() = desc(BP_TYPE_F32, {4, 2}, BP_OP_ADD, {a, a + 1}, buf, 64 * ((a + 2) % 1000));
+    wide.add_nodes(static_cast<uint32_t>(a + 2));
+  }
+  for (const pb::GraphRegisterRequest *q : {&chain, &wide}) {
+    SCOPED_TRACE(q == &chain ? "chain" : "wide");
+    malloc_trim(0);
+    const size_t before = heap_in_use();
+    std::vector<pb::Handle> held;
+    for (;;) {
+      pb::Handle h;
+      const grpc::Status st = core.graph_register(c.meta(), *q, &h);
+      if (!st.ok()) {
+        ASSERT_EQ(st.error_code(), StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+        break;
+      }
+      held.push_back(h);
+      ASSERT_LT(held.size(), 1000u);
+    }
+    const size_t kept = heap_in_use() - before;
+    const size_t n = held.size();
+    RecordProperty(q == &chain ? "chain_graphs" : "wide_graphs", static_cast<int>(n));
+    EXPECT_LE(kept, k_quota) << n << " graphs hold " << (kept >> 10) << " KiB";
+    EXPECT_GE(kept, k_quota / 2) << n << " graphs hold only " << (kept >> 10) << " KiB of a " << (k_quota >> 10)
+                                 << " KiB quota: the charge is far above the real cost";
+    for (const pb::Handle &h : held) ASSERT_TRUE(core.graph_free(c.meta(), h).ok());
+    EXPECT_EQ(core.graph_memory(c.meta()), 0u);
+  }
 #endif
 }
 
