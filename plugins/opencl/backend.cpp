@@ -198,6 +198,7 @@ bp_status backend_create(device_state *dev, const backend_options &opt, bp_backe
   be->matmul_cols = opt.matmul_cols ? opt.matmul_cols : be->matmul_vector_width == 8 ? 2 : 4;
   be->fuse = opt.fuse;
   be->matmul = opt.matmul;
+  be->attention = opt.attention;
   cl_int rc = CL_SUCCESS;
   be->queue = be->plain_queue = clCreateCommandQueue(dev->context, dev->device, 0, &rc);
   if (!be->queue || rc != CL_SUCCESS) return device_fail(dev, rc, cl_site::setup, "creating a queue", err);

@@ -23,8 +23,18 @@ enum class matmul_mode {
   tiled,      // tiled wherever K % 4 == 0 (tests, tuning)
 };
 
-// matmul's parameter values, in matmul_mode's order.
+// Which ATTENTION kernel runs (ops.cpp): a work-group per query row
+// (attention), or a tile of query rows per work-group with the keys staged
+// in local memory (attention_tile).
+enum class attention_mode {
+  automatic,  // tile on GPU devices for more than one query row, else row
+  row,
+  tile,  // wherever the head sizes fit (tests, tuning)
+};
+
+// The parameter values of each mode, in the enum's order.
 inline constexpr const char *kMatmulNames[] = {"auto", "dot", "tiled"};
+inline constexpr const char *kAttentionNames[] = {"auto", "row", "tile"};
 
 struct backend_options {
   bool cache = true;
@@ -33,6 +43,7 @@ struct backend_options {
   int matmul_width = 0;   // 0 = chosen for the device
   bool fuse = true;       // run node pairs in one launch (ops_fusion.cpp)
   matmul_mode matmul = matmul_mode::automatic;
+  attention_mode attention = attention_mode::automatic;
 };
 
 struct backend_ctx {
@@ -44,6 +55,7 @@ struct backend_ctx {
   int matmul_vector_width = 16;
   int matmul_cols = 4;
   matmul_mode matmul = matmul_mode::automatic;
+  attention_mode attention = attention_mode::automatic;
   bool fuse = true;            // backend_options::fuse
   bool fusion_logged[2] = {};  // norm and SILU pairs: the first of each is logged (debug)
   // Kernel objects, created once per (program, name) and reused for every

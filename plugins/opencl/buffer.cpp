@@ -9,8 +9,8 @@
 #include <cstring>
 #include <new>
 
-#include "opencl.hpp"
 #include "buffer_slots.hpp"
+#include "opencl.hpp"
 
 namespace bp::opencl {
 namespace {

@@ -253,6 +253,9 @@ struct cl_device {
       return s;
     if (bp_status s = plugins::read_named(params, n_params, "matmul", kMatmulNames, &opt.matmul, err); s != BP_OK)
       return s;
+    if (bp_status s = plugins::read_named(params, n_params, "attention", kAttentionNames, &opt.attention, err);
+        s != BP_OK)
+      return s;
     return backend_create(dev, opt, out, err);
   }
   static constexpr auto event_new = event_create;

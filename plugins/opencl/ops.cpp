@@ -330,15 +330,32 @@ bp_status run_rope(backend_ctx *be, const bp_tensor *t, bp_error *err) {
 // One work-group of 64 per query row (attention.cl); each work-item keeps
 // 4 output channels, so value rows of up to 256.
 constexpr int64_t k_attention_group = 64, k_attention_max_dv = 256;
+// attention_tile: 8 query rows of a head per work-group of 128, head sizes
+// D <= 128 and Dv <= 256 (its TQ, TWG, TMAX_D, TWG * TACC).
+constexpr int64_t k_tile_rows = 8, k_tile_group = 128, k_tile_max_d = 128;
+
+// Whether attention_tile runs (backend_options::attention): forced, or on
+// a GPU device for a prompt (a decode step's single row would leave 7 of
+// the tile's 8 empty); and the head sizes fit its local memory.
+bool attention_tile_applies(const backend_ctx *be, const bp_tensor *t) {
+  const bp_tensor *q = t->src[0];
+  if (q->ne[0] > k_tile_max_d || be->attention == attention_mode::row) return false;
+  return be->attention == attention_mode::tile || (be->dev->type != BP_DEVICE_TYPE_CPU && q->ne[1] > 1);
+}
 
 bp_status run_attention(backend_ctx *be, const bp_tensor *t, bp_error *err) {
-  const bp_tensor *mask = t->src[3];
+  const bp_tensor *q = t->src[0], *mask = t->src[3];
   std::string opts = "-DKV_TYPE=" + std::to_string(type_code(t->src[1]->type));
   if (mask) opts += " -DHAS_MASK=1";
+  const bool tile = attention_tile_applies(be, t);
   cl_kernel k = nullptr;
-  if (bp_status s = get_kernel(be, "attention", opts, "attention", &k, err); s != BP_OK) return s;
-  const int64_t rows = t->ne[1] * t->ne[2] * t->ne[3];
-  size_t g[1] = {static_cast<size_t>(rows * k_attention_group)}, l[1] = {static_cast<size_t>(k_attention_group)};
+  if (bp_status s = get_kernel(be, "attention", opts, tile ? "attention_tile" : "attention", &k, err); s != BP_OK)
+    return s;
+  // Work-groups: one per query row, or per tile of rows of one head.
+  const int64_t groups =
+      tile ? q->ne[2] * ((q->ne[1] + k_tile_rows - 1) / k_tile_rows) * q->ne[3] : t->ne[1] * t->ne[2] * t->ne[3];
+  const int64_t local = tile ? k_tile_group : k_attention_group;
+  size_t g[1] = {static_cast<size_t>(groups * local)}, l[1] = {static_cast<size_t>(local)};
   launch l_att(be, k);
   l_att.tensor(t->src[0]).tensor(t->src[1]).tensor(t->src[2]);
   if (mask) l_att.tensor(mask);

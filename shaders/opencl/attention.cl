@@ -89,3 +89,110 @@ __kernel __attribute__((reqd_work_group_size(BLK, 1, 1))) void attention(TENSOR(
     *(__global float *)ELEM_PTR(d, ch, h, t, b) = l > 0.0f ? acc[c] / l : 0.0f;  // fully masked: zeros
   }
 }
+
+// attention_tile: the same result for a prompt on GPUs (attention=tile;
+// auto on GPU devices for more than one query row), TQ query rows of one
+// head (h, t0 .. t0 + TQ - 1, b) per work-group of TWG, so each key and
+// value row is read once per TQ query rows instead of once per row. The
+// tile's queries and a block of TK keys sit in local memory; each
+// work-item scores TQ * TK / TWG (query, key) pairs from there, one
+// work-item per query row carries its online softmax (the block's weights
+// written back over its scores), and each work-item folds the weights into
+// its output channels (lid + TWG c, c < TACC) for every row of the tile.
+// Limits (ops.cpp, attention_tile_applies): D <= TMAX_D, Dv <= TWG * TACC.
+// Rows of the last tile past T are computed as fully masked, not stored.
+#define TQ 8
+#define TK 32
+#define TMAX_D 128
+#define TWG 128
+#define TACC 2
+
+__kernel __attribute__((reqd_work_group_size(TWG, 1, 1))) void attention_tile(TENSOR(q), TENSOR(k), TENSOR(v),
+                                                                             MASK_ARG TENSOR(d), float scale) {
+  __local float q_tile[TQ][TMAX_D];
+  __local float k_block[TK][TMAX_D + 1];
+  __local float score[TQ][TK];
+  __local float keep[TQ], row_sum[TQ];
+  const int lid = get_local_id(0);
+  const long H = q_ne.z, T = q_ne.y, D = q_ne.x, N = k_ne.y, Dv = v_ne.x;
+  const long tiles = (T + TQ - 1) / TQ, group = get_group_id(0);
+  const long h = group % H, t0 = ((group / H) % tiles) * TQ, b = group / (H * tiles);
+  const long hk = h / (H / k_ne.z), bk = b / (q_ne.w / k_ne.w);
+
+  for (long e = lid; e < TQ * D; e += TWG) {
+    const long qi = e / D, i = e % D, t = t0 + qi;
+    q_tile[qi][i] = t < T ? *(__global const float *)ELEM_PTR(q, i, t, h, b) : 0.0f;
+  }
+  float m = -INFINITY;  // row lid's running maximum (lid < TQ)
+  if (lid < TQ) row_sum[lid] = 0.0f;
+  float acc[TQ][TACC];
+  for (int qi = 0; qi < TQ; ++qi)
+    for (int c = 0; c < TACC; ++c) acc[qi][c] = 0.0f;
+
+  for (long j0 = 0; j0 < N; j0 += TK) {
+    for (long e = lid; e < TK * D; e += TWG) {
+      const long jj = e / D, i = e % D;
+      k_block[jj][i] = j0 + jj < N ? LOAD_AS(KV_TYPE, ELEM_PTR(k, i, j0 + jj, hk, bk)) : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // the keys (and, first time, the queries)
+    for (int e = lid; e < TQ * TK; e += TWG) {
+      const int qi = e / TK, jj = e % TK;
+      const long t = t0 + qi, j = j0 + jj;
+      float s = -INFINITY;
+      if (t < T && j < N) {
+#if HAS_MASK
+        const float add = *(__global const float *)ELEM_PTR(mask, j, t, h % mask_ne.z, b % mask_ne.w);
+#else
+        const float add = 0.0f;
+#endif
+        if (add != -INFINITY) {
+          float dot = 0.0f;
+          for (long i = 0; i < D; ++i) dot += q_tile[qi][i] * k_block[jj][i];
+          s = scale * dot + add;
+        }
+      }
+      score[qi][jj] = s;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // every score of the block
+    if (lid < TQ) {
+      float block_max = -INFINITY;
+      for (int jj = 0; jj < TK; ++jj) block_max = fmax(block_max, score[lid][jj]);
+      const float m_new = fmax(m, block_max);
+      // A row masked so far keeps nothing and adds nothing (no -inf - -inf).
+      const float kp = m == -INFINITY ? 0.0f : exp(m - m_new);
+      float sum = 0.0f;
+      for (int jj = 0; jj < TK; ++jj) {
+        const float s = score[lid][jj];
+        const float p = s == -INFINITY ? 0.0f : exp(s - m_new);
+        score[lid][jj] = p;
+        sum += p;
+      }
+      row_sum[lid] = row_sum[lid] * kp + sum;
+      keep[lid] = kp;
+      m = m_new;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // the block's weights and each row's rescale
+    const long n = min((long)TK, N - j0);
+    for (int c = 0; c < TACC; ++c) {
+      const long ch = lid + (long)c * TWG;
+      if (ch >= Dv) break;
+      for (int qi = 0; qi < TQ; ++qi) acc[qi][c] *= keep[qi];
+      for (long jj = 0; jj < n; ++jj) {
+        const float vj = LOAD_AS(KV_TYPE, ELEM_PTR(v, ch, j0 + jj, hk, bk));
+        for (int qi = 0; qi < TQ; ++qi) acc[qi][c] += score[qi][jj] * vj;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // k_block and score are rewritten by the next block
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);  // row_sum written (also when there are no keys)
+  for (int qi = 0; qi < TQ; ++qi) {
+    const long t = t0 + qi;
+    if (t >= T) break;
+    const float l = row_sum[qi];
+    for (int c = 0; c < TACC; ++c) {
+      const long ch = lid + (long)c * TWG;
+      if (ch >= Dv) break;
+      *(__global float *)ELEM_PTR(d, ch, h, t, b) = l > 0.0f ? acc[qi][c] / l : 0.0f;  // fully masked: zeros
+    }
+  }
+}
