@@ -37,7 +37,7 @@ grep -A3 -iE 'vulkan:0|problems' "$out/devices.txt" | head -8
 grep -q '"vulkan:0"' "$out/devices.txt" || { echo "no vulkan device: stopping"; exit 1; }
 if has ops; then
   ops_specs=${SPECS:-"vulkan vulkan:mul_mv=workgroup,attention=row vulkan:attention=split vulkan:fast_paths=false"}
-  grep -q '"opencl:0"' "$out/devices.txt" && ops_specs="$ops_specs opencl opencl:matmul=tiled"
+  grep -q '"opencl:0"' "$out/devices.txt" && ops_specs="$ops_specs opencl opencl:matmul=tiled,attention=tile"
   grep -q 'cooperative matrices NV' "$out/devices.txt" && ops_specs="$ops_specs vulkan:coopmat=true"
   for spec in $ops_specs; do
     stamp "bp-test-ops $spec"
@@ -97,10 +97,11 @@ if has models; then
   # vulkan with its default shaders and with the previous ones (a workgroup
   # per matrix x vector row, no GPU fusion, a workgroup per attention row:
   # the plugin parameters keep them selectable); opencl, where it lists a
-  # device, with its tiled products and without (matmul=dot).
+  # device, with its tiled products and attention and without
+  # (matmul=dot,attention=row).
   prev=vulkan:mul_mv=workgroup,fuse=false,attention=row
   specs=${SPECS_MODELS:-"vulkan $prev"}
-  grep -q '"opencl:0"' "$out/devices.txt" && specs="$specs opencl opencl:matmul=dot"
+  grep -q '"opencl:0"' "$out/devices.txt" && specs="$specs opencl opencl:matmul=dot,attention=row"
   # The prompt products on the tensor cores, where the device has them.
   grep -q 'cooperative matrices NV' "$out/devices.txt" && specs="$specs vulkan:coopmat=true"
   echo "| file | size | device | pp512 | llama.cpp pp512 | ratio | tg128 | llama.cpp tg128 | ratio | tg weight GB/s | llama.cpp |"
