@@ -22,7 +22,10 @@
 // With BP_QTYPE (the _q8_0, ... variants) a is quantized, read as words
 // through an R32UI view (a_off, a_nb in bytes): its blocks are decoded
 // (quant.glsl) as the slice is fetched, so shared memory holds f32 values
-// as for f32 weights.
+// as for f32 weights. Each load slot keeps the row it started on and moves
+// BK values along it per step, so it keeps the scale and min of the group
+// it decoded last (bp_q_fetch4_keep): a group of 32 values (16 for Q6_K)
+// serves 32 / BK steps with one decoding of its scale.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -34,10 +37,10 @@ layout(local_size_x = LOCAL) in;
 layout(binding = 0) uniform usamplerBuffer qa4;
 #include "quant.glsl"
 // Texel kq (values 4 kq..4 kq + 3) of the row at |row|.
-#define FETCH_A(row, kq) bp_q_fetch4(row, (kq) * 4u)
+#define FETCH_A(l, row, kq) bp_q_fetch4_keep(row, (kq) * 4u, a_group[l], a_scale[l], a_min[l])
 #else
 layout(binding = 0) uniform samplerBuffer a;
-#define FETCH_A(row, kq) texelFetch(a, int((row) + (kq)))
+#define FETCH_A(l, row, kq) texelFetch(a, int((row) + (kq)))
 #endif
 layout(binding = 1) uniform samplerBuffer b;
 #define FETCH_B(row, kq) texelFetch(b, int((row) + (kq)))
@@ -79,9 +82,14 @@ void main() {
     brow[l] = bbase + min(n0 + t % BN, n_len - 1) * pc.b_nb.y;
   }
   vec4 anext[A_LOADS], bnext[B_LOADS];
+#ifdef BP_QTYPE
+  uint a_group[A_LOADS];  // bp_q_fetch4_keep's group, scale and min per load slot
+  float a_scale[A_LOADS], a_min[A_LOADS];
+  [[unroll]] for (uint l = 0; l < A_LOADS; ++l) a_group[l] = ~0u;
+#endif
   [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
     const uint kq = (lid + l * LOCAL) / BM;
-    anext[l] = kq < kt_len ? FETCH_A(arow[l], kq) : vec4(0.0);
+    anext[l] = kq < kt_len ? FETCH_A(l, arow[l], kq) : vec4(0.0);
   }
   [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
     const uint kq = (lid + l * LOCAL) / BN;
@@ -108,7 +116,7 @@ void main() {
     if (k1 < kt_len) {
       [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
         const uint kq = k1 + (lid + l * LOCAL) / BM;
-        anext[l] = kq < kt_len ? FETCH_A(arow[l], kq) : vec4(0.0);
+        anext[l] = kq < kt_len ? FETCH_A(l, arow[l], kq) : vec4(0.0);
       }
       [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
         const uint kq = k1 + (lid + l * LOCAL) / BN;

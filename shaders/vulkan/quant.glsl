@@ -41,3 +41,18 @@ vec4 bp_q_fetch4(uint row, uint k) {
   const uint blk = row + (k / BP_QK) * BP_Q_BYTES, j = k % BP_QK;
   return bp_q_values4(blk, j, bp_q_scale(blk, j), bp_q_min(blk, j));
 }
+
+// bp_q_fetch4 for a caller reading one row in rising k, a few values per
+// call: the scale and min of the group it decoded last (|group|: that
+// group's index along the row, ~0u before the first) are kept and reused
+// while k stays in the group, so a K-quant's scale bytes (six-bit pairs
+// for Q4_K and Q5_K) are decoded once per group, not once per 4 values.
+vec4 bp_q_fetch4_keep(uint row, uint k, inout uint group, inout float sc, inout float mn) {
+  const uint blk = row + (k / BP_QK) * BP_Q_BYTES, j = k % BP_QK;
+  if (k / BP_Q_GROUP != group) {
+    group = k / BP_Q_GROUP;
+    sc = bp_q_scale(blk, j);
+    mn = bp_q_min(blk, j);
+  }
+  return bp_q_values4(blk, j, sc, mn);
+}
