@@ -26,8 +26,9 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 # -- vulkan plugin
 # ctest ran every op on the Vulkan device (lavapipe here) as chosen, with
 # only the general shaders and with the GPU-shaped MUL_MAT shaders. Here the
-# Khronos validation layer, which ctest cannot judge: every op, and MUL_MAT
-# with mul_mat=gpu, failing on any message the layer prints. Skipped with a
+# Khronos validation layer, which ctest cannot judge: every op, MUL_MAT
+# with mul_mat=gpu (both mul_mv shapes) and ATTENTION's tile and split
+# shaders, failing on any message the layer prints. Skipped with a
 # message when no device exists.
 # The listing is read whole first: grep -q stops reading at its match, and
 # under pipefail bp-devices' SIGPIPE would fail the test and skip these checks.
@@ -38,6 +39,14 @@ if grep -q "plugin        vulkan" <<<"$devices"; then
     { cat build/vulkan-validation.log; exit 1; }
   VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation ./build/bin/bp-test-ops --device vulkan:mul_mat=gpu -o MUL_MAT \
     >>build/vulkan-validation.log 2>&1 || { cat build/vulkan-validation.log; exit 1; }
+  # The other shapes a GPU picks: a workgroup per matrix x vector row, and
+  # ATTENTION in query tiles and split over runs of keys (with its merge).
+  VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation ./build/bin/bp-test-ops --device vulkan:mul_mat=gpu,mul_mv=workgroup \
+    -o MUL_MAT >>build/vulkan-validation.log 2>&1 || { cat build/vulkan-validation.log; exit 1; }
+  for att in tile split; do
+    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation ./build/bin/bp-test-ops --device vulkan:attention=$att -o ATTENTION \
+      >>build/vulkan-validation.log 2>&1 || { cat build/vulkan-validation.log; exit 1; }
+  done
   if grep -E "VUID|Validation (Error|Warning)|UNASSIGNED" build/vulkan-validation.log; then
     echo "vulkan: the validation layer reported the messages above"
     exit 1
