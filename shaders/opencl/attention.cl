@@ -17,8 +17,11 @@
 #endif
 #if HAS_MASK
 #define MASK_ARG TENSOR(mask),
+// The mask's value for key j of query row t of head h, batch b.
+#define MASK_ADD(j, t, h, b) (*(__global const float *)ELEM_PTR(mask, j, t, (h) % mask_ne.z, (b) % mask_ne.w))
 #else
 #define MASK_ARG
+#define MASK_ADD(j, t, h, b) 0.0f
 #endif
 
 __kernel __attribute__((reqd_work_group_size(BLK, 1, 1))) void attention(TENSOR(q), TENSOR(k), TENSOR(v), MASK_ARG
@@ -40,11 +43,7 @@ __kernel __attribute__((reqd_work_group_size(BLK, 1, 1))) void attention(TENSOR(
     const long j = j0 + lid;
     float s = -INFINITY;
     if (j < N) {
-#if HAS_MASK
-      const float add = *(__global const float *)ELEM_PTR(mask, j, t, h % mask_ne.z, b % mask_ne.w);
-#else
-      const float add = 0.0f;
-#endif
+      const float add = MASK_ADD(j, t, h, b);
       if (add != -INFINITY) {
         float dot = 0.0f;
         for (long i = 0; i < D; ++i)
@@ -140,11 +139,7 @@ __kernel __attribute__((reqd_work_group_size(TWG, 1, 1))) void attention_tile(TE
       const long t = t0 + qi, j = j0 + jj;
       float s = -INFINITY;
       if (t < T && j < N) {
-#if HAS_MASK
-        const float add = *(__global const float *)ELEM_PTR(mask, j, t, h % mask_ne.z, b % mask_ne.w);
-#else
-        const float add = 0.0f;
-#endif
+        const float add = MASK_ADD(j, t, h, b);
         if (add != -INFINITY) {
           float dot = 0.0f;
           for (long i = 0; i < D; ++i) dot += q_tile[qi][i] * k_block[jj][i];

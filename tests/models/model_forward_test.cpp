@@ -294,12 +294,7 @@ TEST_P(ModelDevices, LogitsMatchTheReferenceOnADeviceList) {
   const bp_model_context_options opt = context_options(32, true);
   ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
   const auto ids = prompt(9, cfg.n_vocab(), 5);
-  ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
-  size_t rows = 0;
-  const float *logits = bp_model_context_logits(m.ctx, &rows);
-  ASSERT_EQ(rows, ids.size());
-  const auto want = bp::test::reference_logits(cfg, w, ids);
-  EXPECT_LT(rel_error(logits, want, want.size()), 1e-3);
+  expect_prompt_matches(m.ctx, cfg, w, ids, 1e-3);
   ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), 1, false), BP_OK) << bp_last_error();
 }
 
@@ -338,13 +333,7 @@ TEST_P(ModelDevices, EveryLayerOnTheFirstDeviceTakesTheTokenTable) {
       EXPECT_GT(bi.weight_bytes, 0u) << "the token table is not on " << bi.backend;
     const bp_model_context_options opt = context_options(32, true);
     ASSERT_EQ(bp_model_context_new(m.model, &opt, &m.ctx), BP_OK) << bp_last_error();
-    const auto ids = prompt(9, cfg.n_vocab(), 5);
-    ASSERT_EQ(bp_model_context_eval(m.ctx, ids.data(), ids.size(), true), BP_OK) << bp_last_error();
-    size_t rows = 0;
-    const float *logits = bp_model_context_logits(m.ctx, &rows);
-    ASSERT_EQ(rows, ids.size());
-    const auto want = bp::test::reference_logits(cfg, w, ids);
-    EXPECT_LT(rel_error(logits, want, want.size()), 1e-3);
+    expect_prompt_matches(m.ctx, cfg, w, prompt(9, cfg.n_vocab(), 5), 1e-3);
   }
 }
 

@@ -58,14 +58,23 @@ inline quant_weights make_weights(bp_type type, int64_t K, int64_t rows, unsigne
 
 // out[m, n, i2] = sum_k a[k, m, i2 / (B / A2)] b[k, n, i2] with a of A2 =
 // max(1, B / 2) batches (each serving B / A2 of b's), K a whole number of
-// blocks. Relative error per output against the double reference.
-inline void check_mul_mat(bp_backend *be, bp_type type, int64_t K, int64_t M, int64_t N, int64_t B = 1) {
+// blocks. With |row_len| > K, a is a window: K values of each row of an
+// [row_len, M, A2] table from value |first| on (a view, rows row_len values
+// apart; |first| a whole number of blocks). Relative error per output
+// against the double reference.
+inline void check_mul_mat(bp_backend *be, bp_type type, int64_t K, int64_t M, int64_t N, int64_t B = 1,
+                          int64_t row_len = 0, int64_t first = 0) {
+  const int64_t R = row_len > K ? row_len : K;
   SCOPED_TRACE(std::string("MUL_MAT ") + bp_type_name(type) + " K=" + std::to_string(K) + " M=" + std::to_string(M) +
-               " N=" + std::to_string(N) + " B=" + std::to_string(B));
+               " N=" + std::to_string(N) + " B=" + std::to_string(B) + " rows of " + std::to_string(R) + " from " +
+               std::to_string(first));
   const int64_t A2 = B > 1 ? B / 2 : 1;
   bp_context *ctx = bp_context_new(0);
-  bp_tensor *a = bp_tensor_new_3d(ctx, type, K, M, A2);
+  bp_tensor *table = bp_tensor_new_3d(ctx, type, R, M, A2);
   bp_tensor *b = bp_tensor_new_3d(ctx, BP_TYPE_F32, K, N, B);
+  ASSERT_TRUE(table && b) << bp_last_error();
+  bp_tensor *a =
+      R == K ? table : bp_view_3d(ctx, table, K, M, A2, table->nb[1], table->nb[2], bp_type_row_size(type, first));
   ASSERT_NE(a, nullptr) << bp_last_error();
   bp_tensor *c = bp_mul_mat(ctx, a, b);
   ASSERT_NE(c, nullptr) << bp_last_error();
@@ -73,12 +82,12 @@ inline void check_mul_mat(bp_backend *be, bp_type type, int64_t K, int64_t M, in
   ASSERT_EQ(bp_graph_build(g, c), BP_OK) << bp_last_error();
   bp_buffer *buf = nullptr;
   ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
-  const quant_weights w = make_weights(type, K, M * A2, static_cast<unsigned>(K * 7 + M * 3 + N));
+  const quant_weights w = make_weights(type, R, M * A2, static_cast<unsigned>(K * 7 + M * 3 + N + R + first));
   std::mt19937 rng(static_cast<unsigned>(K + M + N * 11));
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> bv(static_cast<size_t>(K * N * B));
   for (float &x : bv) x = dist(rng);
-  ASSERT_EQ(bp_tensor_set(a, w.bytes.data(), 0, w.bytes.size()), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_tensor_set(table, w.bytes.data(), 0, w.bytes.size()), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_tensor_set(b, bv.data(), 0, bv.size() * 4), BP_OK) << bp_last_error();
   ASSERT_EQ(bp_backend_graph_compute(be, g), BP_OK) << bp_last_error();
   std::vector<float> out(static_cast<size_t>(M * N * B));
@@ -87,7 +96,7 @@ inline void check_mul_mat(bp_backend *be, bp_type type, int64_t K, int64_t M, in
   for (int64_t i2 = 0; i2 < B; ++i2)
     for (int64_t n = 0; n < N; ++n)
       for (int64_t m = 0; m < M; ++m) {
-        const float *ar = &w.deq[static_cast<size_t>(((i2 / (B / A2)) * M + m) * K)];
+        const float *ar = &w.deq[static_cast<size_t>(((i2 / (B / A2)) * M + m) * R + first)];
         const float *br = &bv[static_cast<size_t>((i2 * N + n) * K)];
         double ref = 0, mag = 0;
         for (int64_t k = 0; k < K; ++k) {
@@ -99,55 +108,6 @@ inline void check_mul_mat(bp_backend *be, bp_type type, int64_t K, int64_t M, in
         if (!(std::fabs(got - ref) <= 1e-5 * mag + 1e-6) && bad++ < 5)
           ADD_FAILURE() << "out[" << m << ", " << n << ", " << i2 << "] = " << got << ", reference " << ref;
       }
-  EXPECT_EQ(bad, 0) << "outputs off the reference";
-  bp_buffer_free(buf);
-  bp_graph_free(g);
-  bp_context_free(ctx);
-}
-
-// MUL_MAT of a BF16 window: K values of each row of an [R, M] table from
-// value |first| on (a view, rows |R| values apart), by N f32 columns. With
-// R odd or |first| odd, rows start off a 4-byte word. Relative error per
-// output against the double reference (BF16 values widen exactly).
-inline void check_mul_mat_bf16_window(bp_backend *be, int64_t K, int64_t R, int64_t first, int64_t M, int64_t N) {
-  SCOPED_TRACE("MUL_MAT bf16 window K=" + std::to_string(K) + " of rows of " + std::to_string(R) + " from " +
-               std::to_string(first));
-  bp_context *ctx = bp_context_new(0);
-  bp_tensor *table = bp_tensor_new_2d(ctx, BP_TYPE_BF16, R, M);
-  bp_tensor *b = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, N);
-  ASSERT_TRUE(table && b) << bp_last_error();
-  bp_tensor *a = bp_view_2d(ctx, table, K, M, table->nb[1], static_cast<size_t>(first) * 2);
-  ASSERT_NE(a, nullptr) << bp_last_error();
-  bp_tensor *c = bp_mul_mat(ctx, a, b);
-  ASSERT_NE(c, nullptr) << bp_last_error();
-  bp_graph *g = bp_graph_new(ctx, 0);
-  ASSERT_EQ(bp_graph_build(g, c), BP_OK) << bp_last_error();
-  bp_buffer *buf = nullptr;
-  ASSERT_EQ(bp_context_alloc_tensors(ctx, be, &buf), BP_OK) << bp_last_error();
-  const quant_weights w = make_weights(BP_TYPE_BF16, R, M, static_cast<unsigned>(K + R + first));
-  std::mt19937 rng(static_cast<unsigned>(K * 3 + N));
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> bv(static_cast<size_t>(K * N));
-  for (float &x : bv) x = dist(rng);
-  ASSERT_EQ(bp_tensor_set(table, w.bytes.data(), 0, w.bytes.size()), BP_OK) << bp_last_error();
-  ASSERT_EQ(bp_tensor_set(b, bv.data(), 0, bv.size() * 4), BP_OK) << bp_last_error();
-  ASSERT_EQ(bp_backend_graph_compute(be, g), BP_OK) << bp_last_error();
-  std::vector<float> out(static_cast<size_t>(M * N));
-  ASSERT_EQ(bp_tensor_get(c, out.data(), 0, out.size() * 4), BP_OK) << bp_last_error();
-  int bad = 0;
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t m = 0; m < M; ++m) {
-      double ref = 0, mag = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        const double p =
-            static_cast<double>(w.deq[static_cast<size_t>(m * R + first + k)]) * bv[static_cast<size_t>(n * K + k)];
-        ref += p;
-        mag += std::fabs(p);
-      }
-      const double got = out[static_cast<size_t>(n * M + m)];
-      if (!(std::fabs(got - ref) <= 1e-5 * mag + 1e-6) && bad++ < 5)
-        ADD_FAILURE() << "out[" << m << ", " << n << "] = " << got << ", reference " << ref;
-    }
   EXPECT_EQ(bad, 0) << "outputs off the reference";
   bp_buffer_free(buf);
   bp_graph_free(g);

@@ -55,8 +55,8 @@ TEST_F(OpenclBf16, RowsOfAnyLengthMatchDoubleReference) {
   check_mul_mat(be_, BP_TYPE_BF16, 37, 9, 3);
   check_mul_mat(be_, BP_TYPE_BF16, 38, 5, 1, 2);
   check_mul_mat(be_, BP_TYPE_BF16, 70, 13, 11);  // past the vector width, with a tail
-  check_mul_mat_bf16_window(be_, 8, 9, 0, 7, 2);
-  check_mul_mat_bf16_window(be_, 35, 40, 3, 7, 3);
+  check_mul_mat(be_, BP_TYPE_BF16, 8, 7, 2, 1, 9, 0);
+  check_mul_mat(be_, BP_TYPE_BF16, 35, 7, 3, 1, 40, 3);
   check_get_rows(be_, BP_TYPE_BF16, 37, 5, 7);
 }
 

@@ -114,8 +114,8 @@ TEST_F(VulkanBf16, RowsOfAnyLengthMatchDoubleReference) {
   ASSERT_NE(be, nullptr);
   check_mul_mat(be, BP_TYPE_BF16, 37, 9, 3);
   check_mul_mat(be, BP_TYPE_BF16, 38, 5, 1, 2);
-  check_mul_mat_bf16_window(be, 8, 9, 0, 7, 2);   // rows 18 bytes apart: every other one off a word
-  check_mul_mat_bf16_window(be, 8, 10, 1, 7, 3);  // every row starts 2 bytes past a word
+  check_mul_mat(be, BP_TYPE_BF16, 8, 7, 2, 1, 9, 0);   // rows 18 bytes apart: every other one off a word
+  check_mul_mat(be, BP_TYPE_BF16, 8, 7, 3, 1, 10, 1);  // every row starts 2 bytes past a word
   check_get_rows(be, BP_TYPE_BF16, 37, 5, 7);
   bp_backend_free(be);
   const auto rows = profile.rows();
@@ -129,7 +129,7 @@ TEST_F(VulkanBf16, WindowsOnWordsRunTheBlockShaders) {
   profile_capture profile;
   bp_backend *be = make("");
   ASSERT_NE(be, nullptr);
-  check_mul_mat_bf16_window(be, 8, 12, 2, 7, 3);  // rows 24 bytes apart, the window 4 bytes in
+  check_mul_mat(be, BP_TYPE_BF16, 8, 7, 3, 1, 12, 2);  // rows 24 bytes apart, the window 4 bytes in
   bp_backend_free(be);
   EXPECT_GT(profile.rows().count("MUL_MAT mul_mv_q_tex_bf16") + profile.rows().count("MUL_MAT mul_mv_q_bf16"), 0u);
 }
