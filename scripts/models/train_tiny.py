@@ -6,6 +6,11 @@ Stages (each cached in --work, so a rerun only redoes what is missing):
   corpus   `bible -l0 Gen1:1-Rev22:21` (Debian bible-kjv + bible-kjv-text)
   vocab    SentencePiece BPE, byte fallback, <unk>=0 <s>=1 </s>=2, no
            normalisation (llama.cpp's SPM tokenizer does none)
+  held-out every 100th chapter (index % 100 == 50, 12 of the 1189) is kept
+           out of training and written to --heldout-out
+           (models/tiny/heldout.txt); the script ends by printing the
+           model's perplexity on it, measured as
+           tests/models/heldout_perplexity.py measures the GGUF file
   train    a llama in torch: RMSNorm, SwiGLU, grouped-query attention and
            rotary embeddings in GGUF's NORMAL mode (adjacent pairs
            x[2i], x[2i+1] rotated by pos * base^(-2i/head_dim)), so the
@@ -14,8 +19,8 @@ Stages (each cached in --work, so a rerun only redoes what is missing):
            the module imports (PYTHONPATH=build/python), else the small
            writer below (both give the same bytes: --check-writers)
 
-Deterministic given --seed and --steps (torch.manual_seed, 2 threads, a
-fixed number of steps): the same torch build gives the same file.
+Deterministic given the options (torch.manual_seed, 2 threads, a fixed
+number of steps): the same torch build gives the same file.
 
   /usr/bin/python3 scripts/models/train_tiny.py --work /tmp/tiny-kjv \\
       --out models/tiny/tiny-kjv.gguf
@@ -30,7 +35,7 @@ import time
 
 import numpy as np
 
-CFG = dict(dim=128, n_layers=4, n_heads=4, n_kv_heads=2, ffn=352, ctx=256,
+CFG = dict(dim=192, n_layers=4, n_heads=6, n_kv_heads=3, ffn=512, ctx=256,
            vocab=2048, rope_base=10000.0, eps=1e-5)
 
 
@@ -49,19 +54,44 @@ def make_corpus(path):
 
 
 def chapters(text):
-    """Chunks for the tokenizer: split before each chapter heading that
-    starts with a letter ("Genesis 1"; "1 Kings 1" stays with the chunk
-    before it). The chunks only bound SentencePiece calls; their ids are
-    concatenated into one stream."""
-    parts, cur = [], []
-    for line in text.split("\n"):
-        if line and not line[0].isdigit() and cur and any(c.strip() for c in cur):
-            parts.append("\n".join(cur) + "\n")
-            cur = []
+    """The corpus as chapters, in order: each a heading line ("Genesis 1",
+    "1 Kings 1"), a blank line and its verses. A heading is the one kind of
+    line with a blank line on both sides."""
+    lines = text.split("\n")
+    starts = [i for i in range(1, len(lines) - 1)
+              if lines[i] and not lines[i - 1] and not lines[i + 1]]
+    if lines and lines[0] and len(lines) > 1 and not lines[1]:
+        starts.insert(0, 0)
+    out = []
+    for a, b in zip(starts, starts[1:] + [len(lines)]):
+        out.append("\n".join(lines[a:b]).strip("\n") + "\n")
+    return out
+
+
+def is_heldout(index, every):
+    """Chapters index % every == every // 2 (0-based over the 1189) never
+    reach training: the held-out text, spread over the whole book."""
+    return every > 0 and index % every == every // 2
+
+
+def heldout_chunks(text, max_bytes=700):
+    """The held-out text as the perplexity is measured on it: whole lines
+    (blank ones included) grouped in order while a group stays within
+    max_bytes of UTF-8, each group then evaluated alone as BOS + its
+    tokens. 700 bytes keeps a group under the 256-token context (3.5 bytes
+    a token on average; a verse is at most about 530 bytes).
+    tests/models/heldout_perplexity.py groups the same way."""
+    chunks, cur, size = [], [], 0
+    for line in text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"):
+        n = len(line.encode("utf-8")) + 1
+        if cur and size + n > max_bytes:
+            chunks.append("\n".join(cur) + "\n")
+            cur, size = [], 0
         cur.append(line)
+        size += n
     if cur:
-        parts.append("\n".join(cur))
-    return parts
+        chunks.append("\n".join(cur) + "\n")
+    return chunks
 
 
 # ----------------------------------------------------------------- vocab
@@ -158,7 +188,24 @@ def build_model(torch, cfg):
     return Llama()
 
 
-def train(args, ids, ckpt):
+def heldout_nll(torch, model, chunk_ids):
+    """Mean negative log-likelihood (nats/token) over the held-out chunks:
+    each chunk is BOS + its ids, every id after BOS predicted."""
+    F = torch.nn.functional
+    total, count = 0.0, 0
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        for ids in chunk_ids:
+            x = torch.tensor([[1] + ids[:-1]])
+            y = torch.tensor(ids)
+            total += F.cross_entropy(model(x)[0], y, reduction="sum").item()
+            count += len(ids)
+    model.train(was)
+    return total / count
+
+
+def train(args, ids, ckpt, heldout_ids):
     import torch
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -177,7 +224,9 @@ def train(args, ids, ckpt):
     warm = max(1, args.steps // 20)
     t0 = time.time()
     log = []
-    for step in range(args.steps):
+    # --stop-after ends the run early on the schedule of --steps (the
+    # learning rate as a full run would have it at each step).
+    for step in range(args.stop_after or args.steps):
         lr = args.lr * (step + 1) / warm if step < warm else \
             args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warm) / (args.steps - warm))))
         for g in opt.param_groups:
@@ -194,12 +243,18 @@ def train(args, ids, ckpt):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         log.append(loss.item())
-        if step % 25 == 0 or step == args.steps - 1:
+        if step < 5 or step % 25 == 0 or step == (args.stop_after or args.steps) - 1:
             el = time.time() - t0
             print(f"step {step} loss {loss.item():.4f} (avg25 {np.mean(log[-25:]):.4f}) "
                   f"lr {lr:.2e} {el:.0f}s", flush=True)
+        if args.eval_every and (step + 1) % args.eval_every == 0 and step + 1 < (args.stop_after or args.steps):
+            # A look at over-fitting on the way, and a checkpoint to fall back
+            # on if the run has to be cut short; neither changes the result.
+            nll = heldout_nll(torch, model, heldout_ids)
+            print(f"step {step + 1} held-out {nll:.4f} nats/token, perplexity {math.exp(nll):.2f}", flush=True)
+            torch.save(model.state_dict(), ckpt + ".partial")
     el = time.time() - t0
-    print(f"trained {args.steps} steps in {el:.0f}s, final avg loss (last 25) "
+    print(f"trained {step + 1} steps in {el:.0f}s, final avg loss (last 25) "
           f"{np.mean(log[-25:]):.4f}", flush=True)
     torch.save(model.state_dict(), ckpt)
     return model
@@ -337,16 +392,31 @@ def main():
     ap.add_argument("--work", default="/tmp/tiny-kjv", help="cache folder (corpus, vocab, checkpoint)")
     ap.add_argument("--out", default="models/tiny/tiny-kjv.gguf")
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--stop-after", type=int, default=0,
+                    help="stop after this many steps of the --steps schedule (0: run it all)")
+    ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--lr", type=float, default=4e-3)
-    ap.add_argument("--seq", type=int, default=128, help="training window (tokens, BOS included)")
+    ap.add_argument("--seq", type=int, default=256, help="training window (tokens, BOS included)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--dim", type=int, default=CFG["dim"], help="embedding width")
+    ap.add_argument("--layers", type=int, default=CFG["n_layers"])
+    ap.add_argument("--heads", type=int, default=CFG["n_heads"])
+    ap.add_argument("--kv-heads", type=int, default=CFG["n_kv_heads"])
+    ap.add_argument("--ffn", type=int, default=CFG["ffn"], help="FFN width")
+    ap.add_argument("--heldout-every", type=int, default=100,
+                    help="hold out chapters index %% N == N // 2 (0: none)")
+    ap.add_argument("--heldout-out", default="models/tiny/heldout.txt",
+                    help="where the held-out chapters are written")
+    ap.add_argument("--eval-every", type=int, default=0,
+                    help="steps between held-out evaluations (and partial checkpoints) during training")
     ap.add_argument("--writer", choices=("auto", "backplane", "builtin"), default="auto")
     ap.add_argument("--check-writers", action="store_true",
                     help="write with both writers and require identical bytes")
     ap.add_argument("--retrain", action="store_true", help="ignore a cached checkpoint")
     args = ap.parse_args()
+    CFG.update(dim=args.dim, n_layers=args.layers, n_heads=args.heads,
+               n_kv_heads=args.kv_heads, ffn=args.ffn)
     os.makedirs(args.work, exist_ok=True)
 
     corpus = os.path.join(args.work, "kjv.txt")
@@ -358,17 +428,34 @@ def main():
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
 
-    ckpt = os.path.join(args.work, f"ckpt-s{args.seed}-n{args.steps}-b{args.batch}-t{args.seq}-lr{args.lr}.pt")
+    text = open(corpus, encoding="utf-8").read()
+    chs = chapters(text)
+    held = [c for i, c in enumerate(chs) if is_heldout(i, args.heldout_every)]
+    heldout_text = "".join(held)
+    if args.heldout_out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.heldout_out)), exist_ok=True)
+        with open(args.heldout_out, "w", encoding="utf-8") as f:
+            f.write(heldout_text)
+    heldout_ids = [sp.encode(c) for c in heldout_chunks(heldout_text)]
+    print(f"{len(chs)} chapters, {len(held)} held out ({len(heldout_text)} bytes, "
+          f"{sum(map(len, heldout_ids))} tokens in {len(heldout_ids)} chunks)", flush=True)
+
+    c = CFG
+    ckpt = os.path.join(args.work, f"ckpt-d{c['dim']}-l{c['n_layers']}-h{c['n_heads']}-kv{c['n_kv_heads']}-f{c['ffn']}"
+                        f"-s{args.seed}-n{args.steps}{f'-stop{args.stop_after}' if args.stop_after else ''}-b{args.batch}-t{args.seq}-lr{args.lr}-ho{args.heldout_every}.pt")
     if os.path.exists(ckpt) and not args.retrain:
         model = load_model(ckpt, args.threads)
     else:
-        text = open(corpus, encoding="utf-8").read()
         ids = []
-        for ch in chapters(text):
-            ids += sp.encode(ch)
-        print(f"corpus {len(text)} chars, {len(ids)} tokens", flush=True)
-        model = train(args, ids, ckpt)
+        for i, ch in enumerate(chs):
+            if not is_heldout(i, args.heldout_every):
+                ids += sp.encode(ch)
+        print(f"corpus {len(text)} chars, {len(ids)} training tokens", flush=True)
+        model = train(args, ids, ckpt, heldout_ids)
         model.eval()
+    import torch
+    nll = heldout_nll(torch, model, heldout_ids)
+    print(f"held-out: {nll:.4f} nats/token, perplexity {math.exp(nll):.3f} (torch, f32)", flush=True)
 
     for p in ("In the beginning", "And the LORD said unto Moses,", "Blessed are the"):
         print(repr(sample(model, sp, p, 40)), flush=True)
