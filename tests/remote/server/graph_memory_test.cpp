@@ -2,6 +2,20 @@
 // really cost the server. One client registers graphs over real gRPC
 // connections until the quota refuses one, frees them all, and does it
 // again, round after round, while the server's resident set is watched.
+// Sanitizer builds leave the whole file out: their allocators keep freed
+// memory by design, so the test would only skip there, and with this
+// translation unit linked in, clang's LeakSanitizer crashed at exit in every
+// test of bp_test_remote_server (its tracer faulting on a dynamic-TLS range
+// of the main thread; the cause inside the runtime was not found).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BP_OWN_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define BP_OWN_ALLOCATOR 1
+#endif
+#endif
+
+#ifndef BP_OWN_ALLOCATOR
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -24,15 +38,6 @@ using namespace bp_test;
 using grpc::StatusCode;
 using namespace std::chrono_literals;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define BP_OWN_ALLOCATOR 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define BP_OWN_ALLOCATOR 1
-#endif
-#endif
-
-#ifndef BP_OWN_ALLOCATOR  // the helpers of a test that sanitizer builds skip
 size_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   size_t pages = 0, resident = 0;
@@ -51,12 +56,8 @@ pb::GraphRegisterRequest chain(uint64_t backend, uint64_t buffer, int n) {
   }
   return q;
 }
-#endif
 
 TEST(GraphMemory, TheResidentSetStaysWithinTheQuotaOverManyRounds) {
-#ifdef BP_OWN_ALLOCATOR
-  GTEST_SKIP() << "the sanitizer's allocator keeps freed memory by design";
-#else
   constexpr uint64_t k_quota = uint64_t{24} << 20;
   // What one registration in flight may hold besides the registered graphs:
   // the request as gRPC received and parsed it (and, this process being the
@@ -151,7 +152,8 @@ TEST(GraphMemory, TheResidentSetStaysWithinTheQuotaOverManyRounds) {
       << "the resident set grew by " << (grown >> 20) << " MiB over a quota of " << (k_quota >> 20) << " MiB (+"
       << (k_allowance >> 20) << " allowed), with up to " << most << " graphs registered";
   server.stop(0ms);
-#endif
 }
 
 }  // namespace
+
+#endif  // BP_OWN_ALLOCATOR
