@@ -106,18 +106,19 @@ if has models; then
   grep -q 'cooperative matrices NV' "$out/devices.txt" && specs="$specs vulkan:coopmat=true"
   echo "| file | size | device | pp512 | llama.cpp pp512 | ratio | tg128 | llama.cpp tg128 | ratio | tg weight GB/s | llama.cpp |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
-  for t in $types; do
-    f=${MODEL_DIR:-/tmp}/llama-1b-$t.gguf
-    [ -f "$f" ] || "$P/bin/bp-gguf" synth "$f" --arch llama --type "$t" --vocab spm --embd 2048 --layers 16 \
-      --heads 32 --kv-heads 8 --ff 8192 --n-vocab 32000 --ctx 2048 > /dev/null 2>&1
-    bench_file 1B "$t" "$f"
-  done
-  # llama-2-7B's shape.
-  for t in $big_types; do
-    f=${MODEL_DIR:-/tmp}/llama-7b-$t.gguf
-    [ -f "$f" ] || "$P/bin/bp-gguf" synth "$f" --arch llama --type "$t" --vocab spm --embd 4096 --layers 32 \
-      --heads 32 --kv-heads 32 --ff 11008 --n-vocab 32000 --ctx 2048 > /dev/null 2>&1
-    bench_file 7B "$t" "$f"
+  # A llama-shaped file per size and type, synthesised once: "1b" (2048
+  # wide, 16 layers, 32/8 heads, ff 8192) and "7b" (llama-2-7B's shape).
+  shape_1b="--embd 2048 --layers 16 --heads 32 --kv-heads 8 --ff 8192"
+  shape_7b="--embd 4096 --layers 32 --heads 32 --kv-heads 32 --ff 11008"
+  for size_types in "1b:$types" "7b:$big_types"; do
+    size=${size_types%%:*}
+    shape_var=shape_$size
+    for t in ${size_types#*:}; do
+      f=${MODEL_DIR:-/tmp}/llama-$size-$t.gguf
+      [ -f "$f" ] || "$P/bin/bp-gguf" synth "$f" --arch llama --type "$t" --vocab spm ${!shape_var} \
+        --n-vocab 32000 --ctx 2048 > /dev/null 2>&1
+      bench_file "${size^^}" "$t" "$f"
+    done
   done
   # Where a decode step's GPU time goes: per-dispatch times of the first
   # 7B type, new shaders then the previous ones.
