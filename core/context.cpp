@@ -17,7 +17,7 @@ bp_status check_type_and_dims(const bp_type &type, const int64_t ne[BP_MAX_DIMS]
     return set_errorf(
         BP_ERR_INVALID_ARGUMENT,
         "%s: unknown type %d: use a BP_TYPE_* value below BP_TYPE_COUNT (f32, f16, i32, q8_0, q4_0, q5_0, q4_K, q6_K, "
-        "q5_K, bf16)",
+        "q5_K, bf16, q4_1, q5_1, q2_K, q3_K, iq4_nl, iq4_xs, mxfp4)",
         fn, type_value);
   }
   // Every dim must hold at least one element: empty tensors would force every

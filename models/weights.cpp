@@ -85,7 +85,8 @@ bp_status check_tensors(const bp_gguf *file, const hparams &hp, uint64_t *n_para
     if (!info.supported)
       return fail(BP_ERR_UNIMPLEMENTED, "the model file's tensor " + e.name + " has type " + info.type_name +
                                             ", which Backplane does not hold (it runs f32, f16, bf16, q8_0, q4_0, "
-                                            "q5_0, q4_K, q5_K, q6_K; docs/models.md)");
+                                            "q5_0, q4_1, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, "
+                                            "mxfp4; docs/models.md)");
     if (e.f32_only && info.type != BP_TYPE_F32)
       return fail(BP_ERR_UNIMPLEMENTED, "the model file's tensor " + e.name + " has type " + info.type_name +
                                             ": norms, biases and rope factors must be f32");

@@ -3,11 +3,9 @@
 // (Q4_K) or 0..31 (Q5_K, its fifth bit kept apart in qh), with 6-bit
 // sub-block scales sc and mins m packed into 12 bytes.
 //
-// The reference search, per sub-block: weights w = rms(x) + |x|; start from
-// the min/max fit, then try candidate inverse scales (nmax + rmin + delta *
-// step) / (max - min) and keep the weighted least-squares scale and min of
-// the one with the smallest weighted squared error (Q4_K: nmax 15, rmin -1,
-// 21 candidates; Q5_K: nmax 31, rmin -0.5, 16 candidates). Then the eight
+// The reference search, per sub-block: weights w = rms(x) + |x|, then
+// fit_scale_min (Q4_K: nmax 15, rmin -1, 21 candidates; Q5_K: nmax 31,
+// rmin -0.5, 16 candidates). Then the eight
 // scales and mins are themselves quantized to 6 bits against their maxima,
 // and every value is coded again against the scales as stored.
 #include <algorithm>
@@ -23,79 +21,9 @@ constexpr int k_super = 256;
 constexpr int k_sub = 32;
 constexpr int k_q4_bytes = 144;
 constexpr int k_q5_bytes = 176;
-constexpr float k_rdelta = 0.1f;
 
-// One format's search: codes 0..nmax; candidate inverse scales
-// (nmax + rmin + k_rdelta * s) / (max - min), s = 0..steps.
-struct search {
-  int nmax;
-  float rmin;
-  int steps;
-};
-constexpr search k_q4_search = {15, -1.0f, 20};
-constexpr search k_q5_search = {31, -0.5f, 15};
-
-// Fits x[i] ~ scale * L[i] - min_out (min_out >= 0) for one sub-block and
-// returns scale. L gets the codes; aux is scratch.
-float fit_scale_min(const search &sp, const float *x, const float *w, uint8_t *L, uint8_t *aux, float *min_out) {
-  const int nmax = sp.nmax;
-  float lo = x[0], hi = x[0];
-  float sum_w = w[0];
-  float sum_x = sum_w * x[0];
-  for (int i = 1; i < k_sub; ++i) {
-    if (x[i] < lo) lo = x[i];
-    if (x[i] > hi) hi = x[i];
-    sum_w += w[i];
-    sum_x += w[i] * x[i];
-  }
-  if (lo > 0) lo = 0;  // the min is subtracted, so it is never positive
-  if (hi == lo) {
-    std::memset(L, 0, k_sub);
-    *min_out = -lo;
-    return 0.0f;
-  }
-  float iscale = nmax / (hi - lo);
-  float scale = 1 / iscale;
-  float best_err = 0;
-  for (int i = 0; i < k_sub; ++i) {
-    const int l = round_nearest(iscale * (x[i] - lo));
-    L[i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
-    const float diff = scale * L[i] + lo - x[i];
-    best_err += w[i] * (diff * diff);
-  }
-  for (int s = 0; s <= sp.steps; ++s) {
-    iscale = (sp.rmin + k_rdelta * s + nmax) / (hi - lo);
-    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-    for (int i = 0; i < k_sub; ++i) {
-      const int l = std::max(0, std::min(nmax, round_nearest(iscale * (x[i] - lo))));
-      aux[i] = static_cast<uint8_t>(l);
-      sum_l += w[i] * l;
-      sum_l2 += w[i] * l * l;
-      sum_xl += w[i] * l * x[i];
-    }
-    const float det = sum_w * sum_l2 - sum_l * sum_l;
-    if (!(det > 0)) continue;
-    float cand_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
-    float cand_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
-    if (cand_min > 0) {
-      cand_min = 0;
-      cand_scale = sum_xl / sum_l2;
-    }
-    float err = 0;
-    for (int i = 0; i < k_sub; ++i) {
-      const float diff = cand_scale * aux[i] + cand_min - x[i];
-      err += w[i] * (diff * diff);
-    }
-    if (err < best_err) {
-      std::memcpy(L, aux, k_sub);
-      best_err = err;
-      scale = cand_scale;
-      lo = cand_min;
-    }
-  }
-  *min_out = -lo;
-  return scale;
-}
+constexpr scale_min_search k_q4_search = {15, -1.0f, 20, false};
+constexpr scale_min_search k_q5_search = {31, -0.5f, 15, false};
 
 // Sub-block j's 6-bit scale and min from the 12 packed bytes: bytes 0..3
 // hold scales 0..3 and bytes 4..7 mins 0..3 in their low 6 bits; bytes
@@ -124,7 +52,7 @@ void pack_scale_min(int j, uint8_t sc, uint8_t m, uint8_t *s) {
 
 // The common part of both formats: d, dmin and the packed scales at
 // out[0..15], the codes (0..sp.nmax) of the 256 values in L.
-void quantize_super(const search &sp, const float *x, uint8_t *out, uint8_t *L) {
+void quantize_super(const scale_min_search &sp, const float *x, uint8_t *out, uint8_t *L) {
   uint8_t aux[k_sub];
   float w[k_sub], scales[k_super / k_sub], mins[k_super / k_sub];
   float max_scale = 0, max_min = 0;
@@ -134,7 +62,7 @@ void quantize_super(const search &sp, const float *x, uint8_t *out, uint8_t *L) 
     for (int l = 0; l < k_sub; ++l) sum_x2 += xs[l] * xs[l];
     const float rms = std::sqrt(sum_x2 / k_sub);
     for (int l = 0; l < k_sub; ++l) w[l] = rms + std::fabs(xs[l]);
-    scales[j] = fit_scale_min(sp, xs, w, L + k_sub * j, aux, &mins[j]);
+    scales[j] = fit_scale_min(sp, k_sub, xs, w, L + k_sub * j, aux, &mins[j]);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }

@@ -31,6 +31,13 @@ void quantize_q4_k(const float *src, void *dst, int64_t n);
 void quantize_q6_k(const float *src, void *dst, int64_t n);
 void quantize_q5_k(const float *src, void *dst, int64_t n);
 void quantize_bf16(const float *src, void *dst, int64_t n);
+void quantize_q4_1(const float *src, void *dst, int64_t n);
+void quantize_q5_1(const float *src, void *dst, int64_t n);
+void quantize_q2_k(const float *src, void *dst, int64_t n);
+void quantize_q3_k(const float *src, void *dst, int64_t n);
+void quantize_iq4_nl(const float *src, void *dst, int64_t n);
+void quantize_iq4_xs(const float *src, void *dst, int64_t n);
+void quantize_mxfp4(const float *src, void *dst, int64_t n);
 
 void dequantize_q8_0(const void *src, float *dst, int64_t n);
 void dequantize_q4_0(const void *src, float *dst, int64_t n);
@@ -39,8 +46,29 @@ void dequantize_q4_k(const void *src, float *dst, int64_t n);
 void dequantize_q6_k(const void *src, float *dst, int64_t n);
 void dequantize_q5_k(const void *src, float *dst, int64_t n);
 void dequantize_bf16(const void *src, float *dst, int64_t n);
+void dequantize_q4_1(const void *src, float *dst, int64_t n);
+void dequantize_q5_1(const void *src, float *dst, int64_t n);
+void dequantize_q2_k(const void *src, float *dst, int64_t n);
+void dequantize_q3_k(const void *src, float *dst, int64_t n);
+void dequantize_iq4_nl(const void *src, float *dst, int64_t n);
+void dequantize_iq4_xs(const void *src, float *dst, int64_t n);
+void dequantize_mxfp4(const void *src, float *dst, int64_t n);
 
-// The rounding both K-quant searches use: round half to even through the
+// The scale-and-min search of Q2_K, Q4_K and Q5_K (fit_scale_min.cpp):
+// codes 0..nmax, candidate inverse scales (nmax + rmin + 0.1 s) / (max -
+// min) for s = 0..steps, the error weighted squared or absolute.
+struct scale_min_search {
+  int nmax;
+  float rmin;
+  int steps;
+  bool absolute_error;
+};
+// Fits x[i] ~ scale * L[i] - *min_out (*min_out >= 0) over n values with
+// weights w; returns scale. L gets the codes; aux (n bytes) is scratch.
+float fit_scale_min(const scale_min_search &sp, int n, const float *x, const float *w, uint8_t *L, uint8_t *aux,
+                    float *min_out);
+
+// The rounding the K-quant searches use: round half to even through the
 // float adder (adding 1.5 * 2^23 leaves the integer in the low mantissa
 // bits). Valid for |x| < 2^22, which every caller guarantees for finite
 // input; kept bit-for-bit so out-of-range values land where llama.cpp's do.

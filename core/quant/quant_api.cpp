@@ -70,6 +70,20 @@ codec codec_of(int type) {
       return {quantize_q5_k, dequantize_q5_k};
     case BP_TYPE_BF16:
       return {quantize_bf16, dequantize_bf16};
+    case BP_TYPE_Q4_1:
+      return {quantize_q4_1, dequantize_q4_1};
+    case BP_TYPE_Q5_1:
+      return {quantize_q5_1, dequantize_q5_1};
+    case BP_TYPE_Q2_K:
+      return {quantize_q2_k, dequantize_q2_k};
+    case BP_TYPE_Q3_K:
+      return {quantize_q3_k, dequantize_q3_k};
+    case BP_TYPE_IQ4_NL:
+      return {quantize_iq4_nl, dequantize_iq4_nl};
+    case BP_TYPE_IQ4_XS:
+      return {quantize_iq4_xs, dequantize_iq4_xs};
+    case BP_TYPE_MXFP4:
+      return {quantize_mxfp4, dequantize_mxfp4};
     default:
       return {nullptr, nullptr};
   }
@@ -81,7 +95,7 @@ bp_status check_type(const char *fn, int type, const codec &c) {
     return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: i32 holds integers, not floats: copy them as they are", fn);
   }
   return set_errorf(BP_ERR_INVALID_ARGUMENT,
-                    "%s: unknown type %d: use BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 or a quantized BP_TYPE_Q* value",
+                    "%s: unknown type %d: use BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 or a quantized BP_TYPE_Q*, IQ4_* or MXFP4 value",
                     fn, type);
 }
 
@@ -112,11 +126,12 @@ bp_status quantize_rows(const bp_type &type, const float *src, void *dst, int64_
   if (n_rows < 1 || n_rows > INT64_MAX / 8 / n_per_row)
     return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: n_rows = %lld: pass at least one row (and fewer than the %s)", fn,
                       (long long)n_rows, "byte count's overflow limit");
-  // Rows are independent: a row of k blocks quantizes as k separate blocks.
+  // Rows are whole blocks, dense on both sides, so all rows quantize as one
+  // run of blocks. (Blocks are independent but for IQ4_NL's all-zero ones,
+  // which keep the codes of the block before them as the reference writes
+  // them: one run gives the same bytes however the values are cut in rows.)
   const size_t row_bytes = bp_type_row_size(type, n_per_row);
-  for (int64_t r = 0; r < n_rows; ++r) {
-    c.quantize(src + r * n_per_row, static_cast<char *>(dst) + (size_t)r * row_bytes, n_per_row);
-  }
+  c.quantize(src, dst, n_rows * n_per_row);
   if (out_bytes) *out_bytes = row_bytes * (size_t)n_rows;
   return BP_OK;
 }

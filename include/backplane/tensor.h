@@ -72,6 +72,13 @@ typedef enum bp_type {
   BP_TYPE_Q6_K = 7, /* 256 values: uint8 ql[128], qh[64]; int8 scales[16]; f16 d */
   BP_TYPE_Q5_K = 8, /* 256 values: f16 d, dmin; uint8 scales[12], qh[32], qs[128] */
   BP_TYPE_BF16 = 9, /* 1 value: the top 16 bits of an f32 (bfloat16)           */
+  BP_TYPE_Q4_1 = 10,   /* 32 values: f16 d, m; uint8 qs[16]                      */
+  BP_TYPE_Q5_1 = 11,   /* 32 values: f16 d, m; uint8 qh[4]; uint8 qs[16]         */
+  BP_TYPE_Q2_K = 12,   /* 256 values: uint8 scales[16], qs[64]; f16 d, dmin      */
+  BP_TYPE_Q3_K = 13,   /* 256 values: uint8 hmask[32], qs[64], scales[12]; f16 d */
+  BP_TYPE_IQ4_NL = 14, /* 32 values: f16 d; uint8 qs[16] (codebook indices)     */
+  BP_TYPE_IQ4_XS = 15, /* 256 values: f16 d; uint16 scales_h; uint8 scales_l[4], qs[128] */
+  BP_TYPE_MXFP4 = 16,  /* 32 values: uint8 e (E8M0); uint8 qs[16] (E2M1 codes)   */
   BP_TYPE_COUNT
 } bp_type;
 
@@ -163,17 +170,24 @@ typedef struct bp_tensor {
 } bp_tensor;
 
 /* Inline helpers shared by the core and plugins: one source of truth. */
-/* Values per block: 1 for f32/f16/i32/bf16, 32 for Q8_0/Q4_0/Q5_0, 256 for
- * Q4_K/Q5_K/Q6_K. */
+/* Values per block: 1 for f32/f16/i32/bf16, 32 for Q8_0/Q4_0/Q5_0/Q4_1/Q5_1/
+ * IQ4_NL/MXFP4, 256 for the K types and IQ4_XS. */
 static inline int64_t bp_type_block_size(bp_type type) {
   switch (type) {
     case BP_TYPE_Q8_0:
     case BP_TYPE_Q4_0:
     case BP_TYPE_Q5_0:
+    case BP_TYPE_Q4_1:
+    case BP_TYPE_Q5_1:
+    case BP_TYPE_IQ4_NL:
+    case BP_TYPE_MXFP4:
       return 32;
     case BP_TYPE_Q4_K:
     case BP_TYPE_Q5_K:
     case BP_TYPE_Q6_K:
+    case BP_TYPE_Q2_K:
+    case BP_TYPE_Q3_K:
+    case BP_TYPE_IQ4_XS:
       return 256;
     default:
       return 1;
@@ -202,6 +216,20 @@ static inline size_t bp_type_size(bp_type type) {
       return 176;
     case BP_TYPE_BF16:
       return 2;
+    case BP_TYPE_Q4_1:
+      return 20;
+    case BP_TYPE_Q5_1:
+      return 24;
+    case BP_TYPE_Q2_K:
+      return 84;
+    case BP_TYPE_Q3_K:
+      return 110;
+    case BP_TYPE_IQ4_NL:
+      return 18;
+    case BP_TYPE_IQ4_XS:
+      return 136;
+    case BP_TYPE_MXFP4:
+      return 17;
     default:
       return 0;
   }
@@ -219,7 +247,7 @@ static inline size_t bp_row_size(bp_type type, int64_t n) {
   return bp_type_row_size(type, n);
 }
 #endif
-/* True for the weight encodings (Q8_0 .. Q6_K, Q5_K and BF16): read only by
+/* True for the weight encodings (every type from Q8_0 on): read only by
  * MUL_MAT as a and GET_ROWS as the table, written by CPY and CONT from f32. */
 static inline bool bp_type_is_quantized(bp_type type) {
   return (int)type >= (int)BP_TYPE_Q8_0 && (int)type < (int)BP_TYPE_COUNT;
@@ -246,6 +274,20 @@ static inline const char *bp_type_name(bp_type type) {
       return "q5_K";
     case BP_TYPE_BF16:
       return "bf16";
+    case BP_TYPE_Q4_1:
+      return "q4_1";
+    case BP_TYPE_Q5_1:
+      return "q5_1";
+    case BP_TYPE_Q2_K:
+      return "q2_K";
+    case BP_TYPE_Q3_K:
+      return "q3_K";
+    case BP_TYPE_IQ4_NL:
+      return "iq4_nl";
+    case BP_TYPE_IQ4_XS:
+      return "iq4_xs";
+    case BP_TYPE_MXFP4:
+      return "mxfp4";
     default:
       return "?";
   }

@@ -47,6 +47,27 @@ bool qtype_of(bp_type t, qtype *out) {
     case BP_TYPE_BF16:
       *out = qtype::bf16;
       return true;
+    case BP_TYPE_Q4_1:
+      *out = qtype::q4_1;
+      return true;
+    case BP_TYPE_Q5_1:
+      *out = qtype::q5_1;
+      return true;
+    case BP_TYPE_Q2_K:
+      *out = qtype::q2_k;
+      return true;
+    case BP_TYPE_Q3_K:
+      *out = qtype::q3_k;
+      return true;
+    case BP_TYPE_IQ4_NL:
+      *out = qtype::iq4_nl;
+      return true;
+    case BP_TYPE_IQ4_XS:
+      *out = qtype::iq4_xs;
+      return true;
+    case BP_TYPE_MXFP4:
+      *out = qtype::mxfp4;
+      return true;
     default:
       return false;
   }

@@ -1,5 +1,6 @@
 // quant.hpp: the cpu plugin's quantized weights (GGUF block formats Q8_0,
-// Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, and BF16): row (de)quantizers for GET_ROWS
+// Q4_0, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
+// MXFP4, and BF16): row (de)quantizers for GET_ROWS
 // and CPY, and the integer-dot kernels of MUL_MAT with quantized a and F32 b
 // (BF16 a has float kernels of its own, ops_matmul_bf16.cpp).
 //
@@ -8,11 +9,12 @@
 // integers: a 32-value block of a times a 32-value block of b is one exact
 // int32 sum, scaled by the two blocks' float scales. Every weight format is
 // walked in "super-blocks" of 8 blocks of 32 (its own 256-value super-block
-// for Q4_K, Q5_K and Q6_K, 8 consecutive blocks for the 32-value formats), so one
-// kernel shape serves them all: per block, lane-wise scales (Q6_K has a
-// scale per 16 values); per super-block, one vector of offsets (the formats'
-// -8, -16, -32 zero points and Q4_K's and Q5_K's minimums) against the
-// blocks' sums of b.
+// for the K formats and IQ4_XS, 8 consecutive blocks for the 32-value formats), so one
+// kernel shape serves them all: per block, lane-wise scales (Q2_K, Q3_K and
+// Q6_K have a scale per 16 values); per super-block, one vector of offsets
+// (the formats' -4, -8, -16, -32 zero points and the minimums of Q4_1, Q5_1,
+// Q2_K, Q4_K and Q5_K) against the blocks' sums of b. The codebook formats
+// (IQ4_NL, IQ4_XS, MXFP4) look their 4-bit codes up as int8 values.
 #ifndef BP_PLUGIN_CPU_QUANT_HPP_
 #define BP_PLUGIN_CPU_QUANT_HPP_
 
@@ -23,14 +25,15 @@
 
 namespace bp::cpu {
 
-enum class qtype { q8_0, q4_0, q5_0, q4_k, q6_k, q5_k, bf16 };
-constexpr int kQTypes = 7;
+enum class qtype { q8_0, q4_0, q5_0, q4_k, q6_k, q5_k, bf16, q4_1, q5_1, q2_k, q3_k, iq4_nl, iq4_xs, mxfp4 };
+constexpr int kQTypes = 14;
 
 struct qformat {
   int block_values;  // values per block: 32, 256 for the K formats, 1 for BF16
   int block_bytes;   // bytes per block
 };
-constexpr qformat kQFormats[kQTypes] = {{32, 34}, {32, 18}, {32, 22}, {256, 144}, {256, 210}, {256, 176}, {1, 2}};
+constexpr qformat kQFormats[kQTypes] = {{32, 34},  {32, 18},  {32, 22}, {256, 144}, {256, 210}, {256, 176}, {1, 2},
+                                        {32, 20},  {32, 24},  {256, 84}, {256, 110}, {32, 18},   {256, 136}, {32, 17}};
 inline const qformat &format_of(qtype q) { return kQFormats[static_cast<int>(q)]; }
 inline size_t qrow_bytes(qtype q, int64_t n) {
   return static_cast<size_t>(n / format_of(q).block_values) * static_cast<size_t>(format_of(q).block_bytes);
@@ -40,10 +43,12 @@ inline size_t qrow_bytes(qtype q, int64_t n) {
 // the formats' reference formulas (bit-equal to the core's bp_dequantize).
 void dequantize_row(qtype q, const void *src, float *dst, int64_t n);
 // |n| floats (a multiple of the block size) into blocks. Q8_0, Q4_0, Q5_0
-// and BF16 follow the reference rounding (bit-equal to bp_quantize_rows); Q4_K,
-// Q5_K and Q6_K use this file's own scale search: every value within half a
-// step (plus the rounding of the f16 scales) of its input, not bit-equal to
-// bp_quantize_rows.
+// Q4_1, Q5_1 and BF16 follow the reference rounding (bit-equal to
+// bp_quantize_rows), as does MXFP4 where the block's largest magnitude is
+// between 2^-125 and 2^127 (its scale exponent is clamped, not wrapped,
+// outside); the K formats and IQ4 use this plugin's own plain scale
+// fits: every value within half a step (plus the rounding of the f16
+// scales) of its input, not bit-equal to bp_quantize_rows.
 void quantize_row(qtype q, const float *src, void *dst, int64_t n);
 
 // ---- b, quantized for the integer dots ---------------------------------

@@ -19,6 +19,25 @@
 //       (low nibble for t < 2, high for t >= 2) and its top 2 bits at bit
 //       2 t of qh[32 h + l]
 //   BF16 (2 B / 1): the top 16 bits of the f32
+//   Q4_1 (20 B / 32): f16 d; f16 m; u8 qs[16];          value d * q + m,
+//       nibbles as Q4_0
+//   Q5_1 (24 B / 32): f16 d; f16 m; u8 qh[4]; u8 qs[16]; value d * q + m,
+//       bits as Q5_0
+//   Q2_K (84 B / 256): u8 scales[16]; u8 qs[64]; f16 d; f16 dmin;
+//       group g (16 values) value d * (scales[g] & 15) * q - dmin *
+//       (scales[g] >> 4); 2-bit q of value 128 h + 32 t + l at bits 2 t of
+//       qs[32 h + l]
+//   Q3_K (110 B / 256): u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d;
+//       group g value d * (s_g - 32) * (q - 4), q's low 2 bits as Q2_K's
+//       and bit 2 of value v at bit v / 32 of hmask[v % 32]; s_g 6 bits
+//       (q3k_scale below)
+//   IQ4_NL (18 B / 32): f16 d; u8 qs[16];              value d * kIq4Book[q],
+//       nibbles as Q4_0
+//   IQ4_XS (136 B / 256): f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128];
+//       block j (32 values, 16 qs bytes at 8 + 16 j, nibbles as Q4_0) value
+//       d * (ls_j - 32) * kIq4Book[q], ls_j 6 bits (iq4xs_scale below)
+//   MXFP4 (17 B / 32): u8 e; u8 qs[16];                 value e8m0_half(e) *
+//       kMxfp4Doubled[q], nibbles as Q4_0
 #ifndef BP_PLUGIN_CPU_QUANT_BLOCKS_HPP_
 #define BP_PLUGIN_CPU_QUANT_BLOCKS_HPP_
 
@@ -49,11 +68,39 @@ inline void scale_min(const uint8_t *s, int j, int *sc, int *m) {
   }
 }
 
+// Q3_K's group |g| (0..15) 6-bit scale (32 meaning 0) from its scales[12].
+inline int q3k_scale(const uint8_t *s, int g) {
+  const int low = g < 8 ? s[g] & 0xF : s[g - 8] >> 4;
+  return low | (((s[8 + g % 4] >> (2 * (g / 4))) & 3) << 4);
+}
+// IQ4_XS's block |j| (0..7) 6-bit scale (32 meaning 0).
+inline int iq4xs_scale(const uint8_t *b, int j) {
+  const int high = (b[2 + j / 4] >> (2 * (j % 4))) & 3;  // scales_h, little-endian
+  return ((b[4 + j / 2] >> (4 * (j % 2))) & 0xF) | (high << 4);
+}
+
+// The non-linear codebook of IQ4_NL and IQ4_XS, and MXFP4's E2M1 values
+// doubled (so they are integers; its scale is halved to match).
+constexpr int8_t kIq4Book[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+constexpr int8_t kMxfp4Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+// MXFP4's scale 2^(e - 127), halved: 2^(e - 128), subnormal for e < 2.
+inline float e8m0_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
 // Byte offsets inside the blocks.
 constexpr int kQ5QhOff = 2, kQ5QsOff = 6;
 constexpr int kQ4KDminOff = 2, kQ4KScalesOff = 4, kQ4KQsOff = 16;
 constexpr int kQ5KQhOff = 16, kQ5KQsOff = 48;  // d, dmin and scales as Q4_K
 constexpr int kQ6KQhOff = 128, kQ6KScalesOff = 192, kQ6KDOff = 208;
+constexpr int kQ41MOff = 2, kQ41QsOff = 4;
+constexpr int kQ51QhOff = 4, kQ51QsOff = 8;
+constexpr int kQ2KQsOff = 16, kQ2KDOff = 80, kQ2KDminOff = 82;
+constexpr int kQ3KQsOff = 32, kQ3KScalesOff = 96, kQ3KDOff = 108;
+constexpr int kIq4XsQsOff = 8;
 
 // The f32 whose top half is |h|.
 inline float bf16_to_f32(uint16_t h) {

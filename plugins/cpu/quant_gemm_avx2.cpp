@@ -32,25 +32,7 @@ struct Isa {
 
 constexpr int kRows = 4;
 
-qtile_fn tile_avx2(qtype q, int rm, int rn) {
-  switch (q) {
-    case qtype::q8_0:
-      return tiles_of<f_q8_0, kRows, 1, 2>::get(rm, rn);
-    case qtype::q4_0:
-      return tiles_of<f_q4_0, kRows, 1, 2>::get(rm, rn);
-    case qtype::q5_0:
-      return tiles_of<f_q5_0, kRows, 1, 2>::get(rm, rn);
-    case qtype::q4_k:
-      return tiles_of<f_q4_k, kRows, 1, 2>::get(rm, rn);
-    case qtype::q6_k:
-      return tiles_of<f_q6_k, kRows, 1, 2>::get(rm, rn);
-    case qtype::q5_k:
-      return tiles_of<f_q5_k, kRows, 1, 2>::get(rm, rn);
-    case qtype::bf16:  // float kernels of its own (ops_matmul_bf16.cpp)
-      break;
-  }
-  return nullptr;
-}
+qtile_fn tile_avx2(qtype q, int rm, int rn) { return tile_of_format<kRows, 1, 2>(q, rm, rn); }
 
 int rows_avx2(int) { return kRows; }
 

@@ -64,35 +64,8 @@ namespace {
 
 constexpr int kRows = 4;
 
-template <template <class, int, int...> class T, class F8, class F4, class F5, class FK4, class FK5, class FK6>
-qtile_fn pick(qtype q, int rm, int rn) {
-  switch (q) {
-    case qtype::q8_0:
-      return T<F8, kRows, 1, 2, 3, 4>::get(rm, rn);
-    case qtype::q4_0:
-      return T<F4, kRows, 1, 2, 3, 4>::get(rm, rn);
-    case qtype::q5_0:
-      return T<F5, kRows, 1, 2, 3, 4>::get(rm, rn);
-    case qtype::q4_k:
-      return T<FK4, kRows, 1, 2, 3, 4>::get(rm, rn);
-    case qtype::q6_k:
-      return T<FK6, kRows, 1, 2, 3, 4>::get(rm, rn);
-    case qtype::q5_k:
-      return T<FK5, kRows, 1, 2, 3, 4>::get(rm, rn);
-    case qtype::bf16:  // float kernels of its own (ops_matmul_bf16.cpp)
-      break;
-  }
-  return nullptr;
-}
-
-qtile_fn tile_plain(qtype q, int rm, int rn) {
-  using namespace plain512;
-  return pick<tiles_of, f_q8_0, f_q4_0, f_q5_0, f_q4_k, f_q5_k, f_q6_k>(q, rm, rn);
-}
-qtile_fn tile_vnni(qtype q, int rm, int rn) {
-  using namespace vnni512;
-  return pick<tiles_of, f_q8_0, f_q4_0, f_q5_0, f_q4_k, f_q5_k, f_q6_k>(q, rm, rn);
-}
+qtile_fn tile_plain(qtype q, int rm, int rn) { return plain512::tile_of_format<kRows, 1, 2, 3, 4>(q, rm, rn); }
+qtile_fn tile_vnni(qtype q, int rm, int rn) { return vnni512::tile_of_format<kRows, 1, 2, 3, 4>(q, rm, rn); }
 int rows_avx512(int) { return kRows; }
 
 }  // namespace

@@ -43,6 +43,55 @@ void block_terms(const uint8_t *row, int64_t j, int q[32], float scale[2], float
     if constexpr (Q == qtype::q5_k) {
       for (int i = 0; i < 32; ++i) q[i] |= ((b[kQ5KQhOff + i] >> sub) & 1) << 4;
     }
+  } else if constexpr (Q == qtype::q4_1 || Q == qtype::q5_1) {
+    const uint8_t *b = row + j * format_of(Q).block_bytes;
+    scale[0] = scale[1] = bp_fp16_to_fp32(u16_at(b));
+    off[0] = off[1] = bp_fp16_to_fp32(u16_at(b + kQ41MOff));
+    if constexpr (Q == qtype::q4_1) {
+      for (int i = 0; i < 16; ++i) {
+        q[i] = b[kQ41QsOff + i] & 0xF;
+        q[i + 16] = b[kQ41QsOff + i] >> 4;
+      }
+    } else {
+      const uint32_t qh = u32_at(b + kQ51QhOff);
+      for (int i = 0; i < 16; ++i) {
+        q[i] = (b[kQ51QsOff + i] & 0xF) | static_cast<int>(((qh >> i) & 1u) << 4);
+        q[i + 16] = (b[kQ51QsOff + i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1u) << 4);
+      }
+    }
+  } else if constexpr (Q == qtype::q2_k || Q == qtype::q3_k) {
+    const uint8_t *b = row + (j / 8) * format_of(Q).block_bytes;
+    const int sub = static_cast<int>(j % 8);
+    const uint8_t *qs = b + (Q == qtype::q2_k ? kQ2KQsOff : kQ3KQsOff) + 32 * (sub / 4);
+    for (int i = 0; i < 32; ++i) q[i] = (qs[i] >> (2 * (sub % 4))) & 3;
+    if constexpr (Q == qtype::q2_k) {
+      const float d = bp_fp16_to_fp32(u16_at(b + kQ2KDOff)), dmin = bp_fp16_to_fp32(u16_at(b + kQ2KDminOff));
+      for (int h = 0; h < 2; ++h) {
+        scale[h] = d * static_cast<float>(b[2 * sub + h] & 0xF);
+        off[h] = -(dmin * static_cast<float>(b[2 * sub + h] >> 4));
+      }
+    } else {
+      const float d = bp_fp16_to_fp32(u16_at(b + kQ3KDOff));
+      for (int h = 0; h < 2; ++h) scale[h] = d * static_cast<float>(q3k_scale(b + kQ3KScalesOff, 2 * sub + h) - 32);
+      for (int i = 0; i < 32; ++i) q[i] += ((b[i] >> sub) & 1) ? 0 : -4;
+    }
+  } else if constexpr (Q == qtype::iq4_nl || Q == qtype::iq4_xs || Q == qtype::mxfp4) {
+    const int8_t *book = Q == qtype::mxfp4 ? kMxfp4Doubled : kIq4Book;
+    const uint8_t *qs;
+    if constexpr (Q == qtype::iq4_xs) {
+      const uint8_t *b = row + (j / 8) * format_of(Q).block_bytes;
+      const int sub = static_cast<int>(j % 8);
+      scale[0] = scale[1] = bp_fp16_to_fp32(u16_at(b)) * static_cast<float>(iq4xs_scale(b, sub) - 32);
+      qs = b + kIq4XsQsOff + 16 * sub;
+    } else {
+      const uint8_t *b = row + j * format_of(Q).block_bytes;
+      scale[0] = scale[1] = Q == qtype::mxfp4 ? e8m0_half(b[0]) : bp_fp16_to_fp32(u16_at(b));
+      qs = b + (Q == qtype::mxfp4 ? 1 : 2);
+    }
+    for (int i = 0; i < 16; ++i) {
+      q[i] = book[qs[i] & 0xF];
+      q[i + 16] = book[qs[i] >> 4];
+    }
   } else {
     const uint8_t *b = row + (j / 8) * 210;
     const int sub = static_cast<int>(j % 8), h = sub / 4, t = sub % 4;
@@ -92,6 +141,20 @@ qtile_fn tile_baseline(qtype q, int, int) {
       return pair_tile<qtype::q6_k>;
     case qtype::q5_k:
       return pair_tile<qtype::q5_k>;
+    case qtype::q4_1:
+      return pair_tile<qtype::q4_1>;
+    case qtype::q5_1:
+      return pair_tile<qtype::q5_1>;
+    case qtype::q2_k:
+      return pair_tile<qtype::q2_k>;
+    case qtype::q3_k:
+      return pair_tile<qtype::q3_k>;
+    case qtype::iq4_nl:
+      return pair_tile<qtype::iq4_nl>;
+    case qtype::iq4_xs:
+      return pair_tile<qtype::iq4_xs>;
+    case qtype::mxfp4:
+      return pair_tile<qtype::mxfp4>;
     case qtype::bf16:  // float kernels of its own (ops_matmul_bf16.cpp)
       break;
   }

@@ -75,19 +75,134 @@ struct f_q4_0 : simple_format<18, 2, 8> {
   static constexpr bool kSigned = false;
   static __m256i quants(const uint8_t *sb, int j) { return nibbles_lo_hi(sb + 18 * j + 2); }
 };
+// Q5_0's and Q5_1's fifth bits: byte i takes byte i / 8 of qh, keeps bit
+// i % 8, and becomes 0x10 where it is set.
+inline __m256i fifth_bits(const uint8_t *qh_at) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_at, 4);
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
+                          _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
 struct f_q5_0 : simple_format<22, 6, 16> {
   static constexpr bool kSigned = false;
   static __m256i quants(const uint8_t *sb, int j) {
     const uint8_t *b = sb + 22 * j;
-    uint32_t qh;
-    std::memcpy(&qh, b + 2, 4);
-    // Byte i takes byte i / 8 of qh, keeps bit i % 8, and becomes 0x10 where it is set.
-    const __m256i spread =
-        _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
-                            _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
-    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-    return _mm256_or_si256(nibbles_lo_hi(b + 6), _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+    return _mm256_or_si256(nibbles_lo_hi(b + 6), fifth_bits(b + 2));
+  }
+};
+
+// Q4_1 and Q5_1: a scale and a minimum per 32-value block.
+template <int Bytes>
+struct min_format {
+  static constexpr bool kLane = false, kMin = true, kSigned = false;
+  static constexpr size_t kSuper = 8 * Bytes;
+  static void prep(const uint8_t *sb, int nsub, row_prep *p) {
+    _mm256_store_ps(p->da, halves8(sb, Bytes, nsub));
+    const __m256 m = halves8(sb + 2, Bytes, nsub);
+    _mm256_store_ps(p->lo, m);
+    _mm256_store_ps(p->hi, m);
+  }
+};
+struct f_q4_1 : min_format<20> {
+  static __m256i quants(const uint8_t *sb, int j) { return nibbles_lo_hi(sb + 20 * j + 4); }
+};
+struct f_q5_1 : min_format<24> {
+  static __m256i quants(const uint8_t *sb, int j) {
+    const uint8_t *b = sb + 24 * j;
+    return _mm256_or_si256(nibbles_lo_hi(b + 8), fifth_bits(b + 4));
+  }
+};
+
+// The codebook formats: 4-bit codes looked up as int8 values.
+inline __m256i book_values(const int8_t *book, const uint8_t *qs) {
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(book)));
+  return _mm256_shuffle_epi8(table, nibbles_lo_hi(qs));
+}
+struct f_iq4_nl : simple_format<18, 2, 0> {
+  static constexpr bool kSigned = true;
+  static __m256i quants(const uint8_t *sb, int j) { return book_values(qblock::kIq4Book, sb + 18 * j + 2); }
+};
+struct f_mxfp4 {
+  static constexpr bool kLane = false, kMin = false, kSigned = true;
+  static constexpr size_t kSuper = 8 * 17;
+  static void prep(const uint8_t *sb, int nsub, row_prep *p) {
+    for (int j = 0; j < 8; ++j) p->da[j] = j < nsub ? qblock::e8m0_half(sb[17 * j]) : 0.0f;
+  }
+  static __m256i quants(const uint8_t *sb, int j) { return book_values(qblock::kMxfp4Doubled, sb + 17 * j + 1); }
+};
+struct f_iq4_xs {
+  static constexpr bool kLane = false, kMin = false, kSigned = true;
+  static constexpr size_t kSuper = 136;
+  static void prep(const uint8_t *sb, int, row_prep *p) {
+    const float d = half1(sb);
+    for (int j = 0; j < 8; ++j) p->da[j] = d * static_cast<float>(qblock::iq4xs_scale(sb, j) - 32);
+  }
+  static __m256i quants(const uint8_t *sb, int j) {
+    return book_values(qblock::kIq4Book, sb + qblock::kIq4XsQsOff + 16 * j);
+  }
+};
+
+// Lane-wise scales (even: the first 16 values of each block, odd: the last
+// 16) and per-half offsets offset * scale, for the formats with a scale per
+// 16 values.
+inline void lane_scales(const __m256 even, const __m256 odd, row_prep *p) {
+  alignas(32) float e[8], o[8];
+  _mm256_store_ps(e, even);
+  _mm256_store_ps(o, odd);
+  for (int j = 0; j < 8; ++j)
+    _mm256_store_ps(p->da + 8 * j, _mm256_blend_ps(_mm256_broadcast_ss(e + j), _mm256_broadcast_ss(o + j), 0xF0));
+}
+// 16 bytes split into even and odd ones (low and high 8 bytes).
+inline __m128i evens_odds(__m128i v) {
+  return _mm_shuffle_epi8(v, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+}
+// The 2-bit codes of block j (Q2_K, and Q3_K's low bits) from the 64 qs.
+inline __m256i codes2(const uint8_t *qs, int j) {
+  return _mm256_and_si256(_mm256_srl_epi16(load32(qs + 32 * (j / 4)), _mm_cvtsi32_si128(2 * (j % 4))),
+                          _mm256_set1_epi8(3));
+}
+
+struct f_q2_k {
+  static constexpr bool kLane = true, kMin = true, kSigned = false;
+  static constexpr size_t kSuper = 84;
+  static void prep(const uint8_t *sb, int, row_prep *p) {
+    const __m128i s = evens_odds(load16(sb));
+    const __m128i sc = _mm_and_si128(s, _mm_set1_epi8(0x0F));
+    const __m128i m = _mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0F));
+    const __m256 d = _mm256_set1_ps(half1(sb + qblock::kQ2KDOff));
+    const __m256 dmin = _mm256_set1_ps(-half1(sb + qblock::kQ2KDminOff));
+    lane_scales(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc))),
+                _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sc, 8)))), p);
+    _mm256_store_ps(p->lo, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m))));
+    _mm256_store_ps(p->hi, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(m, 8)))));
+  }
+  static __m256i quants(const uint8_t *sb, int j) { return codes2(sb + qblock::kQ2KQsOff, j); }
+};
+
+// Q3_K: codes 0..7 (the high bit set for the upper half), offset -4.
+struct f_q3_k {
+  static constexpr bool kLane = true, kMin = true, kSigned = false;
+  static constexpr size_t kSuper = 110;
+  static void prep(const uint8_t *sb, int, row_prep *p) {
+    alignas(16) int8_t sc[16];
+    for (int g = 0; g < 16; ++g) sc[g] = static_cast<int8_t>(qblock::q3k_scale(sb + qblock::kQ3KScalesOff, g) - 32);
+    const __m128i s = evens_odds(_mm_load_si128(reinterpret_cast<const __m128i *>(sc)));
+    const __m256 d = _mm256_set1_ps(half1(sb + qblock::kQ3KDOff));
+    const __m256 even = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(s)));
+    const __m256 odd = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(s, 8))));
+    lane_scales(even, odd, p);
+    const __m256 m4 = _mm256_set1_ps(-4.0f);
+    _mm256_store_ps(p->lo, _mm256_mul_ps(m4, even));
+    _mm256_store_ps(p->hi, _mm256_mul_ps(m4, odd));
+  }
+  static __m256i quants(const uint8_t *sb, int j) {
+    const __m256i high = _mm256_and_si256(_mm256_srl_epi16(load32(sb), _mm_cvtsi32_si128(j)), _mm256_set1_epi8(1));
+    return _mm256_or_si256(codes2(sb + qblock::kQ3KQsOff, j), _mm256_slli_epi16(high, 2));
   }
 };
 
@@ -140,18 +255,13 @@ struct f_q6_k {
   static void prep(const uint8_t *sb, int, row_prep *p) {
     const __m256 d = _mm256_set1_ps(half1(sb + 208));
     // The 16 int8 scales split into even (first half of each block) and odd.
-    const __m128i sc =
-        _mm_shuffle_epi8(load16(sb + 192), _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+    const __m128i sc = evens_odds(load16(sb + 192));
     const __m256 even = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
     const __m256 odd = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))));
     const __m256 m32 = _mm256_set1_ps(-32.0f);
     _mm256_store_ps(p->lo, _mm256_mul_ps(m32, even));
     _mm256_store_ps(p->hi, _mm256_mul_ps(m32, odd));
-    alignas(32) float e[8], o[8];
-    _mm256_store_ps(e, even);
-    _mm256_store_ps(o, odd);
-    for (int j = 0; j < 8; ++j)
-      _mm256_store_ps(p->da + 8 * j, _mm256_blend_ps(_mm256_broadcast_ss(e + j), _mm256_broadcast_ss(o + j), 0xF0));
+    lane_scales(even, odd, p);
   }
   static __m256i quants(const uint8_t *sb, int j) {
     const int h = j / 4, t = j % 4;
@@ -266,3 +376,40 @@ struct tiles_of {
     return rm == RM ? full[rn - 1] : one[rn - 1];
   }
 };
+
+// Every block format's tiles of RM rows by RNs columns (BF16 has float
+// kernels of its own, ops_matmul_bf16.cpp).
+template <int RM, int... RNs>
+qtile_fn tile_of_format(qtype q, int rm, int rn) {
+  switch (q) {
+    case qtype::q8_0:
+      return tiles_of<f_q8_0, RM, RNs...>::get(rm, rn);
+    case qtype::q4_0:
+      return tiles_of<f_q4_0, RM, RNs...>::get(rm, rn);
+    case qtype::q5_0:
+      return tiles_of<f_q5_0, RM, RNs...>::get(rm, rn);
+    case qtype::q4_k:
+      return tiles_of<f_q4_k, RM, RNs...>::get(rm, rn);
+    case qtype::q6_k:
+      return tiles_of<f_q6_k, RM, RNs...>::get(rm, rn);
+    case qtype::q5_k:
+      return tiles_of<f_q5_k, RM, RNs...>::get(rm, rn);
+    case qtype::q4_1:
+      return tiles_of<f_q4_1, RM, RNs...>::get(rm, rn);
+    case qtype::q5_1:
+      return tiles_of<f_q5_1, RM, RNs...>::get(rm, rn);
+    case qtype::q2_k:
+      return tiles_of<f_q2_k, RM, RNs...>::get(rm, rn);
+    case qtype::q3_k:
+      return tiles_of<f_q3_k, RM, RNs...>::get(rm, rn);
+    case qtype::iq4_nl:
+      return tiles_of<f_iq4_nl, RM, RNs...>::get(rm, rn);
+    case qtype::iq4_xs:
+      return tiles_of<f_iq4_xs, RM, RNs...>::get(rm, rn);
+    case qtype::mxfp4:
+      return tiles_of<f_mxfp4, RM, RNs...>::get(rm, rn);
+    case qtype::bf16:
+      break;
+  }
+  return nullptr;
+}

@@ -21,6 +21,17 @@ void put_f16(uint8_t *p, float v) {
   std::memcpy(p, &h, sizeof h);
 }
 
+// The 2-bit code of value |i| (Q2_K, Q3_K's low bits).
+int code2(const uint8_t *qs, int i) { return (qs[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3; }
+
+// 32 values d * book[q] from 16 bytes of nibbles (value i low, i + 16 high).
+void book_block(const uint8_t *qs, float d, const int8_t *book, float *y) {
+  for (int i = 0; i < 16; ++i) {
+    y[i] = d * static_cast<float>(book[qs[i] & 0xF]);
+    y[i + 16] = d * static_cast<float>(book[qs[i] >> 4]);
+  }
+}
+
 void dequant_block(qtype q, const uint8_t *b, float *y) {
   switch (q) {
     case qtype::q8_0: {
@@ -84,6 +95,55 @@ void dequant_block(qtype q, const uint8_t *b, float *y) {
     }
     case qtype::bf16:
       y[0] = bf16_to_f32(u16_at(b));
+      break;
+    case qtype::q4_1: {
+      const float d = f16(b), m = f16(b + kQ41MOff);
+      for (int i = 0; i < 16; ++i) {
+        y[i] = static_cast<float>(b[kQ41QsOff + i] & 0xF) * d + m;
+        y[i + 16] = static_cast<float>(b[kQ41QsOff + i] >> 4) * d + m;
+      }
+      break;
+    }
+    case qtype::q5_1: {
+      const float d = f16(b), m = f16(b + kQ41MOff);
+      const uint32_t qh = u32_at(b + kQ51QhOff);
+      const uint8_t *qs = b + kQ51QsOff;
+      for (int i = 0; i < 16; ++i) {
+        const int lo = (qs[i] & 0xF) | static_cast<int>(((qh >> i) & 1u) << 4);
+        const int hi = (qs[i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1u) << 4);
+        y[i] = static_cast<float>(lo) * d + m;
+        y[i + 16] = static_cast<float>(hi) * d + m;
+      }
+      break;
+    }
+    case qtype::q2_k: {
+      const float d = f16(b + kQ2KDOff), dmin = f16(b + kQ2KDminOff);
+      for (int i = 0; i < 256; ++i) {
+        const int g = i / 16;
+        const float dl = d * static_cast<float>(b[g] & 0xF), ml = dmin * static_cast<float>(b[g] >> 4);
+        y[i] = dl * static_cast<float>(code2(b + kQ2KQsOff, i)) - ml;
+      }
+      break;
+    }
+    case qtype::q3_k: {
+      const float d = f16(b + kQ3KDOff);
+      for (int i = 0; i < 256; ++i) {
+        const float dl = d * static_cast<float>(q3k_scale(b + kQ3KScalesOff, i / 16) - 32);
+        const int high = (b[i % 32] >> (i / 32)) & 1;
+        y[i] = dl * static_cast<float>(code2(b + kQ3KQsOff, i) - (high ? 0 : 4));
+      }
+      break;
+    }
+    case qtype::iq4_nl:
+      book_block(b + 2, f16(b), kIq4Book, y);
+      break;
+    case qtype::iq4_xs:
+      for (int j = 0; j < 8; ++j)
+        book_block(b + kIq4XsQsOff + 16 * j, f16(b) * static_cast<float>(iq4xs_scale(b, j) - 32), kIq4Book,
+                   y + 32 * j);
+      break;
+    case qtype::mxfp4:
+      book_block(b + 1, e8m0_half(b[0]), kMxfp4Doubled, y);
       break;
     case qtype::q6_k: {
       const float d = f16(b + kQ6KDOff);
@@ -254,6 +314,184 @@ void quant_q6_k(const float *x, uint8_t *b) {
   }
 }
 
+// Q4_1 and Q5_1 as the reference fits them: the block's range in 2^bits - 1
+// steps from its lowest value, codes rounded half up.
+void quant_range(const float *x, uint8_t *b, int top, uint8_t *codes) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < 32; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  const float d = (hi - lo) / static_cast<float>(top), id = d != 0.0f ? 1.0f / d : 0.0f;
+  put_f16(b, d);
+  put_f16(b + kQ41MOff, lo);
+  for (int i = 0; i < 32; ++i) codes[i] = static_cast<uint8_t>(std::min(top, static_cast<int>(trunc_i8((x[i] - lo) * id + 0.5f))));
+}
+
+void quant_q4_1(const float *x, uint8_t *b) {
+  uint8_t c[32];
+  quant_range(x, b, 15, c);
+  for (int i = 0; i < 16; ++i) b[kQ41QsOff + i] = static_cast<uint8_t>(c[i] | (c[i + 16] << 4));
+}
+
+void quant_q5_1(const float *x, uint8_t *b) {
+  uint8_t c[32];
+  quant_range(x, b, 31, c);
+  uint32_t qh = 0;
+  for (int i = 0; i < 16; ++i) {
+    b[kQ51QsOff + i] = static_cast<uint8_t>((c[i] & 0xF) | ((c[i + 16] & 0xF) << 4));
+    qh |= static_cast<uint32_t>(c[i] >> 4) << i;
+    qh |= static_cast<uint32_t>(c[i + 16] >> 4) << (i + 16);
+  }
+  std::memcpy(b + kQ51QhOff, &qh, sizeof qh);
+}
+
+// Packs 256 2-bit codes as Q2_K's and Q3_K's qs.
+void pack_code2(const uint8_t *c, uint8_t *qs) {
+  for (int h = 0; h < 2; ++h)
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t *v = c + 128 * h + l;
+      qs[32 * h + l] = static_cast<uint8_t>((v[0] & 3) | ((v[32] & 3) << 2) | ((v[64] & 3) << 4) | ((v[96] & 3) << 6));
+    }
+}
+
+// Q2_K: each group's range [min(0, lowest), highest] in 3 steps; steps and
+// minimums in 4 bits against the block's largest, the step rounded up.
+void quant_q2_k(const float *x, uint8_t *b) {
+  float step[16], low[16], max_step = 0.0f, max_low = 0.0f;
+  for (int g = 0; g < 16; ++g) {
+    float lo = 0.0f, hi = 0.0f;
+    for (int i = 0; i < 16; ++i) {
+      lo = std::min(lo, x[16 * g + i]);
+      hi = std::max(hi, x[16 * g + i]);
+    }
+    step[g] = (hi - lo) / 3.0f;
+    low[g] = -lo;
+    max_step = std::max(max_step, step[g]);
+    max_low = std::max(max_low, low[g]);
+  }
+  put_f16(b + kQ2KDOff, max_step / 15.0f);
+  put_f16(b + kQ2KDminOff, max_low / 15.0f);
+  const float d = f16(b + kQ2KDOff), dmin = f16(b + kQ2KDminOff);
+  uint8_t codes[256];
+  for (int g = 0; g < 16; ++g) {
+    const int sc = d > 0.0f ? std::min(15, static_cast<int>(std::ceil(step[g] / d))) : 0;
+    const int m = dmin > 0.0f ? clamp_round(low[g] / dmin, 0, 15) : 0;
+    b[g] = static_cast<uint8_t>(sc | (m << 4));
+    const float dg = d * static_cast<float>(sc), mg = dmin * static_cast<float>(m);
+    const float inv = dg > 0.0f ? 1.0f / dg : 0.0f;
+    for (int i = 0; i < 16; ++i) codes[16 * g + i] = static_cast<uint8_t>(clamp_round((x[16 * g + i] + mg) * inv, 0, 3));
+  }
+  pack_code2(codes, b + kQ2KQsOff);
+}
+
+// Q3_K: each group scaled so its largest magnitude maps to -4, the group
+// scales in 6 bits against the largest, rounded away from zero.
+void quant_q3_k(const float *x, uint8_t *b) {
+  float gscale[16], max_abs = 0.0f;
+  for (int g = 0; g < 16; ++g) {
+    gscale[g] = signed_max(x + 16 * g, 16) / -4.0f;
+    max_abs = std::max(max_abs, std::fabs(gscale[g]));
+  }
+  put_f16(b + kQ3KDOff, max_abs / 31.0f);
+  const float d = f16(b + kQ3KDOff);
+  uint8_t *s = b + kQ3KScalesOff;
+  std::memset(s, 0, 12);
+  uint8_t codes[256];
+  std::memset(b, 0, 32);  // hmask
+  for (int g = 0; g < 16; ++g) {
+    const float r = d > 0.0f ? gscale[g] / d : 0.0f;
+    const int sc = clamp_round(r < 0.0f ? std::floor(r) : std::ceil(r), -32, 31);
+    const int l = sc + 32;
+    if (g < 8) {
+      s[g] = static_cast<uint8_t>(s[g] | (l & 0xF));
+    } else {
+      s[g - 8] = static_cast<uint8_t>(s[g - 8] | ((l & 0xF) << 4));
+    }
+    s[8 + g % 4] = static_cast<uint8_t>(s[8 + g % 4] | ((l >> 4) << (2 * (g / 4))));
+    const float step = d * static_cast<float>(sc);
+    for (int i = 0; i < 16; ++i) {
+      const int v = 16 * g + i;
+      const int q = (step != 0.0f ? clamp_round(x[v] / step, -4, 3) : 0) + 4;
+      if (q > 3) b[v % 32] = static_cast<uint8_t>(b[v % 32] | (1 << (v / 32)));
+      codes[v] = static_cast<uint8_t>(q & 3);
+    }
+  }
+  pack_code2(codes, b + kQ3KQsOff);
+}
+
+// The codebook entry nearest v (the first on ties; the book is sorted).
+int nearest_entry(const int8_t *book, float v) {
+  int best = 0;
+  float best_err = std::fabs(v - static_cast<float>(book[0]));
+  for (int k = 1; k < 16; ++k) {
+    const float err = std::fabs(v - static_cast<float>(book[k]));
+    if (err < best_err) {
+      best = k;
+      best_err = err;
+    }
+  }
+  return best;
+}
+
+void book_codes(const float *x, float d, const int8_t *book, uint8_t *qs) {
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int i = 0; i < 16; ++i)
+    qs[i] = static_cast<uint8_t>(nearest_entry(book, x[i] * id) | (nearest_entry(book, x[i + 16] * id) << 4));
+}
+
+// IQ4_NL: the largest magnitude onto the book's end -127.
+void quant_iq4_nl(const float *x, uint8_t *b) {
+  put_f16(b, signed_max(x, 32) / -127.0f);
+  book_codes(x, f16(b), kIq4Book, b + 2);
+}
+
+// IQ4_XS: each block's scale as IQ4_NL's, the 8 scales in 6 bits against
+// the largest, rounded away from zero.
+void quant_iq4_xs(const float *x, uint8_t *b) {
+  float bscale[8], max_abs = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    bscale[j] = signed_max(x + 32 * j, 32) / -127.0f;
+    max_abs = std::max(max_abs, std::fabs(bscale[j]));
+  }
+  put_f16(b, max_abs / 31.0f);
+  const float d = f16(b);
+  uint16_t scales_h = 0;
+  std::memset(b + 4, 0, 4);
+  for (int j = 0; j < 8; ++j) {
+    const float r = d > 0.0f ? bscale[j] / d : 0.0f;
+    const int sc = clamp_round(r < 0.0f ? std::floor(r) : std::ceil(r), -32, 31);
+    const int l = sc + 32;
+    b[4 + j / 2] = static_cast<uint8_t>(b[4 + j / 2] | ((l & 0xF) << (4 * (j % 2))));
+    scales_h = static_cast<uint16_t>(scales_h | ((l >> 4) << (2 * j)));
+    book_codes(x + 32 * j, d * static_cast<float>(sc), kIq4Book, b + kIq4XsQsOff + 16 * j);
+  }
+  std::memcpy(b + 2, &scales_h, sizeof scales_h);
+}
+
+// MXFP4 as the reference fits it: the power of two that puts the largest
+// magnitude just under the top code, each value's nearest code.
+void quant_mxfp4(const float *x, uint8_t *b) {
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float e = amax > 0.0f ? std::floor(std::log2(amax)) - 2.0f + 127.0f : 0.0f;
+  b[0] = static_cast<uint8_t>(std::min(254.0f, std::max(0.0f, e)));
+  const float d = e8m0_half(b[0]);
+  auto nearest = [d](float v) {
+    int best = 0;
+    float best_err = std::fabs(static_cast<float>(kMxfp4Doubled[0]) * d - v);
+    for (int k = 1; k < 16; ++k) {
+      const float err = std::fabs(static_cast<float>(kMxfp4Doubled[k]) * d - v);
+      if (err < best_err) {
+        best = k;
+        best_err = err;
+      }
+    }
+    return best;
+  };
+  for (int i = 0; i < 16; ++i) b[1 + i] = static_cast<uint8_t>(nearest(x[i]) | (nearest(x[i + 16]) << 4));
+}
+
 }  // namespace
 
 void dequantize_row(qtype q, const void *src, float *dst, int64_t n) {
@@ -296,6 +534,27 @@ void quantize_row(qtype q, const float *src, void *dst, int64_t n) {
         std::memcpy(blk, &h, sizeof h);
         break;
       }
+      case qtype::q4_1:
+        quant_q4_1(x, blk);
+        break;
+      case qtype::q5_1:
+        quant_q5_1(x, blk);
+        break;
+      case qtype::q2_k:
+        quant_q2_k(x, blk);
+        break;
+      case qtype::q3_k:
+        quant_q3_k(x, blk);
+        break;
+      case qtype::iq4_nl:
+        quant_iq4_nl(x, blk);
+        break;
+      case qtype::iq4_xs:
+        quant_iq4_xs(x, blk);
+        break;
+      case qtype::mxfp4:
+        quant_mxfp4(x, blk);
+        break;
     }
   }
 }

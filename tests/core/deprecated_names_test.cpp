@@ -174,7 +174,7 @@ TEST(DeprecatedNames, AnOutOfRangeEnumIsRefused) {
   const int64_t ne[4] = {32, 2, 2, 2};
   float x[32] = {};
   unsigned char q[64] = {};
-  for (const int v : {130, -1, 16, 1000}) {
+  for (const int v : {130, -1, static_cast<int>(BP_TYPE_COUNT), 1000}) {
     SCOPED_TRACE(v);
     // The 0.2 function's message is the reference.
     ASSERT_EQ(bp_tensor_new_1d(ctx, static_cast<bp_type>(v), 32), nullptr);

@@ -94,6 +94,73 @@ double q6_k_value(const uint8_t *blk, int j) {
   return d * scale * ((lo | (hi << 4)) - 32);
 }
 
+// Element j (0..31) of a Q4_1 or Q5_1 block: d * q + m, the nibbles (and
+// Q5_1's fifth bits) laid out as Q4_0's (Q5_0's), after the two halves.
+double block32_min_value(bp_type type, const uint8_t *blk, int j) {
+  const double d = half_at(blk), m = half_at(blk + 2);
+  const uint8_t *qs = blk + (type == BP_TYPE_Q4_1 ? 4 : 8);
+  int q = j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4);
+  if (type == BP_TYPE_Q5_1) {
+    const uint32_t qh = blk[4] | (uint32_t)blk[5] << 8 | (uint32_t)blk[6] << 16 | (uint32_t)blk[7] << 24;
+    q |= static_cast<int>((qh >> j) & 1u) << 4;
+  }
+  return d * q + m;
+}
+
+// The 2-bit code of element j (0..255) in the 64 qs bytes of Q2_K and
+// Q3_K: halves of 128, in a half quarter g (32 values) at bits 2g..2g+1 of
+// byte 32 * half + l.
+int two_bit_code(const uint8_t *qs, int j) {
+  const int half = j / 128, g = (j % 128) / 32, l = j % 32;
+  return (qs[32 * half + l] >> (2 * g)) & 3;
+}
+
+// Element j of a Q2_K super-block: group j / 16 has a 4-bit scale (low
+// nibble of byte g) and min (high nibble); d at byte 80, dmin at 82.
+double q2_k_value(const uint8_t *blk, int j) {
+  const int g = j / 16;
+  return half_at(blk + 80) * (blk[g] & 0x0f) * two_bit_code(blk + 16, j) - half_at(blk + 82) * (blk[g] >> 4);
+}
+
+// Element j of a Q3_K super-block: 3-bit signed code (two low bits in qs at
+// byte 32, the third from bit j / 32 of hmask[j % 32], the code is lowered
+// by 4 where it is clear); group g's 6-bit scale minus 32 from the 12 bytes
+// at 96 (low 4 bits in nibble g / 8 of byte g % 8, top 2 bits in bits
+// 2 (g / 4) of byte 8 + g % 4); d at byte 108.
+double q3_k_value(const uint8_t *blk, int j) {
+  const int g = j / 16;
+  const uint8_t *sc = blk + 96;
+  const int low = (sc[g % 8] >> (4 * (g / 8))) & 0x0f;
+  const int scale = (low | (((sc[8 + g % 4] >> (2 * (g / 4))) & 3) << 4)) - 32;
+  const int high = (blk[j % 32] >> (j / 32)) & 1;
+  return half_at(blk + 108) * scale * (two_bit_code(blk + 32, j) - (high ? 0 : 4));
+}
+
+// IQ4_NL and IQ4_XS's codebook.
+constexpr int k_iq4_book[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// The nibble of element j (0..31) of 16 qs bytes: low for the first half.
+int nibble_of(const uint8_t *qs, int j) { return j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4); }
+
+// Element j of an IQ4_XS super-block: block b = j / 32 has the 6-bit scale
+// (nibble b % 2 of byte 4 + b / 2, top 2 bits at bits 2b of the 16-bit
+// word at byte 2) minus 32; its 16 qs bytes at 8 + 16 b.
+double iq4_xs_value(const uint8_t *blk, int j) {
+  const int b = j / 32;
+  const int scales_h = blk[2] | (blk[3] << 8);
+  const int ls = ((blk[4 + b / 2] >> (4 * (b % 2))) & 0x0f) | (((scales_h >> (2 * b)) & 3) << 4);
+  return half_at(blk) * (ls - 32) * k_iq4_book[nibble_of(blk + 8 + 16 * b, j % 32)];
+}
+
+// Element j of an MXFP4 block: the E2M1 number of its nibble (bit 3 the
+// sign, bits 1-2 the exponent, bit 0 the mantissa) times 2^(e - 127).
+double mxfp4_value(const uint8_t *blk, int j) {
+  const int code = nibble_of(blk + 1, j);
+  const int exponent = (code >> 1) & 3, mantissa = code & 1;
+  const double magnitude = exponent == 0 ? 0.5 * mantissa : std::ldexp(1.0 + 0.5 * mantissa, exponent - 1);
+  return ((code & 8) ? -magnitude : magnitude) * std::ldexp(1.0, blk[0] - 127);
+}
+
 void need_blocks(bp_type type, int64_t n) {
   if (n % bp_type_block_size(type) != 0)
     throw std::invalid_argument(std::to_string(n) + " values do not fill whole " + bp_type_name(type) + " blocks");
@@ -148,6 +215,25 @@ std::vector<double> dequantize_blocks(bp_type type, const uint8_t *bytes, int64_
         break;
       case BP_TYPE_BF16:
         out[i] = bf16_value(blk);
+        break;
+      case BP_TYPE_Q4_1:
+      case BP_TYPE_Q5_1:
+        out[i] = block32_min_value(type, blk, j);
+        break;
+      case BP_TYPE_Q2_K:
+        out[i] = q2_k_value(blk, j);
+        break;
+      case BP_TYPE_Q3_K:
+        out[i] = q3_k_value(blk, j);
+        break;
+      case BP_TYPE_IQ4_NL:
+        out[i] = half_at(blk) * k_iq4_book[nibble_of(blk + 2, j)];
+        break;
+      case BP_TYPE_IQ4_XS:
+        out[i] = iq4_xs_value(blk, j);
+        break;
+      case BP_TYPE_MXFP4:
+        out[i] = mxfp4_value(blk, j);
         break;
       default:
         throw std::invalid_argument(std::string("no reader for type ") + bp_type_name(type));
@@ -214,6 +300,68 @@ std::vector<double> quantization_bound(bp_type type, const double *x, int64_t n)
         const double largest = max_abs(xb, 256);
         for (int s = 0; s < 16; ++s)
           std::fill(out + 16 * s, out + 16 * s + 16, max_abs(xb + 16 * s, 16) / 32 + largest / 128);
+        break;
+      }
+      case BP_TYPE_Q4_1:
+      case BP_TYPE_Q5_1: {
+        // Step range / 15 (31) from the lowest value: half a step, the f16
+        // scale's share, and the f16 rounding of the lowest value.
+        const double lo = *std::min_element(xb, xb + 32), hi = *std::max_element(xb, xb + 32);
+        const double step = (hi - lo) / (type == BP_TYPE_Q4_1 ? 15 : 31);
+        std::fill(out, out + 32, step * (0.5 + k_f16_scale_slack) + std::fabs(lo) * 0x1p-10);
+        break;
+      }
+      case BP_TYPE_Q2_K: {
+        // Per group of 16 with range r = max - min(min, 0): step r / 3,
+        // half of it from rounding; the 4-bit scale and min err by half of
+        // the super-block's largest step / 15 and largest min / 15 (a value
+        // pushed past the grid's ends by the min's error is clamped by it).
+        double range[16], largest = 0, largest_min = 0;
+        for (int g = 0; g < 16; ++g) {
+          const double *xg = xb + 16 * g;
+          const double lo = std::min(0.0, *std::min_element(xg, xg + 16)), hi = *std::max_element(xg, xg + 16);
+          range[g] = hi - lo;
+          largest = std::max(largest, range[g] / 3);
+          largest_min = std::max(largest_min, -lo);
+        }
+        for (int g = 0; g < 16; ++g)
+          std::fill(out + 16 * g, out + 16 * g + 16,
+                    (range[g] / 6 + largest / 15 + largest_min / 15) * (1 + k_f16_scale_slack));
+        break;
+      }
+      case BP_TYPE_Q3_K: {
+        // Per group of 16: step about amax / 4 with codes -4..3, a whole
+        // step for the clamp at +3; the 6-bit scale errs by the super-block's
+        // largest step / 31.
+        const double largest = max_abs(xb, 256);
+        for (int g = 0; g < 16; ++g)
+          std::fill(out + 16 * g, out + 16 * g + 16,
+                    (max_abs(xb + 16 * g, 16) / 4 + largest / 124) * (1 + k_f16_scale_slack));
+        break;
+      }
+      case BP_TYPE_IQ4_NL: {
+        // The codebook's widest gap is 24 (and 14 past its top entry, 113 to
+        // 127) in units of amax / 127.
+        const double bound_block = max_abs(xb, 32) * 14 / 127 * (1 + k_f16_scale_slack);
+        std::fill(out, out + 32, bound_block);
+        break;
+      }
+      case BP_TYPE_IQ4_XS: {
+        // IQ4_NL's bound per block of 32 with the block's scale coded in 6
+        // bits against the super-block's largest (off by up to 1/31 of it).
+        const double largest = max_abs(xb, 256);
+        for (int b = 0; b < 8; ++b)
+          std::fill(out + 32 * b, out + 32 * b + 32,
+                    (max_abs(xb + 32 * b, 32) + largest / 31) * 14 / 127 * (1 + k_f16_scale_slack));
+        break;
+      }
+      case BP_TYPE_MXFP4: {
+        // A power-of-two scale: values above 1.5 * 2^floor(log2 amax) are
+        // cut to it (up to half of 2^floor(log2 amax)); below, half the
+        // widest gap of E2M1 (2 between 4 and 6) at that scale is a quarter.
+        const double amax = max_abs(xb, 32);
+        const double top = amax > 0 ? std::ldexp(1.0, static_cast<int>(std::floor(std::log2(amax)))) : 0.0;
+        std::fill(out, out + 32, 0.5 * top * (1 + k_f16_scale_slack));
         break;
       }
       default:

@@ -115,7 +115,8 @@ TEST_P(CpuGoldenWeights, MulMatWithinTheBoundOfTheGoldenValues) {
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuGoldenWeights,
                          ::testing::Values(BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
-                                           BP_TYPE_Q5_K, BP_TYPE_BF16),
+                                           BP_TYPE_Q5_K, BP_TYPE_BF16, BP_TYPE_Q4_1, BP_TYPE_Q5_1, BP_TYPE_Q2_K,
+                                           BP_TYPE_Q3_K, BP_TYPE_IQ4_NL, BP_TYPE_IQ4_XS, BP_TYPE_MXFP4),
                          [](const ::testing::TestParamInfo<bp_type> &info) {
                            std::string s = bp_type_name(info.param);
                            for (char &c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

@@ -19,7 +19,10 @@ struct qt {
   int bytes;  // bytes per block
 };
 inline const qt kTypes[] = {{BP_TYPE_Q8_0, 32, 34},   {BP_TYPE_Q4_0, 32, 18},   {BP_TYPE_Q5_0, 32, 22},
-                            {BP_TYPE_Q4_K, 256, 144}, {BP_TYPE_Q6_K, 256, 210}, {BP_TYPE_Q5_K, 256, 176}};
+                            {BP_TYPE_Q4_K, 256, 144}, {BP_TYPE_Q6_K, 256, 210}, {BP_TYPE_Q5_K, 256, 176},
+                            {BP_TYPE_Q4_1, 32, 20},   {BP_TYPE_Q5_1, 32, 24},   {BP_TYPE_Q2_K, 256, 84},
+                            {BP_TYPE_Q3_K, 256, 110}, {BP_TYPE_IQ4_NL, 32, 18}, {BP_TYPE_IQ4_XS, 256, 136},
+                            {BP_TYPE_MXFP4, 32, 17}};
 
 inline double h2d(const uint8_t *p) {
   uint16_t h;
@@ -28,6 +31,8 @@ inline double h2d(const uint8_t *p) {
 }
 
 // The test's own decoder: block |b| of type |t| into 32 or 256 doubles.
+// The types added later go through the core's reference dequantizer, which
+// tests/core/quant_test.cpp checks bit for bit against llama.cpp's.
 inline void decode_block(bp_type t, const uint8_t *b, double *y) {
   switch (t) {
     case BP_TYPE_Q8_0:
@@ -75,8 +80,16 @@ inline void decode_block(bp_type t, const uint8_t *b, double *y) {
         y[i] = h2d(b + 208) * static_cast<int8_t>(b[192 + i / 16]) * ((low4 | (top2 << 4)) - 32);
       }
       break;
-    default:
+    default: {
+      float f[256];
+      const int64_t n = bp_type_block_size(t);
+      if (bp_dequantize(t, b, f, n) != BP_OK) {
+        ADD_FAILURE() << bp_last_error();
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i) y[i] = f[i];
       break;
+    }
   }
 }
 
@@ -104,11 +117,25 @@ inline void fill_q(const bp_tensor *x, const qt &t, std::mt19937 &rng) {
   for (int64_t i = 0; i < blocks; ++i) {
     uint8_t *b = p + i * t.bytes;
     for (int k = 0; k < t.bytes; ++k) b[k] = static_cast<uint8_t>(byte(rng));
-    if (t.type == BP_TYPE_Q6_K) {
-      put_half(b + 208, scale(rng));
-    } else {
-      put_half(b, scale(rng));
-      if (t.type == BP_TYPE_Q4_K || t.type == BP_TYPE_Q5_K) put_half(b + 2, scale(rng));
+    switch (t.type) {
+      case BP_TYPE_Q6_K:
+        put_half(b + 208, scale(rng));
+        break;
+      case BP_TYPE_Q2_K:
+        put_half(b + 80, scale(rng));
+        put_half(b + 82, scale(rng));
+        break;
+      case BP_TYPE_Q3_K:
+        put_half(b + 108, scale(rng));
+        break;
+      case BP_TYPE_MXFP4:  // an E8M0 exponent: scales 2^-10 .. 2^-4
+        b[0] = static_cast<uint8_t>(118 + byte(rng) % 7);
+        break;
+      default:
+        put_half(b, scale(rng));
+        if (t.type == BP_TYPE_Q4_K || t.type == BP_TYPE_Q5_K || t.type == BP_TYPE_Q4_1 || t.type == BP_TYPE_Q5_1)
+          put_half(b + 2, scale(rng));
+        break;
     }
   }
 }

@@ -1,5 +1,6 @@
 // quant_test.cpp: the cpu plugin's quantized block types (Q8_0, Q4_0, Q5_0,
-// Q4_K, Q6_K, Q5_K; BF16 in bf16_test.cpp) through its C ABI: MUL_MAT with quantized a and F32 b against a
+// Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4; BF16 in
+// bf16_test.cpp) through its C ABI: MUL_MAT with quantized a and F32 b against a
 // double-precision product of the weights as this file decodes them (its own
 // decoder, from the GGUF layouts), bit-equal across thread counts, with
 // odd row and column tails and K of 1, 2 and 7 blocks; GET_ROWS from a
@@ -183,7 +184,8 @@ TEST(CpuQuant, CopyQuantizesWithinAStep) {
         const std::vector<double> y = decode_row(node, t, r);
         double row_amax = 0;  // the super-block's, for Q6_K's int8 scale grid (one super-block per 256)
         for (int64_t k = 0; k < K; ++k) row_amax = std::max(row_amax, std::fabs(get(srcT, k, r)));
-        const int64_t g = t.type == BP_TYPE_Q6_K ? 16 : 32;  // values per scale
+        // values per scale
+        const int64_t g = t.type == BP_TYPE_Q6_K || t.type == BP_TYPE_Q2_K || t.type == BP_TYPE_Q3_K ? 16 : 32;
         for (int64_t k0 = 0; k0 < K; k0 += g) {
           double lo = 0, hi = 0;
           for (int64_t i = 0; i < g; ++i) {
@@ -208,6 +210,27 @@ TEST(CpuQuant, CopyQuantizesWithinAStep) {
               break;  // |values| <= 1: dmin's grid
             case BP_TYPE_Q5_K:
               step = (hi - lo) / 31 + 2.0 / 63;
+              break;
+            case BP_TYPE_Q4_1:
+              step = (hi - lo) / 15;
+              break;
+            case BP_TYPE_Q5_1:
+              step = (hi - lo) / 31;
+              break;
+            case BP_TYPE_Q2_K:  // half of 3 steps, the 4-bit scale's and min's grids (largest / 15)
+              step = (hi - lo) / 6 + row_amax * 2 / 45 + row_amax / 15;
+              break;
+            case BP_TYPE_Q3_K:  // a whole step (the clamp at +3), the 6-bit scale's grid
+              step = amax / 4 + row_amax / 124;
+              break;
+            case BP_TYPE_IQ4_NL:  // the codebook's widest half-gap: 14 of 127
+              step = amax * 14 / 127;
+              break;
+            case BP_TYPE_IQ4_XS:
+              step = (amax + row_amax / 31) * 14 / 127;
+              break;
+            case BP_TYPE_MXFP4:  // a power-of-two scale: up to half of 2^floor(log2 amax) off
+              step = amax > 0 ? 0.5 * std::ldexp(1.0, static_cast<int>(std::floor(std::log2(amax)))) : 0.0;
               break;
             default:
               step = amax / 32 + row_amax / 32 / 127;

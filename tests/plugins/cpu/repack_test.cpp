@@ -18,8 +18,9 @@ using namespace cpu_test;
 
 namespace {
 
-// Every quantized format of the harness: Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q5_K.
-const qt (&kRepacked)[6] = kTypes;
+// The formats the weight buffer repacks: Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q5_K
+// (the harness lists them first; the others stay in the file's layout).
+const qt kRepacked[] = {kTypes[0], kTypes[1], kTypes[2], kTypes[3], kTypes[4], kTypes[5]};
 
 // A weight buffer of |p|'s device holding a copy of the dense tensor |x|,
 // and the tensor that lives in it (same type, shape and strides).
