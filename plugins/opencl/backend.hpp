@@ -23,18 +23,22 @@ enum class matmul_mode {
   tiled,      // tiled wherever K % 4 == 0 (tests, tuning)
 };
 
-// Which ATTENTION kernel runs (ops.cpp): a work-group per query row
-// (attention), or a tile of query rows per work-group with the keys staged
-// in local memory (attention_tile).
+// Which ATTENTION kernel runs (ops_attention.cpp): a work-group per query
+// row (attention), a tile of query rows per work-group with the keys staged
+// in local memory (attention_tile), or several work-groups per row over
+// runs of the keys, merged by a second launch (attention_split,
+// attention_merge).
 enum class attention_mode {
-  automatic,  // tile on GPU devices for more than one query row, else row
+  automatic,  // on GPU devices tile for more than one query row, split for
+              // one row over 512 keys or more; else row
   row,
-  tile,  // wherever the head sizes fit (tests, tuning)
+  tile,   // wherever the head sizes fit (tests, tuning)
+  split,  // wherever the partials fit the scratch buffer (tests, tuning)
 };
 
 // The parameter values of each mode, in the enum's order.
 inline constexpr const char *kMatmulNames[] = {"auto", "dot", "tiled"};
-inline constexpr const char *kAttentionNames[] = {"auto", "row", "tile"};
+inline constexpr const char *kAttentionNames[] = {"auto", "row", "tile", "split"};
 
 struct backend_options {
   bool cache = true;
@@ -58,6 +62,10 @@ struct backend_ctx {
   attention_mode attention = attention_mode::automatic;
   bool fuse = true;            // backend_options::fuse
   bool fusion_logged[2] = {};  // norm and SILU pairs: the first of each is logged (debug)
+  // Split ATTENTION's partials (ops_attention.cpp): made at the first split,
+  // reused by every later one (the queue runs launches in order).
+  cl_mem scratch = nullptr;
+  bool split_logged = false;  // the first split ATTENTION is logged (debug)
   // Kernel objects, created once per (program, name) and reused for every
   // node: only their arguments change. Key: family|options|name.
   std::map<std::string, cl_kernel> kernels;
@@ -124,6 +132,9 @@ class launch {
 // ops.cpp
 bool op_supported(const device_state *dev, const bp_tensor *t);
 bp_status compute_node(backend_ctx *be, const bp_tensor *node, bp_error *err);
+// ops_attention.cpp
+bool attention_supported(const bp_tensor *t);
+bp_status attention_run(backend_ctx *be, const bp_tensor *t, bp_error *err);
 // ops_fusion.cpp: node |i| of |graph| and a later node in one launch.
 // |second| is 0 when node |i| fuses with nothing; |between| is the one
 // independent node listed between them (0 for none), which runs first.
