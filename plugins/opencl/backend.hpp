@@ -60,8 +60,10 @@ struct backend_ctx {
   int matmul_cols = 4;
   matmul_mode matmul = matmul_mode::automatic;
   attention_mode attention = attention_mode::automatic;
-  bool fuse = true;            // backend_options::fuse
-  bool fusion_logged[2] = {};  // norm and SILU pairs: the first of each is logged (debug)
+  bool fuse = true;  // backend_options::fuse
+  // The first fused pair of each kind (ops_fusion.cpp: norm+MUL, SILU+MUL,
+  // MUL_MAT+ADD, +MUL, +SILU) is logged (debug).
+  bool fusion_logged[5] = {};
   // Split ATTENTION's partials (ops_attention.cpp): made at the first split,
   // reused by every later one (the queue runs launches in order).
   cl_mem scratch = nullptr;
@@ -119,6 +121,10 @@ class launch {
   launch &mem(cl_mem m) { return arg(m); }
   // The four arguments of TENSOR(n): cl_mem, byte offset, ne, nb.
   launch &tensor(const bp_tensor *t);
+  // EPILOGUE_ARGS (epilogue.h) of |after| fused into |product|: the
+  // operand's and the result's cl_mem and byte offset; none when |after|
+  // is NULL.
+  launch &epilogue(const bp_tensor *product, const bp_tensor *after);
   // Enqueues on the backend queue; global sizes are rounded up to |local|.
   bp_status run(cl_uint dims, const size_t *global, const size_t *local, const char *what, bp_error *err);
 
@@ -146,7 +152,13 @@ fused_pair find_fused_pair(const bp_graph_desc *graph, uint32_t i);
 bp_status run_fused(backend_ctx *be, const bp_tensor *first, const bp_tensor *second, bp_error *err);
 // ops_matmul.cpp
 bool mul_mat_supported(const bp_tensor *t);
-bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, bp_error *err);
+// The product |t|, and |after| (NULL, or the next node: ADD or MUL of the
+// product with a tensor of its layout, or SILU of it; ops_fusion.cpp checked
+// it) in the same launch.
+bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, const bp_tensor *after, bp_error *err);
+// What the epilogue of |after| reads beside |product|: ADD's or MUL's other
+// operand; SILU reads nothing else and gets |product|.
+const bp_tensor *epilogue_operand(const bp_tensor *product, const bp_tensor *after);
 
 // Type code used by the kernels' -D options (common.cl): 0 f32, 1 f16,
 // 2 i32, 3 bf16.

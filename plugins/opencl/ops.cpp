@@ -429,7 +429,7 @@ bp_status compute_node(backend_ctx *be, const bp_tensor *t, bp_error *err) {
     case BP_OP_SOFT_MAX:
       return run_rows(be, t, err);
     case BP_OP_MUL_MAT:
-      return mul_mat_run(be, t, err);
+      return mul_mat_run(be, t, nullptr, err);
     case BP_OP_GET_ROWS:
       return run_get_rows(be, t, err);
     case BP_OP_CPY:

@@ -40,7 +40,9 @@ const bp_param_info params_schema[] = {
      "prompts and split for a decode step over 512 keys or more, else row",
      0, 0},
     {sizeof(bp_param_info), "fuse", BP_PARAM_BOOL, "true",
-     "run RMS_NORM/NORM then MUL, and SILU then MUL, in one launch each (untraced graphs)", 0, 0},
+     "run RMS_NORM/NORM then MUL, SILU then MUL, and MUL_MAT then ADD/MUL/SILU of its product, in one launch each "
+     "(untraced graphs)",
+     0, 0},
 };
 
 using lifecycle = plugins::plugin_lifecycle<plugin_state>;  // init keeps the host table, nothing more
