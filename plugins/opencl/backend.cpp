@@ -16,6 +16,7 @@ backend_ctx::~backend_ctx() {
   // Not reported: the graphs those nodes belonged to may be gone by now.
   trace_harvest(this, 0, false);
   for (auto &[key, k] : kernels) clReleaseKernel(k);
+  if (scratch) clReleaseMemObject(scratch);
   if (plain_queue) clReleaseCommandQueue(plain_queue);
   if (profiled_queue) clReleaseCommandQueue(profiled_queue);
 }

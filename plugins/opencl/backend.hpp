@@ -23,18 +23,22 @@ enum class matmul_mode {
   tiled,      // tiled wherever K % 4 == 0 (tests, tuning)
 };
 
-// Which ATTENTION kernel runs (ops.cpp): a work-group per query row
-// (attention), or a tile of query rows per work-group with the keys staged
-// in local memory (attention_tile).
+// Which ATTENTION kernel runs (ops_attention.cpp): a work-group per query
+// row (attention), a tile of query rows per work-group with the keys staged
+// in local memory (attention_tile), or several work-groups per row over
+// runs of the keys, merged by a second launch (attention_split,
+// attention_merge).
 enum class attention_mode {
-  automatic,  // tile on GPU devices for more than one query row, else row
+  automatic,  // on GPU devices tile for more than one query row, split for
+              // one row over 512 keys or more; else row
   row,
-  tile,  // wherever the head sizes fit (tests, tuning)
+  tile,   // wherever the head sizes fit (tests, tuning)
+  split,  // wherever the partials fit the scratch buffer (tests, tuning)
 };
 
 // The parameter values of each mode, in the enum's order.
 inline constexpr const char *kMatmulNames[] = {"auto", "dot", "tiled"};
-inline constexpr const char *kAttentionNames[] = {"auto", "row", "tile"};
+inline constexpr const char *kAttentionNames[] = {"auto", "row", "tile", "split"};
 
 struct backend_options {
   bool cache = true;
@@ -56,8 +60,14 @@ struct backend_ctx {
   int matmul_cols = 4;
   matmul_mode matmul = matmul_mode::automatic;
   attention_mode attention = attention_mode::automatic;
-  bool fuse = true;            // backend_options::fuse
-  bool fusion_logged[2] = {};  // norm and SILU pairs: the first of each is logged (debug)
+  bool fuse = true;  // backend_options::fuse
+  // The first fused pair of each kind (ops_fusion.cpp: norm+MUL, SILU+MUL,
+  // MUL_MAT+ADD, +MUL, +SILU) is logged (debug).
+  bool fusion_logged[5] = {};
+  // Split ATTENTION's partials (ops_attention.cpp): made at the first split,
+  // reused by every later one (the queue runs launches in order).
+  cl_mem scratch = nullptr;
+  bool split_logged = false;  // the first split ATTENTION is logged (debug)
   // Kernel objects, created once per (program, name) and reused for every
   // node: only their arguments change. Key: family|options|name.
   std::map<std::string, cl_kernel> kernels;
@@ -111,6 +121,10 @@ class launch {
   launch &mem(cl_mem m) { return arg(m); }
   // The four arguments of TENSOR(n): cl_mem, byte offset, ne, nb.
   launch &tensor(const bp_tensor *t);
+  // EPILOGUE_ARGS (epilogue.h) of |after| fused into |product|: the
+  // operand's and the result's cl_mem and byte offset; none when |after|
+  // is NULL.
+  launch &epilogue(const bp_tensor *product, const bp_tensor *after);
   // Enqueues on the backend queue; global sizes are rounded up to |local|.
   bp_status run(cl_uint dims, const size_t *global, const size_t *local, const char *what, bp_error *err);
 
@@ -124,6 +138,9 @@ class launch {
 // ops.cpp
 bool op_supported(const device_state *dev, const bp_tensor *t);
 bp_status compute_node(backend_ctx *be, const bp_tensor *node, bp_error *err);
+// ops_attention.cpp
+bool attention_supported(const bp_tensor *t);
+bp_status attention_run(backend_ctx *be, const bp_tensor *t, bp_error *err);
 // ops_fusion.cpp: node |i| of |graph| and a later node in one launch.
 // |second| is 0 when node |i| fuses with nothing; |between| is the one
 // independent node listed between them (0 for none), which runs first.
@@ -135,7 +152,13 @@ fused_pair find_fused_pair(const bp_graph_desc *graph, uint32_t i);
 bp_status run_fused(backend_ctx *be, const bp_tensor *first, const bp_tensor *second, bp_error *err);
 // ops_matmul.cpp
 bool mul_mat_supported(const bp_tensor *t);
-bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, bp_error *err);
+// The product |t|, and |after| (NULL, or the next node: ADD or MUL of the
+// product with a tensor of its layout, or SILU of it; ops_fusion.cpp checked
+// it) in the same launch.
+bp_status mul_mat_run(backend_ctx *be, const bp_tensor *t, const bp_tensor *after, bp_error *err);
+// What the epilogue of |after| reads beside |product|: ADD's or MUL's other
+// operand; SILU reads nothing else and gets |product|.
+const bp_tensor *epilogue_operand(const bp_tensor *product, const bp_tensor *after);
 
 // Type code used by the kernels' -D options (common.cl): 0 f32, 1 f16,
 // 2 i32, 3 bf16.

@@ -43,6 +43,17 @@ launch &launch::tensor(const bp_tensor *t) {
   return mem(b->mem).arg(off).arg(ne).arg(nb);
 }
 
+launch &launch::epilogue(const bp_tensor *product, const bp_tensor *after) {
+  if (!after) return *this;
+  const bp_tensor *operand = epilogue_operand(product, after);
+  const cl_buffer *bo = buffer_of(operand), *br = buffer_of(after);
+  if (!bo || !br) {
+    if (rc_ == CL_SUCCESS) rc_ = CL_INVALID_MEM_OBJECT;
+    return *this;
+  }
+  return mem(bo->mem).arg(cl_ulong(offset_of(operand, bo))).mem(br->mem).arg(cl_ulong(offset_of(after, br)));
+}
+
 bp_status launch::run(cl_uint dims, const size_t *global, const size_t *local, const char *what, bp_error *err) {
   if (rc_ != CL_SUCCESS)
     return bp_error_setf(err, BP_ERR_INTERNAL, "setting argument %u of %s failed: %s", n_ - 1, what,

@@ -327,52 +327,6 @@ bp_status run_rope(backend_ctx *be, const bp_tensor *t, bp_error *err) {
       .run(2, g, l, t->name, err);
 }
 
-// One work-group of 64 per query row (attention.cl); each work-item keeps
-// 4 output channels, so value rows of up to 256.
-constexpr int64_t k_attention_group = 64, k_attention_max_dv = 256;
-// attention_tile: 8 query rows of a head per work-group of 128, head sizes
-// D <= 128 and Dv <= 256 (its TQ, TWG, TMAX_D, TWG * TACC).
-constexpr int64_t k_tile_rows = 8, k_tile_group = 128, k_tile_max_d = 128;
-
-// Whether attention_tile runs (backend_options::attention): forced, or on
-// a GPU device for a prompt (a decode step's single row would leave 7 of
-// the tile's 8 empty); and the head sizes fit its local memory.
-bool attention_tile_applies(const backend_ctx *be, const bp_tensor *t) {
-  const bp_tensor *q = t->src[0];
-  if (q->ne[0] > k_tile_max_d || be->attention == attention_mode::row) return false;
-  return be->attention == attention_mode::tile || (be->dev->type != BP_DEVICE_TYPE_CPU && q->ne[1] > 1);
-}
-
-bp_status run_attention(backend_ctx *be, const bp_tensor *t, bp_error *err) {
-  const bp_tensor *q = t->src[0], *mask = t->src[3];
-  std::string opts = "-DKV_TYPE=" + std::to_string(type_code(t->src[1]->type));
-  if (mask) opts += " -DHAS_MASK=1";
-  const bool tile = attention_tile_applies(be, t);
-  cl_kernel k = nullptr;
-  if (bp_status s = get_kernel(be, "attention", opts, tile ? "attention_tile" : "attention", &k, err); s != BP_OK)
-    return s;
-  // Work-groups: one per query row, or per tile of rows of one head.
-  const int64_t groups =
-      tile ? q->ne[2] * ((q->ne[1] + k_tile_rows - 1) / k_tile_rows) * q->ne[3] : t->ne[1] * t->ne[2] * t->ne[3];
-  const int64_t local = tile ? k_tile_group : k_attention_group;
-  size_t g[1] = {static_cast<size_t>(groups * local)}, l[1] = {static_cast<size_t>(local)};
-  launch l_att(be, k);
-  l_att.tensor(t->src[0]).tensor(t->src[1]).tensor(t->src[2]);
-  if (mask) l_att.tensor(mask);
-  return l_att.tensor(t).arg(bp_tensor_param_f32(t, 0)).run(1, g, l, t->name, err);
-}
-
-bool attention_supported(const bp_tensor *t) {
-  const bp_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *mask = t->src[3];
-  if (t->type != BP_TYPE_F32 || q->type != BP_TYPE_F32 || !is_float(k->type) || k->type != v->type) return false;
-  if (k->ne[0] != q->ne[0] || v->ne[1] != k->ne[1] || q->ne[2] % k->ne[2] != 0 || q->ne[3] % k->ne[3] != 0)
-    return false;
-  if (t->ne[0] != v->ne[0] || t->ne[1] != q->ne[2] || t->ne[2] != q->ne[1] || t->ne[3] != q->ne[3]) return false;
-  if (v->ne[0] > k_attention_max_dv || !bp_tensor_is_contiguous(t)) return false;
-  return !mask || (mask->type == BP_TYPE_F32 && mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1] &&
-                   q->ne[2] % mask->ne[2] == 0 && q->ne[3] % mask->ne[3] == 0);
-}
-
 bool supports(const bp_tensor *t) {
   const bp_tensor *a = t->src[0], *b = t->src[1];
   switch (plugins::family_of(t->op)) {
@@ -475,7 +429,7 @@ bp_status compute_node(backend_ctx *be, const bp_tensor *t, bp_error *err) {
     case BP_OP_SOFT_MAX:
       return run_rows(be, t, err);
     case BP_OP_MUL_MAT:
-      return mul_mat_run(be, t, err);
+      return mul_mat_run(be, t, nullptr, err);
     case BP_OP_GET_ROWS:
       return run_get_rows(be, t, err);
     case BP_OP_CPY:
@@ -486,7 +440,7 @@ bp_status compute_node(backend_ctx *be, const bp_tensor *t, bp_error *err) {
     case BP_OP_ROPE:
       return run_rope(be, t, err);
     case BP_OP_ATTENTION:
-      return run_attention(be, t, err);
+      return attention_run(be, t, err);
     case BP_OP_SET_ROWS:
       return run_set_rows(be, t, err);
     default:

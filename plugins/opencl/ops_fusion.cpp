@@ -1,8 +1,10 @@
 // ops_fusion.cpp: two nodes of a graph in one launch (backend.hpp,
-// fused_partner and run_fused): a norm and the MUL by its weight, a SILU and
-// the MUL by the up projection (SwiGLU). On PoCL a launch costs more than
-// these row ops themselves, so a decoder step saves three launches a layer.
-// The first node's result is still written: other nodes (or the caller) may
+// find_fused_pair and run_fused): a norm and the MUL by its weight, a SILU
+// and the MUL by the up projection (SwiGLU), and a MUL_MAT and the ADD, MUL
+// or SILU of its product (a residual, SwiGLU's gate) in the product
+// kernel's store (epilogue.h). On PoCL a launch costs more than these row
+// ops themselves; on a GPU a decode step is hundreds of small launches. The
+// first node's result is still written: other nodes (or the caller) may
 // read it.
 #include <CL/cl.h>
 
@@ -67,18 +69,63 @@ bool silu_pair(const bp_tensor *s, const bp_tensor *mul) {
   return true;
 }
 
+// MUL_MAT, then ADD or MUL of its product with a dense f32 tensor of its
+// shape (the product on either side), or SILU of it, into a dense f32
+// result of that shape. Work-item by work-item the product kernel stores an
+// element of the product, then reads the operand's and writes the result's
+// same element (epilogue.h), while every work-item reads all of a and b:
+// the result may be the product's or the operand's own elements but must
+// share no byte with anything else; the operand none with the product.
+bool product_pair(const bp_tensor *mm, const bp_tensor *next) {
+  if (mm->op != BP_OP_MUL_MAT || !dense_f32(mm)) return false;
+  const bool binary = (next->op == BP_OP_ADD || next->op == BP_OP_MUL) && (next->src[0] == mm) != (next->src[1] == mm);
+  const bool silu = next->op == BP_OP_SILU && next->src[0] == mm;
+  if (!binary && !silu) return false;
+  const bp_tensor *operand = epilogue_operand(mm, next);
+  if (!dense_f32(next) || !dense_f32(operand) || !bp_tensor_same_shape(next, mm) || !bp_tensor_same_shape(operand, mm))
+    return false;  // a broadcast operand (a bias row) runs unfused
+  if (!apart_or_same(next, mm) || !apart_or_same(next, operand) || !apart_or_same(operand, mm)) return false;
+  return !overlap(next, mm->src[0]) && !overlap(next, mm->src[1]);
+}
+
 bool pair_fuses(const bp_tensor *first, const bp_tensor *second) {
   for (const bp_tensor *t : {first, second})
     for (int i = 0; i < plugins::n_sources(t->op); ++i)
       if (!t->src[i] || !buffer_of(t->src[i])) return false;
   if (!buffer_of(first) || !buffer_of(second)) return false;
-  return norm_pair(first, second) || silu_pair(first, second);
+  return norm_pair(first, second) || silu_pair(first, second) || product_pair(first, second);
+}
+
+// The pair's kind, which indexes backend_ctx::fusion_logged, and its name.
+int fused_kind(const bp_tensor *first, const bp_tensor *second) {
+  if (first->op != BP_OP_MUL_MAT) return first->op == BP_OP_SILU ? 1 : 0;
+  return second->op == BP_OP_ADD ? 2 : second->op == BP_OP_MUL ? 3 : 4;
+}
+const char *fused_label(const bp_tensor *first, const bp_tensor *second) {
+  switch (fused_kind(first, second)) {
+    case 0:
+      return first->op == BP_OP_NORM ? "NORM+MUL" : "RMS_NORM+MUL";
+    case 1:
+      return "SILU+MUL";
+    case 2:
+      return "MUL_MAT+ADD";
+    case 3:
+      return "MUL_MAT+MUL";
+    default:
+      return "MUL_MAT+SILU";
+  }
 }
 
 }  // namespace
 
 fused_pair find_fused_pair(const bp_graph_desc *graph, uint32_t i) {
   const bp_tensor *first = graph->nodes[i];
+  if (first->op == BP_OP_MUL_MAT) {
+    // Only the very next node, as on vulkan: a decoder's residual ADD and
+    // SwiGLU's SILU (or MUL by the up projection) follow their product.
+    if (i + 1 < graph->n_nodes && pair_fuses(first, graph->nodes[i + 1])) return {i + 1, 0};
+    return {};
+  }
   if (first->op != BP_OP_NORM && first->op != BP_OP_RMS_NORM && first->op != BP_OP_SILU) return {};
   // The next computing node, or the one after a single independent node
   // (SwiGLU lists the up projection between the SILU and the MUL).
@@ -95,15 +142,13 @@ fused_pair find_fused_pair(const bp_graph_desc *graph, uint32_t i) {
 
 bp_status run_fused(backend_ctx *be, const bp_tensor *first, const bp_tensor *second, bp_error *err) {
   const cl_buffer *bd = buffer_of(first), *bz = buffer_of(second);
-  bool &logged = be->fusion_logged[first->op == BP_OP_SILU ? 1 : 0];
+  bool &logged = be->fusion_logged[fused_kind(first, second)];
   if (!logged) {
     logged = true;
-    bp_host_logf(be->dev->plugin->host, BP_LOG_DEBUG, "fused %s+MUL ('%s', '%s') into one launch",
-                 first->op == BP_OP_SILU   ? "SILU"
-                 : first->op == BP_OP_NORM ? "NORM"
-                                           : "RMS_NORM",
-                 first->name, second->name);
+    bp_host_logf(be->dev->plugin->host, BP_LOG_DEBUG, "fused %s ('%s', '%s') into one launch",
+                 fused_label(first, second), first->name, second->name);
   }
+  if (first->op == BP_OP_MUL_MAT) return mul_mat_run(be, first, second, err);
   if (first->op == BP_OP_SILU) {
     const bp_tensor *x = first->src[0], *u = other_operand(second, first);
     const cl_buffer *bx = buffer_of(x), *bu = buffer_of(u);

@@ -35,11 +35,14 @@ const bp_param_info params_schema[] = {
      "MUL_MAT kernels: auto (tiled through local memory on GPUs where N >= 32 and K % 4 == 0), dot or tiled (forced)",
      0, 0},
     {sizeof(bp_param_info), "attention", BP_PARAM_STRING, "auto",
-     "ATTENTION kernel: row (a work-group per query row) or tile (8 query rows per work-group, keys staged in local "
-     "memory); auto = tile on GPUs for prompts, else row",
+     "ATTENTION kernels: row (a work-group per query row), tile (8 query rows per work-group, keys staged in local "
+     "memory) or split (several work-groups per row over runs of the keys, then a merge); auto = on GPUs tile for "
+     "prompts and split for a decode step over 512 keys or more, else row",
      0, 0},
     {sizeof(bp_param_info), "fuse", BP_PARAM_BOOL, "true",
-     "run RMS_NORM/NORM then MUL, and SILU then MUL, in one launch each (untraced graphs)", 0, 0},
+     "run RMS_NORM/NORM then MUL, SILU then MUL, and MUL_MAT then ADD/MUL/SILU of its product, in one launch each "
+     "(untraced graphs)",
+     0, 0},
 };
 
 using lifecycle = plugins::plugin_lifecycle<plugin_state>;  // init keeps the host table, nothing more

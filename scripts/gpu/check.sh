@@ -6,8 +6,10 @@
 # llama.cpp's Vulkan build (llama-bench) on 1B-shaped files of six weight
 # types and 7B-shaped q4_0 and q4_K files, pp512 and tg128: vulkan with its
 # default shaders and with the previous ones
-# (mul_mv=workgroup,fuse=false,attention=row), and opencl with and without
-# its tiled products; then a profile of a 7B decode step both ways. Run
+# (mul_mv=workgroup,fuse=false,attention=row), and opencl with its defaults
+# (tiled prompt products, split decode attention, products fused with the
+# next node) and without (matmul=dot,attention=row,fuse=false); then a
+# profile of a 7B decode step both ways. Run
 # from the repository root on the GPU machine, with the folder
 # scripts/gpu/pack.sh made (default .gpu) and the Vulkan loader unpacked
 # (see docs/plugins/vulkan.md, "On a GPU").
@@ -37,7 +39,8 @@ grep -A3 -iE 'vulkan:0|problems' "$out/devices.txt" | head -8
 grep -q '"vulkan:0"' "$out/devices.txt" || { echo "no vulkan device: stopping"; exit 1; }
 if has ops; then
   ops_specs=${SPECS:-"vulkan vulkan:mul_mv=workgroup,attention=row vulkan:attention=split vulkan:fast_paths=false"}
-  grep -q '"opencl:0"' "$out/devices.txt" && ops_specs="$ops_specs opencl opencl:matmul=tiled,attention=tile"
+  grep -q '"opencl:0"' "$out/devices.txt" &&
+    ops_specs="$ops_specs opencl opencl:matmul=tiled,attention=tile opencl:attention=split"
   grep -q 'cooperative matrices NV' "$out/devices.txt" && ops_specs="$ops_specs vulkan:coopmat=true"
   for spec in $ops_specs; do
     stamp "bp-test-ops $spec"
@@ -97,11 +100,11 @@ if has models; then
   # vulkan with its default shaders and with the previous ones (a workgroup
   # per matrix x vector row, no GPU fusion, a workgroup per attention row:
   # the plugin parameters keep them selectable); opencl, where it lists a
-  # device, with its tiled products and attention and without
-  # (matmul=dot,attention=row).
+  # device, with its defaults (tiled products, split decode attention, fused
+  # products) and without them (matmul=dot,attention=row,fuse=false).
   prev=vulkan:mul_mv=workgroup,fuse=false,attention=row
   specs=${SPECS_MODELS:-"vulkan $prev"}
-  grep -q '"opencl:0"' "$out/devices.txt" && specs="$specs opencl opencl:matmul=dot,attention=row"
+  grep -q '"opencl:0"' "$out/devices.txt" && specs="$specs opencl opencl:matmul=dot,attention=row,fuse=false"
   # The prompt products on the tensor cores, where the device has them.
   grep -q 'cooperative matrices NV' "$out/devices.txt" && specs="$specs vulkan:coopmat=true"
   echo "| file | size | device | pp512 | llama.cpp pp512 | ratio | tg128 | llama.cpp tg128 | ratio | tg weight GB/s | llama.cpp |"

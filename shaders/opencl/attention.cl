@@ -8,6 +8,12 @@
 // local memory, are folded into every channel without any score matrix.
 // KV_TYPE (T_F32 / T_F16) is k's and v's type; HAS_MASK=1 adds the mask
 // argument after v.
+//
+// attention_split (attention=split; auto on GPUs for a decode step over a
+// long cache) runs the same loop in |splits| work-groups per row, each over
+// a run of whole key blocks, so a few query rows still fill a GPU; each
+// writes its unnormalised sums, maximum and sum (Dv + 2 floats) to the
+// backend's scratch buffer, and attention_merge combines them.
 
 #define BLK 64
 #define ACC_N 4
@@ -17,32 +23,35 @@
 #endif
 #if HAS_MASK
 #define MASK_ARG TENSOR(mask),
+#define MASK_PASS TENSOR_ARGS(mask),
 // The mask's value for key j of query row t of head h, batch b.
 #define MASK_ADD(j, t, h, b) (*(__global const float *)ELEM_PTR(mask, j, t, (h) % mask_ne.z, (b) % mask_ne.w))
 #else
 #define MASK_ARG
+#define MASK_PASS
 #define MASK_ADD(j, t, h, b) 0.0f
 #endif
 
-__kernel __attribute__((reqd_work_group_size(BLK, 1, 1))) void attention(TENSOR(q), TENSOR(k), TENSOR(v), MASK_ARG
-                                                                          TENSOR(d), float scale) {
-  __local float weight[BLK];
-  __local float red[BLK];
+// Keys j_begin .. j_end - 1 (a multiple of BLK apart from the last run) of
+// query row |row| through the online softmax: *m_out and *l_out the running
+// maximum (-inf where every key is masked) and sum, acc[c] the unnormalised
+// sum of channel lid + c * BLK. Called by every work-item of the group
+// (it holds barriers).
+inline void attention_keys(TENSOR(q), TENSOR(k), TENSOR(v), MASK_ARG float scale, long row, long j_begin, long j_end,
+                           __local float *weight, __local float *red, float *m_out, float *l_out, float *acc) {
   const int lid = get_local_id(0);
   const long H = q_ne.z, T = q_ne.y;
-  const long row = get_group_id(0);
   const long h = row % H, t = (row / H) % T, b = row / (H * T);
   const long hk = h / (H / k_ne.z), bk = b / (q_ne.w / k_ne.w);
-  const long D = q_ne.x, N = k_ne.y, Dv = v_ne.x;
+  const long D = q_ne.x, Dv = v_ne.x;
 
   float m = -INFINITY, l = 0.0f;
-  float acc[ACC_N];
   for (int c = 0; c < ACC_N; ++c) acc[c] = 0.0f;
 
-  for (long j0 = 0; j0 < N; j0 += BLK) {
+  for (long j0 = j_begin; j0 < j_end; j0 += BLK) {
     const long j = j0 + lid;
     float s = -INFINITY;
-    if (j < N) {
+    if (j < j_end) {
       const float add = MASK_ADD(j, t, h, b);
       if (add != -INFINITY) {
         float dot = 0.0f;
@@ -72,7 +81,7 @@ __kernel __attribute__((reqd_work_group_size(BLK, 1, 1))) void attention(TENSOR(
     }
     l = l * keep + red[0];
     m = m_new;
-    const long n = min((long)BLK, N - j0);
+    const long n = min((long)BLK, j_end - j0);
     for (int c = 0; c < ACC_N; ++c) {
       const long ch = lid + (long)c * BLK;
       if (ch >= Dv) break;
@@ -82,10 +91,83 @@ __kernel __attribute__((reqd_work_group_size(BLK, 1, 1))) void attention(TENSOR(
     }
     barrier(CLK_LOCAL_MEM_FENCE);  // weight and red are rewritten by the next block
   }
+  *m_out = m;
+  *l_out = l;
+}
+
+__kernel __attribute__((reqd_work_group_size(BLK, 1, 1))) void attention(TENSOR(q), TENSOR(k), TENSOR(v), MASK_ARG
+                                                                          TENSOR(d), float scale) {
+  __local float weight[BLK];
+  __local float red[BLK];
+  const int lid = get_local_id(0);
+  const long row = get_group_id(0), H = q_ne.z, T = q_ne.y;
+  const long h = row % H, t = (row / H) % T, b = row / (H * T);
+  float m, l, acc[ACC_N];
+  attention_keys(TENSOR_ARGS(q), TENSOR_ARGS(k), TENSOR_ARGS(v), MASK_PASS scale, row, 0, k_ne.y, weight, red, &m, &l,
+                 acc);
+  for (int c = 0; c < ACC_N; ++c) {
+    const long ch = lid + (long)c * BLK;
+    if (ch >= v_ne.x) break;
+    *(__global float *)ELEM_PTR(d, ch, h, t, b) = l > 0.0f ? acc[c] / l : 0.0f;  // fully masked: zeros
+  }
+}
+
+// Global (rows * splits * BLK): work-group g takes row g / splits and the
+// (g % splits)-th run of the keys, runs of whole blocks, the last ones
+// possibly empty. Its partial, at part + g * (Dv + 2) floats: the
+// unnormalised sums of the Dv channels, then the maximum (-inf where every
+// key of the run is masked, or the run is empty) and the sum.
+__kernel __attribute__((reqd_work_group_size(BLK, 1, 1))) void attention_split(TENSOR(q), TENSOR(k), TENSOR(v),
+                                                                              MASK_ARG __global float *part,
+                                                                              float scale, int splits) {
+  __local float weight[BLK];
+  __local float red[BLK];
+  const int lid = get_local_id(0);
+  const long group = get_group_id(0), row = group / splits, split = group % splits;
+  const long N = k_ne.y, Dv = v_ne.x;
+  const long chunk = (N + splits * BLK - 1) / (splits * BLK) * BLK;
+  const long j_begin = min(N, split * chunk), j_end = min(N, j_begin + chunk);
+  float m, l, acc[ACC_N];
+  attention_keys(TENSOR_ARGS(q), TENSOR_ARGS(k), TENSOR_ARGS(v), MASK_PASS scale, row, j_begin, j_end, weight, red, &m,
+                 &l, acc);
+  __global float *out = part + group * (Dv + 2);
   for (int c = 0; c < ACC_N; ++c) {
     const long ch = lid + (long)c * BLK;
     if (ch >= Dv) break;
-    *(__global float *)ELEM_PTR(d, ch, h, t, b) = l > 0.0f ? acc[c] / l : 0.0f;  // fully masked: zeros
+    out[ch] = acc[c];
+  }
+  if (lid == 0) {
+    out[Dv] = m;
+    out[Dv + 1] = l;
+  }
+}
+
+// The second launch of a split ATTENTION: a work-group of BLK per query row
+// (global rows * BLK) rescales the row's |splits| partials to their largest
+// maximum M and combines them:
+//   out[c] = sum_s exp(m_s - M) acc_s[c] / sum_s exp(m_s - M) l_s
+// A partial whose keys were all masked (m_s = -inf) adds nothing; a row
+// with no unmasked key at all gets zeros, as attention writes.
+__kernel __attribute__((reqd_work_group_size(BLK, 1, 1))) void attention_merge(__global const float *part, TENSOR(d),
+                                                                              int splits) {
+  const long row = get_group_id(0), Dv = d_ne.x, stride = Dv + 2;
+  const long H = d_ne.y, T = d_ne.z;  // d is [Dv, H, T, B]
+  const long h = row % H, t = (row / H) % T, b = row / (H * T);
+  __global const float *base = part + row * splits * stride;
+  float M = -INFINITY;
+  for (int s = 0; s < splits; ++s) M = fmax(M, base[s * stride + Dv]);
+  float L = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float ms = base[s * stride + Dv];
+    if (ms != -INFINITY) L += exp(ms - M) * base[s * stride + Dv + 1];
+  }
+  for (long ch = get_local_id(0); ch < Dv; ch += BLK) {
+    float a = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float ms = base[s * stride + Dv];
+      if (ms != -INFINITY) a += exp(ms - M) * base[s * stride + ch];
+    }
+    *(__global float *)ELEM_PTR(d, ch, h, t, b) = L > 0.0f ? a / L : 0.0f;
   }
 }
 

@@ -13,6 +13,9 @@
 // by 32 / DOT_COLS), so a group's rows of a stay in cache while its columns
 // pass over them.
 // VW and DOT_COLS come per device from the host (-D options); DOT_ROWS is 4.
+// -DEPILOGUE fuses the next node into the store (epilogue.h).
+
+#include "epilogue.h"
 
 #ifndef A_TYPE
 #define A_TYPE T_F32
@@ -53,7 +56,7 @@ inline float hsumV(floatV v) {
 // Global (ceil(M / DOT_ROWS), ceil(N / DOT_COLS), batches of d). r2, r3: how
 // many batches of d share one matrix of a in dims 2 and 3. Rows and columns
 // past the edge repeat the last one and are not stored.
-__kernel void mul_mat_dot(TENSOR(a), TENSOR(b), TENSOR(d), long r2, long r3) {
+__kernel void mul_mat_dot(TENSOR(a), TENSOR(b), TENSOR(d), long r2, long r3 EPILOGUE_ARGS) {
   const long M = d_ne.x, K = a_ne.x, N = d_ne.y;
   const long m0 = get_global_id(0) * DOT_ROWS;
   const long n0 = get_global_id(1) * DOT_COLS, batch = get_global_id(2);
@@ -96,8 +99,6 @@ __kernel void mul_mat_dot(TENSOR(a), TENSOR(b), TENSOR(d), long r2, long r3) {
 #pragma unroll
       for (int c = 0; c < DOT_COLS; ++c) s[r][c] = fma(av, pb[c][k], s[r][c]);
     }
-  for (int c = 0; c < DOT_COLS && n0 + c < N; ++c) {
-    __global float *o = (__global float *)ELEM_PTR(d, m0, n0 + c, i2, i3);
-    for (int r = 0; r < DOT_ROWS && m0 + r < M; ++r) o[r] = s[r][c];
-  }
+  for (int c = 0; c < DOT_COLS && n0 + c < N; ++c)
+    for (int r = 0; r < DOT_ROWS && m0 + r < M; ++r) STORE_PRODUCT(m0 + r, n0 + c, i2, i3, s[r][c]);
 }

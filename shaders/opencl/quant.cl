@@ -13,6 +13,8 @@
 #define BP_Q_BITS4(x, y, z, w) as_float4((uint4)((x), (y), (z), (w)))
 #define BP_Q_FLOATS4(x, y, z, w) ((float4)((x), (y), (z), (w)))
 #include "../common/quant.h"
+// -DEPILOGUE fuses the next node into the products' stores.
+#include "epilogue.h"
 
 #ifndef WG
 #define WG 64
@@ -28,7 +30,7 @@
 // partial sums meet in local memory. r2, r3: batches of d per matrix of a.
 // Columns past N read the last one again and are not stored.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void mul_mv_q(TENSOR(a), TENSOR(b), TENSOR(d), long r2,
-                                                                         long r3) {
+                                                                         long r3 EPILOGUE_ARGS) {
   __local float red[NCOLS][WG];
   const int lid = get_local_id(0);
   const long m = get_group_id(0), N = d_ne.y, n0 = get_global_id(1) * NCOLS, batch = get_global_id(2);
@@ -63,7 +65,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void mul_mv_q(TENSOR(a)
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (lid == 0)
-    for (int c = 0; c < NCOLS && n0 + c < N; ++c) *(__global float *)ELEM_PTR(d, m, n0 + c, i2, i3) = red[c][0];
+    for (int c = 0; c < NCOLS && n0 + c < N; ++c) STORE_PRODUCT(m, n0 + c, i2, i3, red[c][0]);
 }
 
 // out[:, n, i2, i3] = s[:, ids[n, i2, i3], i2, i3] as f32, 4 values per
@@ -101,7 +103,7 @@ __kernel void get_rows_q(TENSOR(s), TENSOR(ids), TENSOR(d)) {
 #define TK 16
 #define PER (TILE / 16)
 __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void mul_mat_tiled(TENSOR(a), TENSOR(b), TENSOR(d), long r2,
-                                                                           long r3) {
+                                                                           long r3 EPILOGUE_ARGS) {
   __local float as[TK][TILE + 1], bs[TK][TILE + 1];
   const int lx = get_local_id(0), ly = get_local_id(1), lid = ly * 16 + lx;
   const long M = d_ne.x, N = d_ne.y, K = a_ne.x, batch = get_global_id(2);
@@ -147,7 +149,7 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void mul_mat_tiled(TEN
     if (n >= N) break;
     for (int i = 0; i < PER; ++i) {
       const long m = m0 + lx + 16 * i;
-      if (m < M) *(__global float *)ELEM_PTR(d, m, n, i2, i3) = acc[i][j];
+      if (m < M) STORE_PRODUCT(m, n, i2, i3, acc[i][j]);
     }
   }
 }

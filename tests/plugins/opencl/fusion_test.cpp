@@ -9,8 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <mutex>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -18,41 +16,6 @@
 
 namespace bp_opencl_test {
 namespace {
-
-std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-2.0f, 2.0f);
-  std::vector<float> v(n);
-  for (auto &x : v) x = d(rng);
-  return v;
-}
-
-// Debug lines of the process while it lives.
-struct log_lines {
-  std::mutex mu;
-  std::vector<std::string> lines;
-  bp_log_level previous = bp_log_get_level();
-  log_lines() {
-    bp_log_set_level(BP_LOG_DEBUG);
-    bp_log_set_callback(
-        [](bp_log_level, const char *, const char *message, void *self) {
-          auto *me = static_cast<log_lines *>(self);
-          std::lock_guard<std::mutex> lock(me->mu);
-          me->lines.push_back(message);
-        },
-        this);
-  }
-  ~log_lines() {
-    bp_log_set_callback(nullptr, nullptr);
-    bp_log_set_level(previous);
-  }
-  bool has(const std::string &what) {
-    std::lock_guard<std::mutex> lock(mu);
-    for (const auto &l : lines)
-      if (l.find(what) != std::string::npos) return true;
-    return false;
-  }
-};
 
 // One graph built on a backend: |build| makes the leaves and the outputs it
 // returns, inputs are filled from |inputs| in order, outputs read back.

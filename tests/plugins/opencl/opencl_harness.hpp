@@ -1,13 +1,16 @@
 // opencl_harness.hpp: what the opencl plugin tests share: the plugin folder
 // on the search path, the OpenCL devices' specs (tests skip when there are
 // none), a program cache folder kept in the build tree so repeated test runs
-// do not compile again, and a child-process runner.
+// do not compile again, a child-process runner, random inputs and the
+// process's debug log lines (which kernels and fusions ran).
 #pragma once
 
 #include <backplane/backplane.h>
 
 #include <array>
 #include <cstdio>
+#include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 #include "support/find.hpp"
@@ -57,5 +60,41 @@ inline size_t count_of(const std::string &text, const std::string &what) {
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
 }
+
+// |n| values uniform in [-2, 2), the same ones for a seed.
+inline std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-2.0f, 2.0f);
+  std::vector<float> v(n);
+  for (auto &x : v) x = d(rng);
+  return v;
+}
+
+// Debug lines of the process while it lives.
+struct log_lines {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  bp_log_level previous = bp_log_get_level();
+  log_lines() {
+    bp_log_set_level(BP_LOG_DEBUG);
+    bp_log_set_callback(
+        [](bp_log_level, const char *, const char *message, void *self) {
+          auto *me = static_cast<log_lines *>(self);
+          std::lock_guard<std::mutex> lock(me->mu);
+          me->lines.push_back(message);
+        },
+        this);
+  }
+  ~log_lines() {
+    bp_log_set_callback(nullptr, nullptr);
+    bp_log_set_level(previous);
+  }
+  bool has(const std::string &what) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto &l : lines)
+      if (l.find(what) != std::string::npos) return true;
+    return false;
+  }
+};
 
 }  // namespace bp_opencl_test
