@@ -37,6 +37,9 @@ namespace bp::model {
 // k_kv_pad positions; the padding is masked out.
 constexpr uint32_t k_kv_pad = 128;
 
+// INVALID_ARGUMENT (recorded) for NULL or a handle that is not a live context.
+bp_status check_context(const bp_model_context *c, const char *fn);
+
 bp_status context_create(bp_model *m, const bp_model_context_options &opt, bp_model_context **out);
 void context_destroy(bp_model_context *c);
 bp_status context_eval(bp_model_context *c, const int32_t *tokens, size_t n, bool all_logits);

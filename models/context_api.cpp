@@ -7,7 +7,7 @@
 
 using namespace bp::model;
 
-namespace {
+namespace bp::model {
 
 bp_status check_context(const bp_model_context *c, const char *fn) {
   if (!c) return failf(BP_ERR_INVALID_ARGUMENT, "%s: context is NULL", fn);
@@ -17,7 +17,7 @@ bp_status check_context(const bp_model_context *c, const char *fn) {
   return BP_OK;
 }
 
-}  // namespace
+}  // namespace bp::model
 
 extern "C" {
 

@@ -210,6 +210,102 @@ BP_API void bp_sampler_accept(bp_sampler *sampler, bp_token token);
 /* Forgets the history and restarts the random sequence from the seed. */
 BP_API void bp_sampler_reset(bp_sampler *sampler);
 
+/* ------------------------------------------------------------------------ */
+/* Generation: evaluate, sample, stop; and the text ready to print.          */
+
+/* One generation in a context: it evaluates the prompt, then draws a token
+ * per step with a sampler of its own, feeds it back, and returns the bytes
+ * that may be printed, holding back the start of a UTF-8 character split
+ * over tokens and a tail that could become a stop string. bp-generate, the
+ * Python module's Model.generate and bp-server are loops over it
+ * (docs/models.md, "Generation"). */
+typedef struct bp_generator bp_generator;
+
+/* Why a generation stopped. The values and the names bp_stop_reason_name
+ * gives are stable: tools print the names and scripts compare them. */
+typedef enum bp_stop_reason {
+  BP_STOP_NONE = 0,   /* "none": still running */
+  BP_STOP_END = 1,    /* "end": an end token was drawn (bp_model_token_is_end) */
+  BP_STOP_STRING = 2, /* "stop": a stop string appeared in the text */
+  BP_STOP_LENGTH = 3, /* "length": max_tokens tokens were drawn */
+  BP_STOP_CONTEXT = 4 /* "context": the KV cache is full, so the last token drawn cannot be fed back */
+} bp_stop_reason;
+/* The name above; "unknown" for another value. Static storage; never fails. */
+BP_API const char *bp_stop_reason_name(bp_stop_reason reason);
+
+typedef struct bp_generator_options {
+  uint32_t struct_size; /* caller sets sizeof(bp_generator_options) */
+  /* Tokens evaluated by the first bp_generator_next, after what the context
+   * already holds; they also join the sampler's history (the repetition
+   * penalty). Copied by bp_generator_new. */
+  const bp_token *prompt;
+  size_t n_prompt;
+  /* true: the prompt is in the context already (the caller evaluated it, to
+   * time it or to read every row's logits): it only joins the history, and
+   * the first token is drawn from the context's last logits row. With no
+   * prompt (n_prompt 0) that is what happens either way. */
+  bool prompt_evaluated;
+  /* Tokens drawn at most, an end token included; negative = no limit (an
+   * end token, a stop string or a full context ends it). */
+  int64_t max_tokens;
+  /* How tokens are drawn; NULL = bp_sampler_default_options() (greedy).
+   * Copied. */
+  const bp_sampler_options *sampler;
+  /* Stop strings: generation ends where the first of them appears in the
+   * text, which is returned up to it; neither it nor anything after it is.
+   * stops[i] has stop_lengths[i] bytes (any bytes, NUL included), or is
+   * NUL-terminated when stop_lengths is NULL. An empty one is
+   * INVALID_ARGUMENT (it would match before any text). Copied. */
+  const char *const *stops;
+  const size_t *stop_lengths;
+  size_t n_stops;
+} bp_generator_options;
+/* The defaults: no prompt, no limit (max_tokens -1), greedy, no stop strings. */
+BP_API bp_generator_options bp_generator_default_options(void);
+
+/* New generator on |context|, which it borrows: the context must outlive
+ * it, and the two are used by one thread at a time. Nothing runs until the
+ * first bp_generator_next. |options| may be NULL (the defaults).
+ * INVALID_ARGUMENT: a NULL or freed context, options->struct_size not set
+ * (under 4, or over sizeof(bp_generator_options); a smaller one, from an
+ * older header, leaves the later fields at their defaults), a NULL array
+ * with a count, an empty stop string, a prompt token outside the
+ * vocabulary, sampler options bp_sampler_new refuses. FAILED_PRECONDITION: nothing is to be evaluated (no prompt, or
+ * prompt_evaluated) and the context has no logits to draw the first token
+ * from. Caller owns *out_generator; release with bp_generator_free. */
+BP_API bp_status bp_generator_new(bp_model_context *context, const bp_generator_options *options,
+                                  bp_generator **out_generator);
+BP_API void bp_generator_free(bp_generator *generator); /* NULL ok; the context lives on */
+
+typedef struct bp_generator_step {
+  uint32_t struct_size; /* caller sets sizeof(bp_generator_step) */
+  /* The token drawn in this step, an end token too (with stop END); -1 when
+   * none was (the generation had stopped already, or max_tokens is 0). */
+  bp_token token;
+  /* Bytes that may be printed now (often none while a character or a stop
+   * string is incomplete; at the stop, everything still held). Joined over
+   * all steps they are the generated tokens' bytes up to the stop string.
+   * Borrowed from the generator, valid until its next call or free;
+   * NUL-terminated after text_len bytes. */
+  const char *text;
+  size_t text_len;
+  /* BP_STOP_NONE while running; set on the step that stops and on every
+   * step after it (which draws nothing and returns no text). */
+  bp_stop_reason stop;
+} bp_generator_step;
+
+/* One step: evaluates what is pending (the prompt, or the token drawn by
+ * the step before), draws a token from the last logits row, and fills
+ * |out_step|. The token that stops a generation is never evaluated:
+ * afterwards the context holds the prompt and every drawn token but the
+ * last. Failures: INVALID_ARGUMENT (NULL arguments, out_step->struct_size
+ * less than sizeof(bp_generator_step)); an eval's status (RESOURCE_EXHAUSTED
+ * for a prompt longer than the context has room for, ...);
+ * FAILED_PRECONDITION when the context has no logits (rewound by the
+ * caller). A failed eval or draw ends the generator: later calls return
+ * FAILED_PRECONDITION naming the first failure. */
+BP_API bp_status bp_generator_next(bp_generator *generator, bp_generator_step *out_step);
+
 /* Names before 0.3, kept as deprecated aliases until 0.3 (docs/api-guide.md,
  * "Renamed before 0.3"). Define BP_NO_DEPRECATED to hide them. */
 #ifndef BP_NO_DEPRECATED /* BP_DEPRECATED comes from deprecated.h, through backplane.h */
