@@ -116,7 +116,7 @@ std::vector<bp_token> token_ids(const py::handle &h) {
     return {static_cast<bp_token>(v)};
   }
   if (!py::isinstance<py::array>(h) && py::hasattr(h, "__len__") && py::len(h) == 0) return {};
-  py::array a = py::module_::import("numpy").attr("asarray")(h);
+  py::array a = np().attr("asarray")(h);
   char kind = a.dtype().kind();
   if (kind != 'i' && kind != 'u')
     fail(BP_ERR_INVALID_ARGUMENT, "token ids must be integers, not " + py::str(a.dtype()).cast<std::string>());
