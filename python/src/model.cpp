@@ -1,6 +1,9 @@
 // model.cpp: backplane.Model (bp_model_*: llama-family GGUF models), its
 // contexts (bp_model_context: a KV cache) and generation with a bp_sampler.
 //
+// Generation is a loop over bp_generator, the library's; what the module adds
+// is the iterator and the GIL.
+//
 // A Model holds its bp_model in one holder; every ModelContext and
 // Generation holds that holder too, so the model is freed after the last of
 // them whatever order Python drops them in (bp_model_free refuses while a
@@ -204,122 +207,33 @@ py::array_t<float> logits_of(const MCtxP &c) {
   return out;
 }
 
-// Bytes at the end of |s| that start a UTF-8 sequence the next bytes may
-// complete (0 to 3).
-size_t incomplete_utf8_tail(const std::string &s) {
-  const size_t n = s.size();
-  for (size_t back = 1; back <= 3 && back <= n; ++back) {
-    const unsigned char c = static_cast<unsigned char>(s[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
-    size_t need = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 1;
-    if (c > 0xF4) need = 1;
-    return need > back ? back : 0;
-  }
-  return 0;
-}
-
-// backplane.Generation: the iterator Model.generate returns.
+// backplane.Generation: the iterator Model.generate returns, a loop over
+// bp_generator (model.h), which holds the sampling, the UTF-8 hold-back and
+// the stop strings; this adds only the Python iterator and the GIL.
 struct Generation {
   ModelP model;
-  MCtxP ctx;
-  std::unique_ptr<bp_sampler, void (*)(bp_sampler *)> sampler{nullptr, bp_sampler_free};
-  std::vector<bp_token> prompt;
-  std::vector<std::string> stops;
-  int64_t n = 0;
-  int32_t n_vocab = 0;
-  std::vector<bp_token> tokens;  // generated so far (not the end token)
-  std::string pending;           // bytes not yet returned
-  std::string reason;            // why it stopped ("" while running)
-  bool started = false;
-  bp_token unevaluated = -1;  // the last token, run before the next draw
+  MCtxP ctx;  // declared before |gen|, so freed after it: the generator borrows the context
+  std::unique_ptr<bp_generator, void (*)(bp_generator *)> gen{nullptr, bp_generator_free};
+  std::vector<bp_token> tokens;  // drawn so far (not an end token)
+  bp_stop_reason reason = BP_STOP_NONE;
 
-  // Bytes at the end of |pending| that could begin a stop string.
-  size_t stop_prefix_tail() const {
-    size_t best = 0;
-    for (const std::string &s : stops)
-      for (size_t k = std::min(s.size() - 1, pending.size()); k > best; --k)
-        if (pending.compare(pending.size() - k, k, s, 0, k) == 0) {
-          best = k;
-          break;
-        }
-    return best;
-  }
-
-  void finish(const char *why) {
-    if (reason.empty()) reason = why;
-  }
-
-  // One step: returns the text to give back now (maybe ""); sets |reason| when done.
-  std::string step() {
-    if (static_cast<int64_t>(tokens.size()) >= n) {
-      finish("length");
-      return "";
-    }
-    auto lk = lock_nogil(ctx->mu);
-    if (!started) {
-      started = true;
-      if (!prompt.empty()) {
-        eval_locked(ctx, prompt, false);
-      } else {
-        size_t rows = 0;
-        if (!bp_model_context_logits(ctx->c, &rows) || rows == 0)
-          fail(BP_ERR_INVALID_ARGUMENT, "generate: the prompt is empty and the context has no logits to start from");
-      }
-    } else if (unevaluated >= 0) {
-      if (bp_model_context_position(ctx->c) >= bp_model_context_size(ctx->c)) {
-        finish("context");
-        return "";
-      }
-      eval_locked(ctx, {unevaluated}, false);
-      unevaluated = -1;
-    }
-    bp_token tok = -1;
-    bp_status st;
-    std::string msg;
-    {
-      py::gil_scoped_release release;
-      size_t rows = 0;
-      const float *l = bp_model_context_logits(ctx->c, &rows);
-      if (!l || rows == 0) {
-        st = BP_ERR_FAILED_PRECONDITION;
-        msg = "generate: the context has no logits (was it rewound or evaluated by another caller?)";
-      } else {
-        st = bp_sampler_sample(sampler.get(), l + (rows - 1) * static_cast<size_t>(n_vocab), n_vocab, &tok);
-        if (st != BP_OK) msg = bp_last_error();
-      }
-    }
-    if (st != BP_OK) throw Error{st, msg};
-    lk.unlock();
-    if (bp_model_token_is_end(model->m, tok)) {
-      finish("end");
-      return "";
-    }
-    tokens.push_back(tok);
-    unevaluated = tok;
-    pending += token_bytes(model->m, tok);
-    size_t at = std::string::npos;
-    for (const std::string &s : stops) at = std::min(at, pending.find(s));
-    if (at != std::string::npos) {
-      pending.resize(at);
-      finish("stop");
-      return "";
-    }
-    const size_t hold = std::max(incomplete_utf8_tail(pending), stop_prefix_tail());
-    std::string out = pending.substr(0, pending.size() - hold);
-    pending.erase(0, pending.size() - hold);
-    return out;
-  }
-
+  // Steps until one returns text or the generation stops: a piece is never "".
   py::object next() {
-    while (reason.empty()) {
-      std::string piece = step();
-      if (!reason.empty()) piece += pending, pending.clear();
-      if (!piece.empty()) return decode(piece);
-    }
-    if (!pending.empty()) {
-      std::string rest;
-      rest.swap(pending);
-      return decode(rest);
+    while (reason == BP_STOP_NONE) {
+      bp_generator_step st{};
+      st.struct_size = sizeof st;
+      std::string text;
+      {
+        auto lk = lock_nogil(ctx->mu);
+        call_nogil([&] {
+          const bp_status s = bp_generator_next(gen.get(), &st);
+          if (s == BP_OK) text.assign(st.text, st.text_len);  // borrowed until the next call
+          return s;
+        });
+      }
+      if (st.token >= 0 && st.stop != BP_STOP_END) tokens.push_back(st.token);
+      reason = st.stop;
+      if (!text.empty()) return decode(text);
     }
     throw py::stop_iteration();
   }
@@ -343,44 +257,58 @@ std::shared_ptr<Generation> generate(const Model &self, const py::object &prompt
   self.get();
   auto g = std::make_shared<Generation>();
   g->model = self.h;
+  // The C API reads a negative max_tokens as "no limit"; Python's n is a count.
   if (n < 0) fail(BP_ERR_INVALID_ARGUMENT, "generate: n is " + std::to_string(n) + "; it must be >= 0");
-  g->n = n;
-  g->n_vocab = raw_info(self.h->m).n_vocab;
   if (context.is_none()) {
     g->ctx = new_context(self.h, 0, 0, false);
   } else {
     g->ctx = context.cast<const ModelContext &>().get();
     if (g->ctx->model != self.h) fail(BP_ERR_INVALID_ARGUMENT, "generate: the context belongs to another Model");
   }
+  std::vector<bp_token> ids;
   if (py::isinstance<py::str>(prompt) || py::isinstance<py::bytes>(prompt)) {
     const bool empty = [&] {
       auto lk = lock_nogil(g->ctx->mu);
       return bp_model_context_position(g->ctx->c) == 0;
     }();
-    g->prompt = tokenize(self.h, text_bytes(prompt), empty && raw_info(self.h->m).add_bos, false);
+    ids = tokenize(self.h, text_bytes(prompt), empty && raw_info(self.h->m).add_bos, false);
   } else {
-    g->prompt = token_ids(prompt);
+    ids = token_ids(prompt);
   }
+  std::vector<std::string> stops;
   if (!stop.is_none()) {
     if (py::isinstance<py::str>(stop) || py::isinstance<py::bytes>(stop))
-      g->stops.push_back(text_bytes(stop));
+      stops.push_back(text_bytes(stop));
     else
-      for (auto s : stop) g->stops.push_back(text_bytes(s));
-    for (const std::string &s : g->stops)
-      if (s.empty()) fail(BP_ERR_INVALID_ARGUMENT, "generate: a stop string is empty");
+      for (auto s : stop) stops.push_back(text_bytes(s));
+  }
+  std::vector<const char *> stop_data;
+  std::vector<size_t> stop_lengths;  // a stop string may hold NUL bytes
+  for (const std::string &s : stops) {
+    stop_data.push_back(s.data());
+    stop_lengths.push_back(s.size());
   }
   bp_sampler_options so = bp_sampler_default_options();
-  so.struct_size = sizeof so;
   so.temperature = temperature;
   so.top_k = top_k;
   so.top_p = top_p;
   so.min_p = min_p;
   so.repeat_penalty = repeat_penalty;
   so.seed = seed;
-  bp_sampler *s = nullptr;
-  check(bp_sampler_new(&so, &s));
-  g->sampler.reset(s);
-  for (bp_token t : g->prompt) bp_sampler_accept(s, t);
+  bp_generator_options o = bp_generator_default_options();
+  o.prompt = ids.data();
+  o.n_prompt = ids.size();
+  o.max_tokens = n;
+  o.sampler = &so;
+  o.stops = stop_data.data();
+  o.stop_lengths = stop_lengths.data();
+  o.n_stops = stops.size();
+  bp_generator *gen = nullptr;
+  {
+    auto lk = lock_nogil(g->ctx->mu);  // the generator reads the context's logits
+    call_nogil([&] { return bp_generator_new(g->ctx->c, &o, &gen); });
+  }
+  g->gen.reset(gen);
   return g;
 }
 
@@ -494,8 +422,8 @@ void init_model(py::module_ &m) {
       .def_property_readonly(
           "stop_reason",
           [](const Generation &g) -> py::object {
-            if (g.reason.empty()) return py::none();
-            return py::str(g.reason);
+            if (g.reason == BP_STOP_NONE) return py::none();
+            return py::str(bp_stop_reason_name(g.reason));
           },
           "None while running, else 'end', 'stop', 'length' or 'context'.")
       .def_property_readonly("context", [](const Generation &g) { return ModelContext{g.ctx}; });
