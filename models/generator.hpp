@@ -1,7 +1,7 @@
 // generator.hpp: what a generator holds (the bp_generator handle of
-// model.h) and its step. Evaluating and drawing are separate functions so a
-// caller that evaluates many sequences in one batch (bp-server's continuous
-// batching) can hand each generator its own logits row.
+// model.h) and its step. Evaluating and drawing are separate functions: a
+// server that evaluates many sequences in one batch (continuous batching)
+// will hand each generator its own logits row through generator_draw.
 #pragma once
 
 #include <string>

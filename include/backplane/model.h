@@ -216,9 +216,9 @@ BP_API void bp_sampler_reset(bp_sampler *sampler);
 /* One generation in a context: it evaluates the prompt, then draws a token
  * per step with a sampler of its own, feeds it back, and returns the bytes
  * that may be printed, holding back the start of a UTF-8 character split
- * over tokens and a tail that could become a stop string. bp-generate, the
- * Python module's Model.generate and bp-server are loops over it
- * (docs/models.md, "Generation"). */
+ * over tokens and a tail that could become a stop string. bp-generate and
+ * the Python module's Model.generate are loops over it, as the HTTP server
+ * of issue 52 is to be (docs/models.md, "Generation"). */
 typedef struct bp_generator bp_generator;
 
 /* Why a generation stopped. The values and the names bp_stop_reason_name
