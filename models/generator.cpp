@@ -64,7 +64,7 @@ bp_status generator_draw(bp_generator *g, const float *row, bp_token *out_token)
     g->stop = BP_STOP_STRING;
   else if (g->max_tokens >= 0 && g->drawn >= g->max_tokens)
     finish(g, BP_STOP_LENGTH);
-  else if (c->position >= c->kv.n_ctx)
+  else if (c->cells.used() >= c->cells.size())  // no free cell for the token
     finish(g, BP_STOP_CONTEXT);
   else
     g->unfed = tok;

@@ -142,13 +142,18 @@ BP_API bool bp_model_token_is_end(const bp_model *model, bp_token token);
 
 typedef struct bp_model_context_options {
   uint32_t struct_size; /* caller sets sizeof(bp_model_context_options) */
-  uint32_t n_ctx;       /* positions the KV cache holds; 0 = min(n_ctx_train, 4096) */
-  uint32_t n_batch;     /* tokens per prompt graph; 0 = 512 */
-  bool kv_f32;          /* KV cache in f32 instead of f16 */
+  /* Cells (one position of one sequence each) the KV cache holds, shared
+   * by all its sequences; 0 = min(n_ctx_train, 4096). */
+  uint32_t n_ctx;
+  uint32_t n_batch; /* tokens per graph; 0 = 512 */
+  bool kv_f32;      /* KV cache in f32 instead of f16 */
   /* Attention as separate products and SOFT_MAX instead of the fused
    * ATTENTION op. By default the fused op is used when every backend that
    * holds a layer supports it (docs/models.md, "Attention"). */
   bool unfused_attention;
+  /* Sequences the context holds at once (ids 0 .. n_seq-1), at most 256;
+   * 0 = 1. See "Sequences" below. */
+  uint32_t n_seq;
 } bp_model_context_options;
 
 /* New context on |model| with an empty KV cache allocated on the devices
@@ -157,15 +162,17 @@ BP_API bp_status bp_model_context_new(bp_model *model, const bp_model_context_op
                                       bp_model_context **out_context);
 BP_API void bp_model_context_free(bp_model_context *context); /* NULL ok */
 
-/* Runs |n| tokens at the next positions (in graphs of at most n_batch), so
- * their keys and values join the cache. Afterwards bp_model_context_logits
- * holds one row of n_vocab log-its per token when |all_logits|, else the
- * last token's row only. OUT_OF_RANGE-like errors: RESOURCE_EXHAUSTED when
- * the tokens would pass n_ctx (nothing is run; the message says how many
- * positions are left); INVALID_ARGUMENT for an id outside the vocabulary. */
+/* Runs |n| tokens of sequence 0 at its next positions (in graphs of at most
+ * n_batch), so their keys and values join the cache: bp_model_context_eval_batch
+ * with one sequence. Afterwards bp_model_context_logits holds one row of
+ * n_vocab logits per token when |all_logits|, else the last token's row only.
+ * Errors: RESOURCE_EXHAUSTED when the tokens would pass n_ctx (nothing is
+ * run; the message says how many positions are left); INVALID_ARGUMENT for
+ * an id outside the vocabulary. */
 BP_API bp_status bp_model_context_eval(bp_model_context *context, const bp_token *tokens, size_t n, bool all_logits);
-/* The logits of the last eval: *out_rows rows of n_vocab floats, row-major.
- * Borrowed; valid until the next eval, reset or free. NULL before an eval. */
+/* The logits of the last eval: *out_rows rows of n_vocab floats, row-major,
+ * one per token whose logits were kept, in batch order. Borrowed; valid
+ * until the next eval, bp_model_context_rewind or free. NULL before an eval. */
 BP_API const float *bp_model_context_logits(const bp_model_context *context, size_t *out_rows);
 /* The id of the largest logit of the last row (greedy decoding); -1 before an eval. */
 BP_API bp_token bp_model_context_argmax(const bp_model_context *context);
@@ -176,14 +183,80 @@ BP_API bp_token bp_model_context_argmax(const bp_model_context *context);
  * Either pointer may be NULL. */
 BP_API bp_status bp_model_context_graph_stats(const bp_model_context *context, uint64_t *out_builds,
                                               uint64_t *out_plans);
-/* Positions used so far (tokens in the KV cache). */
+/* Positions used so far by sequence 0 (bp_model_context_seq_length). */
 BP_API uint32_t bp_model_context_position(const bp_model_context *context);
 BP_API uint32_t bp_model_context_size(const bp_model_context *context); /* n_ctx */
-/* Forgets every position from |position| on (0 = empty), so the next eval
- * starts there. INVALID_ARGUMENT past the current position. */
+/* Forgets every position of sequence 0 from |position| on (0 = empty), so
+ * the next eval starts there, and the last eval's logits.
+ * INVALID_ARGUMENT past the current position. */
 BP_API bp_status bp_model_context_rewind(bp_model_context *context, uint32_t position);
 /* Device memory the context holds (KV cache and compute buffers), in bytes. */
 BP_API uint64_t bp_model_context_memory(const bp_model_context *context);
+
+/* ------------------------------------------------------------------------ */
+/* Sequences: several token streams in one context.                         */
+
+/* A context holds n_seq sequences (bp_model_context_options) in one KV
+ * cache of n_ctx cells: each cell holds one position's keys and values and
+ * the set of sequences that see it. One eval takes tokens of several
+ * sequences, so a decode step for 16 users is one graph whose products have
+ * 16 columns; the attention mask lets a token see only the cells of its own
+ * sequence at positions up to its own. The single-sequence calls above act
+ * on sequence 0. docs/models.md, "Sequences".
+ *
+ * A batch: token i goes to sequence seq_ids[i] at position positions[i]. */
+typedef struct bp_model_batch {
+  uint32_t struct_size; /* caller sets sizeof(bp_model_batch) */
+  size_t n_tokens;
+  const bp_token *tokens;
+  /* Each token's sequence, < n_seq. NULL = every token in sequence 0. */
+  const uint32_t *seq_ids;
+  /* Each token's position. A sequence's tokens continue it in batch order
+   * without a gap: the first at bp_model_context_seq_length, the next one
+   * after, and so on (positions may interleave across sequences).
+   * NULL = counted so. */
+  const uint32_t *positions;
+  /* Whether each token's logits row is kept. NULL = the last token of each
+   * sequence in the batch. */
+  const bool *logits;
+} bp_model_batch;
+
+/* Runs the batch (in graphs of at most n_batch tokens, in batch order), so
+ * its keys and values join the cache. Afterwards bp_model_context_logits
+ * holds the kept rows in batch order and bp_model_context_batch_logits finds
+ * a token's. Nothing runs when the batch is refused: INVALID_ARGUMENT for
+ * NULL, struct_size not set, no tokens, an id outside the vocabulary, a
+ * sequence id >= n_seq, a position that does not continue its sequence;
+ * RESOURCE_EXHAUSTED when the free cells cannot hold the batch (the message
+ * says how many are free; free some with the calls below). */
+BP_API bp_status bp_model_context_eval_batch(bp_model_context *context, const bp_model_batch *batch);
+/* The logits row (n_vocab floats) of token |i| of the last eval's batch;
+ * NULL when its row was not kept or |i| is past the batch. Borrowed, as
+ * bp_model_context_logits. */
+BP_API const float *bp_model_context_batch_logits(const bp_model_context *context, size_t i);
+
+BP_API uint32_t bp_model_context_seq_count(const bp_model_context *context);  /* n_seq */
+BP_API uint32_t bp_model_context_cells_used(const bp_model_context *context); /* cells some sequence holds */
+/* The position the next token of |seq| takes: one past its highest (0 when
+ * empty). INVALID_ARGUMENT for a sequence id >= n_seq (in every call below). */
+BP_API bp_status bp_model_context_seq_length(const bp_model_context *context, uint32_t seq, uint32_t *out_length);
+/* |seq| lets go of its positions in [p0, p1) (p1 past its length: to the
+ * end); a cell no sequence holds any more is free. INVALID_ARGUMENT for
+ * p0 > p1. A gap left in the middle stays one: the sequence goes on after
+ * its highest position. */
+BP_API bp_status bp_model_context_seq_remove(bp_model_context *context, uint32_t seq, uint32_t p0, uint32_t p1);
+/* Empties |seq| (bp_model_context_seq_remove from 0 to the end). */
+BP_API bp_status bp_model_context_seq_clear(bp_model_context *context, uint32_t seq);
+/* |seq| forgets its positions from |position| on, so its next token goes
+ * there. INVALID_ARGUMENT past its length. Unlike bp_model_context_rewind,
+ * the last eval's logits stay (other sequences' rows are still wanted). */
+BP_API bp_status bp_model_context_seq_rewind(bp_model_context *context, uint32_t seq, uint32_t position);
+/* |dst| becomes the first |end| positions of |src| (a shared prompt): it
+ * lets go of what it held, then shares |src|'s cells at positions < end,
+ * which are not copied or evaluated again; later tokens of either go to
+ * cells of their own. INVALID_ARGUMENT for src == dst or |end| past the
+ * length of |src|. */
+BP_API bp_status bp_model_context_seq_copy(bp_model_context *context, uint32_t src, uint32_t dst, uint32_t end);
 
 /* ------------------------------------------------------------------------ */
 /* Sampling.                                                                 */
