@@ -1,4 +1,5 @@
-// context.cpp: KV cache allocation, graph reuse and evaluation.
+// context.cpp: KV cache allocation, graph reuse and evaluation of a planned
+// batch (batch.hpp), one graph per n_batch tokens.
 #include "context.hpp"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "batch.hpp"
 #include "report.hpp"
 
 namespace bp::model {
@@ -97,8 +99,7 @@ bp_status open_backends(bp_model_context *c) {
 
 forward_graph *find_graph(bp_model_context *c, const batch_shape &s) {
   for (size_t i = 0; i < c->graphs.size(); ++i) {
-    const batch_shape &g = c->graphs[i].shape;
-    if (g.n_tokens == s.n_tokens && g.n_kv == s.n_kv && g.all_logits == s.all_logits && g.p0 == s.p0) {
+    if (c->graphs[i].shape == s) {
       std::rotate(c->graphs.begin() + i, c->graphs.begin() + i + 1, c->graphs.end());
       return &c->graphs.back();
     }
@@ -129,6 +130,7 @@ bp_status context_create(bp_model *m, const bp_model_context_options &opt, bp_mo
   c->kv.n_ctx = opt.n_ctx ? opt.n_ctx : static_cast<uint32_t>(std::min(m->hp.n_ctx_train, 4096));
   c->n_batch = opt.n_batch ? opt.n_batch : 512;
   c->kv.type = opt.kv_f32 ? BP_TYPE_F32 : BP_TYPE_F16;
+  c->cells.reset(c->kv.n_ctx, opt.n_seq ? opt.n_seq : 1);
   bp_status st = open_backends(c);
   if (st == BP_OK) {
     c->kv.fused = pick_fused_attention(c, opt);
@@ -145,102 +147,134 @@ bp_status context_create(bp_model *m, const bp_model_context_options &opt, bp_mo
 
 namespace {
 
-bp_status eval_batch(bp_model_context *c, const int32_t *tokens, uint32_t T, bool all_logits) {
+// The rows of logits |g| computes for tokens [at, at + T) of |p|, and the
+// shape that computes them: every token's, the last one's, or those
+// inp.out_ids picks. A graph with none wanted computes the last row anyway
+// (and it is dropped), so a long prompt's graphs share one shape.
+void choose_rows(const batch_plan &p, size_t at, uint32_t T, batch_shape *s, std::vector<int32_t> *rows) {
+  rows->clear();
+  for (uint32_t i = 0; i < T; ++i)
+    if (p.keep[at + i]) rows->push_back(static_cast<int32_t>(i));
+  s->picked = false;
+  if (rows->size() == T) {
+    s->n_out = T;
+  } else if (rows->empty() || (rows->size() == 1 && rows->front() == static_cast<int32_t>(T - 1))) {
+    s->n_out = 1;
+  } else {
+    s->n_out = static_cast<uint32_t>(rows->size());
+    s->picked = true;
+  }
+}
+
+forward_graph *graph_for(bp_model_context *c, const batch_shape &s) {
+  if (forward_graph *g = find_graph(c, s)) return g;
+  if (c->graphs.size() >= k_max_graphs) {
+    if (c->allocated == c->graphs.front().graph) c->allocated = nullptr;
+    free_forward(&c->graphs.front());
+    c->graphs.erase(c->graphs.begin());
+  }
+  forward_graph fg;
+  if (build_forward(c->model->hp, c->model->w, c->kv, s, &fg) != BP_OK) return nullptr;
+  ++c->graph_builds;
+  c->graphs.push_back(fg);
+  return &c->graphs.back();
+}
+
+// Runs tokens [at, at + T) of |p| as one graph. Their cells are taken
+// first, since the mask must let each token see itself and the tokens of
+// its sequence before it in the same graph; a graph that fails gives them
+// back.
+bp_status eval_graph(bp_model_context *c, const batch_plan &p, size_t at, uint32_t T) {
   const hparams &hp = c->model->hp;
+  const uint32_t *cells = p.cell.data() + at;
+  for (uint32_t i = 0; i < T; ++i) c->cells.put(cells[i], p.seq[at + i], p.pos[at + i]);
+  auto give_back = [&] { c->cells.release(cells, T); };
   batch_shape s;
   s.n_tokens = T;
-  const uint32_t p0 = c->position;
-  // A fused cache is written at the positions the graph reads from inp.pos,
+  // A fused cache is written at the cells the graph reads from inp.cells,
   // so one graph serves every step of a shape: decode steps reuse theirs
-  // until n_kv grows. Otherwise the cache slot is part of the graph, so a
+  // until n_kv grows. Otherwise the first cell is part of the graph, so a
   // decode step's graph is new each token (cheap to build; the scheduler's
   // buffers are kept) and prompts reuse theirs on rewind.
-  s.p0 = c->kv.fused ? 0 : p0;
-  const uint32_t end = p0 + T;
-  s.n_kv = std::min(c->kv.n_ctx, (end + k_kv_pad - 1) / k_kv_pad * k_kv_pad);
-  s.all_logits = all_logits;
-  forward_graph *g = find_graph(c, s);
-  if (!g) {
-    if (c->graphs.size() >= k_max_graphs) {
-      if (c->allocated == &c->graphs.front()) c->allocated = nullptr;
-      free_forward(&c->graphs.front());
-      c->graphs.erase(c->graphs.begin());
-      c->allocated = nullptr;  // addresses moved
-    }
-    forward_graph fg;
-    bp_status st = build_forward(hp, c->model->w, c->kv, s, &fg);
-    if (st != BP_OK) return st;
-    ++c->graph_builds;
-    c->graphs.push_back(fg);
-    c->allocated = nullptr;
-    g = &c->graphs.back();
-  }
-  if (c->allocated != g) {
+  s.c0 = c->kv.fused ? 0 : cells[0];
+  s.n_kv = std::min(c->kv.n_ctx, (c->cells.end() + k_kv_pad - 1) / k_kv_pad * k_kv_pad);
+  std::vector<int32_t> &rows = c->host_out;
+  choose_rows(p, at, T, &s, &rows);
+  forward_graph *g = graph_for(c, s);
+  if (!g) return fail_after(bp_last_status(), give_back);
+  if (c->allocated != g->graph) {
     bp_sched_reset(c->sched);
-    if (bp_sched_alloc_graph(c->sched, g->graph) != BP_OK)
-      return fail(bp_last_status(), std::string("scheduling the model's graph: ") + bp_last_error());
+    if (bp_sched_alloc_graph(c->sched, g->graph) != BP_OK) {
+      const bp_status st = fail(bp_last_status(), std::string("scheduling the model's graph: ") + bp_last_error());
+      return fail_after(st, give_back);
+    }
     ++c->graph_plans;
-    c->allocated = g;
+    c->allocated = g->graph;
   }
-  c->host_pos.resize(T);
-  for (uint32_t i = 0; i < T; ++i) c->host_pos[i] = static_cast<int32_t>(p0 + i);
-  c->host_mask.assign(static_cast<size_t>(s.n_kv) * T, -std::numeric_limits<float>::infinity());
-  for (uint32_t i = 0; i < T; ++i) {
-    float *row = c->host_mask.data() + static_cast<size_t>(i) * s.n_kv;
-    std::fill(row, row + p0 + i + 1, 0.0f);  // causal: every earlier position and itself
-  }
+  c->host_mask.resize(static_cast<size_t>(s.n_kv) * T);
+  c->cells.fill_mask(p.seq.data() + at, p.pos.data() + at, T, s.n_kv, c->host_mask.data());
+  c->host_cells.assign(cells, cells + T);
   bp_status st = BP_OK;
-  if ((st = bp_tensor_set(g->ids, tokens, 0, T * sizeof(int32_t))) ||
-      (st = bp_tensor_set(g->pos, c->host_pos.data(), 0, T * sizeof(int32_t))) ||
+  if ((st = bp_tensor_set(g->ids, p.tokens + at, 0, T * sizeof(int32_t))) ||
+      (st = bp_tensor_set(g->pos, p.pos.data() + at, 0, T * sizeof(int32_t))) ||
+      (g->cells && (st = bp_tensor_set(g->cells, c->host_cells.data(), 0, T * sizeof(int32_t)))) ||
+      (g->out_ids && (st = bp_tensor_set(g->out_ids, rows.data(), 0, rows.size() * sizeof(int32_t)))) ||
       (st = bp_tensor_set(g->mask, c->host_mask.data(), 0, c->host_mask.size() * sizeof(float)))) {
-    return fail(st, std::string("setting the graph's inputs: ") + bp_last_error());
+    return fail_after(fail(st, std::string("setting the graph's inputs: ") + bp_last_error()), give_back);
   }
   if (bp_sched_graph_compute(c->sched, g->graph) != BP_OK || bp_sched_synchronize(c->sched) != BP_OK)
-    return fail(bp_last_status(), std::string("computing the model's graph: ") + bp_last_error());
-  const size_t rows = static_cast<size_t>(g->logits->ne[1]);
+    return fail_after(fail(bp_last_status(), std::string("computing the model's graph: ") + bp_last_error()),
+                      give_back);
+  if (rows.empty()) return BP_OK;  // the last row was computed only to keep one shape
+  const size_t n_rows = static_cast<size_t>(g->logits->ne[1]);
   const size_t row_floats = static_cast<size_t>(hp.n_vocab);
-  const size_t at = c->logit_rows * row_floats;
-  c->logits.resize(at + rows * row_floats);
-  if (bp_tensor_get(g->logits, c->logits.data() + at, 0, rows * row_floats * sizeof(float)) != BP_OK)
+  const size_t first = c->logit_rows;
+  c->logits.resize((first + n_rows) * row_floats);
+  if (bp_tensor_get(g->logits, c->logits.data() + first * row_floats, 0, n_rows * row_floats * sizeof(float)) != BP_OK)
     return fail(bp_last_status(), std::string("reading the logits: ") + bp_last_error());
-  c->logit_rows += rows;
-  c->position = end;
+  for (size_t r = 0; r < n_rows; ++r) c->logit_row[at + rows[r]] = static_cast<int32_t>(first + r);
+  c->logit_rows += n_rows;
+  return BP_OK;
+}
+
+bp_status run_plan(bp_model_context *c, const batch_plan &p) {
+  forget_logits(c);
+  c->logit_row.assign(p.n, -1);
+  size_t at = 0;
+  for (uint32_t T : p.sizes) {
+    if (bp_status st = eval_graph(c, p, at, T)) {
+      forget_logits(c);
+      return st;
+    }
+    at += T;
+  }
   return BP_OK;
 }
 
 }  // namespace
 
-bp_status context_eval(bp_model_context *c, const int32_t *tokens, size_t n, bool all_logits) {
-  const hparams &hp = c->model->hp;
-  if (n == 0) return fail(BP_ERR_INVALID_ARGUMENT, "bp_model_context_eval: n = 0: pass at least one token");
-  if (n > c->kv.n_ctx - c->position)
-    return failf(BP_ERR_RESOURCE_EXHAUSTED,
-                 "bp_model_context_eval: %zu tokens do not fit: the context holds %u positions and %u are used, so "
-                 "%u are left (create the context with a larger n_ctx, or bp_model_context_rewind)",
-                 n, c->kv.n_ctx, c->position, c->kv.n_ctx - c->position);
-  for (size_t i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= hp.n_vocab)
-      return failf(BP_ERR_INVALID_ARGUMENT, "bp_model_context_eval: tokens[%zu] = %d is not in the vocabulary (0..%d)",
-                   i, tokens[i], hp.n_vocab - 1);
-  }
+void forget_logits(bp_model_context *c) {
   c->logits.clear();
   c->logit_rows = 0;
-  for (size_t done = 0; done < n;) {
-    const uint32_t T = static_cast<uint32_t>(std::min<size_t>(c->n_batch, n - done));
-    const bool last = done + T == n;
-    bp_status st = eval_batch(c, tokens + done, T, all_logits);
-    if (st != BP_OK) {
-      c->logits.clear();
-      c->logit_rows = 0;
-      return st;
-    }
-    if (!all_logits && !last) {
-      c->logits.clear();  // only the last batch's last row is kept
-      c->logit_rows = 0;
-    }
-    done += T;
-  }
-  return BP_OK;
+  c->logit_row.clear();
+}
+
+bp_status context_eval(bp_model_context *c, const int32_t *tokens, size_t n, bool all_logits) {
+  bp_model_batch b{};
+  b.struct_size = sizeof b;
+  b.n_tokens = n;
+  b.tokens = tokens;
+  batch_plan p;
+  if (bp_status st =
+          plan_batch(c, "bp_model_context_eval", b, all_logits ? keep_logits::all : keep_logits::last_of_each, &p))
+    return st;
+  return run_plan(c, p);
+}
+
+bp_status context_eval_batch(bp_model_context *c, const bp_model_batch &b) {
+  batch_plan p;
+  if (bp_status st = plan_batch(c, "bp_model_context_eval_batch", b, keep_logits::listed, &p)) return st;
+  return run_plan(c, p);
 }
 
 }  // namespace bp::model

@@ -7,7 +7,7 @@
 
 using namespace bp::model;
 
-namespace {
+namespace bp::model {
 
 bp_status check_context(const bp_model_context *c, const char *fn) {
   if (!c) return failf(BP_ERR_INVALID_ARGUMENT, "%s: context is NULL", fn);
@@ -17,7 +17,7 @@ bp_status check_context(const bp_model_context *c, const char *fn) {
   return BP_OK;
 }
 
-}  // namespace
+}  // namespace bp::model
 
 extern "C" {
 
@@ -43,6 +43,9 @@ BP_API bp_status bp_model_context_new(bp_model *model, const bp_model_context_op
   if (opt.n_batch > k_max_ctx)
     return failf(BP_ERR_INVALID_ARGUMENT, "bp_model_context_new: n_batch = %u: at most %u tokens", opt.n_batch,
                  k_max_ctx);
+  if (opt.n_seq > k_max_seq)
+    return failf(BP_ERR_INVALID_ARGUMENT, "bp_model_context_new: n_seq = %u: at most %u sequences", opt.n_seq,
+                 k_max_seq);
   return context_create(model, opt, out_context);
 }
 
@@ -78,7 +81,7 @@ BP_API bp_token bp_model_context_argmax(const bp_model_context *context) {
 
 BP_API uint32_t bp_model_context_position(const bp_model_context *context) {
   begin_call();
-  return check_context(context, "bp_model_context_position") ? 0 : context->position;
+  return check_context(context, "bp_model_context_position") ? 0 : context->cells.next_position(0);
 }
 
 BP_API bp_status bp_model_context_graph_stats(const bp_model_context *context, uint64_t *out_builds,
@@ -100,14 +103,9 @@ BP_API uint32_t bp_model_context_size(const bp_model_context *context) {
 BP_API bp_status bp_model_context_rewind(bp_model_context *context, uint32_t position) {
   begin_call();
   if (bp_status st = check_context(context, "bp_model_context_rewind")) return st;
-  if (position > context->position)
-    return failf(BP_ERR_INVALID_ARGUMENT, "bp_model_context_rewind: position %u is past the %u positions in use",
-                 position, context->position);
-  // Later positions keep their old keys and values: the mask hides them
-  // until they are written again.
-  context->position = position;
-  context->logits.clear();
-  context->logit_rows = 0;
+  if (bp_status st = seq_rewind(context, "bp_model_context_rewind", 0, position)) return st;
+  // The logits belong to the forgotten end; a generator must not draw from them.
+  forget_logits(context);
   return BP_OK;
 }
 

@@ -4,12 +4,18 @@
 //   h = rms_norm(x) * attn_norm
 //   q, k, v = Wq h (+bq), Wk h (+bk), Wv h (+bv)      qwen2 has the biases
 //   q, k = rms_norm_per_head(q) * q_norm, (k) * k_norm  qwen3 only
-//   q, k = rope(q), rope(k)                             NORMAL for llama, NEOX for qwen
-//   the cache takes k and v at positions p0 .. p0+T-1
-//   x += Wo softmax(q K^T / sqrt(d) + mask) V         one ATTENTION node where supported
+//   q, k = rope(q, pos), rope(k, pos)                   each token's position; NORMAL for llama, NEOX for qwen
+//   the cache takes k and v at each token's cell
+//   x += Wo softmax(q K^T / sqrt(d) + mask) V         K, V: cells 0 .. n_kv-1; the mask: kv_cells::fill_mask;
+//                                                      one ATTENTION node where supported
 //   h = rms_norm(x) * ffn_norm
 //   x += Wdown (silu(Wgate h) * Wup h)
-// then logits = Wout (rms_norm(x) * output_norm).
+// then logits = Wout (rms_norm(x[rows]) * output_norm), rows = every token,
+// the last one, or the ones inp.out_ids picks.
+//
+// The tokens of a batch may belong to several sequences: nothing but the
+// mask tells them apart, so T tokens of T sequences are one graph whose
+// products have T columns.
 #include "graph.hpp"
 
 #include <cmath>
@@ -52,8 +58,16 @@ bp_status build_forward(const hparams &hp, const model_weights &w, const kv_cach
       bp_tensor_set_flags(bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, T), "inp.ids"), BP_TENSOR_FLAG_INPUT);
   g->pos =
       bp_tensor_set_flags(bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, T), "inp.pos"), BP_TENSOR_FLAG_INPUT);
+  if (kv.fused) {
+    g->cells =
+        bp_tensor_set_flags(bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, T), "inp.cells"), BP_TENSOR_FLAG_INPUT);
+  }
   g->mask = bp_tensor_set_flags(bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, n_kv, T), "inp.mask"),
                                 BP_TENSOR_FLAG_INPUT);
+  if (shape.picked) {
+    g->out_ids = bp_tensor_set_flags(bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, shape.n_out), "inp.out_ids"),
+                                     BP_TENSOR_FLAG_INPUT);
+  }
   const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   bp_tensor *x = bp_get_rows(c, w.tok_embd, g->ids);
@@ -79,20 +93,21 @@ bp_status build_forward(const hparams &hp, const model_weights &w, const kv_cach
     // transposed ([n_ctx, Ekv], each channel's positions together) so the
     // second product reads dense rows and no per-step transpose of the whole
     // cache is needed.
-    // The fused layout writes rows at the positions (inp.pos) with SET_ROWS,
-    // so the graph does not depend on where the batch starts and decode steps
-    // reuse one graph; the transposed V is written through views at p0.
+    // The fused layout writes rows at the cells (inp.cells) with SET_ROWS,
+    // so the graph does not depend on where the batch goes and decode steps
+    // reuse one graph; the transposed V is written through views at c0, so
+    // its batches take a run of consecutive cells.
     bp_tensor *k_into = nullptr, *v_into = nullptr;
     if (kv.fused) {
       const size_t row = static_cast<size_t>(Ekv) * kv_es;
-      k_into = bp_set_rows(c, bp_view_2d(c, kv.k[il], Ekv, kv.n_ctx, row, 0), bp_reshape_2d(c, k, Ekv, T), g->pos);
-      v_into = bp_set_rows(c, bp_view_2d(c, kv.v[il], Ekv, kv.n_ctx, row, 0), bp_reshape_2d(c, v, Ekv, T), g->pos);
+      k_into = bp_set_rows(c, bp_view_2d(c, kv.k[il], Ekv, kv.n_ctx, row, 0), bp_reshape_2d(c, k, Ekv, T), g->cells);
+      v_into = bp_set_rows(c, bp_view_2d(c, kv.v[il], Ekv, kv.n_ctx, row, 0), bp_reshape_2d(c, v, Ekv, T), g->cells);
     } else {
       const int64_t flat = T * Ekv;
       k_into = bp_cpy(c, bp_reshape(c, k, 1, &flat),
-                      bp_view_1d(c, kv.k[il], flat, static_cast<size_t>(shape.p0) * Ekv * kv_es));
+                      bp_view_1d(c, kv.k[il], flat, static_cast<size_t>(shape.c0) * Ekv * kv_es));
       bp_tensor *v_slot =
-          bp_view_2d(c, kv.v[il], T, Ekv, static_cast<size_t>(kv.n_ctx) * kv_es, static_cast<size_t>(shape.p0) * kv_es);
+          bp_view_2d(c, kv.v[il], T, Ekv, static_cast<size_t>(kv.n_ctx) * kv_es, static_cast<size_t>(shape.c0) * kv_es);
       v_into = bp_cpy(c, T == 1 ? bp_reshape_2d(c, v, 1, Ekv) : bp_transpose(c, v), v_slot);
     }
     bp_status st = BP_OK;
@@ -121,8 +136,11 @@ bp_status build_forward(const hparams &hp, const model_weights &w, const kv_cach
     bp_tensor *ff = bp_mul(c, bp_silu(c, bp_mul_mat(c, L.w_gate, h)), bp_mul_mat(c, L.w_up, h));
     x = bp_add(c, x, bp_mul_mat(c, L.w_down, ff));
   }
-  if (!shape.all_logits && T > 1) {
-    // Only the last position's logits are wanted: skip the others' output product.
+  // Only the rows whose logits are wanted go through the output product,
+  // the largest of the graph's products for a small model.
+  if (shape.picked) {
+    x = bp_get_rows(c, x, g->out_ids);
+  } else if (shape.n_out < T) {
     x = bp_view_2d(c, x, E, 1, x ? x->nb[1] : 0, x ? static_cast<size_t>(T - 1) * x->nb[1] : 0);
   }
   x = bp_mul(c, bp_rms_norm(c, x, hp.norm_eps), w.output_norm);

@@ -142,13 +142,18 @@ BP_API bool bp_model_token_is_end(const bp_model *model, bp_token token);
 
 typedef struct bp_model_context_options {
   uint32_t struct_size; /* caller sets sizeof(bp_model_context_options) */
-  uint32_t n_ctx;       /* positions the KV cache holds; 0 = min(n_ctx_train, 4096) */
-  uint32_t n_batch;     /* tokens per prompt graph; 0 = 512 */
-  bool kv_f32;          /* KV cache in f32 instead of f16 */
+  /* Cells (one position of one sequence each) the KV cache holds, shared
+   * by all its sequences; 0 = min(n_ctx_train, 4096). */
+  uint32_t n_ctx;
+  uint32_t n_batch; /* tokens per graph; 0 = 512 */
+  bool kv_f32;      /* KV cache in f32 instead of f16 */
   /* Attention as separate products and SOFT_MAX instead of the fused
    * ATTENTION op. By default the fused op is used when every backend that
    * holds a layer supports it (docs/models.md, "Attention"). */
   bool unfused_attention;
+  /* Sequences the context holds at once (ids 0 .. n_seq-1), at most 256;
+   * 0 = 1. See "Sequences" below. */
+  uint32_t n_seq;
 } bp_model_context_options;
 
 /* New context on |model| with an empty KV cache allocated on the devices
@@ -157,15 +162,17 @@ BP_API bp_status bp_model_context_new(bp_model *model, const bp_model_context_op
                                       bp_model_context **out_context);
 BP_API void bp_model_context_free(bp_model_context *context); /* NULL ok */
 
-/* Runs |n| tokens at the next positions (in graphs of at most n_batch), so
- * their keys and values join the cache. Afterwards bp_model_context_logits
- * holds one row of n_vocab log-its per token when |all_logits|, else the
- * last token's row only. OUT_OF_RANGE-like errors: RESOURCE_EXHAUSTED when
- * the tokens would pass n_ctx (nothing is run; the message says how many
- * positions are left); INVALID_ARGUMENT for an id outside the vocabulary. */
+/* Runs |n| tokens of sequence 0 at its next positions (in graphs of at most
+ * n_batch), so their keys and values join the cache: bp_model_context_eval_batch
+ * with one sequence. Afterwards bp_model_context_logits holds one row of
+ * n_vocab logits per token when |all_logits|, else the last token's row only.
+ * Errors: RESOURCE_EXHAUSTED when the tokens would pass n_ctx (nothing is
+ * run; the message says how many positions are left); INVALID_ARGUMENT for
+ * an id outside the vocabulary. */
 BP_API bp_status bp_model_context_eval(bp_model_context *context, const bp_token *tokens, size_t n, bool all_logits);
-/* The logits of the last eval: *out_rows rows of n_vocab floats, row-major.
- * Borrowed; valid until the next eval, reset or free. NULL before an eval. */
+/* The logits of the last eval: *out_rows rows of n_vocab floats, row-major,
+ * one per token whose logits were kept, in batch order. Borrowed; valid
+ * until the next eval, bp_model_context_rewind or free. NULL before an eval. */
 BP_API const float *bp_model_context_logits(const bp_model_context *context, size_t *out_rows);
 /* The id of the largest logit of the last row (greedy decoding); -1 before an eval. */
 BP_API bp_token bp_model_context_argmax(const bp_model_context *context);
@@ -176,14 +183,80 @@ BP_API bp_token bp_model_context_argmax(const bp_model_context *context);
  * Either pointer may be NULL. */
 BP_API bp_status bp_model_context_graph_stats(const bp_model_context *context, uint64_t *out_builds,
                                               uint64_t *out_plans);
-/* Positions used so far (tokens in the KV cache). */
+/* Positions used so far by sequence 0 (bp_model_context_seq_length). */
 BP_API uint32_t bp_model_context_position(const bp_model_context *context);
 BP_API uint32_t bp_model_context_size(const bp_model_context *context); /* n_ctx */
-/* Forgets every position from |position| on (0 = empty), so the next eval
- * starts there. INVALID_ARGUMENT past the current position. */
+/* Forgets every position of sequence 0 from |position| on (0 = empty), so
+ * the next eval starts there, and the last eval's logits.
+ * INVALID_ARGUMENT past the current position. */
 BP_API bp_status bp_model_context_rewind(bp_model_context *context, uint32_t position);
 /* Device memory the context holds (KV cache and compute buffers), in bytes. */
 BP_API uint64_t bp_model_context_memory(const bp_model_context *context);
+
+/* ------------------------------------------------------------------------ */
+/* Sequences: several token streams in one context.                         */
+
+/* A context holds n_seq sequences (bp_model_context_options) in one KV
+ * cache of n_ctx cells: each cell holds one position's keys and values and
+ * the set of sequences that see it. One eval takes tokens of several
+ * sequences, so a decode step for 16 users is one graph whose products have
+ * 16 columns; the attention mask lets a token see only the cells of its own
+ * sequence at positions up to its own. The single-sequence calls above act
+ * on sequence 0. docs/models.md, "Sequences".
+ *
+ * A batch: token i goes to sequence seq_ids[i] at position positions[i]. */
+typedef struct bp_model_batch {
+  uint32_t struct_size; /* caller sets sizeof(bp_model_batch) */
+  size_t n_tokens;
+  const bp_token *tokens;
+  /* Each token's sequence, < n_seq. NULL = every token in sequence 0. */
+  const uint32_t *seq_ids;
+  /* Each token's position. A sequence's tokens continue it in batch order
+   * without a gap: the first at bp_model_context_seq_length, the next one
+   * after, and so on (positions may interleave across sequences).
+   * NULL = counted so. */
+  const uint32_t *positions;
+  /* Whether each token's logits row is kept. NULL = the last token of each
+   * sequence in the batch. */
+  const bool *logits;
+} bp_model_batch;
+
+/* Runs the batch (in graphs of at most n_batch tokens, in batch order), so
+ * its keys and values join the cache. Afterwards bp_model_context_logits
+ * holds the kept rows in batch order and bp_model_context_batch_logits finds
+ * a token's. Nothing runs when the batch is refused: INVALID_ARGUMENT for
+ * NULL, struct_size not set, no tokens, an id outside the vocabulary, a
+ * sequence id >= n_seq, a position that does not continue its sequence;
+ * RESOURCE_EXHAUSTED when the free cells cannot hold the batch (the message
+ * says how many are free; free some with the calls below). */
+BP_API bp_status bp_model_context_eval_batch(bp_model_context *context, const bp_model_batch *batch);
+/* The logits row (n_vocab floats) of token |i| of the last eval's batch;
+ * NULL when its row was not kept or |i| is past the batch. Borrowed, as
+ * bp_model_context_logits. */
+BP_API const float *bp_model_context_batch_logits(const bp_model_context *context, size_t i);
+
+BP_API uint32_t bp_model_context_seq_count(const bp_model_context *context);  /* n_seq */
+BP_API uint32_t bp_model_context_cells_used(const bp_model_context *context); /* cells some sequence holds */
+/* The position the next token of |seq| takes: one past its highest (0 when
+ * empty). INVALID_ARGUMENT for a sequence id >= n_seq (in every call below). */
+BP_API bp_status bp_model_context_seq_length(const bp_model_context *context, uint32_t seq, uint32_t *out_length);
+/* |seq| lets go of its positions in [p0, p1) (p1 past its length: to the
+ * end); a cell no sequence holds any more is free. INVALID_ARGUMENT for
+ * p0 > p1. A gap left in the middle stays one: the sequence goes on after
+ * its highest position. */
+BP_API bp_status bp_model_context_seq_remove(bp_model_context *context, uint32_t seq, uint32_t p0, uint32_t p1);
+/* Empties |seq| (bp_model_context_seq_remove from 0 to the end). */
+BP_API bp_status bp_model_context_seq_clear(bp_model_context *context, uint32_t seq);
+/* |seq| forgets its positions from |position| on, so its next token goes
+ * there. INVALID_ARGUMENT past its length. Unlike bp_model_context_rewind,
+ * the last eval's logits stay (other sequences' rows are still wanted). */
+BP_API bp_status bp_model_context_seq_rewind(bp_model_context *context, uint32_t seq, uint32_t position);
+/* |dst| becomes the first |end| positions of |src| (a shared prompt): it
+ * lets go of what it held, then shares |src|'s cells at positions < end,
+ * which are not copied or evaluated again; later tokens of either go to
+ * cells of their own. INVALID_ARGUMENT for src == dst or |end| past the
+ * length of |src|. */
+BP_API bp_status bp_model_context_seq_copy(bp_model_context *context, uint32_t src, uint32_t dst, uint32_t end);
 
 /* ------------------------------------------------------------------------ */
 /* Sampling.                                                                 */
@@ -209,6 +282,102 @@ BP_API bp_status bp_sampler_sample(bp_sampler *sampler, const float *logits, int
 BP_API void bp_sampler_accept(bp_sampler *sampler, bp_token token);
 /* Forgets the history and restarts the random sequence from the seed. */
 BP_API void bp_sampler_reset(bp_sampler *sampler);
+
+/* ------------------------------------------------------------------------ */
+/* Generation: evaluate, sample, stop; and the text ready to print.          */
+
+/* One generation in a context: it evaluates the prompt, then draws a token
+ * per step with a sampler of its own, feeds it back, and returns the bytes
+ * that may be printed, holding back the start of a UTF-8 character split
+ * over tokens and a tail that could become a stop string. bp-generate and
+ * the Python module's Model.generate are loops over it, as the HTTP server
+ * of issue 52 is to be (docs/models.md, "Generation"). */
+typedef struct bp_generator bp_generator;
+
+/* Why a generation stopped. The values and the names bp_stop_reason_name
+ * gives are stable: tools print the names and scripts compare them. */
+typedef enum bp_stop_reason {
+  BP_STOP_NONE = 0,   /* "none": still running */
+  BP_STOP_END = 1,    /* "end": an end token was drawn (bp_model_token_is_end) */
+  BP_STOP_STRING = 2, /* "stop": a stop string appeared in the text */
+  BP_STOP_LENGTH = 3, /* "length": max_tokens tokens were drawn */
+  BP_STOP_CONTEXT = 4 /* "context": the KV cache is full, so the last token drawn cannot be fed back */
+} bp_stop_reason;
+/* The name above; "unknown" for another value. Static storage; never fails. */
+BP_API const char *bp_stop_reason_name(bp_stop_reason reason);
+
+typedef struct bp_generator_options {
+  uint32_t struct_size; /* caller sets sizeof(bp_generator_options) */
+  /* Tokens evaluated by the first bp_generator_next, after what the context
+   * already holds; they also join the sampler's history (the repetition
+   * penalty). Copied by bp_generator_new. */
+  const bp_token *prompt;
+  size_t n_prompt;
+  /* true: the prompt is in the context already (the caller evaluated it, to
+   * time it or to read every row's logits): it only joins the history, and
+   * the first token is drawn from the context's last logits row. With no
+   * prompt (n_prompt 0) that is what happens either way. */
+  bool prompt_evaluated;
+  /* Tokens drawn at most, an end token included; negative = no limit (an
+   * end token, a stop string or a full context ends it). */
+  int64_t max_tokens;
+  /* How tokens are drawn; NULL = bp_sampler_default_options() (greedy).
+   * Copied. */
+  const bp_sampler_options *sampler;
+  /* Stop strings: generation ends where the first of them appears in the
+   * text, which is returned up to it; neither it nor anything after it is.
+   * stops[i] has stop_lengths[i] bytes (any bytes, NUL included), or is
+   * NUL-terminated when stop_lengths is NULL. An empty one is
+   * INVALID_ARGUMENT (it would match before any text). Copied. */
+  const char *const *stops;
+  const size_t *stop_lengths;
+  size_t n_stops;
+} bp_generator_options;
+/* The defaults: no prompt, no limit (max_tokens -1), greedy, no stop strings. */
+BP_API bp_generator_options bp_generator_default_options(void);
+
+/* New generator on |context|, which it borrows: the context must outlive
+ * it, and the two are used by one thread at a time. Nothing runs until the
+ * first bp_generator_next. |options| may be NULL (the defaults).
+ * INVALID_ARGUMENT: a NULL or freed context, options->struct_size not set
+ * (under 4, or over sizeof(bp_generator_options); a smaller one, from an
+ * older header, leaves the later fields at their defaults), a NULL array
+ * with a count, an empty stop string, a prompt token outside the
+ * vocabulary, sampler options bp_sampler_new refuses. FAILED_PRECONDITION: nothing is to be evaluated (no prompt, or
+ * prompt_evaluated) and the context has no logits to draw the first token
+ * from. Caller owns *out_generator; release with bp_generator_free. */
+BP_API bp_status bp_generator_new(bp_model_context *context, const bp_generator_options *options,
+                                  bp_generator **out_generator);
+BP_API void bp_generator_free(bp_generator *generator); /* NULL ok; the context lives on */
+
+typedef struct bp_generator_step {
+  uint32_t struct_size; /* caller sets sizeof(bp_generator_step) */
+  /* The token drawn in this step, an end token too (with stop END); -1 when
+   * none was (the generation had stopped already, or max_tokens is 0). */
+  bp_token token;
+  /* Bytes that may be printed now (often none while a character or a stop
+   * string is incomplete; at the stop, everything still held). Joined over
+   * all steps they are the generated tokens' bytes up to the stop string.
+   * Borrowed from the generator, valid until its next call or free;
+   * NUL-terminated after text_len bytes. */
+  const char *text;
+  size_t text_len;
+  /* BP_STOP_NONE while running; set on the step that stops and on every
+   * step after it (which draws nothing and returns no text). */
+  bp_stop_reason stop;
+} bp_generator_step;
+
+/* One step: evaluates what is pending (the prompt, or the token drawn by
+ * the step before), draws a token from the last logits row, and fills
+ * |out_step|. The token that stops a generation is never evaluated:
+ * afterwards the context holds the prompt and every drawn token but the
+ * last. Failures: INVALID_ARGUMENT (NULL arguments, out_step->struct_size
+ * less than sizeof(bp_generator_step)); an eval's status (RESOURCE_EXHAUSTED
+ * for a prompt longer than the context has room for, ...);
+ * FAILED_PRECONDITION when the context has no logits (rewound by the
+ * caller). A failed eval or draw ends the generator: later calls return
+ * FAILED_PRECONDITION naming the first failure. */
+BP_API bp_status bp_generator_next(bp_generator *generator, bp_generator_step *out_step);
 
 /* Names before 0.3, kept as deprecated aliases until 0.3 (docs/api-guide.md,
  * "Renamed before 0.3"). Define BP_NO_DEPRECATED to hide them. */

@@ -137,7 +137,14 @@ std::mutex &buffer_lock(const void *buffer);
 // Types by name ("f32", "q4_K") or NumPy dtype; NumPy dtype of a type (uint8
 // blocks for the quantized ones).
 bp_type parse_type(const py::handle &h);
+// The one rule from a NumPy dtype to a type, for a dtype given as a type and
+// for the dtype of data alike: float16 is f16, any other float f32, any
+// integer i32 (data of another width is converted); bool, complex and the
+// rest have none (INVALID_ARGUMENT naming the dtype).
+bp_type type_of_dtype(const py::dtype &d);
 py::dtype dtype_of(bp_type t);
+// The numpy module (imported on first use; later calls find it in sys.modules).
+py::module_ np();
 std::string type_name(bp_type t);
 
 // Backends from a spec string ("vulkan;cpu"), a Backend, or a list of them.

@@ -7,8 +7,6 @@
 namespace bppy {
 namespace {
 
-py::object np() { return py::module_::import("numpy"); }
-
 struct FileH {
   bp_gguf *f = nullptr;
   ~FileH() { bp_gguf_close(f); }

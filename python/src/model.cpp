@@ -1,5 +1,9 @@
 // model.cpp: backplane.Model (bp_model_*: llama-family GGUF models), its
-// contexts (bp_model_context: a KV cache) and generation with a bp_sampler.
+// contexts (bp_model_context: a KV cache of one or more sequences) and
+// generation with a bp_sampler.
+//
+// Generation is a loop over bp_generator, the library's; what the module adds
+// is the iterator and the GIL.
 //
 // A Model holds its bp_model in one holder; every ModelContext and
 // Generation holds that holder too, so the model is freed after the last of
@@ -116,7 +120,7 @@ std::vector<bp_token> token_ids(const py::handle &h) {
     return {static_cast<bp_token>(v)};
   }
   if (!py::isinstance<py::array>(h) && py::hasattr(h, "__len__") && py::len(h) == 0) return {};
-  py::array a = py::module_::import("numpy").attr("asarray")(h);
+  py::array a = np().attr("asarray")(h);
   char kind = a.dtype().kind();
   if (kind != 'i' && kind != 'u')
     fail(BP_ERR_INVALID_ARGUMENT, "token ids must be integers, not " + py::str(a.dtype()).cast<std::string>());
@@ -175,13 +179,15 @@ std::string token_bytes(bp_model *m, bp_token id) {
   return std::string(d ? d : "", n);
 }
 
-MCtxP new_context(const ModelP &h, uint32_t n_ctx, uint32_t n_batch, bool kv_f32, bool unfused_attention = false) {
+MCtxP new_context(const ModelP &h, uint32_t n_ctx, uint32_t n_batch, bool kv_f32, bool unfused_attention = false,
+                  uint32_t n_seq = 1) {
   bp_model_context_options o{};
   o.struct_size = sizeof o;
   o.n_ctx = n_ctx;
   o.n_batch = n_batch;
   o.kv_f32 = kv_f32;
   o.unfused_attention = unfused_attention;
+  o.n_seq = n_seq;
   auto c = std::make_shared<MCtxH>();
   c->model = h;
   call_nogil([&] { return bp_model_context_new(h->m, &o, &c->c); });
@@ -191,6 +197,56 @@ MCtxP new_context(const ModelP &h, uint32_t n_ctx, uint32_t n_batch, bool kv_f32
 // Runs |ids| in |c| (its mutex held by the caller) with the GIL released.
 void eval_locked(const MCtxP &c, const std::vector<bp_token> &ids, bool all_logits) {
   call_nogil([&] { return bp_model_context_eval(c->c, ids.data(), ids.size(), all_logits); });
+}
+
+// |n| unsigned 32-bit values (sequence ids, positions) from a sequence of
+// ints or a 1-D integer NumPy array, or a Python int for all |n|.
+std::vector<uint32_t> u32_values(const py::handle &h, size_t n, const char *what) {
+  std::vector<uint32_t> out;
+  if (py::isinstance<py::int_>(h) && !py::isinstance<py::bool_>(h)) {
+    const long long v = h.cast<long long>();
+    if (v < 0 || v > UINT32_MAX)
+      fail(BP_ERR_INVALID_ARGUMENT, std::string(what) + " " + std::to_string(v) + " is not a uint32");
+    return std::vector<uint32_t>(n, static_cast<uint32_t>(v));
+  }
+  for (bp_token v : token_ids(h)) {
+    if (v < 0) fail(BP_ERR_INVALID_ARGUMENT, std::string(what) + " " + std::to_string(v) + " is negative");
+    out.push_back(static_cast<uint32_t>(v));
+  }
+  if (out.size() != n)
+    fail(BP_ERR_INVALID_ARGUMENT, std::string(what) + " has " + std::to_string(out.size()) + " values for " +
+                                      std::to_string(n) + " tokens: give one per token");
+  return out;
+}
+
+// bp_model_context_eval_batch with |c|'s mutex held by the caller; None
+// arguments are the C API's NULLs (sequence 0, counted positions, the last
+// token of each sequence keeps its logits).
+void eval_batch_locked(const MCtxP &c, const std::vector<bp_token> &ids, const py::object &seq_ids,
+                       const py::object &positions, const py::object &logits) {
+  std::vector<uint32_t> seq, pos;
+  if (!seq_ids.is_none()) seq = u32_values(seq_ids, ids.size(), "seq_ids");
+  if (!positions.is_none()) pos = u32_values(positions, ids.size(), "positions");
+  std::unique_ptr<bool[]> keep;  // std::vector<bool> has no bool array to point at
+  if (!logits.is_none()) {
+    keep.reset(new bool[ids.size()]);
+    size_t n = 0;
+    for (auto v : logits) {
+      if (n == ids.size()) break;
+      keep[n++] = v.cast<bool>();
+    }
+    if (n != ids.size() || py::len(logits) != ids.size())
+      fail(BP_ERR_INVALID_ARGUMENT, "logits has " + std::to_string(py::len(logits)) + " values for " +
+                                        std::to_string(ids.size()) + " tokens: give one per token");
+  }
+  bp_model_batch b{};
+  b.struct_size = sizeof b;
+  b.n_tokens = ids.size();
+  b.tokens = ids.data();
+  b.seq_ids = seq_ids.is_none() ? nullptr : seq.data();
+  b.positions = positions.is_none() ? nullptr : pos.data();
+  b.logits = keep.get();
+  call_nogil([&] { return bp_model_context_eval_batch(c->c, &b); });
 }
 
 py::array_t<float> logits_of(const MCtxP &c) {
@@ -204,122 +260,33 @@ py::array_t<float> logits_of(const MCtxP &c) {
   return out;
 }
 
-// Bytes at the end of |s| that start a UTF-8 sequence the next bytes may
-// complete (0 to 3).
-size_t incomplete_utf8_tail(const std::string &s) {
-  const size_t n = s.size();
-  for (size_t back = 1; back <= 3 && back <= n; ++back) {
-    const unsigned char c = static_cast<unsigned char>(s[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
-    size_t need = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 1;
-    if (c > 0xF4) need = 1;
-    return need > back ? back : 0;
-  }
-  return 0;
-}
-
-// backplane.Generation: the iterator Model.generate returns.
+// backplane.Generation: the iterator Model.generate returns, a loop over
+// bp_generator (model.h), which holds the sampling, the UTF-8 hold-back and
+// the stop strings; this adds only the Python iterator and the GIL.
 struct Generation {
   ModelP model;
-  MCtxP ctx;
-  std::unique_ptr<bp_sampler, void (*)(bp_sampler *)> sampler{nullptr, bp_sampler_free};
-  std::vector<bp_token> prompt;
-  std::vector<std::string> stops;
-  int64_t n = 0;
-  int32_t n_vocab = 0;
-  std::vector<bp_token> tokens;  // generated so far (not the end token)
-  std::string pending;           // bytes not yet returned
-  std::string reason;            // why it stopped ("" while running)
-  bool started = false;
-  bp_token unevaluated = -1;  // the last token, run before the next draw
+  MCtxP ctx;  // declared before |gen|, so freed after it: the generator borrows the context
+  std::unique_ptr<bp_generator, void (*)(bp_generator *)> gen{nullptr, bp_generator_free};
+  std::vector<bp_token> tokens;  // drawn so far (not an end token)
+  bp_stop_reason reason = BP_STOP_NONE;
 
-  // Bytes at the end of |pending| that could begin a stop string.
-  size_t stop_prefix_tail() const {
-    size_t best = 0;
-    for (const std::string &s : stops)
-      for (size_t k = std::min(s.size() - 1, pending.size()); k > best; --k)
-        if (pending.compare(pending.size() - k, k, s, 0, k) == 0) {
-          best = k;
-          break;
-        }
-    return best;
-  }
-
-  void finish(const char *why) {
-    if (reason.empty()) reason = why;
-  }
-
-  // One step: returns the text to give back now (maybe ""); sets |reason| when done.
-  std::string step() {
-    if (static_cast<int64_t>(tokens.size()) >= n) {
-      finish("length");
-      return "";
-    }
-    auto lk = lock_nogil(ctx->mu);
-    if (!started) {
-      started = true;
-      if (!prompt.empty()) {
-        eval_locked(ctx, prompt, false);
-      } else {
-        size_t rows = 0;
-        if (!bp_model_context_logits(ctx->c, &rows) || rows == 0)
-          fail(BP_ERR_INVALID_ARGUMENT, "generate: the prompt is empty and the context has no logits to start from");
-      }
-    } else if (unevaluated >= 0) {
-      if (bp_model_context_position(ctx->c) >= bp_model_context_size(ctx->c)) {
-        finish("context");
-        return "";
-      }
-      eval_locked(ctx, {unevaluated}, false);
-      unevaluated = -1;
-    }
-    bp_token tok = -1;
-    bp_status st;
-    std::string msg;
-    {
-      py::gil_scoped_release release;
-      size_t rows = 0;
-      const float *l = bp_model_context_logits(ctx->c, &rows);
-      if (!l || rows == 0) {
-        st = BP_ERR_FAILED_PRECONDITION;
-        msg = "generate: the context has no logits (was it rewound or evaluated by another caller?)";
-      } else {
-        st = bp_sampler_sample(sampler.get(), l + (rows - 1) * static_cast<size_t>(n_vocab), n_vocab, &tok);
-        if (st != BP_OK) msg = bp_last_error();
-      }
-    }
-    if (st != BP_OK) throw Error{st, msg};
-    lk.unlock();
-    if (bp_model_token_is_end(model->m, tok)) {
-      finish("end");
-      return "";
-    }
-    tokens.push_back(tok);
-    unevaluated = tok;
-    pending += token_bytes(model->m, tok);
-    size_t at = std::string::npos;
-    for (const std::string &s : stops) at = std::min(at, pending.find(s));
-    if (at != std::string::npos) {
-      pending.resize(at);
-      finish("stop");
-      return "";
-    }
-    const size_t hold = std::max(incomplete_utf8_tail(pending), stop_prefix_tail());
-    std::string out = pending.substr(0, pending.size() - hold);
-    pending.erase(0, pending.size() - hold);
-    return out;
-  }
-
+  // Steps until one returns text or the generation stops: a piece is never "".
   py::object next() {
-    while (reason.empty()) {
-      std::string piece = step();
-      if (!reason.empty()) piece += pending, pending.clear();
-      if (!piece.empty()) return decode(piece);
-    }
-    if (!pending.empty()) {
-      std::string rest;
-      rest.swap(pending);
-      return decode(rest);
+    while (reason == BP_STOP_NONE) {
+      bp_generator_step st{};
+      st.struct_size = sizeof st;
+      std::string text;
+      {
+        auto lk = lock_nogil(ctx->mu);
+        call_nogil([&] {
+          const bp_status s = bp_generator_next(gen.get(), &st);
+          if (s == BP_OK) text.assign(st.text, st.text_len);  // borrowed until the next call
+          return s;
+        });
+      }
+      if (st.token >= 0 && st.stop != BP_STOP_END) tokens.push_back(st.token);
+      reason = st.stop;
+      if (!text.empty()) return decode(text);
     }
     throw py::stop_iteration();
   }
@@ -343,44 +310,58 @@ std::shared_ptr<Generation> generate(const Model &self, const py::object &prompt
   self.get();
   auto g = std::make_shared<Generation>();
   g->model = self.h;
+  // The C API reads a negative max_tokens as "no limit"; Python's n is a count.
   if (n < 0) fail(BP_ERR_INVALID_ARGUMENT, "generate: n is " + std::to_string(n) + "; it must be >= 0");
-  g->n = n;
-  g->n_vocab = raw_info(self.h->m).n_vocab;
   if (context.is_none()) {
     g->ctx = new_context(self.h, 0, 0, false);
   } else {
     g->ctx = context.cast<const ModelContext &>().get();
     if (g->ctx->model != self.h) fail(BP_ERR_INVALID_ARGUMENT, "generate: the context belongs to another Model");
   }
+  std::vector<bp_token> ids;
   if (py::isinstance<py::str>(prompt) || py::isinstance<py::bytes>(prompt)) {
     const bool empty = [&] {
       auto lk = lock_nogil(g->ctx->mu);
       return bp_model_context_position(g->ctx->c) == 0;
     }();
-    g->prompt = tokenize(self.h, text_bytes(prompt), empty && raw_info(self.h->m).add_bos, false);
+    ids = tokenize(self.h, text_bytes(prompt), empty && raw_info(self.h->m).add_bos, false);
   } else {
-    g->prompt = token_ids(prompt);
+    ids = token_ids(prompt);
   }
+  std::vector<std::string> stops;
   if (!stop.is_none()) {
     if (py::isinstance<py::str>(stop) || py::isinstance<py::bytes>(stop))
-      g->stops.push_back(text_bytes(stop));
+      stops.push_back(text_bytes(stop));
     else
-      for (auto s : stop) g->stops.push_back(text_bytes(s));
-    for (const std::string &s : g->stops)
-      if (s.empty()) fail(BP_ERR_INVALID_ARGUMENT, "generate: a stop string is empty");
+      for (auto s : stop) stops.push_back(text_bytes(s));
+  }
+  std::vector<const char *> stop_data;
+  std::vector<size_t> stop_lengths;  // a stop string may hold NUL bytes
+  for (const std::string &s : stops) {
+    stop_data.push_back(s.data());
+    stop_lengths.push_back(s.size());
   }
   bp_sampler_options so = bp_sampler_default_options();
-  so.struct_size = sizeof so;
   so.temperature = temperature;
   so.top_k = top_k;
   so.top_p = top_p;
   so.min_p = min_p;
   so.repeat_penalty = repeat_penalty;
   so.seed = seed;
-  bp_sampler *s = nullptr;
-  check(bp_sampler_new(&so, &s));
-  g->sampler.reset(s);
-  for (bp_token t : g->prompt) bp_sampler_accept(s, t);
+  bp_generator_options o = bp_generator_default_options();
+  o.prompt = ids.data();
+  o.n_prompt = ids.size();
+  o.max_tokens = n;
+  o.sampler = &so;
+  o.stops = stop_data.data();
+  o.stop_lengths = stop_lengths.data();
+  o.n_stops = stops.size();
+  bp_generator *gen = nullptr;
+  {
+    auto lk = lock_nogil(g->ctx->mu);  // the generator reads the context's logits
+    call_nogil([&] { return bp_generator_new(g->ctx->c, &o, &gen); });
+  }
+  g->gen.reset(gen);
   return g;
 }
 
@@ -481,6 +462,95 @@ void init_model(py::module_ &m) {
             call_nogil([&] { return bp_model_context_rewind(c->c, position); });
           },
           py::arg("position"), "Forgets every position from |position| on (0 = empty).")
+      .def(
+          "eval_batch",
+          [](const ModelContext &self, const py::object &ids, const py::object &seq_ids, const py::object &positions,
+             const py::object &logits) {
+            std::vector<bp_token> v = token_ids(ids);
+            const MCtxP &c = self.get();
+            auto lk = lock_nogil(c->mu);
+            eval_batch_locked(c, v, seq_ids, positions, logits);
+          },
+          py::arg("ids"), py::arg("seq_ids") = py::none(), py::arg("positions") = py::none(),
+          py::arg("logits") = py::none(),
+          "Runs a batch of tokens of several sequences (bp_model_context_eval_batch; the GIL is released): "
+          "seq_ids (one per token, or an int for all; None = 0), positions (None = each sequence's next), "
+          "logits (a bool per token; None = the last token of each sequence keeps its row).")
+      .def(
+          "batch_logits",
+          [](const ModelContext &self, size_t i) -> py::object {
+            const MCtxP &c = self.get();
+            auto lk = lock_nogil(c->mu);
+            const float *row = bp_model_context_batch_logits(c->c, i);
+            if (!row) return py::none();
+            const size_t n_vocab = static_cast<size_t>(raw_info(c->model->m).n_vocab);
+            py::array_t<float> out(static_cast<py::ssize_t>(n_vocab));
+            std::memcpy(out.mutable_data(), row, n_vocab * sizeof(float));
+            return out;
+          },
+          py::arg("i"), "A float32 copy of token i's logits row in the last batch; None when it kept none.")
+      .def_property_readonly("n_seq",
+                             [](const ModelContext &self) {
+                               const MCtxP &c = self.get();
+                               auto lk = lock_nogil(c->mu);
+                               return bp_model_context_seq_count(c->c);
+                             })
+      .def_property_readonly("cells_used",
+                             [](const ModelContext &self) {
+                               const MCtxP &c = self.get();
+                               auto lk = lock_nogil(c->mu);
+                               return bp_model_context_cells_used(c->c);
+                             })
+      .def(
+          "seq_length",
+          [](const ModelContext &self, uint32_t seq) {
+            const MCtxP &c = self.get();
+            auto lk = lock_nogil(c->mu);
+            uint32_t n = 0;
+            check(bp_model_context_seq_length(c->c, seq, &n));
+            return n;
+          },
+          py::arg("seq"), "The position the next token of sequence seq takes (0 when empty).")
+      .def(
+          "seq_clear",
+          [](const ModelContext &self, uint32_t seq) {
+            const MCtxP &c = self.get();
+            auto lk = lock_nogil(c->mu);
+            check(bp_model_context_seq_clear(c->c, seq));
+          },
+          py::arg("seq"), "Empties sequence seq; cells no other sequence holds are free.")
+      .def(
+          "seq_rewind",
+          [](const ModelContext &self, uint32_t seq, uint32_t position) {
+            const MCtxP &c = self.get();
+            auto lk = lock_nogil(c->mu);
+            check(bp_model_context_seq_rewind(c->c, seq, position));
+          },
+          py::arg("seq"), py::arg("position"), "Sequence seq forgets its positions from position on.")
+      .def(
+          "seq_remove",
+          [](const ModelContext &self, uint32_t seq, uint32_t p0, const py::object &p1) {
+            const MCtxP &c = self.get();
+            const uint32_t end = p1.is_none() ? UINT32_MAX : p1.cast<uint32_t>();
+            auto lk = lock_nogil(c->mu);
+            check(bp_model_context_seq_remove(c->c, seq, p0, end));
+          },
+          py::arg("seq"), py::arg("p0") = 0, py::arg("p1") = py::none(),
+          "Sequence seq lets go of its positions in [p0, p1) (p1 None = to the end).")
+      .def(
+          "seq_copy",
+          [](const ModelContext &self, uint32_t src, uint32_t dst, const py::object &end) {
+            const MCtxP &c = self.get();
+            auto lk = lock_nogil(c->mu);
+            uint32_t n = 0;
+            if (end.is_none())
+              check(bp_model_context_seq_length(c->c, src, &n));
+            else
+              n = end.cast<uint32_t>();
+            check(bp_model_context_seq_copy(c->c, src, dst, n));
+          },
+          py::arg("src"), py::arg("dst"), py::arg("end") = py::none(),
+          "Sequence dst becomes the first end positions of src (None = all), sharing its cells.")
       .def("close", [](ModelContext &self) { self.h.reset(); })
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](ModelContext &self, py::args) { self.h.reset(); });
@@ -494,8 +564,8 @@ void init_model(py::module_ &m) {
       .def_property_readonly(
           "stop_reason",
           [](const Generation &g) -> py::object {
-            if (g.reason.empty()) return py::none();
-            return py::str(g.reason);
+            if (g.reason == BP_STOP_NONE) return py::none();
+            return py::str(bp_stop_reason_name(g.reason));
           },
           "None while running, else 'end', 'stop', 'length' or 'context'.")
       .def_property_readonly("context", [](const Generation &g) { return ModelContext{g.ctx}; });
@@ -556,14 +626,15 @@ void init_model(py::module_ &m) {
           "True for a token that ends a generation (EOS, EOT ...).")
       .def(
           "context",
-          [](const Model &self, uint32_t n_ctx, uint32_t n_batch, bool kv_f32, bool unfused_attention) {
+          [](const Model &self, uint32_t n_ctx, uint32_t n_batch, bool kv_f32, bool unfused_attention, uint32_t n_seq) {
             self.get();
-            return ModelContext{new_context(self.h, n_ctx, n_batch, kv_f32, unfused_attention)};
+            return ModelContext{new_context(self.h, n_ctx, n_batch, kv_f32, unfused_attention, n_seq)};
           },
           py::arg("n_ctx") = 0, py::arg("n_batch") = 0, py::arg("kv_f32") = false, py::kw_only(),
-          py::arg("unfused_attention") = false,
+          py::arg("unfused_attention") = false, py::arg("n_seq") = 1,
           "A new context with an empty KV cache (n_ctx 0 = min(n_ctx_train, 4096), n_batch 0 = 512); "
-          "unfused_attention: two products around SOFT_MAX instead of the fused ATTENTION op.")
+          "unfused_attention: two products around SOFT_MAX instead of the fused ATTENTION op; "
+          "n_seq: sequences it holds at once (eval_batch).")
       .def("generate", &generate, py::arg("prompt"), py::arg("n") = 32, py::kw_only(), py::arg("temperature") = 0.0f,
            py::arg("top_k") = 40, py::arg("top_p") = 0.95f, py::arg("min_p") = 0.05f, py::arg("repeat_penalty") = 1.0f,
            py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("context") = py::none(),

@@ -77,13 +77,18 @@ bp_type parse_type(const py::handle &h) {
     for (int i = 0; i < BP_TYPE_COUNT; ++i) all += std::string(i ? ", " : "") + bp_type_name(static_cast<bp_type>(i));
     fail(BP_ERR_INVALID_ARGUMENT, "unknown type '" + s + "': one of " + all);
   }
-  py::dtype d = py::dtype::from_args(py::reinterpret_borrow<py::object>(h));
-  if (d.is(py::dtype::of<float>()) || d.equal(py::dtype::of<float>())) return BP_TYPE_F32;
-  if (d.equal(py::dtype("float16"))) return BP_TYPE_F16;
-  if (d.equal(py::dtype::of<int32_t>())) return BP_TYPE_I32;
-  fail(BP_ERR_INVALID_ARGUMENT, "no Backplane type for NumPy dtype " + py::str(d).cast<std::string>() +
-                                    ": use float32, float16, int32 or a type name");
+  return type_of_dtype(py::dtype::from_args(py::reinterpret_borrow<py::object>(h)));
 }
+
+bp_type type_of_dtype(const py::dtype &d) {
+  const char kind = d.kind();
+  if (kind == 'f') return d.itemsize() == 2 ? BP_TYPE_F16 : BP_TYPE_F32;
+  if (kind == 'i' || kind == 'u') return BP_TYPE_I32;
+  fail(BP_ERR_INVALID_ARGUMENT, "no Backplane type for NumPy dtype " + py::str(py::handle(d)).cast<std::string>() +
+                                    ": use a float or integer dtype, or a type name (f32, f16, i32, q8_0, ...)");
+}
+
+py::module_ np() { return py::module_::import("numpy"); }
 
 py::dtype dtype_of(bp_type t) {
   switch (t) {

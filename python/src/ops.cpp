@@ -10,8 +10,6 @@
 namespace bppy {
 namespace {
 
-py::object np() { return py::module_::import("numpy"); }
-
 // A result of the current context; the contexts of its sources are kept.
 Tensor result(const CtxP &c, bp_tensor *t, std::initializer_list<const Tensor *> srcs, int ndim_hint) {
   check_ptr(t);

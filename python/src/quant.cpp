@@ -5,18 +5,6 @@
 namespace bppy {
 namespace {
 
-py::object np() { return py::module_::import("numpy"); }
-
-bp_type type_of_dtype(const py::dtype &d) {
-  char k = d.kind();
-  if (d.equal(py::dtype::of<float>())) return BP_TYPE_F32;
-  if (d.equal(py::dtype("float16"))) return BP_TYPE_F16;
-  if (k == 'f') return BP_TYPE_F32;
-  if (k == 'i' || k == 'u') return BP_TYPE_I32;
-  fail(BP_ERR_INVALID_ARGUMENT, "no Backplane type for NumPy dtype " + py::str(py::handle(d)).cast<std::string>() +
-                                    ": pass type= (f32, f16, i32 or a quantized type)");
-}
-
 std::vector<int64_t> shape_of(const py::array &a) {
   std::vector<int64_t> s;
   for (py::ssize_t i = 0; i < a.ndim(); ++i) s.push_back(a.shape(i));

@@ -52,6 +52,20 @@ std::string add_tensor(writer_holder &wh, tiny_weights *out, const std::string &
   return "";
 }
 
+// The weights of a scripted model (tiny_config::script); |in| is the row
+// length. The random draws are made anyway, so the other tensors do not move.
+void script_matrix(const tiny_config &cfg, const std::string &name, int in, std::vector<float> *v) {
+  const bool zero = name == "token_embd.weight" || name == "output.weight" ||
+                    name.find("attn_output.weight") != std::string::npos ||
+                    name.find("ffn_down.weight") != std::string::npos;
+  if (zero) v->assign(v->size(), 0.0f);
+  for (size_t k = 0; k < cfg.script.size(); ++k) {
+    const auto [first, second] = cfg.script[k];
+    if (name == "token_embd.weight") (*v)[static_cast<size_t>(first) * in + k] = 1.0f;
+    if (name == "output.weight") (*v)[static_cast<size_t>(second) * in + k] += 1.0f;
+  }
+}
+
 }  // namespace
 
 std::string write_tiny_model(const tiny_config &cfg, const std::string &path, tiny_weights *out,
@@ -122,12 +136,15 @@ std::string write_tiny_model(const tiny_config &cfg, const std::string &path, ti
   std::string err;
   auto mat = [&](const std::string &name, int in, int outn, float gain = 1.0f, bp_type type = BP_TYPE_COUNT) {
     if (!err.empty() || name == skip) return;
-    err = add_tensor(wh, out, name, type == BP_TYPE_COUNT ? cfg.type : type, {in, outn},
-                     randn(static_cast<size_t>(in) * outn, gain / std::sqrt(static_cast<float>(in))));
+    std::vector<float> v = randn(static_cast<size_t>(in) * outn, gain / std::sqrt(static_cast<float>(in)));
+    if (!cfg.script.empty()) script_matrix(cfg, name, in, &v);
+    err = add_tensor(wh, out, name, type == BP_TYPE_COUNT ? cfg.type : type, {in, outn}, v);
   };
   auto vec = [&](const std::string &name, int n, float scale, float mean) {
     if (!err.empty() || name == skip) return;
-    err = add_tensor(wh, out, name, BP_TYPE_F32, {n}, randn(n, scale, mean));
+    std::vector<float> v = randn(n, scale, mean);
+    if (!cfg.script.empty() && name == "output_norm.weight") v.assign(v.size(), 1.0f);
+    err = add_tensor(wh, out, name, BP_TYPE_F32, {n}, v);
   };
   // Scales that keep activations near unit size and spread the logits out
   // (a clear top token, as a trained model has).

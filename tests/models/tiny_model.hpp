@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backplane/backplane.h"
@@ -22,6 +23,13 @@ struct tiny_config {
   bool rope_freqs = false;
   float rope_base = 10000.0f;
   uint64_t seed = 1;
+  // A scripted model when not empty: greedy decoding after token `first`
+  // gives token `second` (pair k sets row `first` of the token table to the
+  // unit vector e_k and adds e_k to output row `second`; the layers add
+  // nothing), so a test picks the exact tokens, bytes and end a generation
+  // sees. At most n_embd pairs, each `first` once; other tokens give
+  // all-zero logits.
+  std::vector<std::pair<int, int>> script;
   int n_vocab() const { return 3 + 256 + n_pieces; }
 };
 

@@ -65,6 +65,20 @@ def test_wrong_dtypes_of_the_binding():
         bp.tensor(np.zeros((2, 33), np.uint8), "q8_0")       # raw bytes that are not whole blocks
 
 
+def test_one_dtype_rule_for_data_and_type_arguments():
+    """A NumPy dtype names the same type as the data's dtype and as type=."""
+    for dt, name in [(np.float64, "f32"), (np.float32, "f32"), (np.float16, "f16"), (np.int64, "i32"),
+                     (np.int32, "i32"), (np.uint8, "i32")]:
+        assert bp.tensor(np.zeros(4, dt)).type == name, dt
+        assert bp.tensor(np.zeros(4, np.float32), dt).type == name, dt
+        assert bp.type_size(dt) == bp.type_size(name), dt
+    for bad in (np.complex64, np.bool_):
+        with pytest.raises(bp.InvalidArgument, match="no Backplane type for NumPy dtype"):
+            bp.tensor(np.zeros(4, bad))
+        with pytest.raises(bp.InvalidArgument, match="no Backplane type for NumPy dtype"):
+            bp.type_size(bad)
+
+
 # ---- wrong shapes ---------------------------------------------------------
 
 def test_wrong_shapes_c_messages():

@@ -28,9 +28,11 @@ def _vocab():
     return tokens, np.array(scores, np.float32), np.array(types, np.int32)
 
 
-def write_tiny_llama(path, seed=1, arch="llama", skip=None):
+def write_tiny_llama(path, seed=1, arch="llama", skip=None, script=None):
     """Writes the model and returns its weights as float64 NumPy arrays
-    (matrices [out, in], as the GGUF's ne [in, out] reads in NumPy order)."""
+    (matrices [out, in], as the GGUF's ne [in, out] reads in NumPy order).
+    script: (first, second) pairs for a model whose greedy token after
+    `first` is `second`, built as tiny_model.cpp's tiny_config::script."""
     rng = np.random.default_rng(seed)
     wr = bp.gguf.Writer()
     a = arch + "."
@@ -52,9 +54,26 @@ def write_tiny_llama(path, seed=1, arch="llama", skip=None):
     wr.add("tokenizer.ggml.unknown_token_id", 0, "u32")
     w = {}
 
+    def scripted(name, arr):
+        # Pair k: row `first` of the token table is e_k and output row
+        # `second` gains e_k; the layers add nothing (their output matrices
+        # are zero), so the last token alone picks the next.
+        if name == "output_norm.weight":
+            return np.ones_like(arr)
+        if name in ("token_embd.weight", "output.weight") or name.endswith(("attn_output.weight", "ffn_down.weight")):
+            arr = np.zeros_like(arr)
+        for k, (first, second) in enumerate(script):
+            if name == "token_embd.weight":
+                arr[first, k] = 1.0
+            if name == "output.weight":
+                arr[second, k] += 1.0
+        return arr
+
     def put(name, arr):
         if name == skip:
             return
+        if script:
+            arr = scripted(name, arr)
         arr = arr.astype(np.float32)
         wr.add_tensor(name, arr)
         w[name] = arr.astype(np.float64)
@@ -291,6 +310,25 @@ def test_generate_stop_string(model):
     g2 = model.generate(ids, n=12, stop=[stop, "\x00never"])
     assert "".join(g2) == full[:cut] and g2.stop_reason == "stop"
     assert g2.tokens == g.tokens[:len(g2.tokens)]
+
+
+def test_generate_holds_split_characters_but_not_invalid_lead_bytes(tmp_path):
+    """The pieces are bp_generator's: a character split over byte tokens
+    comes out whole, a byte that cannot begin a character (0xC0, 0xF5) at
+    once, as U+FFFD."""
+    def byte(b):
+        return 3 + b
+    chain = [3 + 256, byte(0x68), byte(0xC0), byte(0x69), byte(0xC3), byte(0xA9), byte(0xF5), byte(0x6A), EOS]
+    path = tmp_path / "scripted.gguf"
+    write_tiny_llama(path, script=list(zip(chain, chain[1:])))
+    with bp.Model(str(path)) as m:
+        g = m.generate([BOS, chain[0]], n=20, context=m.context(n_ctx=32, kv_f32=True))
+        assert list(g) == ["h", "\ufffd", "i", "\u00e9", "\ufffd", "j"]
+        assert g.stop_reason == "end" and g.tokens == chain[1:-1]
+        g = m.generate([BOS, chain[0]], n=3, stop=b"\xc0i")
+        assert list(g) == ["h"] and g.stop_reason == "stop"
+        g = m.generate([BOS, chain[0]], n=3)
+        assert "".join(g) == "h\ufffdi" and g.stop_reason == "length"
 
 
 def test_generate_sampling_is_seeded(model):

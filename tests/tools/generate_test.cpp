@@ -1,7 +1,8 @@
-// generate_test.cpp: bp-generate's text stream (UTF-8 and stop strings held
-// back) in-process, and the bp-generate binary as a user runs it on the tiny
+// generate_test.cpp: the bp-generate binary as a user runs it on the tiny
 // test model (models/tiny/tiny-kjv.gguf; the tests skip when it is absent,
-// or BP_GENERATE_TEST_MODEL names another).
+// or BP_GENERATE_TEST_MODEL names another). The text it streams (UTF-8 and
+// stop strings held back) is the library's generator, tested in
+// tests/models/generator_test.cpp and text_stream_test.cpp.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -17,66 +18,10 @@
 #include <vector>
 
 #include "support/run_command.hpp"
-#include "tools/bp-generate/stream.hpp"
 
 namespace {
 
 using json = nlohmann::json;
-using bp::generate::text_stream;
-using bp::generate::utf8_incomplete_tail;
-
-// ---- the text stream -------------------------------------------------------
-
-TEST(GenerateStream, IncompleteUtf8IsHeldUntilItsLastByte) {
-  EXPECT_EQ(utf8_incomplete_tail("abc", 3), 0u);
-  EXPECT_EQ(utf8_incomplete_tail("a\xC3", 2), 1u);
-  EXPECT_EQ(utf8_incomplete_tail("a\xE2\x82", 3), 2u);
-  EXPECT_EQ(utf8_incomplete_tail("a\xE2\x82\xAC", 4), 0u);
-  EXPECT_EQ(utf8_incomplete_tail("\xF0\x9F\x98", 3), 3u);
-  EXPECT_EQ(utf8_incomplete_tail("\x80\x80\x80", 3), 0u);  // not UTF-8: printed as it comes
-
-  text_stream s;
-  EXPECT_EQ(s.push("h"), "h");
-  EXPECT_EQ(s.push("\xE2"), "");  // € = E2 82 AC, one byte token at a time
-  EXPECT_EQ(s.push("\x82"), "");
-  EXPECT_EQ(s.push("\xAC!"), "\xE2\x82\xAC!");
-  EXPECT_EQ(s.push("\xF0\x9F"), "");
-  EXPECT_EQ(s.finish(), "\xF0\x9F");  // the end prints what is held
-  EXPECT_EQ(s.text(), "h\xE2\x82\xAC!\xF0\x9F");
-}
-
-TEST(GenerateStream, StopStringsAreHeldBackAndNeverPrinted) {
-  text_stream s({"\n\n", "END"});
-  std::string out;
-  out += s.push("Hello");
-  out += s.push(" E");
-  EXPECT_EQ(out, "Hello ");  // "E" may start "END"
-  out += s.push("x");
-  EXPECT_EQ(out, "Hello Ex");  // it did not
-  out += s.push("\n");
-  EXPECT_EQ(out, "Hello Ex");
-  out += s.push("\nmore");
-  EXPECT_TRUE(s.stopped());
-  EXPECT_EQ(out, "Hello Ex");
-  EXPECT_EQ(s.push("after"), "");
-  EXPECT_EQ(s.finish(), "");
-  EXPECT_EQ(s.text(), "Hello Ex");
-
-  // A stop string inside one token: the text before it is printed.
-  text_stream t({"END"});
-  EXPECT_EQ(t.push("abcENDdef"), "abc");
-  EXPECT_TRUE(t.stopped());
-
-  // A start of a stop string that never completes is printed at the end.
-  text_stream u({"END"});
-  EXPECT_EQ(u.push("xEN"), "x");
-  EXPECT_EQ(u.finish(), "EN");
-  EXPECT_FALSE(u.stopped());
-
-  // Empty stop strings are ignored.
-  text_stream v({""});
-  EXPECT_EQ(v.push("abc"), "abc");
-}
 
 // ---- the binary ------------------------------------------------------------
 
@@ -234,7 +179,7 @@ TEST_F(GenerateModel, StreamedTextIsTheJsonTextAndStopStringsCutIt) {
   const std::string stop = text.substr(text.size() / 2, 2);
   json s = run_json(kPrompt + " -n 24 --stop " + quote(stop));
   EXPECT_EQ(s["text"].get<std::string>(), text.substr(0, text.find(stop)));
-  EXPECT_EQ(s["stop"], "stop string");
+  EXPECT_EQ(s["stop"], "stop");
 }
 
 TEST_F(GenerateModel, BenchReportsBothFigures) {

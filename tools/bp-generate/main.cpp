@@ -31,7 +31,6 @@
 #include "common/splitmix64.hpp"
 #include "common/text_table.hpp"
 #include "common/trace_cli.hpp"
-#include "stream.hpp"
 
 namespace {
 
@@ -94,9 +93,9 @@ std::string fixed(double v, int digits) {
 struct handles {
   bp_model *model = nullptr;
   bp_model_context *ctx = nullptr;
-  bp_sampler *sampler = nullptr;
+  bp_generator *generator = nullptr;
   ~handles() {
-    bp_sampler_free(sampler);
+    bp_generator_free(generator);
     bp_model_context_free(ctx);
     bp_model_free(model);
   }
@@ -255,22 +254,13 @@ int run_generate(const options &opt, handles &h, const bp_model_info &info, cons
     }
   } close_logits{logits_file};
 
-  bp_sampler_options so = bp_sampler_default_options();
-  so.temperature = opt.temp;
-  so.top_k = opt.top_k;
-  so.top_p = opt.top_p;
-  so.min_p = opt.min_p;
-  so.repeat_penalty = opt.repeat_penalty;
-  so.repeat_last_n = opt.repeat_last_n;
-  so.seed = opt.seed;
-  if (bp_sampler_new(&so, &h.sampler) != BP_OK) return failed("sampler");
-  for (bp_token t : prompt) bp_sampler_accept(h.sampler, t);
-
   const uint32_t n_ctx = bp_model_context_size(h.ctx);
   if (prompt.size() > n_ctx)
     return failed_msg("prompt", "the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds " +
                                     std::to_string(n_ctx) + "; raise --ctx or shorten the prompt");
 
+  // The prompt is evaluated here, not by the generator: its time is
+  // reported on its own, and --logits-out wants every row of it.
   auto t0 = clock_type::now();
   if (bp_model_context_eval(h.ctx, prompt.data(), prompt.size(), logits_file != nullptr) != BP_OK)
     return failed("prompt eval");
@@ -281,49 +271,57 @@ int run_generate(const options &opt, handles &h, const bp_model_info &info, cons
   if (logits_file && !write_rows(logits_file, logits, rows, n_vocab))
     return failed_msg("write " + opt.logits_out, std::strerror(errno));
 
-  bp::generate::text_stream stream(opt.stops);
+  bp_sampler_options so = bp_sampler_default_options();
+  so.temperature = opt.temp;
+  so.top_k = opt.top_k;
+  so.top_p = opt.top_p;
+  so.min_p = opt.min_p;
+  so.repeat_penalty = opt.repeat_penalty;
+  so.repeat_last_n = opt.repeat_last_n;
+  so.seed = opt.seed;
+  // --stop "" has always been ignored; the library refuses an empty one.
+  std::vector<const char *> stops;
+  for (const std::string &s : opt.stops)
+    if (!s.empty()) stops.push_back(s.c_str());
+  bp_generator_options go = bp_generator_default_options();
+  go.prompt = prompt.data();
+  go.n_prompt = prompt.size();
+  go.prompt_evaluated = true;
+  go.max_tokens = opt.n_predict;
+  go.sampler = &so;
+  go.stops = stops.data();
+  go.n_stops = stops.size();
+  if (bp_generator_new(h.ctx, &go, &h.generator) != BP_OK) return failed("generator");
+
   std::vector<bp_token> generated;
-  std::string stop = "length";
+  std::string text;
+  bp_stop_reason stop = BP_STOP_NONE;
   auto t1 = clock_type::now();
-  for (int i = 0; i < opt.n_predict; ++i) {
-    if (i > 0) {
-      // Feed the previous token to get the next distribution.
-      if (bp_model_context_position(h.ctx) >= n_ctx) {
-        stop = "context";
-        break;
+  while (stop == BP_STOP_NONE) {
+    bp_generator_step step{};
+    step.struct_size = sizeof step;
+    if (bp_generator_next(h.generator, &step) != BP_OK)
+      return failed("generating token " + std::to_string(generated.size()));
+    stop = step.stop;
+    if (step.token >= 0) {
+      // Every token but the first was drawn from the row of the token
+      // before it, evaluated in this step.
+      if (logits_file && !generated.empty()) {
+        logits = bp_model_context_logits(h.ctx, &rows);
+        if (logits == nullptr || rows == 0) return failed_msg("eval", "no logits after a generated token");
+        if (!write_rows(logits_file, logits + (rows - 1) * static_cast<size_t>(n_vocab), 1, n_vocab))
+          return failed_msg("write " + opt.logits_out, std::strerror(errno));
       }
-      if (bp_model_context_eval(h.ctx, &generated.back(), 1, false) != BP_OK)
-        return failed("eval of generated token " + std::to_string(i));
-      logits = bp_model_context_logits(h.ctx, &rows);
-      if (logits == nullptr || rows == 0) return failed_msg("eval", "no logits after a generated token");
-      if (logits_file && !write_rows(logits_file, logits + (rows - 1) * static_cast<size_t>(n_vocab), 1, n_vocab))
-        return failed_msg("write " + opt.logits_out, std::strerror(errno));
+      generated.push_back(step.token);
     }
-    bp_token tok = -1;
-    if (bp_sampler_sample(h.sampler, logits + (rows - 1) * static_cast<size_t>(n_vocab), n_vocab, &tok) != BP_OK)
-      return failed("sample");
-    generated.push_back(tok);
-    if (bp_model_token_is_end(h.model, tok)) {
-      stop = "end";
-      break;
-    }
-    const char *data = nullptr;
-    size_t len = 0;
-    if (bp_model_token_text(h.model, tok, &data, &len) != BP_OK) return failed("token text");
-    std::string out = stream.push(std::string_view(data, len));
-    if (!opt.json && !out.empty()) {
-      std::fwrite(out.data(), 1, out.size(), stdout);
+    text.append(step.text, step.text_len);
+    if (!opt.json && step.text_len) {
+      std::fwrite(step.text, 1, step.text_len, stdout);
       std::fflush(stdout);
-    }
-    if (stream.stopped()) {
-      stop = "stop string";
-      break;
     }
   }
   const double gen_ms = ms_since(t1);
-  std::string rest = stream.finish();
   if (!opt.json) {
-    std::fwrite(rest.data(), 1, rest.size(), stdout);
     std::fputc('\n', stdout);
     std::fflush(stdout);
   }
@@ -339,8 +337,8 @@ int run_generate(const options &opt, handles &h, const bp_model_info &info, cons
   if (opt.json) {
     json j = {{"prompt_tokens", prompt},
               {"tokens", generated},
-              {"text", stream.text()},
-              {"stop", stop},
+              {"text", text},
+              {"stop", bp_stop_reason_name(stop)},
               {"n_vocab", n_vocab},
               {"logits_rows", prompt.size() + (generated.empty() ? 0 : generated.size() - 1)},
               {"timings",
@@ -356,7 +354,7 @@ int run_generate(const options &opt, handles &h, const bp_model_info &info, cons
                "prompt: %zu tokens, %.2f tokens/s; generated: %zu tokens, %.2f tokens/s (stop: %s); memory: %s; "
                "context %s\n",
                prompt.size(), per_s(prompt.size(), prompt_ms), generated.size(), per_s(generated.size(), gen_ms),
-               stop.c_str(), devices_text(h.model).c_str(), bytes_text(ctx_bytes).c_str());
+               bp_stop_reason_name(stop), devices_text(h.model).c_str(), bytes_text(ctx_bytes).c_str());
   return 0;
 }
 
