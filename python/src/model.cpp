@@ -4,60 +4,49 @@
 //
 // Generation is a loop over bp_generator, the library's; what the module adds
 // is the iterator and the GIL.
-//
-// A Model holds its bp_model in one holder; every ModelContext and
-// Generation holds that holder too, so the model is freed after the last of
-// them whatever order Python drops them in (bp_model_free refuses while a
-// context lives). A context is used by one thread at a time: its mutex is
-// taken with the GIL released, so a thread waiting for it never holds the
-// GIL another thread needs.
+// A Generation holds its Model's holder as a context does
+// (model_handles.hpp says why).
 #include "backplane/model.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "common.hpp"
+#include "model_handles.hpp"
 
 namespace bppy {
-namespace {
 
-struct ModelH {
-  bp_model *m = nullptr;
-  ~ModelH() { bp_model_free(m); }
-};
-using ModelP = std::shared_ptr<ModelH>;
-
-struct Model {
-  ModelP h;
-  bp_model *get() const {
-    if (!h) fail(BP_ERR_FAILED_PRECONDITION, "this Model was closed");
-    return h->m;
+// Token ids from an int, a sequence of ints or a 1-D integer NumPy array.
+std::vector<bp_token> token_ids(const py::handle &h) {
+  if (py::isinstance<py::str>(h) || py::isinstance<py::bytes>(h))
+    fail(BP_ERR_INVALID_ARGUMENT, "token ids expected, not text: tokenize() the text first");
+  if (py::isinstance<py::bool_>(h)) fail(BP_ERR_INVALID_ARGUMENT, "token ids must be integers, not bool");
+  if (py::isinstance<py::int_>(h)) {
+    long long v = h.cast<long long>();
+    if (v < INT32_MIN || v > INT32_MAX)
+      fail(BP_ERR_INVALID_ARGUMENT, "token id " + std::to_string(v) + " is not an int32");
+    return {static_cast<bp_token>(v)};
   }
-};
-
-struct MCtxH {
-  ModelP model;  // freed after this context
-  bp_model_context *c = nullptr;
-  std::mutex mu;
-  ~MCtxH() { bp_model_context_free(c); }
-};
-using MCtxP = std::shared_ptr<MCtxH>;
-
-struct ModelContext {
-  MCtxP h;
-  const MCtxP &get() const {
-    if (!h) fail(BP_ERR_FAILED_PRECONDITION, "this ModelContext was closed");
-    return h;
+  if (!py::isinstance<py::array>(h) && py::hasattr(h, "__len__") && py::len(h) == 0) return {};
+  py::array a = np().attr("asarray")(h);
+  char kind = a.dtype().kind();
+  if (kind != 'i' && kind != 'u')
+    fail(BP_ERR_INVALID_ARGUMENT, "token ids must be integers, not " + py::str(a.dtype()).cast<std::string>());
+  if (a.ndim() > 1)
+    fail(BP_ERR_INVALID_ARGUMENT, "token ids must be one-dimensional, not " + std::to_string(a.ndim()) + "-D");
+  auto v = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!v) throw py::error_already_set();
+  std::vector<bp_token> out(static_cast<size_t>(v.size()));
+  const int64_t *p = v.data();
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (p[i] < INT32_MIN || p[i] > INT32_MAX || (kind == 'u' && a.itemsize() == 8 && p[i] < 0))
+      fail(BP_ERR_INVALID_ARGUMENT, "token id " + std::to_string(p[i]) + " is not an int32");
+    out[i] = static_cast<bp_token>(p[i]);
   }
-};
-
-// Takes |mu| with the GIL released (then takes the GIL back).
-std::unique_lock<std::mutex> lock_nogil(std::mutex &mu) {
-  std::unique_lock<std::mutex> lk(mu, std::defer_lock);
-  py::gil_scoped_release release;
-  lk.lock();
-  return lk;
+  return out;
 }
+
+namespace {
 
 struct Info {
   std::string arch, name, tokenizer;
@@ -66,13 +55,6 @@ struct Info {
   bp_token bos = -1, eos = -1;
   bool add_bos = false;
 };
-
-bp_model_info raw_info(bp_model *m) {
-  bp_model_info in{};
-  in.struct_size = sizeof in;
-  check(bp_model_describe(m, &in));
-  return in;
-}
 
 Info info_of(bp_model *m) {
   bp_model_info in = raw_info(m);
@@ -106,36 +88,6 @@ py::str decode(const std::string &s) {
   PyObject *o = PyUnicode_DecodeUTF8(s.data(), static_cast<py::ssize_t>(s.size()), "replace");
   if (!o) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(o);
-}
-
-// Token ids from an int, a sequence of ints or a 1-D integer NumPy array.
-std::vector<bp_token> token_ids(const py::handle &h) {
-  if (py::isinstance<py::str>(h) || py::isinstance<py::bytes>(h))
-    fail(BP_ERR_INVALID_ARGUMENT, "token ids expected, not text: tokenize() the text first");
-  if (py::isinstance<py::bool_>(h)) fail(BP_ERR_INVALID_ARGUMENT, "token ids must be integers, not bool");
-  if (py::isinstance<py::int_>(h)) {
-    long long v = h.cast<long long>();
-    if (v < INT32_MIN || v > INT32_MAX)
-      fail(BP_ERR_INVALID_ARGUMENT, "token id " + std::to_string(v) + " is not an int32");
-    return {static_cast<bp_token>(v)};
-  }
-  if (!py::isinstance<py::array>(h) && py::hasattr(h, "__len__") && py::len(h) == 0) return {};
-  py::array a = np().attr("asarray")(h);
-  char kind = a.dtype().kind();
-  if (kind != 'i' && kind != 'u')
-    fail(BP_ERR_INVALID_ARGUMENT, "token ids must be integers, not " + py::str(a.dtype()).cast<std::string>());
-  if (a.ndim() > 1)
-    fail(BP_ERR_INVALID_ARGUMENT, "token ids must be one-dimensional, not " + std::to_string(a.ndim()) + "-D");
-  auto v = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-  if (!v) throw py::error_already_set();
-  std::vector<bp_token> out(static_cast<size_t>(v.size()));
-  const int64_t *p = v.data();
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (p[i] < INT32_MIN || p[i] > INT32_MAX || (kind == 'u' && a.itemsize() == 8 && p[i] < 0))
-      fail(BP_ERR_INVALID_ARGUMENT, "token id " + std::to_string(p[i]) + " is not an int32");
-    out[i] = static_cast<bp_token>(p[i]);
-  }
-  return out;
 }
 
 std::vector<bp_token> tokenize(const ModelP &h, const std::string &text, bool add_bos, bool special) {
@@ -197,56 +149,6 @@ MCtxP new_context(const ModelP &h, uint32_t n_ctx, uint32_t n_batch, bool kv_f32
 // Runs |ids| in |c| (its mutex held by the caller) with the GIL released.
 void eval_locked(const MCtxP &c, const std::vector<bp_token> &ids, bool all_logits) {
   call_nogil([&] { return bp_model_context_eval(c->c, ids.data(), ids.size(), all_logits); });
-}
-
-// |n| unsigned 32-bit values (sequence ids, positions) from a sequence of
-// ints or a 1-D integer NumPy array, or a Python int for all |n|.
-std::vector<uint32_t> u32_values(const py::handle &h, size_t n, const char *what) {
-  std::vector<uint32_t> out;
-  if (py::isinstance<py::int_>(h) && !py::isinstance<py::bool_>(h)) {
-    const long long v = h.cast<long long>();
-    if (v < 0 || v > UINT32_MAX)
-      fail(BP_ERR_INVALID_ARGUMENT, std::string(what) + " " + std::to_string(v) + " is not a uint32");
-    return std::vector<uint32_t>(n, static_cast<uint32_t>(v));
-  }
-  for (bp_token v : token_ids(h)) {
-    if (v < 0) fail(BP_ERR_INVALID_ARGUMENT, std::string(what) + " " + std::to_string(v) + " is negative");
-    out.push_back(static_cast<uint32_t>(v));
-  }
-  if (out.size() != n)
-    fail(BP_ERR_INVALID_ARGUMENT, std::string(what) + " has " + std::to_string(out.size()) + " values for " +
-                                      std::to_string(n) + " tokens: give one per token");
-  return out;
-}
-
-// bp_model_context_eval_batch with |c|'s mutex held by the caller; None
-// arguments are the C API's NULLs (sequence 0, counted positions, the last
-// token of each sequence keeps its logits).
-void eval_batch_locked(const MCtxP &c, const std::vector<bp_token> &ids, const py::object &seq_ids,
-                       const py::object &positions, const py::object &logits) {
-  std::vector<uint32_t> seq, pos;
-  if (!seq_ids.is_none()) seq = u32_values(seq_ids, ids.size(), "seq_ids");
-  if (!positions.is_none()) pos = u32_values(positions, ids.size(), "positions");
-  std::unique_ptr<bool[]> keep;  // std::vector<bool> has no bool array to point at
-  if (!logits.is_none()) {
-    keep.reset(new bool[ids.size()]);
-    size_t n = 0;
-    for (auto v : logits) {
-      if (n == ids.size()) break;
-      keep[n++] = v.cast<bool>();
-    }
-    if (n != ids.size() || py::len(logits) != ids.size())
-      fail(BP_ERR_INVALID_ARGUMENT, "logits has " + std::to_string(py::len(logits)) + " values for " +
-                                        std::to_string(ids.size()) + " tokens: give one per token");
-  }
-  bp_model_batch b{};
-  b.struct_size = sizeof b;
-  b.n_tokens = ids.size();
-  b.tokens = ids.data();
-  b.seq_ids = seq_ids.is_none() ? nullptr : seq.data();
-  b.positions = positions.is_none() ? nullptr : pos.data();
-  b.logits = keep.get();
-  call_nogil([&] { return bp_model_context_eval_batch(c->c, &b); });
 }
 
 py::array_t<float> logits_of(const MCtxP &c) {
@@ -411,9 +313,11 @@ void init_model(py::module_ &m) {
                ", n_layer=" + std::to_string(i.n_layer) + ", n_embd=" + std::to_string(i.n_embd) + ")";
       });
 
-  py::class_<ModelContext>(m, "ModelContext",
-                           "A KV cache on a Model (bp_model_context); made by Model.context(). `with` or close() "
-                           "frees it; it keeps its Model alive.")
+  py::class_<ModelContext> context_class(
+      m, "ModelContext",
+      "A KV cache on a Model (bp_model_context); made by Model.context(). `with` or close() "
+      "frees it; it keeps its Model alive.");
+  context_class
       .def(
           "eval",
           [](const ModelContext &self, const py::object &ids, bool all_logits) {
@@ -462,98 +366,10 @@ void init_model(py::module_ &m) {
             call_nogil([&] { return bp_model_context_rewind(c->c, position); });
           },
           py::arg("position"), "Forgets every position from |position| on (0 = empty).")
-      .def(
-          "eval_batch",
-          [](const ModelContext &self, const py::object &ids, const py::object &seq_ids, const py::object &positions,
-             const py::object &logits) {
-            std::vector<bp_token> v = token_ids(ids);
-            const MCtxP &c = self.get();
-            auto lk = lock_nogil(c->mu);
-            eval_batch_locked(c, v, seq_ids, positions, logits);
-          },
-          py::arg("ids"), py::arg("seq_ids") = py::none(), py::arg("positions") = py::none(),
-          py::arg("logits") = py::none(),
-          "Runs a batch of tokens of several sequences (bp_model_context_eval_batch; the GIL is released): "
-          "seq_ids (one per token, or an int for all; None = 0), positions (None = each sequence's next), "
-          "logits (a bool per token; None = the last token of each sequence keeps its row).")
-      .def(
-          "batch_logits",
-          [](const ModelContext &self, size_t i) -> py::object {
-            const MCtxP &c = self.get();
-            auto lk = lock_nogil(c->mu);
-            const float *row = bp_model_context_batch_logits(c->c, i);
-            if (!row) return py::none();
-            const size_t n_vocab = static_cast<size_t>(raw_info(c->model->m).n_vocab);
-            py::array_t<float> out(static_cast<py::ssize_t>(n_vocab));
-            std::memcpy(out.mutable_data(), row, n_vocab * sizeof(float));
-            return out;
-          },
-          py::arg("i"), "A float32 copy of token i's logits row in the last batch; None when it kept none.")
-      .def_property_readonly("n_seq",
-                             [](const ModelContext &self) {
-                               const MCtxP &c = self.get();
-                               auto lk = lock_nogil(c->mu);
-                               return bp_model_context_seq_count(c->c);
-                             })
-      .def_property_readonly("cells_used",
-                             [](const ModelContext &self) {
-                               const MCtxP &c = self.get();
-                               auto lk = lock_nogil(c->mu);
-                               return bp_model_context_cells_used(c->c);
-                             })
-      .def(
-          "seq_length",
-          [](const ModelContext &self, uint32_t seq) {
-            const MCtxP &c = self.get();
-            auto lk = lock_nogil(c->mu);
-            uint32_t n = 0;
-            check(bp_model_context_seq_length(c->c, seq, &n));
-            return n;
-          },
-          py::arg("seq"), "The position the next token of sequence seq takes (0 when empty).")
-      .def(
-          "seq_clear",
-          [](const ModelContext &self, uint32_t seq) {
-            const MCtxP &c = self.get();
-            auto lk = lock_nogil(c->mu);
-            check(bp_model_context_seq_clear(c->c, seq));
-          },
-          py::arg("seq"), "Empties sequence seq; cells no other sequence holds are free.")
-      .def(
-          "seq_rewind",
-          [](const ModelContext &self, uint32_t seq, uint32_t position) {
-            const MCtxP &c = self.get();
-            auto lk = lock_nogil(c->mu);
-            check(bp_model_context_seq_rewind(c->c, seq, position));
-          },
-          py::arg("seq"), py::arg("position"), "Sequence seq forgets its positions from position on.")
-      .def(
-          "seq_remove",
-          [](const ModelContext &self, uint32_t seq, uint32_t p0, const py::object &p1) {
-            const MCtxP &c = self.get();
-            const uint32_t end = p1.is_none() ? UINT32_MAX : p1.cast<uint32_t>();
-            auto lk = lock_nogil(c->mu);
-            check(bp_model_context_seq_remove(c->c, seq, p0, end));
-          },
-          py::arg("seq"), py::arg("p0") = 0, py::arg("p1") = py::none(),
-          "Sequence seq lets go of its positions in [p0, p1) (p1 None = to the end).")
-      .def(
-          "seq_copy",
-          [](const ModelContext &self, uint32_t src, uint32_t dst, const py::object &end) {
-            const MCtxP &c = self.get();
-            auto lk = lock_nogil(c->mu);
-            uint32_t n = 0;
-            if (end.is_none())
-              check(bp_model_context_seq_length(c->c, src, &n));
-            else
-              n = end.cast<uint32_t>();
-            check(bp_model_context_seq_copy(c->c, src, dst, n));
-          },
-          py::arg("src"), py::arg("dst"), py::arg("end") = py::none(),
-          "Sequence dst becomes the first end positions of src (None = all), sharing its cells.")
       .def("close", [](ModelContext &self) { self.h.reset(); })
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](ModelContext &self, py::args) { self.h.reset(); });
+  def_sequences(context_class);
 
   py::class_<Generation, std::shared_ptr<Generation>>(
       m, "Generation", "The iterator of text pieces Model.generate returns; also its tokens and stop_reason.")
