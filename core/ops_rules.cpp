@@ -5,6 +5,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "core/ops_internal.hpp"
 
@@ -59,8 +60,9 @@ bp_status need_broadcast(const rule_io &io, int small, int big, const char *hint
   return BP_OK;
 }
 
-// Requires src[i] to have one of the |n| listed types.
-bp_status need_type(const rule_io &io, int i, std::initializer_list<bp_type> allowed) {
+// Requires src[i] to have one of the listed types.
+template <class List>
+bp_status need_type(const rule_io &io, int i, const List &allowed) {
   const bp_type t = io.src[i]->type;
   std::string names;
   for (bp_type a : allowed) {
@@ -75,6 +77,21 @@ bp_status need_type(const rule_io &io, int i, std::initializer_list<bp_type> all
         "from f32)";
   }
   return fail(io, desc(io, i) + ": the type must be " + names + hint);
+}
+
+bp_status need_type(const rule_io &io, int i, std::initializer_list<bp_type> allowed) {
+  return need_type<std::initializer_list<bp_type>>(io, i, allowed);
+}
+
+// The types a weight may have (f32, f16, every quantized type; and i32 for
+// GET_ROWS' tables): one list, so a new quantized type needs no edit here.
+std::vector<bp_type> weight_types(bool with_i32) {
+  std::vector<bp_type> out = {BP_TYPE_F32, BP_TYPE_F16};
+  if (with_i32) out.push_back(BP_TYPE_I32);
+  for (int t = 0; t < BP_TYPE_COUNT; ++t) {
+    if (bp_type_is_quantized(static_cast<bp_type>(t))) out.push_back(static_cast<bp_type>(t));
+  }
+  return out;
 }
 
 bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }
@@ -215,10 +232,7 @@ bp_status rule_soft_max(rule_io &io) {
 
 bp_status rule_mul_mat(rule_io &io) {
   const bp_tensor *a = io.src[0], *b = io.src[1];
-  if (need_type(io, 0,
-                {BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q5_K,
-                 BP_TYPE_Q6_K, BP_TYPE_BF16}) ||
-      need_type(io, 1, {BP_TYPE_F32})) {
+  if (need_type(io, 0, weight_types(false)) || need_type(io, 1, {BP_TYPE_F32})) {
     return BP_ERR_INVALID_ARGUMENT;
   }
   if (a->ne[0] != b->ne[0]) {
@@ -242,10 +256,7 @@ bp_status rule_mul_mat(rule_io &io) {
 
 bp_status rule_get_rows(rule_io &io) {
   const bp_tensor *a = io.src[0], *ids = io.src[1];
-  if (need_type(io, 0,
-                {BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_I32, BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K,
-                 BP_TYPE_Q5_K, BP_TYPE_Q6_K, BP_TYPE_BF16}) ||
-      need_type(io, 1, {BP_TYPE_I32})) {
+  if (need_type(io, 0, weight_types(true)) || need_type(io, 1, {BP_TYPE_I32})) {
     return BP_ERR_INVALID_ARGUMENT;
   }
   if (ids->ne[1] != a->ne[2] || ids->ne[2] != a->ne[3] || ids->ne[3] != 1) {
@@ -266,7 +277,7 @@ bp_status check_conversion(const rule_io &io, bp_type from, bp_type to) {
   if ((is_float(from) && is_float(to)) || (from == BP_TYPE_I32 && to == BP_TYPE_I32)) return BP_OK;
   if (from == BP_TYPE_F32 && bp_type_is_quantized(to)) return BP_OK;
   return fail(io, std::string("cannot convert ") + bp_type_name(from) + " to " + bp_type_name(to) +
-                      ": only f32 <-> f16, i32 -> i32 and f32 -> quantized (q8_0 q4_0 q5_0 q4_K q5_K q6_K bf16) "
+                      ": only f32 <-> f16, i32 -> i32 and f32 -> quantized (any type from q8_0 on: docs/types.md) "
                       "copies are supported");
 }
 

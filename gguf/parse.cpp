@@ -60,6 +60,10 @@ const tensor_type kTypes[] = {
     /* 33 */ {nullptr, 0, 0},
     /* 34 */ {"tq1_0", 256, 54},
     /* 35 */ {"tq2_0", 256, 66},
+    /* 36 */ {nullptr, 0, 0},  // interleaved iq4_nl layouts, no longer in files
+    /* 37 */ {nullptr, 0, 0},
+    /* 38 */ {nullptr, 0, 0},
+    /* 39 */ {"mxfp4", 32, 17},
 };
 
 const char *const kKindNames[KIND_COUNT] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",

@@ -233,13 +233,13 @@ TEST(GgufRoundTrip, TensorsOfEverySupportedTypeLoad) {
   {
     writer_owner w;
     for (bp_tensor *t : made) ASSERT_EQ(bp_gguf_writer_add_tensor(w.w, t), BP_OK) << bp_last_error();
-    // A type Backplane does not hold: i8 (and later q4_1) written as raw bytes.
+    // Types Backplane does not hold: i8 (and later q8_k) written as raw bytes.
     std::vector<int8_t> i8(16, -3);
     const int64_t ne[1] = {16};
     ASSERT_EQ(bp_gguf_writer_add_tensor_data(w.w, "other.i8", 24, 1, ne, i8.data(), i8.size()), BP_OK);
-    std::vector<uint8_t> q41(20, 1);
-    const int64_t ne2[1] = {32};
-    ASSERT_EQ(bp_gguf_writer_add_tensor_data(w.w, "other.q4_1", 3, 1, ne2, q41.data(), q41.size()), BP_OK);
+    std::vector<uint8_t> q8k(292, 1);
+    const int64_t ne2[1] = {256};
+    ASSERT_EQ(bp_gguf_writer_add_tensor_data(w.w, "other.q8_k", 15, 1, ne2, q8k.data(), q8k.size()), BP_OK);
     ASSERT_EQ(bp_gguf_writer_write(w.w, file.path.c_str()), BP_OK) << bp_last_error();
   }
   file_owner g;
@@ -248,7 +248,7 @@ TEST(GgufRoundTrip, TensorsOfEverySupportedTypeLoad) {
   bp_gguf_tensor_info ti{};
   ti.struct_size = sizeof ti;
   // Each Backplane type under the format's id for it.
-  const uint32_t ids[] = {0, 1, 26, 8, 2, 6, 12, 14, 13, 30};
+  const uint32_t ids[] = {0, 1, 26, 8, 2, 6, 12, 14, 13, 30, 3, 7, 10, 11, 20, 23, 39};
   static_assert(sizeof ids / sizeof ids[0] == BP_TYPE_COUNT, "a type without its GGUF id here");
   for (size_t i = 0; i < made.size(); ++i) {
     ASSERT_EQ(bp_gguf_tensor_describe(g.f, i, &ti), BP_OK);
@@ -263,8 +263,8 @@ TEST(GgufRoundTrip, TensorsOfEverySupportedTypeLoad) {
   EXPECT_STREQ(ti.type_name, "i8");
   EXPECT_FALSE(ti.supported);
   ASSERT_EQ(bp_gguf_tensor_describe(g.f, made.size() + 1, &ti), BP_OK);
-  EXPECT_STREQ(ti.type_name, "q4_1");
-  EXPECT_EQ(ti.nbytes, 20u);
+  EXPECT_STREQ(ti.type_name, "q8_k");
+  EXPECT_EQ(ti.nbytes, 292u);
 
   // Loading everything is refused, naming the tensor; leaving them out works.
   bp_device *dev = bp_backend_device(be);

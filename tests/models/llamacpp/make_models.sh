@@ -19,7 +19,14 @@ synth llama-bpe-f16-freqs --arch llama --type f16 --vocab bpe --rope-freqs --tie
 synth qwen2-bpe-q4_0 --arch qwen2 --type q4_0 --vocab bpe
 synth qwen2-bpe-bf16 --arch qwen2 --type bf16 --vocab bpe
 synth qwen3-bpe-q5_0 --arch qwen3 --type q5_0 --vocab bpe
-# 256-value blocks (K quants): rows of 256.
+synth llama-spm-q4_1 --arch llama --type q4_1 --vocab spm
+synth qwen2-bpe-q5_1-tied --arch qwen2 --type q5_1 --vocab bpe --tied
+synth llama-bpe-iq4_nl --arch llama --type iq4_nl --vocab bpe
+synth qwen3-bpe-mxfp4 --arch qwen3 --type mxfp4 --vocab bpe
+# 256-value blocks (K quants, IQ4_XS): rows of 256.
 synth llama-spm-q4_K --arch llama --type q4_K --vocab spm --embd 256 --ff 512
 synth qwen2-bpe-q5_K --arch qwen2 --type q5_K --vocab bpe --embd 256 --ff 256
 synth qwen3-bpe-q6_K --arch qwen3 --type q6_K --vocab bpe --embd 256 --ff 256 --head-dim 64
+synth llama-spm-q2_K --arch llama --type q2_K --vocab spm --embd 256 --ff 512
+synth qwen2-bpe-q3_K-tied --arch qwen2 --type q3_K --vocab bpe --embd 256 --ff 256 --tied
+synth llama-bpe-iq4_xs --arch llama --type iq4_xs --vocab bpe --embd 256 --ff 512
