@@ -12,7 +12,7 @@ bool gallocr_owns(const bp_gallocr *ga, const bp_tensor *t) {
   if (!t->buffer) return false;
   if (t->buffer == ga->buffer) return true;  // nobody else places into our buffer
   auto it = ga->placed.find(t);
-  return it != ga->placed.end() && it->second == t->buffer;
+  return it != ga->placed.end() && it->second.buffer == t->buffer;
 }
 
 bool gallocr_external(const bp_gallocr *ga, const bp_tensor *t) {
@@ -93,13 +93,16 @@ bp_status gallocr_alloc_request(bp_gallocr *ga, const alloc_request &req) {
     st = ensure_buffer(ga, plan.size, "bp_gallocr_alloc_graph");
     if (st != BP_OK) return st;
   }
-  // |placed| only has to remember tensors left in buffers this allocator
-  // freed (tensors in the current buffer are recognised by their buffer),
-  // so it is rebuilt here and does not grow with every new graph.
-  std::unordered_map<const bp_tensor *, const bp_buffer *> placed;
-  for (auto &[t, buf] : ga->placed)
-    if (buf != ga->buffer) placed.emplace(t, buf);
-  for (auto &[t, offset] : plan.placements) placed[t] = ga->buffer;
+  // |placed| remembers tensors left in buffers this allocator freed, and
+  // those of the last kKeptPlans plans in the current buffer (a kept graph
+  // planned again after the buffer is replaced must still be recognised), so
+  // it does not grow with every new graph.
+  constexpr uint64_t kKeptPlans = 256;
+  const uint64_t plan_id = ++ga->plans;
+  std::unordered_map<const bp_tensor *, bp_gallocr::placement> placed;
+  for (auto &[t, p] : ga->placed)
+    if (p.buffer != ga->buffer || p.plan + kKeptPlans > plan_id) placed.emplace(t, p);
+  for (auto &[t, offset] : plan.placements) placed[t] = {ga->buffer, plan_id};
   ga->placed.swap(placed);
   for (auto &[t, offset] : plan.placements) {
     st = bp_buffer_place_tensor(ga->buffer, t, offset);

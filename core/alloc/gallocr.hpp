@@ -18,10 +18,19 @@ struct bp_gallocr {
   bp::core::live_mark live;
   bp_buffer_type *buft = nullptr;
   bp_buffer *buffer = nullptr;  // owned; null until the first reserve/alloc
-  // Tensors this allocator placed in buffers it has since replaced, with
-  // that buffer (plus the last plan's tensors). A tensor in the current
-  // buffer, or still in the buffer recorded here, is ours to re-plan.
-  std::unordered_map<const bp_tensor *, const bp_buffer *> placed;
+  // Tensors this allocator placed, with the buffer and the plan (a count of
+  // placements) that placed them. A tensor still in the buffer recorded here
+  // is ours to re-plan. Entries of replaced buffers are kept; entries of the
+  // current buffer are kept for the last kKeptPlans plans, so that a graph
+  // kept aside (a model context's graph cache) and planned again after the
+  // buffer grew is still recognised; older ones are dropped so the map does
+  // not grow with every new graph.
+  struct placement {
+    const bp_buffer *buffer;
+    uint64_t plan;
+  };
+  std::unordered_map<const bp_tensor *, placement> placed;
+  uint64_t plans = 0;
   size_t last_plan_size = 0;
   int last_n_inplace = 0;
 };

@@ -441,6 +441,37 @@ TEST_F(GallocrTest, GrowingKeepsEarlierGraphsPlannable) {
   bp_graph_free(g_small);
 }
 
+// A graph kept aside while others are planned (a model context's graph
+// cache): planned in one buffer, then another graph fits that buffer, then a
+// larger one replaces it. The kept graph's tensors point into the freed
+// buffer and must still be recognised as this allocator's.
+TEST_F(GallocrTest, AKeptGraphIsPlannableAfterTheBufferIsReplacedTwice) {
+  galloc = bp_gallocr_new(buft);
+  auto graph_of = [&](int64_t rows) {
+    bp_tensor *t = bp_exp(ctx, f32(64, rows));
+    bp_graph *g = bp_graph_new(ctx, 0);
+    EXPECT_EQ(bp_graph_build(g, t), BP_OK);
+    return std::make_pair(g, t);
+  };
+  auto [g_small, t_small] = graph_of(1);
+  auto [g_kept, t_kept] = graph_of(32);
+  auto [g_other, t_other] = graph_of(16);
+  auto [g_big, t_big] = graph_of(512);
+  ASSERT_EQ(bp_gallocr_alloc_graph(galloc, g_small), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_gallocr_alloc_graph(galloc, g_kept), BP_OK) << bp_last_error();   // replaces the buffer
+  ASSERT_EQ(bp_gallocr_alloc_graph(galloc, g_other), BP_OK) << bp_last_error();  // fits it
+  ASSERT_EQ(bp_gallocr_alloc_graph(galloc, g_big), BP_OK) << bp_last_error();    // replaces it again
+  ASSERT_EQ(bp_gallocr_alloc_graph(galloc, g_kept), BP_OK) << bp_last_error();
+  const char *base = static_cast<const char *>(bp_buffer_base(t_big->buffer));
+  EXPECT_EQ(bp_buffer_base(t_kept->buffer), base) << "the kept graph was placed in the current buffer";
+  std::vector<float> ones(64 * 32, 1.0f), got(64 * 32);
+  ASSERT_EQ(bp_tensor_set(t_kept->src[0], ones.data(), 0, ones.size() * sizeof(float)), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_backend_graph_compute(backend, g_kept), BP_OK) << bp_last_error();
+  ASSERT_EQ(bp_tensor_get(t_kept, got.data(), 0, got.size() * sizeof(float)), BP_OK);
+  for (float v : got) EXPECT_FLOAT_EQ(v, std::exp(1.0f));
+  for (bp_graph *g : {g_small, g_kept, g_other, g_big}) bp_graph_free(g);
+}
+
 TEST_F(GallocrTest, BadInputIsAStatus) {
   EXPECT_EQ(bp_gallocr_new(nullptr), nullptr);
   EXPECT_NE(std::string(bp_last_error()).find("buft"), std::string::npos) << bp_last_error();
