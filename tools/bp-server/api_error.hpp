@@ -11,21 +11,20 @@
 namespace bp::server {
 
 struct api_error : std::runtime_error {
-  api_error(int status_, std::string message, std::string param_ = {}, std::string type_ = {})
-      : std::runtime_error(message), status(status_), param(std::move(param_)), type(std::move(type_)) {}
+  api_error(int status_, std::string message, std::string param_ = {}, std::string code_ = {})
+      : std::runtime_error(message), status(status_), param(std::move(param_)), code(std::move(code_)) {}
   int status;
   std::string param;  // the offending field, or ""
-  std::string type;   // "" = by status
+  std::string code;   // OpenAI's finer code ("context_length_exceeded"), or ""
 
   nlohmann::json body() const {
-    std::string t = type;
-    if (t.empty())
-      t = status == 401   ? "authentication_error"
-          : status == 503 ? "server_busy"
-          : status >= 500 ? "server_error"
-                          : "invalid_request_error";
-    nlohmann::json e = {{"message", what()}, {"type", t}, {"code", nullptr}};
+    const char *t = status == 401   ? "authentication_error"
+                    : status == 503 ? "server_busy"
+                    : status >= 500 ? "server_error"
+                                    : "invalid_request_error";
+    nlohmann::json e = {{"message", what()}, {"type", t}};
     e["param"] = param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param);
+    e["code"] = code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code);
     return {{"error", e}};
   }
 };
