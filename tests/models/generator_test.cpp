@@ -330,8 +330,8 @@ TEST(Generator, AFailedStepEndsTheGenerator) {
 // bp_generator_draw: the caller evaluates (here, sequence 1 of two, by
 // eval_batch) and hands the generator its row; the steps are next()'s.
 TEST(Generator, DrawFromABatchRowMatchesNext) {
-  const std::vector<bp_token> chain = {piece_token(0), piece_token(1), byte_token(0xC3), byte_token(0xA9),
-                                       piece_token(2), kEos};
+  const std::vector<bp_token> chain = {piece_token(0),   piece_token(1), byte_token(0xC3),
+                                       byte_token(0xA9), piece_token(2), kEos};
   scripted s;
   ASSERT_NO_FATAL_FAILURE(load(&s, chain));
   const std::vector<bp_token> prompt = {1, piece_token(0)};

@@ -128,7 +128,8 @@ TEST(ChatTemplate, Qwen25) {
             "<|im_start|>assistant\nHello<|im_end|>\n<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n");
   // A tool call and its answer; tools given (one key each: this
   // interpreter's objects print their keys sorted, Python's in insertion order).
-  json call = {{"role", "assistant"}, {"content", ""},
+  json call = {{"role", "assistant"},
+               {"content", ""},
                {"tool_calls", json::array({{{"function", {{"name", "get"}, {"arguments", {{"city", "Paris"}}}}}}})}};
   json msgs = json::array({msg("user", "w?"), call, msg("tool", "sunny")});
   EXPECT_EQ(render(kQwen25, msgs, {{"tools", json::array({{{"name", "get"}}})}}),
@@ -163,8 +164,7 @@ TEST(ChatTemplate, WhitespaceControlTrimAndLstripBlocks) {
   EXPECT_EQ(render("x  {%- if true -%}  y  {%- endif %}", m), "xy");
   EXPECT_EQ(render("{{ 'a' ~ 1 ~ none }}|{{ 7 // 2 }}{{ 7 % 3 }}{{ -1 }}|{{ [1, 2][1:] }}|{{ 'ab' in 'cabd' }}", m),
             "a1None|31-1|[2]|True");
-  EXPECT_EQ(render("{{ messages | length }}{{ 'y' if messages[5] is defined else 'n' }}{{ ' s '.strip() }}", m),
-            "2ns");
+  EXPECT_EQ(render("{{ messages | length }}{{ 'y' if messages[5] is defined else 'n' }}{{ ' s '.strip() }}", m), "2ns");
   EXPECT_EQ(render("{% for m in messages %}{{ loop.index }}{{ loop.first }}{{ loop.last }};{% endfor %}", m),
             "1TrueFalse;2FalseTrue;");
 }

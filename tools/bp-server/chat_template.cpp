@@ -184,7 +184,8 @@ value index(const value &base, const value &key) {
     return it == b.end() ? value::undef() : value(*it);
   }
   if ((b.is_array() || b.is_string()) && key.j.is_number_integer()) {
-    const int64_t n = b.is_array() ? static_cast<int64_t>(b.size()) : static_cast<int64_t>(b.get_ref<const std::string &>().size());
+    const int64_t n =
+        b.is_array() ? static_cast<int64_t>(b.size()) : static_cast<int64_t>(b.get_ref<const std::string &>().size());
     int64_t i = key.j.get<int64_t>();
     if (i < 0) i += n;
     if (i < 0 || i >= n) return value::undef();
@@ -213,7 +214,8 @@ struct slice : expr {
     const value b = base->eval(sc);
     if (b.undefined) return b;
     if (!b.j.is_array() && !b.j.is_string()) throw template_error("cannot slice a " + type_name(b));
-    const int64_t n = b.j.is_array() ? static_cast<int64_t>(b.j.size()) : static_cast<int64_t>(b.j.get_ref<const std::string &>().size());
+    const int64_t n = b.j.is_array() ? static_cast<int64_t>(b.j.size())
+                                     : static_cast<int64_t>(b.j.get_ref<const std::string &>().size());
     auto bound = [&](const expr_ptr &e, int64_t dflt) {
       if (!e) return dflt;
       const value v = e->eval(sc);
@@ -223,7 +225,8 @@ struct slice : expr {
       return std::max<int64_t>(0, std::min(n, x));
     };
     const int64_t l = bound(lo, 0), h = std::max(l, bound(hi, n));
-    if (b.j.is_string()) return value(b.j.get<std::string>().substr(static_cast<size_t>(l), static_cast<size_t>(h - l)));
+    if (b.j.is_string())
+      return value(b.j.get<std::string>().substr(static_cast<size_t>(l), static_cast<size_t>(h - l)));
     json out = json::array();
     for (int64_t i = l; i < h; ++i) out.push_back(b.j[static_cast<size_t>(i)]);
     return value(out);
@@ -361,19 +364,30 @@ struct test_expr : expr {
   value eval(scope &sc) const override {
     const value x = a->eval(sc);
     bool r;
-    if (test == "defined") r = !x.undefined;
-    else if (test == "undefined") r = x.undefined;
-    else if (test == "none") r = !x.undefined && x.j.is_null();
-    else if (test == "string") r = !x.undefined && x.j.is_string();
-    else if (test == "number") r = !x.undefined && x.j.is_number();
-    else if (test == "integer") r = !x.undefined && x.j.is_number_integer();
-    else if (test == "boolean") r = !x.undefined && x.j.is_boolean();
-    else if (test == "mapping") r = !x.undefined && x.j.is_object();
+    if (test == "defined")
+      r = !x.undefined;
+    else if (test == "undefined")
+      r = x.undefined;
+    else if (test == "none")
+      r = !x.undefined && x.j.is_null();
+    else if (test == "string")
+      r = !x.undefined && x.j.is_string();
+    else if (test == "number")
+      r = !x.undefined && x.j.is_number();
+    else if (test == "integer")
+      r = !x.undefined && x.j.is_number_integer();
+    else if (test == "boolean")
+      r = !x.undefined && x.j.is_boolean();
+    else if (test == "mapping")
+      r = !x.undefined && x.j.is_object();
     else if (test == "sequence" || test == "iterable")
       r = !x.undefined && (x.j.is_array() || x.j.is_string() || (test == "iterable" && x.j.is_object()));
-    else if (test == "true") r = !x.undefined && x.j.is_boolean() && x.j.get<bool>();
-    else if (test == "false") r = !x.undefined && x.j.is_boolean() && !x.j.get<bool>();
-    else unsupported("the test 'is " + test + "'");
+    else if (test == "true")
+      r = !x.undefined && x.j.is_boolean() && x.j.get<bool>();
+    else if (test == "false")
+      r = !x.undefined && x.j.is_boolean() && !x.j.get<bool>();
+    else
+      unsupported("the test 'is " + test + "'");
     return value(r != negate);
   }
 };
@@ -391,13 +405,15 @@ value apply(const std::string &name, const value &x, const std::vector<value> &a
   if (method && (name == "startswith" || name == "endswith")) {
     if (args.size() != 1 || !args[0].j.is_string()) throw template_error(name + " takes one string");
     const std::string s = need_string(), t = args[0].j.get<std::string>();
-    const bool r = t.size() <= s.size() &&
-                   (name == "startswith" ? s.compare(0, t.size(), t) == 0 : s.compare(s.size() - t.size(), t.size(), t) == 0);
+    const bool r = t.size() <= s.size() && (name == "startswith" ? s.compare(0, t.size(), t) == 0
+                                                                 : s.compare(s.size() - t.size(), t.size(), t) == 0);
     return value(r);
   }
   if (method && (name == "upper" || name == "lower")) {
     std::string s = need_string();
-    for (char &c : s) c = static_cast<char>(name == "upper" ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+    for (char &c : s)
+      c = static_cast<char>(name == "upper" ? std::toupper(static_cast<unsigned char>(c))
+                                            : std::tolower(static_cast<unsigned char>(c)));
     return value(s);
   }
   if (method) unsupported("the method ." + name + "()");
@@ -672,11 +688,11 @@ class parser {
 
 struct chat_template::node {
   enum kind_t { text, output, if_, for_, set, seq } kind = seq;
-  std::string str;                                        // text; for/set: the variable
-  expr_ptr e;                                             // output, set, for's iterable
+  std::string str;                                                   // text; for/set: the variable
+  expr_ptr e;                                                        // output, set, for's iterable
   std::vector<std::pair<expr_ptr, std::unique_ptr<node>>> branches;  // if/elif (cond, body)
-  std::unique_ptr<node> otherwise;                        // else
-  std::vector<std::unique_ptr<node>> children;            // seq, for's body in children[0]
+  std::unique_ptr<node> otherwise;                                   // else
+  std::vector<std::unique_ptr<node>> children;                       // seq, for's body in children[0]
 
   void run(scope &sc, std::string &out) const {
     switch (kind) {
@@ -705,7 +721,8 @@ struct chat_template::node {
         const value it = e->eval(sc);
         if (it.undefined || it.j.is_null()) return;  // Jinja iterates an undefined as empty
         json items = json::array();
-        if (it.j.is_array()) items = it.j;
+        if (it.j.is_array())
+          items = it.j;
         else if (it.j.is_object())
           for (const auto &[k, x] : it.j.items()) items.push_back(k);
         else if (it.j.is_string())
@@ -717,8 +734,12 @@ struct chat_template::node {
           // A scope per iteration: a set inside a loop does not outlive it.
           sc.frames.emplace_back();
           sc.frames.back()[str] = value(items[static_cast<size_t>(i)]);
-          sc.frames.back()["loop"] = value(json{{"index0", i},        {"index", i + 1},         {"first", i == 0},
-                                                {"last", i == n - 1}, {"length", n},            {"revindex", n - i},
+          sc.frames.back()["loop"] = value(json{{"index0", i},
+                                                {"index", i + 1},
+                                                {"first", i == 0},
+                                                {"last", i == n - 1},
+                                                {"length", n},
+                                                {"revindex", n - i},
                                                 {"revindex0", n - i - 1}});
           children[0]->run(sc, out);
           sc.frames.pop_back();
@@ -767,7 +788,8 @@ std::vector<segment> scan(const std::string &src) {
     const char k = src[open + 1];
     const std::string close = k == '{' ? "}}" : k == '%' ? "%}" : "#}";
     const size_t end = src.find(close, open + 2);
-    if (end == std::string::npos) throw template_error("the chat template has an unclosed tag at byte " + std::to_string(open));
+    if (end == std::string::npos)
+      throw template_error("the chat template has an unclosed tag at byte " + std::to_string(open));
     std::string inner = src.substr(open + 2, end - open - 2);
     const bool lstrip = !inner.empty() && inner[0] == '-';
     if (lstrip) {
@@ -793,8 +815,10 @@ std::vector<segment> scan(const std::string &src) {
     } else if (k != '{') {
       trim_newline = true;
     }
-    if (k == '{') out.push_back({segment::output, inner});
-    else if (k == '%') out.push_back({segment::stmt, inner});
+    if (k == '{')
+      out.push_back({segment::output, inner});
+    else if (k == '%')
+      out.push_back({segment::stmt, inner});
     i = end + 2;
   }
   return out;
@@ -821,7 +845,9 @@ class builder {
         auto n = std::make_unique<node>();
         n->kind = node::output;
         n->e = p.expression();
-        if (!p.done()) throw template_error("the chat template has '" + p.peek().text + "' after an expression in {{ " + trim(sg.body) + " }}");
+        if (!p.done())
+          throw template_error("the chat template has '" + p.peek().text + "' after an expression in {{ " +
+                               trim(sg.body) + " }}");
         seq->children.push_back(std::move(n));
         continue;
       }
@@ -862,7 +888,8 @@ class builder {
       } else {
         unsupported("the statement '{% " + kw + " %}'");
       }
-      if (!p.done() && kw != "if") throw template_error("the chat template has '" + p.peek().text + "' after {% " + kw + " %}");
+      if (!p.done() && kw != "if")
+        throw template_error("the chat template has '" + p.peek().text + "' after {% " + kw + " %}");
     }
     if (!ends.empty()) throw template_error("the chat template ends inside a block (a missing {% " + ends[0] + " %})");
     return seq;

@@ -5,8 +5,8 @@
 //             [--queue 64] [--slot-ctx N] [--batch 512] [--device LIST]
 //             [--api-key KEY] [--chat-template NAME|FILE] [--max-tokens N]
 //             [--max-body BYTES]
-#include <CLI/CLI.hpp>
 #include <httplib.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <csignal>
@@ -104,7 +104,8 @@ int main(int argc, char **argv) {
   s.api_key = api_key;
   s.limits.max_tokens = max_tokens;
   s.model_id = basename_of(model_path);
-  s.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  s.created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 
   std::string tmpl_source;
   if (!chat_template_opt.empty()) {

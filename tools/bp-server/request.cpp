@@ -14,7 +14,9 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void bad(const std::string &field, const std::string &why) { throw api_error(400, field + ": " + why, field); }
+[[noreturn]] void bad(const std::string &field, const std::string &why) {
+  throw api_error(400, field + ": " + why, field);
+}
 
 double number(const json &v, const std::string &field, double lo, double hi) {
   if (!v.is_number()) bad(field, "must be a number, not " + std::string(v.type_name()));

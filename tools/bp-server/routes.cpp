@@ -57,10 +57,8 @@ std::vector<bp_token> prompt_tokens(const server_state &s, const completion_requ
   for (const chat_message &m : r.messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
   std::string text;
   try {
-    text = s.tmpl->render({{"messages", msgs},
-                           {"bos_token", s.bos_text},
-                           {"eos_token", s.eos_text},
-                           {"add_generation_prompt", true}});
+    text = s.tmpl->render(
+        {{"messages", msgs}, {"bos_token", s.bos_text}, {"eos_token", s.eos_text}, {"add_generation_prompt", true}});
   } catch (const template_error &e) {
     throw api_error(400, std::string("chat template: ") + e.what(), "messages");
   }
@@ -156,7 +154,8 @@ void complete(server_state &s, const httplib::Request &req, httplib::Response &r
   meta.chat = chat;
   meta.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(s.next_id.fetch_add(1));
   meta.model = s.model_id;
-  meta.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  meta.created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (r.stream) {
     auto st = std::make_shared<stream_state>();
     st->j = j;
@@ -176,7 +175,8 @@ void complete(server_state &s, const httplib::Request &req, httplib::Response &r
     send_error(res, api_error(500, o.error));
     return;
   }
-  res.set_content(full_response(meta, text, o.finish_reason, o.prompt_tokens, o.completion_tokens).dump(-1, ' ', false, json::error_handler_t::replace),
+  res.set_content(full_response(meta, text, o.finish_reason, o.prompt_tokens, o.completion_tokens)
+                      .dump(-1, ' ', false, json::error_handler_t::replace),
                   "application/json");
 }
 
@@ -192,10 +192,12 @@ std::string metrics(const server_state &s) {
        "# TYPE bp_server_requests_rejected_total counter\n"
     << "bp_server_requests_rejected_total{reason=\"busy\"} " << s.rejected_busy.load() << '\n'
     << "bp_server_requests_rejected_total{reason=\"invalid\"} " << s.rejected_bad.load() << '\n';
-  one("bp_server_requests_failed_total", "counter", "Generations that failed (500).", static_cast<double>(s.failed.load()));
+  one("bp_server_requests_failed_total", "counter", "Generations that failed (500).",
+      static_cast<double>(s.failed.load()));
   one("bp_server_requests_cancelled_total", "counter", "Generations ended because their client left.",
       static_cast<double>(st.cancelled.load()));
-  one("bp_server_prompt_tokens_total", "counter", "Prompt tokens evaluated.", static_cast<double>(st.prompt_tokens.load()));
+  one("bp_server_prompt_tokens_total", "counter", "Prompt tokens evaluated.",
+      static_cast<double>(st.prompt_tokens.load()));
   one("bp_server_tokens_generated_total", "counter", "Tokens generated (rate() of it is tokens/s).",
       static_cast<double>(st.tokens_generated.load()));
   one("bp_server_steps_total", "counter", "Batched evaluation steps.", static_cast<double>(st.steps.load()));
@@ -222,8 +224,11 @@ void add_routes(httplib::Server &http, server_state &s) {
       return send_error(res, e);
     }
     json m = {{"id", s.model_id}, {"object", "model"}, {"created", s.created}, {"owned_by", "backplane"}};
-    m["meta"] = {{"arch", s.info.arch}, {"n_vocab", s.info.n_vocab}, {"n_ctx_train", s.info.n_ctx_train},
-                 {"n_params", s.info.n_params}, {"slot_ctx", s.sched->config().slot_ctx}};
+    m["meta"] = {{"arch", s.info.arch},
+                 {"n_vocab", s.info.n_vocab},
+                 {"n_ctx_train", s.info.n_ctx_train},
+                 {"n_params", s.info.n_params},
+                 {"slot_ctx", s.sched->config().slot_ctx}};
     res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(), "application/json");
   });
   http.Get("/metrics", [&s](const httplib::Request &req, httplib::Response &res) {

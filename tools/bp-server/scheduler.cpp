@@ -126,7 +126,7 @@ bool scheduler::step() {
     }
   std::vector<bp_token> tokens;
   std::vector<uint32_t> seqs;
-  std::vector<char> keep;  // vector<bool> has no data()
+  std::vector<char> keep;                         // vector<bool> has no data()
   std::vector<std::pair<uint32_t, size_t>> rows;  // (slot, batch index) to draw from
   // Every decoding slot's token first: decode latency does not wait on prompts.
   for (uint32_t s = 0; s < slots_.size(); ++s)

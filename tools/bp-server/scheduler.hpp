@@ -21,10 +21,10 @@
 namespace bp::server {
 
 struct scheduler_config {
-  uint32_t parallel = 4;      // slots (the context's n_seq)
-  size_t queue = 64;          // requests waiting for a slot at most
-  uint32_t batch = 512;       // tokens per step (decode tokens + a prompt chunk)
-  uint32_t slot_ctx = 0;      // positions each slot may hold (prompt + generated)
+  uint32_t parallel = 4;  // slots (the context's n_seq)
+  size_t queue = 64;      // requests waiting for a slot at most
+  uint32_t batch = 512;   // tokens per step (decode tokens + a prompt chunk)
+  uint32_t slot_ctx = 0;  // positions each slot may hold (prompt + generated)
 };
 
 // Counters /metrics reads; written by the scheduler, read by any thread.
@@ -53,7 +53,7 @@ class scheduler {
 
  private:
   struct slot {
-    std::shared_ptr<job> j;     // null when free
+    std::shared_ptr<job> j;       // null when free
     bp_generator *gen = nullptr;  // made once the prompt is evaluated
     size_t prompt_done = 0;       // prompt tokens evaluated so far
     bp_token next = -1;           // drawn, to evaluate in the next step
