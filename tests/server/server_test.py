@@ -199,6 +199,34 @@ class Batched(unittest.TestCase):
         r = self.complete(PROMPTS[0], 0)
         self.assertEqual((r["choices"][0]["text"], r["usage"]["completion_tokens"]), ("", 0))
 
+    def test_logprobs(self):
+        r = self.complete(PROMPTS[0], 10, logprobs=3)
+        lp = r["choices"][0]["logprobs"]
+        self.assertEqual("".join(lp["tokens"]), r["choices"][0]["text"])
+        self.assertEqual(len(lp["token_logprobs"]), 10)
+        self.assertEqual(lp["text_offset"][0], 0)
+        for tok, p, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
+            self.assertLessEqual(p, 0)
+            self.assertEqual(len(top), 3)
+            best = max(top, key=top.get)  # greedy: the token drawn is the most likely
+            self.assertEqual((best, top[best]), (tok, p))
+        body = {"messages": [{"role": "user", "content": "Who?"}], "max_tokens": 6, "temperature": 0,
+                "logprobs": True, "top_logprobs": 2}
+        status, _, whole = self.s.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, whole)
+        content = whole["choices"][0]["logprobs"]["content"]
+        self.assertEqual(len(content), 6)
+        self.assertEqual("".join(c["token"] for c in content), whole["choices"][0]["message"]["content"])
+        self.assertEqual(content[0]["top_logprobs"][0]["logprob"], content[0]["logprob"])
+        self.assertEqual(bytes(content[0]["bytes"]).decode(), content[0]["token"])
+        events = self.s.stream("/v1/chat/completions", body)
+        streamed = [c for e in events[:-1] if e["choices"][0]["logprobs"] for c in e["choices"][0]["logprobs"]["content"]]
+        self.assertEqual(streamed, content)
+        status, _, body = self.s.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                                                "top_logprobs": 2})
+        self.assertEqual(status, 400)
+        self.assertIn("logprobs", body["error"]["message"])
+
     def test_concurrent_clients_get_their_single_run_answers(self):
         n = 40
         want = [greedy(p, n) for p in PROMPTS]

@@ -21,6 +21,16 @@ struct gen_params {
   int64_t max_tokens = -1;  // the slot's room when -1
   bp_sampler_options sampler{};
   std::vector<std::string> stops;
+  int32_t n_probs = -1;  // -1: no logprobs; else the chosen token's and the n most likely
+};
+
+// One generated token's log-probability under the model (the softmax of
+// its logits row, before temperature and filters, as OpenAI reports them),
+// and the most likely alternatives.
+struct token_prob {
+  bp_token token = -1;
+  float logprob = 0;
+  std::vector<std::pair<bp_token, float>> top;
 };
 
 // What the HTTP side takes from a job: the text since the last take, and the
@@ -32,6 +42,7 @@ struct job_output {
   std::string error;          // a failed evaluation (a 500 for the client)
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  std::vector<token_prob> probs;  // with n_probs >= 0: the tokens since the last take
 };
 
 class job {
@@ -40,10 +51,11 @@ class job {
   const gen_params params;
 
   // Scheduler side.
-  void append(const std::string &text, int64_t tokens) {
+  void append(const std::string &text, int64_t tokens, const token_prob *prob = nullptr) {
     std::lock_guard<std::mutex> lock(m_);
     out_.text += text;
     out_.completion_tokens += tokens;
+    if (prob) out_.probs.push_back(*prob);
     cv_.notify_all();
   }
   void finish(const std::string &reason, const std::string &error = {}) {
@@ -58,10 +70,11 @@ class job {
   // there (the text is handed over once; the counts are totals).
   job_output take(std::chrono::milliseconds wait) {
     std::unique_lock<std::mutex> lock(m_);
-    cv_.wait_for(lock, wait, [&] { return !out_.text.empty() || out_.finished; });
+    cv_.wait_for(lock, wait, [&] { return !out_.text.empty() || !out_.probs.empty() || out_.finished; });
     job_output got = out_;
     got.prompt_tokens = static_cast<int64_t>(params.prompt.size());
     out_.text.clear();
+    out_.probs.clear();
     return got;
   }
   void cancel() { cancelled_.store(true); }

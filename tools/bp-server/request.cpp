@@ -4,6 +4,7 @@
 // client never gets an answer that silently differs from what it asked.
 #include "request.hpp"
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -99,6 +100,7 @@ completion_request parse_completion_request(const std::string &body, bool chat, 
   r.sampler.top_p = 1.0f;
   r.sampler.min_p = 0.0f;
   bool seeded = false, has_input = false;
+  int32_t top_logprobs = -1;
   for (const auto &[k, v] : j.items()) {
     if (v.is_null() && k != "messages" && k != "prompt") continue;  // null = the default, as OpenAI reads it
     if (k == "model" || k == "user") {
@@ -151,16 +153,24 @@ completion_request parse_completion_request(const std::string &body, bool chat, 
       if (integer(v, k, 1, 1) != 1) bad(k, "only 1 is supported");
     } else if (k == "presence_penalty" || k == "frequency_penalty") {
       if (number(v, k, -2.0, 2.0) != 0.0) bad(k, "is not supported (only 0); repeat_penalty is");
-    } else if (k == "logprobs" || k == "echo") {
-      // Accepted in their off state, which is what most clients send.
-      if ((v.is_boolean() && v.get<bool>()) || (v.is_number() && v.get<double>() != 0) ||
-          (!v.is_boolean() && !v.is_number()))
-        bad(k, "is not supported yet (only false/0)");
+    } else if (chat && k == "logprobs") {
+      if (boolean(v, k)) r.n_probs = std::max(r.n_probs, 0);
+    } else if (chat && k == "top_logprobs") {
+      top_logprobs = static_cast<int32_t>(integer(v, k, 0, 20));
+    } else if ((!chat && k == "logprobs") || k == "n_probs") {
+      // completions: the number of alternatives; n_probs is llama.cpp's name.
+      r.n_probs = static_cast<int32_t>(integer(v, k, 0, 20));
+    } else if (k == "echo") {
+      if (boolean(v, k)) bad(k, "is not supported (only false)");
     } else {
       bad(k, "unknown field");
     }
   }
   if (!has_input) bad(chat ? "messages" : "prompt", "is required");
+  if (top_logprobs >= 0) {
+    if (r.n_probs < 0) bad("top_logprobs", "needs \"logprobs\": true");
+    r.n_probs = top_logprobs;
+  }
   if (!seeded) r.sampler.seed = std::random_device{}();  // a different draw per request, as OpenAI's
   return r;
 }

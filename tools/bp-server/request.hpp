@@ -27,6 +27,7 @@ struct completion_request {
   std::vector<std::string> stops;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  int32_t n_probs = -1;        // logprobs asked: -1 none, else how many alternatives
 };
 
 struct request_limits {

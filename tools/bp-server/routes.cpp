@@ -66,11 +66,57 @@ std::vector<bp_token> prompt_tokens(const server_state &s, const completion_requ
   return tokenize(s, text, s.info.add_bos && !has_bos, true);
 }
 
+std::string token_text(const server_state &s, bp_token t) {
+  const char *d = nullptr;
+  size_t n = 0;
+  if (bp_model_token_text(s.model, t, &d, &n) != BP_OK) return "";
+  return std::string(d, n);
+}
+
+json bytes_of(const std::string &t) {
+  json b = json::array();
+  for (unsigned char c : t) b.push_back(c);
+  return b;
+}
+
+// The choice's "logprobs" for |probs|: the chat's {"content": [...]} or the
+// completions' parallel lists; *offset is the text's length before them.
+json logprobs_json(const server_state &s, bool chat, const std::vector<token_prob> &probs, int64_t *offset) {
+  if (chat) {
+    json content = json::array();
+    for (const token_prob &p : probs) {
+      const std::string t = token_text(s, p.token);
+      json top = json::array();
+      for (const auto &[id, lp] : p.top) {
+        const std::string tt = token_text(s, id);
+        top.push_back({{"token", tt}, {"logprob", lp}, {"bytes", bytes_of(tt)}});
+      }
+      content.push_back({{"token", t}, {"logprob", p.logprob}, {"bytes", bytes_of(t)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  for (const token_prob &p : probs) {
+    const std::string t = token_text(s, p.token);
+    tokens.push_back(t);
+    lps.push_back(p.logprob);
+    json top = json::object();
+    for (const auto &[id, lp] : p.top) top[token_text(s, id)] = lp;
+    tops.push_back(top);
+    offsets.push_back(*offset);
+    *offset += static_cast<int64_t>(t.size());
+  }
+  return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
 struct stream_state {
   std::shared_ptr<job> j;
   response_meta meta;
   bool include_usage = false;
   bool first = true;
+  const server_state *server = nullptr;
+  bool logprobs = false;
+  int64_t offset = 0;  // text_offset of the next token
   std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
 };
 
@@ -85,7 +131,11 @@ void stream(httplib::Response &res, std::shared_ptr<stream_state> st) {
           st->first = false;
           if (st->meta.chat) out += sse_event(chunk(st->meta, "", "", true));  // the role, as OpenAI sends it
         }
-        if (!o.text.empty()) out += sse_event(chunk(st->meta, o.text, "", false));
+        if (!o.text.empty() || !o.probs.empty()) {
+          const json lp =
+              st->logprobs ? logprobs_json(*st->server, st->meta.chat, o.probs, &st->offset) : json(nullptr);
+          out += sse_event(chunk(st->meta, o.text, "", false, lp));
+        }
         if (o.finished) {
           if (!o.error.empty()) {
             out += sse_event(api_error(500, o.error).body());
@@ -140,6 +190,7 @@ void complete(server_state &s, const httplib::Request &req, httplib::Response &r
     gp.max_tokens = r.max_tokens < 0 ? std::min(left, s.limits.max_tokens) : std::min(left, r.max_tokens);
     gp.sampler = r.sampler;
     gp.stops = r.stops;
+    gp.n_probs = r.n_probs;
     j = std::make_shared<job>(std::move(gp));
     if (!s.sched->submit(j)) {
       s.rejected_busy.fetch_add(1);
@@ -161,21 +212,27 @@ void complete(server_state &s, const httplib::Request &req, httplib::Response &r
     st->j = j;
     st->meta = meta;
     st->include_usage = r.include_usage;
+    st->server = &s;
+    st->logprobs = r.n_probs >= 0;
     stream(res, st);
     return;
   }
   std::string text;
+  std::vector<token_prob> probs;
   job_output o;
   do {
     o = j->take(std::chrono::milliseconds(1000));
     text += o.text;
+    probs.insert(probs.end(), o.probs.begin(), o.probs.end());
   } while (!o.finished);
   if (!o.error.empty()) {
     s.failed.fetch_add(1);
     send_error(res, api_error(500, o.error));
     return;
   }
-  res.set_content(full_response(meta, text, o.finish_reason, o.prompt_tokens, o.completion_tokens)
+  int64_t offset = 0;
+  const json lp = r.n_probs >= 0 ? logprobs_json(s, chat, probs, &offset) : json(nullptr);
+  res.set_content(full_response(meta, text, o.finish_reason, o.prompt_tokens, o.completion_tokens, lp)
                       .dump(-1, ' ', false, json::error_handler_t::replace),
                   "application/json");
 }

@@ -1,13 +1,19 @@
 // scheduler.cpp: the step loop (scheduler.hpp).
 #include "scheduler.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <utility>
 
 namespace bp::server {
 
 scheduler::scheduler(bp_model *model, bp_model_context *context, scheduler_config config)
     : model_(model), context_(context), config_(config), slots_(config.parallel) {
+  bp_model_info info{};
+  info.struct_size = sizeof info;
+  bp_model_describe(model_, &info);
+  n_vocab_ = info.n_vocab;
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -93,6 +99,28 @@ void scheduler::release(uint32_t seq) {
   stats_.slots_busy.store(busy);
 }
 
+namespace {
+
+// |token|'s log-probability in |row| and the |n| most likely tokens'.
+token_prob probabilities(const float *row, int32_t n_vocab, bp_token token, int32_t n) {
+  const float mx = *std::max_element(row, row + n_vocab);
+  double sum = 0;
+  for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(row[i] - mx));
+  const float lse = mx + static_cast<float>(std::log(sum));
+  token_prob p;
+  p.token = token;
+  p.logprob = row[token] - lse;
+  std::vector<bp_token> ids(static_cast<size_t>(n_vocab));
+  for (int32_t i = 0; i < n_vocab; ++i) ids[static_cast<size_t>(i)] = i;
+  const size_t k = std::min<size_t>(static_cast<size_t>(n), ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+                    [&](bp_token a, bp_token b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+  for (size_t i = 0; i < k; ++i) p.top.emplace_back(ids[i], row[ids[i]] - lse);
+  return p;
+}
+
+}  // namespace
+
 // Draws slot |seq|'s next token from |row| and hands its text to the job.
 void scheduler::deliver(uint32_t seq, const float *row) {
   slot &s = slots_[seq];
@@ -105,7 +133,13 @@ void scheduler::deliver(uint32_t seq, const float *row) {
   }
   const int64_t drawn = st.token >= 0 ? 1 : 0;
   stats_.tokens_generated.fetch_add(static_cast<uint64_t>(drawn));
-  s.j->append(std::string(st.text, st.text_len), drawn);
+  // An end token is not part of the answer, so it gets no logprob entry.
+  if (s.j->params.n_probs >= 0 && st.token >= 0 && st.stop != BP_STOP_END) {
+    const token_prob p = probabilities(row, n_vocab_, st.token, s.j->params.n_probs);
+    s.j->append(std::string(st.text, st.text_len), drawn, &p);
+  } else {
+    s.j->append(std::string(st.text, st.text_len), drawn);
+  }
   if (st.stop == BP_STOP_NONE) {
     s.next = st.token;
     return;

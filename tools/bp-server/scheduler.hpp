@@ -65,6 +65,7 @@ class scheduler {
   void deliver(uint32_t seq, const float *row);
 
   bp_model *model_;
+  int32_t n_vocab_ = 0;
   bp_model_context *context_;
   const scheduler_config config_;
   std::vector<slot> slots_;

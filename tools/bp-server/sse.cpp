@@ -19,9 +19,9 @@ json reason(const std::string &r) { return r.empty() ? json(nullptr) : json(r); 
 }  // namespace
 
 json full_response(const response_meta &m, const std::string &text, const std::string &finish_reason,
-                   int64_t prompt_tokens, int64_t completion_tokens) {
+                   int64_t prompt_tokens, int64_t completion_tokens, const json &logprobs) {
   json r = head(m, m.chat ? "chat.completion" : "text_completion");
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason(finish_reason)}};
+  json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", reason(finish_reason)}};
   if (m.chat)
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   else
@@ -31,9 +31,10 @@ json full_response(const response_meta &m, const std::string &text, const std::s
   return r;
 }
 
-json chunk(const response_meta &m, const std::string &text, const std::string &finish_reason, bool first) {
+json chunk(const response_meta &m, const std::string &text, const std::string &finish_reason, bool first,
+           const json &logprobs) {
   json r = head(m, m.chat ? "chat.completion.chunk" : "text_completion");
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason(finish_reason)}};
+  json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", reason(finish_reason)}};
   if (m.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";

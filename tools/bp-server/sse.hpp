@@ -18,12 +18,15 @@ struct response_meta {
 nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 
 // The non-streaming response.
+// |logprobs|: the choice's "logprobs" (null when not asked).
 nlohmann::json full_response(const response_meta &m, const std::string &text, const std::string &finish_reason,
-                             int64_t prompt_tokens, int64_t completion_tokens);
+                             int64_t prompt_tokens, int64_t completion_tokens,
+                             const nlohmann::json &logprobs = nullptr);
 
 // One streaming chunk: |text| as the delta, |finish_reason| "" while running;
 // |first| adds the chat's role delta.
-nlohmann::json chunk(const response_meta &m, const std::string &text, const std::string &finish_reason, bool first);
+nlohmann::json chunk(const response_meta &m, const std::string &text, const std::string &finish_reason, bool first,
+                     const nlohmann::json &logprobs = nullptr);
 
 // "data: <json>\n\n", an event of the stream.
 inline std::string sse_event(const nlohmann::json &j) {
