@@ -46,6 +46,19 @@ bp_status generator_step(bp_generator *g, bp_token *out_token) {
   return generator_draw(g, c->logits.data() + (c->logit_rows - 1) * n_vocab, out_token);
 }
 
+bp_status generator_draw_row(bp_generator *g, const float *row, bp_token *out_token) {
+  *out_token = -1;
+  g->out.clear();
+  if (g->stop != BP_STOP_NONE) return BP_OK;
+  if (g->max_tokens >= 0 && g->drawn >= g->max_tokens) {
+    finish(g, BP_STOP_LENGTH);
+    return BP_OK;
+  }
+  if (bp_status st = generator_draw(g, row, out_token)) return st;
+  g->unfed = -1;  // the caller evaluates it, in its own sequence
+  return BP_OK;
+}
+
 bp_status generator_draw(bp_generator *g, const float *row, bp_token *out_token) {
   const bp_model_context *c = g->context;
   const bp_model *m = c->model;

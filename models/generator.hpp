@@ -1,7 +1,7 @@
 // generator.hpp: what a generator holds (the bp_generator handle of
 // model.h) and its step. Evaluating and drawing are separate functions: a
 // server that evaluates many sequences in one batch (continuous batching)
-// will hand each generator its own logits row through generator_draw.
+// hands each generator its own logits row (bp_generator_draw).
 #pragma once
 
 #include <string>
@@ -36,5 +36,9 @@ bp_status generator_step(bp_generator *g, bp_token *out_token);
 // stop reason; the token is left for the next evaluation unless it stopped
 // the generation.
 bp_status generator_draw(bp_generator *g, const float *row, bp_token *out_token);
+
+// bp_generator_draw's step: the stop checks of generator_step, then a draw
+// from |row|; the token drawn is the caller's to evaluate (unfed stays -1).
+bp_status generator_draw_row(bp_generator *g, const float *row, bp_token *out_token);
 
 }  // namespace bp::model

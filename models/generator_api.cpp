@@ -33,6 +33,32 @@ bp_status copy_stops(const bp_generator_options &o, std::vector<std::string> *ou
   return BP_OK;
 }
 
+// The checks bp_generator_next and bp_generator_draw share; clears |out_step|.
+bp_status begin_step(bp_generator *generator, bp_generator_step *out_step, const char *fn) {
+  if (bp_status st = check_generator(generator, fn)) return st;
+  if (!out_step || out_step->struct_size < sizeof(bp_generator_step))
+    return failf(BP_ERR_INVALID_ARGUMENT,
+                 "%s: out_step is NULL or out_step->struct_size is not sizeof(bp_generator_step) (%zu)", fn,
+                 sizeof(bp_generator_step));
+  out_step->token = -1;
+  out_step->text = "";
+  out_step->text_len = 0;
+  out_step->stop = BP_STOP_NONE;
+  // A failed step may have run part of its work (a prompt's first batches),
+  // so it is not retried: the caller learns of it, then ends the sequence.
+  if (!generator->failure.empty())
+    return failf(BP_ERR_FAILED_PRECONDITION, "%s: an earlier step failed (%s): free this generator", fn,
+                 generator->failure.c_str());
+  return check_context(generator->context, fn);
+}
+
+void end_step(const bp_generator *generator, bp_token token, bp_generator_step *out_step) {
+  out_step->token = token;
+  out_step->text = generator->out.c_str();
+  out_step->text_len = generator->out.size();
+  out_step->stop = generator->stop;
+}
+
 }  // namespace
 
 extern "C" {
@@ -116,30 +142,30 @@ BP_API void bp_generator_free(bp_generator *generator) {
 
 BP_API bp_status bp_generator_next(bp_generator *generator, bp_generator_step *out_step) {
   begin_call();
-  if (bp_status st = check_generator(generator, "bp_generator_next")) return st;
-  if (!out_step || out_step->struct_size < sizeof(bp_generator_step))
-    return failf(BP_ERR_INVALID_ARGUMENT,
-                 "bp_generator_next: out_step is NULL or out_step->struct_size is not sizeof(bp_generator_step) (%zu)",
-                 sizeof(bp_generator_step));
-  out_step->token = -1;
-  out_step->text = "";
-  out_step->text_len = 0;
-  out_step->stop = BP_STOP_NONE;
-  // A failed step may have run part of its work (a prompt's first batches),
-  // so it is not retried: the caller learns of it, then ends the sequence.
-  if (!generator->failure.empty())
-    return failf(BP_ERR_FAILED_PRECONDITION, "bp_generator_next: an earlier step failed (%s): free this generator",
-                 generator->failure.c_str());
-  if (bp_status st = check_context(generator->context, "bp_generator_next")) return st;
+  if (bp_status st = begin_step(generator, out_step, "bp_generator_next")) return st;
   bp_token token = -1;
   if (bp_status st = generator_step(generator, &token)) {
     generator->failure = bp_last_error();
     return st;
   }
-  out_step->token = token;
-  out_step->text = generator->out.c_str();
-  out_step->text_len = generator->out.size();
-  out_step->stop = generator->stop;
+  end_step(generator, token, out_step);
+  return BP_OK;
+}
+
+BP_API bp_status bp_generator_draw(bp_generator *generator, const float *logits, bp_generator_step *out_step) {
+  begin_call();
+  if (bp_status st = begin_step(generator, out_step, "bp_generator_draw")) return st;
+  if (!logits) return fail(BP_ERR_INVALID_ARGUMENT, "bp_generator_draw: logits is NULL");
+  if (!generator->prompt.empty())
+    return fail(BP_ERR_FAILED_PRECONDITION,
+                "bp_generator_draw: the generator still holds a prompt to evaluate: evaluate it yourself and make "
+                "the generator with prompt_evaluated");
+  bp_token token = -1;
+  if (bp_status st = generator_draw_row(generator, logits, &token)) {
+    generator->failure = bp_last_error();
+    return st;
+  }
+  end_step(generator, token, out_step);
   return BP_OK;
 }
 

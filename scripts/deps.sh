@@ -5,6 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libcli11-dev libopenblas-dev
+      # bp-server (tools/bp-server): HTTP by cpp-httplib.
+      libcpp-httplib-dev
       # Vulkan: loader + headers, Mesa's lavapipe (a real driver on the CPU),
       # glslang to compile the shaders at build time, the validation layer.
       libvulkan-dev mesa-vulkan-drivers glslang-tools glslang-dev vulkan-validationlayers

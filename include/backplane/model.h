@@ -290,8 +290,8 @@ BP_API void bp_sampler_reset(bp_sampler *sampler);
  * per step with a sampler of its own, feeds it back, and returns the bytes
  * that may be printed, holding back the start of a UTF-8 character split
  * over tokens and a tail that could become a stop string. bp-generate and
- * the Python module's Model.generate are loops over it, as the HTTP server
- * of issue 52 is to be (docs/models.md, "Generation"). */
+ * the Python module's Model.generate are loops over it, and bp-server draws
+ * each slot's tokens with bp_generator_draw (docs/models.md, "Generation"). */
 typedef struct bp_generator bp_generator;
 
 /* Why a generation stopped. The values and the names bp_stop_reason_name
@@ -378,6 +378,22 @@ typedef struct bp_generator_step {
  * caller). A failed eval or draw ends the generator: later calls return
  * FAILED_PRECONDITION naming the first failure. */
 BP_API bp_status bp_generator_next(bp_generator *generator, bp_generator_step *out_step);
+
+/* One step of a generation whose evaluation the caller runs, for a server
+ * that decodes many sequences in one bp_model_context_eval_batch: draws a
+ * token from |logits| (one row of n_vocab floats, e.g.
+ * bp_model_context_batch_logits of the caller's sequence) and fills
+ * |out_step| as bp_generator_next does, but evaluates nothing: the drawn
+ * token (when out_step->stop is BP_STOP_NONE) is the caller's to evaluate in
+ * its sequence before the next draw. Make the generator with
+ * prompt_evaluated (or no prompt) after evaluating the prompt, and drive it
+ * with this call only: bp_generator_next would draw from the context's last
+ * row, not the sequence's. The context is read only for the vocabulary and
+ * the free cells (BP_STOP_CONTEXT when none is left). |logits| is borrowed
+ * for the call. INVALID_ARGUMENT: NULL arguments, out_step->struct_size less
+ * than sizeof(bp_generator_step). FAILED_PRECONDITION: a prompt is still
+ * pending (made without prompt_evaluated), or an earlier step failed. */
+BP_API bp_status bp_generator_draw(bp_generator *generator, const float *logits, bp_generator_step *out_step);
 
 /* Names before 0.3, kept as deprecated aliases until 0.3 (docs/api-guide.md,
  * "Renamed before 0.3"). Define BP_NO_DEPRECATED to hide them. */

@@ -326,3 +326,75 @@ TEST(Generator, AFailedStepEndsTheGenerator) {
 }
 
 }  // namespace
+
+// bp_generator_draw: the caller evaluates (here, sequence 1 of two, by
+// eval_batch) and hands the generator its row; the steps are next()'s.
+TEST(Generator, DrawFromABatchRowMatchesNext) {
+  const std::vector<bp_token> chain = {piece_token(0),   piece_token(1), byte_token(0xC3),
+                                       byte_token(0xA9), piece_token(2), kEos};
+  scripted s;
+  ASSERT_NO_FATAL_FAILURE(load(&s, chain));
+  const std::vector<bp_token> prompt = {1, piece_token(0)};
+  const bp_generator_options o = with_prompt(prompt);
+  ASSERT_EQ(bp_generator_new(s.ctx, &o, &s.gen), BP_OK) << bp_last_error();
+  const std::vector<step> want = run(s.gen);
+
+  scripted b;
+  tiny_config cfg;
+  for (size_t i = 0; i + 1 < chain.size(); ++i) cfg.script.emplace_back(chain[i], chain[i + 1]);
+  const std::string path = bp::test::temp_dir() + "/scripted_draw.gguf";
+  bp::test::tiny_weights w;
+  ASSERT_EQ(bp::test::write_tiny_model(cfg, path, &w), "");
+  ASSERT_EQ(bp_model_load(path.c_str(), nullptr, &b.model), BP_OK) << bp_last_error();
+  bp_model_context_options co{};
+  co.struct_size = sizeof co;
+  co.n_ctx = 64;
+  co.kv_f32 = true;
+  co.n_seq = 2;
+  ASSERT_EQ(bp_model_context_new(b.model, &co, &b.ctx), BP_OK) << bp_last_error();
+  const uint32_t seqs[] = {1, 1};
+  bp_model_batch batch{};
+  batch.struct_size = sizeof batch;
+  batch.tokens = prompt.data();
+  batch.n_tokens = prompt.size();
+  batch.seq_ids = seqs;
+  ASSERT_EQ(bp_model_context_eval_batch(b.ctx, &batch), BP_OK) << bp_last_error();
+  bp_generator_options d = with_prompt(prompt);
+  d.prompt_evaluated = true;
+  ASSERT_EQ(bp_generator_new(b.ctx, &d, &b.gen), BP_OK) << bp_last_error();
+  const float *row = bp_model_context_batch_logits(b.ctx, prompt.size() - 1);
+  std::vector<step> got;
+  for (int i = 0; i < 16 && row; ++i) {
+    bp_generator_step st{};
+    st.struct_size = sizeof st;
+    ASSERT_EQ(bp_generator_draw(b.gen, row, &st), BP_OK) << bp_last_error();
+    got.push_back({st.token, std::string(st.text, st.text_len), st.stop});
+    if (st.stop != BP_STOP_NONE) break;
+    // The generator evaluated nothing: the caller feeds the token back.
+    uint32_t len = 0;
+    ASSERT_EQ(bp_model_context_seq_length(b.ctx, 1, &len), BP_OK);
+    EXPECT_EQ(len, prompt.size() + got.size() - 1);
+    batch.tokens = &st.token;
+    batch.n_tokens = 1;
+    ASSERT_EQ(bp_model_context_eval_batch(b.ctx, &batch), BP_OK) << bp_last_error();
+    row = bp_model_context_batch_logits(b.ctx, 0);
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].token, want[i].token) << "step " << i;
+    EXPECT_EQ(got[i].text, want[i].text) << "step " << i;
+    EXPECT_EQ(got[i].stop, want[i].stop) << "step " << i;
+  }
+  uint32_t len0 = 0;
+  ASSERT_EQ(bp_model_context_seq_length(b.ctx, 0, &len0), BP_OK);
+  EXPECT_EQ(len0, 0u);  // sequence 0 untouched
+
+  // A pending prompt, NULL logits: a status and a message.
+  bp_generator *pending = nullptr;
+  ASSERT_EQ(bp_generator_new(b.ctx, &o, &pending), BP_OK) << bp_last_error();
+  bp_generator_step st{};
+  st.struct_size = sizeof st;
+  expect_error(bp_generator_draw(pending, row, &st), BP_ERR_FAILED_PRECONDITION, "prompt_evaluated");
+  expect_error(bp_generator_draw(b.gen, nullptr, &st), BP_ERR_INVALID_ARGUMENT, "logits is NULL");
+  bp_generator_free(pending);
+}
