@@ -17,13 +17,6 @@ constexpr int k_block = 32;
 constexpr int k_q4_1_bytes = 20;
 constexpr int k_q5_1_bytes = 24;
 
-// The low byte of the float truncated toward zero, as the x86 conversion
-// the reference compiles to gives it (a NaN or a value past int32 gives 0).
-uint8_t truncated_low_byte(float v) {
-  if (!(v > -2147483648.0f && v < 2147483648.0f)) return 0;
-  return static_cast<uint8_t>(static_cast<int32_t>(v));
-}
-
 struct block_range {
   float d, id, lo;
 };
@@ -38,18 +31,9 @@ block_range fit_range(const float *x, int levels, uint8_t *out) {
   }
   const float d = (hi - lo) / static_cast<float>(levels - 1);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  const uint16_t dh = bp_fp32_to_fp16(d), mh = bp_fp32_to_fp16(lo);
-  std::memcpy(out, &dh, 2);
-  std::memcpy(out + 2, &mh, 2);
+  put_f16(out, d);
+  put_f16(out + 2, lo);
   return {d, id, lo};
-}
-
-void read_scale_min(const uint8_t *in, float *d, float *m) {
-  uint16_t dh, mh;
-  std::memcpy(&dh, in, 2);
-  std::memcpy(&mh, in + 2, 2);
-  *d = bp_fp16_to_fp32(dh);
-  *m = bp_fp16_to_fp32(mh);
 }
 
 }  // namespace
@@ -61,7 +45,8 @@ void quantize_q4_1(const float *src, void *dst, int64_t n) {
     // Byte j: element j in the low nibble, element j + 16 in the high one.
     for (int j = 0; j < k_block / 2; ++j) {
       // The reference keeps the code as int8 and caps it at 15 before the byte store.
-      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(truncated_low_byte((src[j] - r.lo) * r.id + 0.5f))));
+      const int lo =
+          std::min(15, static_cast<int>(static_cast<int8_t>(truncated_low_byte((src[j] - r.lo) * r.id + 0.5f))));
       const int hi =
           std::min(15, static_cast<int>(static_cast<int8_t>(truncated_low_byte((src[j + 16] - r.lo) * r.id + 0.5f))));
       out[4 + j] = static_cast<uint8_t>(static_cast<uint8_t>(lo) | (static_cast<uint8_t>(hi) << 4));
@@ -90,8 +75,7 @@ void quantize_q5_1(const float *src, void *dst, int64_t n) {
 void dequantize_q4_1(const void *src, float *dst, int64_t n) {
   const auto *in = static_cast<const uint8_t *>(src);
   for (int64_t b = 0; b < n / k_block; ++b, in += k_q4_1_bytes, dst += k_block) {
-    float d, m;
-    read_scale_min(in, &d, &m);
+    const float d = f16_at(in), m = f16_at(in + 2);
     for (int j = 0; j < k_block / 2; ++j) {
       dst[j] = static_cast<float>(in[4 + j] & 0x0f) * d + m;
       dst[j + 16] = static_cast<float>(in[4 + j] >> 4) * d + m;
@@ -102,8 +86,7 @@ void dequantize_q4_1(const void *src, float *dst, int64_t n) {
 void dequantize_q5_1(const void *src, float *dst, int64_t n) {
   const auto *in = static_cast<const uint8_t *>(src);
   for (int64_t b = 0; b < n / k_block; ++b, in += k_q5_1_bytes, dst += k_block) {
-    float d, m;
-    read_scale_min(in, &d, &m);
+    const float d = f16_at(in), m = f16_at(in + 2);
     const uint32_t qh = in[4] | (uint32_t)in[5] << 8 | (uint32_t)in[6] << 16 | (uint32_t)in[7] << 24;
     for (int j = 0; j < k_block / 2; ++j) {
       const int lo = (in[8 + j] & 0x0f) | (int)((qh >> j) & 1) << 4;

@@ -104,12 +104,6 @@ void pack_nibbles(const uint8_t *L, uint8_t *qs) {
   for (int j = 0; j < k_block / 2; ++j) qs[j] = static_cast<uint8_t>(L[j] | (L[j + 16] << 4));
 }
 
-float f16_at(const uint8_t *p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return bp_fp16_to_fp32(h);
-}
-
 void decode_block(const uint8_t *qs, float d, float *y) {
   for (int j = 0; j < k_block / 2; ++j) {
     y[j] = d * static_cast<float>(k_book[qs[j] & 0x0f]);
@@ -126,8 +120,7 @@ void quantize_iq4_nl(const float *src, void *dst, int64_t n) {
   uint8_t L[k_block] = {};
   for (int64_t b = 0; b < n / k_block; ++b, src += k_block, out += k_nl_bytes) {
     const float d = fit_block(src, 0, L);
-    const uint16_t dh = bp_fp32_to_fp16(d);
-    std::memcpy(out, &dh, 2);
+    put_f16(out, d);
     pack_nibbles(L, out + 2);
   }
 }
@@ -148,8 +141,7 @@ void quantize_iq4_xs(const float *src, void *dst, int64_t n) {
     }
     // The scale of largest magnitude maps to -32 * d.
     const float d = -max_scale / 32;
-    const uint16_t dh = bp_fp32_to_fp16(d);
-    std::memcpy(out, &dh, 2);
+    put_f16(out, d);
     const float id = d != 0.0f ? 1 / d : 0.0f;
     uint16_t scales_h = 0;
     uint8_t *scales_l = out + 4;

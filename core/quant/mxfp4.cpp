@@ -29,13 +29,6 @@ float half_scale(uint8_t e) {
   return f;
 }
 
-// The low byte of the float truncated toward zero, as the x86 conversion
-// the reference compiles to gives it (a NaN or a value past int32 gives 0).
-uint8_t truncated_low_byte(float v) {
-  if (!(v > -2147483648.0f && v < 2147483648.0f)) return 0;
-  return static_cast<uint8_t>(static_cast<int32_t>(v));
-}
-
 int nearest_code(float x, float d) {
   int best = 0;
   float best_err = std::fabs(k_doubled_e2m1[0] * d - x);

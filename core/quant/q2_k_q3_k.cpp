@@ -39,16 +39,6 @@ constexpr int k_q3_qs = 32, k_q3_scales = 96, k_q3_d = 108;
 constexpr float k_zero_eps = 1e-15f;
 constexpr scale_min_search k_q2_search = {3, -0.5f, 15, true};
 
-float f16_at(const uint8_t *p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return bp_fp16_to_fp32(h);
-}
-void put_f16(uint8_t *p, float v) {
-  const uint16_t h = bp_fp32_to_fp16(v);
-  std::memcpy(p, &h, 2);
-}
-
 // Packs 256 2-bit codes (the low two bits of L) into qs[64].
 void pack_2bit(const uint8_t *L, uint8_t *qs) {
   for (int h = 0; h < k_super / 128; ++h) {

@@ -79,4 +79,24 @@ inline int round_nearest(float x) {
   return (bits & 0x007fffff) - 0x00400000;
 }
 
+// The f16 at |p| as a float, and |v| stored there as f16 (little-endian).
+inline float f16_at(const uint8_t *p) {
+  uint16_t h;
+  __builtin_memcpy(&h, p, sizeof h);
+  return bp_fp16_to_fp32(h);
+}
+inline void put_f16(uint8_t *p, float v) {
+  const uint16_t h = bp_fp32_to_fp16(v);
+  __builtin_memcpy(p, &h, sizeof h);
+}
+
+// The low byte of the float truncated toward zero, as the x86 conversion a
+// reference's (uint8_t) or (int8_t) cast compiles to gives it (through a
+// 32-bit integer); a NaN or a value past int32 gives 0 here, without the
+// undefined conversion.
+inline uint8_t truncated_low_byte(float v) {
+  if (!(v > -2147483648.0f && v < 2147483648.0f)) return 0;
+  return static_cast<uint8_t>(static_cast<int32_t>(v));
+}
+
 }  // namespace bp::core::quant

@@ -94,9 +94,10 @@ bp_status check_type(const char *fn, int type, const codec &c) {
   if (type == BP_TYPE_I32) {
     return set_errorf(BP_ERR_INVALID_ARGUMENT, "%s: i32 holds integers, not floats: copy them as they are", fn);
   }
-  return set_errorf(BP_ERR_INVALID_ARGUMENT,
-                    "%s: unknown type %d: use BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 or a quantized BP_TYPE_Q*, IQ4_* or MXFP4 value",
-                    fn, type);
+  return set_errorf(
+      BP_ERR_INVALID_ARGUMENT,
+      "%s: unknown type %d: use BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 or a quantized BP_TYPE_Q*, IQ4_* or MXFP4 value",
+      fn, type);
 }
 
 bp_status check_row(const char *fn, bp_type type, int64_t n, const char *what) {

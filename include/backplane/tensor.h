@@ -65,13 +65,13 @@ typedef enum bp_type {
   BP_TYPE_F32 = 0,
   BP_TYPE_F16 = 1,
   BP_TYPE_I32 = 2,
-  BP_TYPE_Q8_0 = 3, /* 32 values: f16 d; int8 qs[32]                         */
-  BP_TYPE_Q4_0 = 4, /* 32 values: f16 d; uint8 qs[16]                        */
-  BP_TYPE_Q5_0 = 5, /* 32 values: f16 d; uint8 qh[4]; uint8 qs[16]           */
-  BP_TYPE_Q4_K = 6, /* 256 values: f16 d, dmin; uint8 scales[12], qs[128]     */
-  BP_TYPE_Q6_K = 7, /* 256 values: uint8 ql[128], qh[64]; int8 scales[16]; f16 d */
-  BP_TYPE_Q5_K = 8, /* 256 values: f16 d, dmin; uint8 scales[12], qh[32], qs[128] */
-  BP_TYPE_BF16 = 9, /* 1 value: the top 16 bits of an f32 (bfloat16)           */
+  BP_TYPE_Q8_0 = 3,    /* 32 values: f16 d; int8 qs[32]                         */
+  BP_TYPE_Q4_0 = 4,    /* 32 values: f16 d; uint8 qs[16]                        */
+  BP_TYPE_Q5_0 = 5,    /* 32 values: f16 d; uint8 qh[4]; uint8 qs[16]           */
+  BP_TYPE_Q4_K = 6,    /* 256 values: f16 d, dmin; uint8 scales[12], qs[128]     */
+  BP_TYPE_Q6_K = 7,    /* 256 values: uint8 ql[128], qh[64]; int8 scales[16]; f16 d */
+  BP_TYPE_Q5_K = 8,    /* 256 values: f16 d, dmin; uint8 scales[12], qh[32], qs[128] */
+  BP_TYPE_BF16 = 9,    /* 1 value: the top 16 bits of an f32 (bfloat16)           */
   BP_TYPE_Q4_1 = 10,   /* 32 values: f16 d, m; uint8 qs[16]                      */
   BP_TYPE_Q5_1 = 11,   /* 32 values: f16 d, m; uint8 qh[4]; uint8 qs[16]         */
   BP_TYPE_Q2_K = 12,   /* 256 values: uint8 scales[16], qs[64]; f16 d, dmin      */
@@ -118,11 +118,11 @@ typedef enum bp_op {
   /* the rest */
   BP_OP_MUL_MAT,
   BP_OP_GET_ROWS,
-  BP_OP_CPY,    /* writes src0 into src1 (a view of src1 is the result) */
-  BP_OP_CONT,   /* contiguous copy, may convert type */
-  BP_OP_CONCAT, /* i[0] = dim */
-  BP_OP_ROPE,   /* i[0] = n_dims, i[1] = mode, f[2] = freq_base, f[3] = freq_scale; src1 = positions,
-                   src2 = optional frequency factors */
+  BP_OP_CPY,       /* writes src0 into src1 (a view of src1 is the result) */
+  BP_OP_CONT,      /* contiguous copy, may convert type */
+  BP_OP_CONCAT,    /* i[0] = dim */
+  BP_OP_ROPE,      /* i[0] = n_dims, i[1] = mode, f[2] = freq_base, f[3] = freq_scale; src1 = positions,
+                      src2 = optional frequency factors */
   BP_OP_ATTENTION, /* f[0] = scale; src0 = q, src1 = k, src2 = v, src3 = optional mask (plugin ABI >= 1.4) */
   BP_OP_SET_ROWS,  /* writes the rows of src0 into src1 at the rows src2 (i32) names; the result is a view of
                       src1, as CPY's is (plugin ABI >= 1.4) */
@@ -243,7 +243,8 @@ static inline size_t bp_type_row_size(bp_type type, int64_t n) {
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((deprecated("use bp_type_row_size")))
 #endif
-static inline size_t bp_row_size(bp_type type, int64_t n) {
+static inline size_t
+bp_row_size(bp_type type, int64_t n) {
   return bp_type_row_size(type, n);
 }
 #endif

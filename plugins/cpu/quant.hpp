@@ -32,8 +32,8 @@ struct qformat {
   int block_values;  // values per block: 32, 256 for the K formats, 1 for BF16
   int block_bytes;   // bytes per block
 };
-constexpr qformat kQFormats[kQTypes] = {{32, 34},  {32, 18},  {32, 22}, {256, 144}, {256, 210}, {256, 176}, {1, 2},
-                                        {32, 20},  {32, 24},  {256, 84}, {256, 110}, {32, 18},   {256, 136}, {32, 17}};
+constexpr qformat kQFormats[kQTypes] = {{32, 34}, {32, 18}, {32, 22},  {256, 144}, {256, 210}, {256, 176}, {1, 2},
+                                        {32, 20}, {32, 24}, {256, 84}, {256, 110}, {32, 18},   {256, 136}, {32, 17}};
 inline const qformat &format_of(qtype q) { return kQFormats[static_cast<int>(q)]; }
 inline size_t qrow_bytes(qtype q, int64_t n) {
   return static_cast<size_t>(n / format_of(q).block_values) * static_cast<size_t>(format_of(q).block_bytes);

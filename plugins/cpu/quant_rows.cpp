@@ -139,8 +139,7 @@ void dequant_block(qtype q, const uint8_t *b, float *y) {
       break;
     case qtype::iq4_xs:
       for (int j = 0; j < 8; ++j)
-        book_block(b + kIq4XsQsOff + 16 * j, f16(b) * static_cast<float>(iq4xs_scale(b, j) - 32), kIq4Book,
-                   y + 32 * j);
+        book_block(b + kIq4XsQsOff + 16 * j, f16(b) * static_cast<float>(iq4xs_scale(b, j) - 32), kIq4Book, y + 32 * j);
       break;
     case qtype::mxfp4:
       book_block(b + 1, e8m0_half(b[0]), kMxfp4Doubled, y);
@@ -325,7 +324,8 @@ void quant_range(const float *x, uint8_t *b, int top, uint8_t *codes) {
   const float d = (hi - lo) / static_cast<float>(top), id = d != 0.0f ? 1.0f / d : 0.0f;
   put_f16(b, d);
   put_f16(b + kQ41MOff, lo);
-  for (int i = 0; i < 32; ++i) codes[i] = static_cast<uint8_t>(std::min(top, static_cast<int>(trunc_i8((x[i] - lo) * id + 0.5f))));
+  for (int i = 0; i < 32; ++i)
+    codes[i] = static_cast<uint8_t>(std::min(top, static_cast<int>(trunc_i8((x[i] - lo) * id + 0.5f))));
 }
 
 void quant_q4_1(const float *x, uint8_t *b) {
@@ -380,7 +380,8 @@ void quant_q2_k(const float *x, uint8_t *b) {
     b[g] = static_cast<uint8_t>(sc | (m << 4));
     const float dg = d * static_cast<float>(sc), mg = dmin * static_cast<float>(m);
     const float inv = dg > 0.0f ? 1.0f / dg : 0.0f;
-    for (int i = 0; i < 16; ++i) codes[16 * g + i] = static_cast<uint8_t>(clamp_round((x[16 * g + i] + mg) * inv, 0, 3));
+    for (int i = 0; i < 16; ++i)
+      codes[16 * g + i] = static_cast<uint8_t>(clamp_round((x[16 * g + i] + mg) * inv, 0, 3));
   }
   pack_code2(codes, b + kQ2KQsOff);
 }

@@ -9,6 +9,7 @@
 // within 10% of the largest live set that model finds.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,7 +17,6 @@
 #include <map>
 #include <random>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 #include "backplane/backplane.h"
@@ -36,8 +36,8 @@ const bp_tensor *root_of(const bp_tensor *t) {
 }
 
 bool inplace_op(bp_op op) {
-  return (op >= BP_OP_ADD && op <= BP_OP_SIGMOID) || op == BP_OP_NORM || op == BP_OP_RMS_NORM ||
-         op == BP_OP_SOFT_MAX || op == BP_OP_ROPE;
+  return (op >= BP_OP_ADD && op <= BP_OP_SIGMOID) || op == BP_OP_NORM || op == BP_OP_RMS_NORM || op == BP_OP_SOFT_MAX ||
+         op == BP_OP_ROPE;
 }
 
 // The independent liveness model of one graph.
@@ -47,9 +47,9 @@ struct liveness {
     int last = -1;   // last reading step; INT_MAX when never freed
     size_t bytes = 0;
   };
-  std::map<const bp_tensor *, life> roots;  // tensors that need memory
+  std::map<const bp_tensor *, life> roots;                    // tensors that need memory
   std::map<const bp_tensor *, const bp_tensor *> inplace_on;  // node -> root it may overwrite
-  size_t peak = 0;                                             // largest live set, in bytes
+  size_t peak = 0;                                            // largest live set, in bytes
 };
 
 liveness model(const bp_graph *g, const bp_buffer_type *buft) {
@@ -313,13 +313,27 @@ TEST_F(GallocrTest, RandomGraphsKeepInvariants) {
       bp_tensor *b = pool[(size_t)pick((int)pool.size())];
       bp_tensor *t = nullptr;
       switch (pick(7)) {
-        case 0: t = bp_unary(ctx, a, (bp_op)(BP_OP_NEG + pick(BP_OP_SIGMOID - BP_OP_NEG + 1))); break;
-        case 1: t = bp_add(ctx, a, b); break;
-        case 2: t = bp_mul(ctx, a, bp_sum_rows(ctx, b)); break;
-        case 3: t = bp_mul_mat(ctx, f32(N, N), a); break;
-        case 4: t = bp_reshape_2d(ctx, bp_relu(ctx, bp_reshape_2d(ctx, a, M, N)), N, M); break;
-        case 5: t = bp_cont(ctx, bp_transpose(ctx, bp_cont(ctx, bp_transpose(ctx, a)))); break;
-        default: t = bp_scale(ctx, a, 0.5f); break;
+        case 0:
+          t = bp_unary(ctx, a, (bp_op)(BP_OP_NEG + pick(BP_OP_SIGMOID - BP_OP_NEG + 1)));
+          break;
+        case 1:
+          t = bp_add(ctx, a, b);
+          break;
+        case 2:
+          t = bp_mul(ctx, a, bp_sum_rows(ctx, b));
+          break;
+        case 3:
+          t = bp_mul_mat(ctx, f32(N, N), a);
+          break;
+        case 4:
+          t = bp_reshape_2d(ctx, bp_relu(ctx, bp_reshape_2d(ctx, a, M, N)), N, M);
+          break;
+        case 5:
+          t = bp_cont(ctx, bp_transpose(ctx, bp_cont(ctx, bp_transpose(ctx, a))));
+          break;
+        default:
+          t = bp_scale(ctx, a, 0.5f);
+          break;
       }
       ASSERT_NE(t, nullptr) << bp_last_error();
       if (pick(8) == 0) bp_tensor_set_flags(t, BP_TENSOR_FLAG_OUTPUT);
@@ -489,8 +503,7 @@ TEST_F(GallocrTest, FailedAllocationLeavesTheAllocatorUsable) {
   ASSERT_EQ(bp_graph_build(graph, bp_relu(ctx, huge)), BP_OK);
   galloc = bp_gallocr_new(buft);
   bp_status st = bp_gallocr_alloc_graph(galloc, graph);
-  EXPECT_TRUE(st == BP_ERR_OUT_OF_HOST_MEMORY || st == BP_ERR_OUT_OF_DEVICE_MEMORY ||
-              st == BP_ERR_RESOURCE_EXHAUSTED)
+  EXPECT_TRUE(st == BP_ERR_OUT_OF_HOST_MEMORY || st == BP_ERR_OUT_OF_DEVICE_MEMORY || st == BP_ERR_RESOURCE_EXHAUSTED)
       << bp_status_name(st) << ": " << bp_last_error();
   EXPECT_NE(std::string(bp_last_error()).find("bytes"), std::string::npos) << bp_last_error();
   // The same allocator then serves a normal graph.

@@ -70,10 +70,10 @@ TEST_P(QuantGolden, RowsOfEveryLengthGiveTheSameBytes) {
     SCOPED_TRACE("rows of " + std::to_string(row));
     std::vector<uint8_t> out(golden.size(), 0x5a);
     {
-    size_t written = 0;
-    EXPECT_EQ(bp_quantize_rows(t, input.data(), out.data(), k_n / row, row, &written), BP_OK) << bp_last_error();
-    EXPECT_EQ(written, golden.size());
-  }
+      size_t written = 0;
+      EXPECT_EQ(bp_quantize_rows(t, input.data(), out.data(), k_n / row, row, &written), BP_OK) << bp_last_error();
+      EXPECT_EQ(written, golden.size());
+    }
     EXPECT_EQ(first_bad_block(out, golden, bp_type_size(t)), -1);
   }
 }
@@ -204,10 +204,10 @@ TEST(Quantize, NonFiniteInputsDoNotFail) {
     x[77] = nan;
     std::vector<uint8_t> q(bp_type_row_size(t, 256));
     {
-    size_t written = 0;
-    EXPECT_EQ(bp_quantize_rows(t, x.data(), q.data(), 1, 256, &written), BP_OK) << bp_last_error();
-    EXPECT_EQ(written, q.size());
-  }
+      size_t written = 0;
+      EXPECT_EQ(bp_quantize_rows(t, x.data(), q.data(), 1, 256, &written), BP_OK) << bp_last_error();
+      EXPECT_EQ(written, q.size());
+    }
     std::vector<float> y(256);
     EXPECT_EQ(bp_dequantize(t, q.data(), y.data(), 256), BP_OK);
   }
@@ -221,10 +221,10 @@ TEST(Quantize, ZeroBlocksDecodeToZero) {
     std::vector<float> x(256, 0.0f), y(256, 1.0f);
     std::vector<uint8_t> q(bp_type_row_size(t, 256));
     {
-    size_t written = 0;
-    ASSERT_EQ(bp_quantize_rows(t, x.data(), q.data(), 1, 256, &written), BP_OK) << bp_last_error();
-    ASSERT_EQ(written, q.size());
-  }
+      size_t written = 0;
+      ASSERT_EQ(bp_quantize_rows(t, x.data(), q.data(), 1, 256, &written), BP_OK) << bp_last_error();
+      ASSERT_EQ(written, q.size());
+    }
     ASSERT_EQ(bp_dequantize(t, q.data(), y.data(), 256), BP_OK);
     for (float v : y) EXPECT_EQ(v, 0.0f);
   }
@@ -261,10 +261,10 @@ TEST(Quantize, Bf16RoundsToNearestEvenAndKeepsNaN) {
     std::memcpy(&x, &r.in, 4);
     uint16_t h = 0x1234;
     {
-    size_t written = 0;
-    ASSERT_EQ(bp_quantize_rows(BP_TYPE_BF16, &x, &h, 1, 1, &written), BP_OK) << bp_last_error();
-    ASSERT_EQ(written, 2u);
-  }
+      size_t written = 0;
+      ASSERT_EQ(bp_quantize_rows(BP_TYPE_BF16, &x, &h, 1, 1, &written), BP_OK) << bp_last_error();
+      ASSERT_EQ(written, 2u);
+    }
     EXPECT_EQ(h, r.out) << std::hex << "input 0x" << r.in;
     float back;
     ASSERT_EQ(bp_dequantize(BP_TYPE_BF16, &h, &back, 1), BP_OK);

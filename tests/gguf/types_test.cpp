@@ -114,7 +114,8 @@ TEST(GgufTypes, Q5KAndBf16LoadAsBackplaneTypes) {
     opt.mode = mode;
     bp_gguf_weights *w = nullptr;
     ASSERT_EQ(bp_gguf_load(g.f, ctx, bp_backend_device(be), &opt, &w), BP_OK) << bp_last_error();
-    bp_tensor *tq = bp_test::find_tensor(ctx, "blk.0.ffn_down.weight"), *tb = bp_test::find_tensor(ctx, "token_embd.weight");
+    bp_tensor *tq = bp_test::find_tensor(ctx, "blk.0.ffn_down.weight"),
+              *tb = bp_test::find_tensor(ctx, "token_embd.weight");
     ASSERT_TRUE(tq && tb);
     EXPECT_EQ(tq->type, BP_TYPE_Q5_K);
     EXPECT_EQ(tq->nb[1], 4u * 176);
@@ -146,9 +147,9 @@ TEST(GgufTypes, TypesBackplaneCannotHoldAreUnimplemented) {
     size_t bytes_per_256;
   };
   const other others[] = {
-      {9, "q8_1", 8 * 36},  {15, "q8_k", 292},  {16, "iq2_xxs", 66}, {17, "iq2_xs", 74},
-      {18, "iq3_xxs", 98},  {19, "iq1_s", 50},  {21, "iq3_s", 110},  {22, "iq2_s", 82},
-      {29, "iq1_m", 56},    {24, "i8", 256},    {28, "f64", 256 * 8},
+      {9, "q8_1", 8 * 36}, {15, "q8_k", 292}, {16, "iq2_xxs", 66},  {17, "iq2_xs", 74},
+      {18, "iq3_xxs", 98}, {19, "iq1_s", 50}, {21, "iq3_s", 110},   {22, "iq2_s", 82},
+      {29, "iq1_m", 56},   {24, "i8", 256},   {28, "f64", 256 * 8},
   };
   bp_backend *be = gguf_test::backend("cpu");
   ASSERT_NE(be, nullptr) << bp_last_error();

@@ -32,11 +32,11 @@ struct type_entry {
 };
 // The K types name the _M mixes (output.weight in q6_K).
 const type_entry kTypes[] = {
-    {"f32", BP_TYPE_F32, 0},       {"f16", BP_TYPE_F16, 1},       {"bf16", BP_TYPE_BF16, 32},
-    {"q8_0", BP_TYPE_Q8_0, 7},     {"q4_0", BP_TYPE_Q4_0, 2},     {"q5_0", BP_TYPE_Q5_0, 8},
-    {"q4_1", BP_TYPE_Q4_1, 3},     {"q5_1", BP_TYPE_Q5_1, 9},     {"q2_k", BP_TYPE_Q2_K, 10},
-    {"q3_k", BP_TYPE_Q3_K, 12},    {"q4_k", BP_TYPE_Q4_K, 15},    {"q5_k", BP_TYPE_Q5_K, 17},
-    {"q6_k", BP_TYPE_Q6_K, 18},    {"iq4_nl", BP_TYPE_IQ4_NL, 25}, {"iq4_xs", BP_TYPE_IQ4_XS, 30},
+    {"f32", BP_TYPE_F32, 0},     {"f16", BP_TYPE_F16, 1},        {"bf16", BP_TYPE_BF16, 32},
+    {"q8_0", BP_TYPE_Q8_0, 7},   {"q4_0", BP_TYPE_Q4_0, 2},      {"q5_0", BP_TYPE_Q5_0, 8},
+    {"q4_1", BP_TYPE_Q4_1, 3},   {"q5_1", BP_TYPE_Q5_1, 9},      {"q2_k", BP_TYPE_Q2_K, 10},
+    {"q3_k", BP_TYPE_Q3_K, 12},  {"q4_k", BP_TYPE_Q4_K, 15},     {"q5_k", BP_TYPE_Q5_K, 17},
+    {"q6_k", BP_TYPE_Q6_K, 18},  {"iq4_nl", BP_TYPE_IQ4_NL, 25}, {"iq4_xs", BP_TYPE_IQ4_XS, 30},
     {"mxfp4", BP_TYPE_MXFP4, 38}};
 
 const type_entry *find_type(std::string name) {
@@ -71,8 +71,9 @@ bool check(const synth_options &o, plan &p, std::string &err) {
     return err = "--arch " + o.arch + ": expected llama, qwen2 or qwen3", false;
   p.arch = o.arch;
   if (!(p.type = find_type(o.type)))
-    return err = "--type " + o.type + ": expected f32, f16, bf16, q8_0, q4_0, q5_0, q4_1, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, "
-                                     "iq4_nl, iq4_xs or mxfp4",
+    return err = "--type " + o.type +
+                 ": expected f32, f16, bf16, q8_0, q4_0, q5_0, q4_1, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, "
+                 "iq4_nl, iq4_xs or mxfp4",
            false;
   if (o.output_type.empty()) {
     p.output_type = is_k_quant(p.type->type) ? BP_TYPE_Q6_K : p.type->type;

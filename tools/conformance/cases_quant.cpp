@@ -1,9 +1,8 @@
 // cases_quant.cpp: the quantized types Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q5_K,
-// BF16, Q4_1, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4: MUL_MAT of quantized weights by f32 (K of 1, 2 and 7 blocks, or
-// of 37 values for BF16, whose blocks are single values; odd M and N,
-// batches, broadcasts, block-aligned windows and permuted weights,
-// non-contiguous b), GET_ROWS of a quantized table, and CPY / CONT from f32
-// into each type. All carry the feature "quant".
+// BF16, Q4_1, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4: MUL_MAT of quantized weights by f32 (K of 1, 2 and 7 blocks,
+// or of 37 values for BF16, whose blocks are single values; odd M and N, batches, broadcasts, block-aligned windows and
+// permuted weights, non-contiguous b), GET_ROWS of a quantized table, and CPY / CONT from f32 into each type. All carry
+// the feature "quant".
 //
 // Tolerances (docs/ops.md): MUL_MAT per element by mul_mat_quant_bound (a
 // backend may quantize b to 8 bits per block); GET_ROWS exact (each
@@ -21,8 +20,8 @@ namespace {
 
 using L = layout_kind;
 constexpr bp_type f32 = BP_TYPE_F32, i32 = BP_TYPE_I32;
-const bp_type k_quant_types[] = {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0,   BP_TYPE_Q4_K,   BP_TYPE_Q6_K,
-                                 BP_TYPE_Q5_K, BP_TYPE_BF16, BP_TYPE_Q4_1,   BP_TYPE_Q5_1,   BP_TYPE_Q2_K,
+const bp_type k_quant_types[] = {BP_TYPE_Q8_0, BP_TYPE_Q4_0,   BP_TYPE_Q5_0,   BP_TYPE_Q4_K, BP_TYPE_Q6_K,
+                                 BP_TYPE_Q5_K, BP_TYPE_BF16,   BP_TYPE_Q4_1,   BP_TYPE_Q5_1, BP_TYPE_Q2_K,
                                  BP_TYPE_Q3_K, BP_TYPE_IQ4_NL, BP_TYPE_IQ4_XS, BP_TYPE_MXFP4};
 
 // The unit of the cases' row lengths: a block, or for BF16 (a block of one
