@@ -153,70 +153,70 @@ def page_url(server, prompt, n):
 
 
 class ChatPage(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.browser = Chromium()
+    """A browser per test, closed before the test's servers: a server that
+    stops waits for its clients' idle keep-alive connections (5 s)."""
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.browser.close()
+    def setUp(self):
+        self.browser = Chromium()
+        self.servers = []
+        self.addCleanup(self.close)
+
+    def close(self):
+        self.browser.close()
+        for s in self.servers:
+            s.close()
+
+    def server(self, *args):
+        self.servers.append(Server(*args))
+        return self.servers[-1]
 
     def test_chat_streams_the_greedy_answer_into_the_dom(self):
-        s = Server("--chat-template", "chatml", "--slot-ctx", "256")
-        try:
-            b = self.browser
-            prompt, n = "And God said", 40
-            b.open(page_url(s, prompt, n))
-            self.assertEqual(b.eval("document.body.dataset.mode"), "chat")
-            self.assertEqual(b.eval("document.getElementById('model').textContent"), "tiny-kjv.gguf")
-            got = b.wait_for(LAST_ANSWER)
-            msgs = [{"role": "user", "content": prompt}]
-            want = s.post("/v1/chat/completions", {"messages": msgs, "max_tokens": n, "temperature": 0})
-            want = want["choices"][0]
-            self.assertTrue(want["message"]["content"])
-            self.assertEqual(got["text"], want["message"]["content"])
-            self.assertEqual(got["finish"], want["finish_reason"])
-            self.assertGreater(got["chunks"], 1)  # streamed, not delivered whole
-            self.assertIn("tokens/s", b.eval("document.getElementById('status').textContent"))
-            # A second turn typed into the page: the conversation goes with it.
-            b.eval("""document.getElementById('input').value = 'Blessed are the';
-                      document.getElementById('send').click(); true""")
-            b.wait_for("document.querySelectorAll('.msg.assistant').length === 2 && " + LAST_ANSWER)
-            got2 = b.eval(LAST_ANSWER)
-            msgs += [{"role": "assistant", "content": got["text"]}, {"role": "user", "content": "Blessed are the"}]
-            want2 = s.post("/v1/chat/completions", {"messages": msgs, "max_tokens": n, "temperature": 0})
-            self.assertEqual(got2["text"], want2["choices"][0]["message"]["content"])
-            if ARGS.screenshot:
-                b.screenshot(ARGS.screenshot)
-        finally:
-            s.close()
+        s = self.server("--chat-template", "chatml", "--slot-ctx", "256")
+        b = self.browser
+        prompt, n = "And God said", 40
+        b.open(page_url(s, prompt, n))
+        self.assertEqual(b.eval("document.body.dataset.mode"), "chat")
+        self.assertEqual(b.eval("document.getElementById('model').textContent"), "tiny-kjv.gguf")
+        got = b.wait_for(LAST_ANSWER)
+        msgs = [{"role": "user", "content": prompt}]
+        want = s.post("/v1/chat/completions", {"messages": msgs, "max_tokens": n, "temperature": 0})
+        want = want["choices"][0]
+        self.assertTrue(want["message"]["content"])
+        self.assertEqual(got["text"], want["message"]["content"])
+        self.assertEqual(got["finish"], want["finish_reason"])
+        self.assertGreater(got["chunks"], 1)  # streamed, not delivered whole
+        self.assertIn("tokens/s", b.eval("document.getElementById('status').textContent"))
+        # A second turn typed into the page: the conversation goes with it.
+        b.eval("""document.getElementById('input').value = 'Blessed are the';
+                  document.getElementById('send').click(); true""")
+        b.wait_for("document.querySelectorAll('.msg.assistant').length === 2 && " + LAST_ANSWER)
+        got2 = b.eval(LAST_ANSWER)
+        msgs += [{"role": "assistant", "content": got["text"]}, {"role": "user", "content": "Blessed are the"}]
+        want2 = s.post("/v1/chat/completions", {"messages": msgs, "max_tokens": n, "temperature": 0})
+        self.assertEqual(got2["text"], want2["choices"][0]["message"]["content"])
+        if ARGS.screenshot:
+            b.screenshot(ARGS.screenshot)
 
     def test_without_a_chat_template_the_page_completes_the_text(self):
-        s = Server()  # the tiny model's file has no chat template
-        try:
-            b = self.browser
-            prompt, n = "In the beginning God created", 32
-            b.open(page_url(s, prompt, n))
-            self.assertEqual(b.eval("document.body.dataset.mode"), "completion")
-            got = b.wait_for(LAST_ANSWER)
-            want = s.post("/v1/completions", {"prompt": prompt, "max_tokens": n, "temperature": 0})["choices"][0]
-            self.assertTrue(want["text"])
-            self.assertEqual(got["text"], want["text"])
-            self.assertEqual(got["finish"], want["finish_reason"])
-            self.assertGreater(got["chunks"], 1)
-        finally:
-            s.close()
+        s = self.server()  # the tiny model's file has no chat template
+        b = self.browser
+        prompt, n = "In the beginning God created", 32
+        b.open(page_url(s, prompt, n))
+        self.assertEqual(b.eval("document.body.dataset.mode"), "completion")
+        got = b.wait_for(LAST_ANSWER)
+        want = s.post("/v1/completions", {"prompt": prompt, "max_tokens": n, "temperature": 0})["choices"][0]
+        self.assertTrue(want["text"])
+        self.assertEqual(got["text"], want["text"])
+        self.assertEqual(got["finish"], want["finish_reason"])
+        self.assertGreater(got["chunks"], 1)
 
     def test_an_error_is_shown_not_swallowed(self):
-        s = Server("--max-tokens", "8")
-        try:
-            b = self.browser
-            b.open(page_url(s, "In the beginning", 100))  # over --max-tokens: a 400
-            got = b.wait_for(LAST_ANSWER)
-            self.assertEqual(got["finish"], "error")
-            self.assertIn("max_tokens", b.eval("document.querySelector('.msg.error').textContent"))
-        finally:
-            s.close()
+        s = self.server("--max-tokens", "8")
+        b = self.browser
+        b.open(page_url(s, "In the beginning", 100))  # over --max-tokens: a 400
+        got = b.wait_for(LAST_ANSWER)
+        self.assertEqual(got["finish"], "error")
+        self.assertIn("max_tokens", b.eval("document.querySelector('.msg.error').textContent"))
 
 
 if __name__ == "__main__":
