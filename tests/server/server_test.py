@@ -306,7 +306,8 @@ class Disconnect(unittest.TestCase):
             r = c.getresponse()
             self.assertEqual(r.status, 200)
             r.fp.readline()  # the first event has come: the request holds a slot
-            self.assertGreater(s.metrics()["bp_server_kv_cells_used"], 0)
+            # (the gauge is stored at the end of the step that delivered it)
+            self.assertTrue(wait_until(lambda: s.metrics()["bp_server_kv_cells_used"] > 0))
             c.sock.shutdown(2)
             c.close()
             self.assertTrue(wait_until(lambda: s.metrics()["bp_server_requests_cancelled_total"] == 1), s.metrics())

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "api_error.hpp"
+#include "chat_page.hpp"
 #include "server.hpp"
 #include "sse.hpp"
 
@@ -271,6 +272,12 @@ std::string metrics(const server_state &s) {
 }  // namespace
 
 void add_routes(httplib::Server &http, server_state &s) {
+  // The chat page: static, so it needs no key (it asks for one when the
+  // API does).
+  http.Get("/", [](const httplib::Request &, httplib::Response &res) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(chat_page_html, "text/html; charset=utf-8");
+  });
   http.Get("/health", [](const httplib::Request &, httplib::Response &res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
@@ -285,7 +292,8 @@ void add_routes(httplib::Server &http, server_state &s) {
                  {"n_vocab", s.info.n_vocab},
                  {"n_ctx_train", s.info.n_ctx_train},
                  {"n_params", s.info.n_params},
-                 {"slot_ctx", s.sched->config().slot_ctx}};
+                 {"slot_ctx", s.sched->config().slot_ctx},
+                 {"chat_template", s.tmpl != nullptr}};
     res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(), "application/json");
   });
   http.Get("/metrics", [&s](const httplib::Request &req, httplib::Response &res) {
