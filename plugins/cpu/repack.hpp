@@ -168,6 +168,9 @@ const rkernels &rkernels_baseline();  // repack_gemm_scalar.cpp: the reference
 const rkernels &rkernels_avx2();      // repack_gemm_avx2.cpp: call only with AVX2, FMA, F16C
 // repack_gemm_avx512.cpp: call only with AVX-512 (F, BW, DQ, VL) and VNNI.
 const rkernels &rkernels_avx512_vnni();
+// repack_gemm_avx512_k.cpp: the same for the K-quants only (reads_rkact),
+// which rkernels_avx512_vnni hands them to.
+const rkernels &rkernels_avx512_vnni_k();
 // AVX-512 VNNI where the CPU has it and cpu_isa() allows AVX-512, else AVX2
 // where it has that (AVX-512 CPUs without VNNI run the AVX2 tiles), else
 // baseline.
