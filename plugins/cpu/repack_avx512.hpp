@@ -68,4 +68,19 @@ inline void store_wide(const __m512 *acc, int rn, float *out, int64_t ldo) {
   }
 }
 
+// The tile of a family for rn columns, 1 <= rn <= N: make(c) is the
+// family's tile for decltype(c)::value columns (c an std::integral_constant),
+// one instantiation per column count, so each keeps its accumulators in
+// registers. One table per family (each |make| is its own lambda type),
+// built on first use. The files including this one include <array> and
+// <utility>.
+template <int N, class Make>
+rtile_fn tile_of(int rn, Make make) {
+  static const auto tiles = [&]<int... C>(std::integer_sequence<int, C...>) {
+    return std::array<rtile_fn, N>{make(std::integral_constant<int, C + 1>{})...};
+  }
+  (std::make_integer_sequence<int, N>{});
+  return tiles[rn - 1];
+}
+
 #endif  // BP_PLUGIN_CPU_REPACK_AVX512_HPP_

@@ -14,6 +14,7 @@
 // sum each row's 4 lanes once at the end. Every output is one accumulation
 // in a fixed order, so the result does not depend on how rows are split
 // between threads.
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -182,32 +183,25 @@ void rtile_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
   store_wide<NG>(acc, RN, out, ldo);
 }
 
-template <class F, int... RN>
-rtile_fn wide_tile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile_wide<F, RN + 1>...};
-  return tiles[rn - 1];
-}
-
 bool wide(int64_t N) { return N >= kWideFromN; }
 
-template <class F, int... RN>
-rtile_fn tile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile<F, RN + 1>...};
-  return tiles[rn - 1];
+// Format F's tile for rn columns of a product of N.
+template <class F>
+rtile_fn tiles_of(int64_t N, int rn) {
+  if (wide(N)) return tile_of<kWideCols>(rn, [](auto c) -> rtile_fn { return rtile_wide<F, decltype(c)::value>; });
+  return tile_of<kNarrowCols>(rn, [](auto c) -> rtile_fn { return rtile<F, decltype(c)::value>; });
 }
 
 // The K-quants go to their own tile set (repack_gemm_avx512_k.cpp).
 rtile_fn tile_vnni(qtype q, int64_t N, int rn) {
   if (reads_rkact(q)) return rkernels_avx512_vnni_k().tile(q, N, rn);
-  const auto cols = std::make_integer_sequence<int, kNarrowCols>{};
-  const auto wide_cols = std::make_integer_sequence<int, kWideCols>{};
   switch (q) {
     case qtype::q4_0:
-      return wide(N) ? wide_tile_for<q4_0_rows>(rn, wide_cols) : tile_for<q4_0_rows>(rn, cols);
+      return tiles_of<q4_0_rows>(N, rn);
     case qtype::q8_0:
-      return wide(N) ? wide_tile_for<q8_0_rows>(rn, wide_cols) : tile_for<q8_0_rows>(rn, cols);
+      return tiles_of<q8_0_rows>(N, rn);
     case qtype::q5_0:
-      return wide(N) ? wide_tile_for<q5_0_rows>(rn, wide_cols) : tile_for<q5_0_rows>(rn, cols);
+      return tiles_of<q5_0_rows>(N, rn);
     default:
       return nullptr;
   }

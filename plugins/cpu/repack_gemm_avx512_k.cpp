@@ -4,6 +4,7 @@
 // repack_gemm_avx512.cpp says how vpdpbusd takes the codes and why each
 // output is one accumulation in a fixed order; its dispatch calls the tile
 // set here for these formats.
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -383,40 +384,18 @@ void rtile_q6_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, flo
   store_wide<NG>(acc, RN, out, ldo);
 }
 
-template <int... RN>
-rtile_fn q6tile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile_q6_k<RN + 1>...};
-  return tiles[rn - 1];
-}
-
-template <int... RN>
-rtile_fn wide_q6tile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile_q6_k_wide<RN + 1>...};
-  return tiles[rn - 1];
-}
-
-template <bool Q5, int... RN>
-rtile_fn wide_ktile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile_k_wide<Q5, RN + 1>...};
-  return tiles[rn - 1];
-}
-
-template <bool Q5, int... RN>
-rtile_fn ktile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile_k<Q5, RN + 1>...};
-  return tiles[rn - 1];
-}
-
 rtile_fn tile_k(qtype q, int64_t N, int rn) {
-  const auto kcols = std::make_integer_sequence<int, kMaxColsK>{};
-  const auto wide_kcols = std::make_integer_sequence<int, kWideColsK>{};
+  const bool w = wide(N);
   switch (q) {
     case qtype::q4_k:
-      return wide(N) ? wide_ktile_for<false>(rn, wide_kcols) : ktile_for<false>(rn, kcols);
+      if (w) return tile_of<kWideColsK>(rn, [](auto c) -> rtile_fn { return rtile_k_wide<false, decltype(c)::value>; });
+      return tile_of<kMaxColsK>(rn, [](auto c) -> rtile_fn { return rtile_k<false, decltype(c)::value>; });
     case qtype::q5_k:
-      return wide(N) ? wide_ktile_for<true>(rn, wide_kcols) : ktile_for<true>(rn, kcols);
+      if (w) return tile_of<kWideColsK>(rn, [](auto c) -> rtile_fn { return rtile_k_wide<true, decltype(c)::value>; });
+      return tile_of<kMaxColsK>(rn, [](auto c) -> rtile_fn { return rtile_k<true, decltype(c)::value>; });
     case qtype::q6_k:
-      return wide(N) ? wide_q6tile_for(rn, wide_kcols) : q6tile_for(rn, kcols);
+      if (w) return tile_of<kWideColsK>(rn, [](auto c) -> rtile_fn { return rtile_q6_k_wide<decltype(c)::value>; });
+      return tile_of<kMaxColsK>(rn, [](auto c) -> rtile_fn { return rtile_q6_k<decltype(c)::value>; });
     default:
       return nullptr;
   }
