@@ -152,7 +152,7 @@ void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, i
 //   float d[4]            each column's scale
 // so one conversion, one product of the scales and one FMA serve 16
 // outputs of a block, where the 4-row tiles above spend them on 4.
-constexpr size_t kWideBlock = 8 * 16 + 16 + 16;
+constexpr size_t kWideStart = 8 * 16, kWideScales = kWideStart + 16, kWideBlock = kWideScales + 16;
 constexpr int kWideCols = 32;
 constexpr int64_t kWideFromN = 4;
 
@@ -173,10 +173,11 @@ void rtile_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
     spread_quads(hi, w + 4);
     const char *blk = b + static_cast<size_t>(j) * kWideBlock;
     __m512i dot[NG];
-    for (int q = 0; q < NG; ++q) dot[q] = bcast16(blk + q * group + 128);
+    for (int q = 0; q < NG; ++q) dot[q] = bcast16(blk + q * group + kWideStart);
     wide_dots<NG>(dot, w, 8, blk, group);
     for (int q = 0; q < NG; ++q) {
-      const __m512 dy = _mm512_broadcast_f32x4(_mm_loadu_ps(reinterpret_cast<const float *>(blk + q * group + 144)));
+      const __m512 dy =
+          _mm512_broadcast_f32x4(_mm_loadu_ps(reinterpret_cast<const float *>(blk + q * group + kWideScales)));
       acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[q]), _mm512_mul_ps(da, dy), acc[q]);
     }
   }
@@ -236,8 +237,8 @@ void quantize_b_vnni(qtype q, int64_t N, const float *x, int64_t K, char *scratc
     char *blk = group + static_cast<size_t>(j) * kWideBlock;
     for (int k = 0; k < 8; ++k) std::memcpy(blk + 16 * k + slot, y.qs + 32 * j + 4 * k, 4);
     const int32_t start = -((y.sums[4 * j] + y.sums[4 * j + 1] + y.sums[4 * j + 2] + y.sums[4 * j + 3]) * (1 << shift));
-    std::memcpy(blk + 128 + slot, &start, 4);
-    std::memcpy(blk + 144 + slot, &y.d[j], 4);
+    std::memcpy(blk + kWideStart + slot, &start, 4);
+    std::memcpy(blk + kWideScales + slot, &y.d[j], 4);
   }
 }
 

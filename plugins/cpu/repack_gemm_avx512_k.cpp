@@ -39,14 +39,15 @@ bool wide(int64_t N) { return N > kMaxColsK; }
 // of sub-block 2p + 1 (lo1, hi1).
 template <bool Q5>
 struct kquant_codes {
-  static constexpr size_t kQs = Q5 ? 192 : 64;
+  static constexpr size_t kQh = 64;  // Q5_K's qh bytes, after d, dmin and the scales
+  static constexpr size_t kQs = Q5 ? kQh + 128 : kQh;
   static constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;  // a super-block record of the group
   const uint8_t *rec;
   __m512i qh_lo, qh_hi;  // Q5_K's qh bytes, laid out as the nibbles
   explicit kquant_codes(const uint8_t *record) : rec(record) {
     if constexpr (Q5) {
-      qh_lo = load32x2(rec + 64, rec + 128);
-      qh_hi = load32x2(rec + 96, rec + 160);
+      qh_lo = load32x2(rec + kQh, rec + kQh + 64);
+      qh_hi = load32x2(rec + kQh + 32, rec + kQh + 96);
     }
   }
   void pair(int p, __m512i &lo0, __m512i &hi0, __m512i &lo1, __m512i &hi1) const {
@@ -73,14 +74,15 @@ struct kquant_codes {
   }
 };
 
-// A Q6_K super-block record of the group.
-constexpr size_t kQ6kRecord = 210 * kPackRows;
+// A Q6_K super-block record of the group: the 4 rows' d, their scales at
+// kQ6kScales (16 per row), the ql and qh chunks from kQ6kBits.
+constexpr size_t kQ6kRecord = 210 * kPackRows, kQ6kScales = 8, kQ6kBits = kQ6kScales + 64;
 
 // Q6_K's 6-bit codes (0-63) of a super-block record's 32-value step J, the
 // 4 rows' values 0-15 (part 0) or 16-31 (part 1), row r in 128-bit lane r.
 template <int J>
 inline __m512i q6k_codes(const uint8_t *rec, int part) {
-  const uint8_t *ql = rec + 72 + 128 * q6k_ql_chunk(J), *qh = rec + 72 + 128 * q6k_qh_chunk(J);
+  const uint8_t *ql = rec + kQ6kBits + 128 * q6k_ql_chunk(J), *qh = rec + kQ6kBits + 128 * q6k_qh_chunk(J);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i l = load32x2(ql + 32 * part, ql + 64 + 32 * part);
   const __m512i top = load32x2(qh + 32 * part, qh + 64 + 32 * part);
@@ -197,8 +199,9 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
     if constexpr (RN <= 2) prefetch_record(rec, kRecord);
-    const __m512i sc01 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + 8)));
-    const __m512i sc23 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + 40)));
+    const __m512i sc01 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + kQ6kScales)));
+    const __m512i sc23 =
+        _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + kQ6kScales + 32)));
     const __m512i minus32 = _mm512_set1_epi16(-32);
     const __m512i off_lo =
         _mm512_mullo_epi16(_mm512_permutex2var_epi16(sc01, _mm512_load_si512(half_idx[0]), sc23), minus32);
@@ -251,7 +254,9 @@ void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
 //   int16 sums16[8][4][2]  each column's sums of 16 values 2i and 2i + 1
 //   int16 sums32[4][4][2]  each column's sums of 32 values 2i and 2i + 1
 //   float d[4]             each column's scale
-constexpr size_t kWideKSums16 = 1024, kWideKSums32 = kWideKSums16 + 128, kWideKScales = kWideKSums32 + 64;
+// kWideKSub: the codes of one 32-value sub-block (half that for Q6_K's 16).
+constexpr size_t kWideKSub = 8 * 16, kWideKSums16 = 8 * kWideKSub, kWideKSums32 = kWideKSums16 + 128;
+constexpr size_t kWideKScales = kWideKSums32 + 64;
 constexpr size_t kWideKBlock = kWideKScales + 16;
 constexpr int kWideColsK = 32;
 
@@ -296,7 +301,7 @@ void rtile_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float 
       spread_quads(x_lo, w);
       spread_quads(x_hi, w + 4);
       const __m512 scale = pick_quarter(dsc[t / 4], t % 4);
-      const char *blk = blk0 + 128 * t;
+      const char *blk = blk0 + kWideKSub * t;
       __m512i dot[NG];
       for (int q = 0; q < NG; ++q) dot[q] = _mm512_setzero_si512();
       wide_dots<NG>(dot, w, 8, blk, group);
@@ -341,7 +346,7 @@ void rtile_q6_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, flo
   for (int64_t s = 0; s < nsuper; ++s) {
     const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
     const char *blk0 = b + static_cast<size_t>(s) * kWideKBlock;
-    const __m512i sc = _mm512_loadu_si512(rec + 8);  // row r's 16 scales at 16r
+    const __m512i sc = _mm512_loadu_si512(rec + kQ6kScales);  // row r's 16 scales at 16r
     const __m512 d = row_scales(rec);
     __m512 dsc[4];
     for (int q = 0; q < 4; ++q) {
@@ -357,7 +362,7 @@ void rtile_q6_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, flo
       __m512i w[4];
       spread_quads(x, w);
       const __m512 scale = pick_quarter(dsc[h / 4], h % 4);
-      const char *blk = blk0 + 64 * h;
+      const char *blk = blk0 + kWideKSub / 2 * h;
       __m512i dot[NG];
       for (int q = 0; q < NG; ++q) dot[q] = _mm512_setzero_si512();
       wide_dots<NG>(dot, w, 4, blk, group);
