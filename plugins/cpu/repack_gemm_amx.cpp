@@ -13,14 +13,16 @@
 // * d_col), the operation the VNNI wide tiles do in the same order, so each
 // output is one accumulation in a fixed order, the same bits as theirs, and
 // does not depend on how rows are split between threads.
-//   A: 16 columns of b, each block's 32 values where the ract layout
-//      (repack.hpp) keeps them, one tile load with the columns' stride.
+//   A: 16 columns of b, kept in groups of 16 columns (quantize_b_amx): per
+//      block the 16 columns' 32 values side by side, then their 16 scales,
+//      so a tile load reads 512 contiguous bytes.
 //   B: the 16 rows' block decoded to signed values (the codes less the zero
 //      point) and arranged as TDPBSSD wants them, once per call for the
 //      whole K into a scratch of the thread (amx_rows), then read by every
 //      column tile of the call.
 //   C: row n is column n's dots with the 16 rows, so a row of the f32
 //      accumulators is 16 outputs side by side in dst.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -55,16 +57,16 @@ constexpr int kAmxCols = 64;  // columns per call: 4 tiles of 16 share one decod
 constexpr int64_t kAmxFromN = 16;
 
 // One block of the 16 rows in the scratch: B's 8 rows of 64 bytes, then the
-// rows' 16 scales.
+// rows' 16 scales (and of a group of 16 columns of b: A's 16 rows of 32
+// bytes, then the columns' scales).
 constexpr size_t kAmxScales = 8 * 64, kAmxBlock = kAmxScales + kAmxRows * sizeof(float);
 
 // The tiles' shapes (palette 1): tmm0-1 A (16 x 32 bytes), tmm2-3 B (8 x 64),
-// tmm4-5 C (16 x 16 int32); blocks alternate between the two of each, so a
-// block's TDPBSSD need not wait for the previous block's C to be read.
+// tmm4-7 C (16 x 16 int32): 4 blocks' products in flight (tile_blocks).
 struct alignas(64) tile_config {
   uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {32, 32, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 8, 8, 16, 16};
+  uint16_t colsb[16] = {32, 32, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 8, 8, 16, 16, 16, 16};
 };
 
 // 4x4 transpose of 128-bit lanes: lane k of out[i] is lane i of in[k].
@@ -113,45 +115,80 @@ uint8_t *amx_rows(int64_t nb) {
   return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
 }
 
-// acc[n] += float(C's row n) * (the rows' scales times column n's), for
-// block j of the tile's columns (their scales at dcol[n][j]).
-inline void scale_block(const int32_t *c, const float *rows_d, const float *const *dcol, int64_t j, __m512 *acc) {
+// acc[n] += float(C's row n) * (the rows' scales times column n's).
+inline void scale_block(const int32_t *c, const float *rows_d, const float *cols_d, __m512 *acc) {
   const __m512 da = _mm512_loadu_ps(rows_d);
 #pragma GCC unroll 16
   for (int n = 0; n < 16; ++n)
     acc[n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c + 16 * n)),
-                             _mm512_mul_ps(da, _mm512_set1_ps(dcol[n][j])), acc[n]);
+                             _mm512_mul_ps(da, _mm512_set1_ps(cols_d[n])), acc[n]);
 }
 
-// C = the 16 columns' values at |cols| (tile A, rows ldb apart) times the
-// rows' block at |blk| (B), stored to |c|. GCC's tile intrinsics paste the
-// tile number into the instruction text, so each of the two sets of tiles
-// (Odd: tmm1, tmm3, tmm5; else tmm0, tmm2, tmm4) is spelled out.
-template <bool Odd>
-inline void tile_dot(const char *cols, size_t ldb, const uint8_t *blk, int32_t *c) {
-  const auto stride = static_cast<long>(ldb);
-  if constexpr (Odd) {
-    _tile_loadd(1, cols, stride);
-    _tile_loadd(3, blk, 64);
-    _tile_zero(5);
-    _tile_dpbssd(5, 1, 3);
-    _tile_stored(5, c, 64);
-  } else {
+// C = the 16 columns' block at |cols| (tile A) times the rows' block at
+// |blk| (B). GCC's tile intrinsics paste the tile number into
+// the instruction text, so each slot's tiles are spelled out: slot s loads A
+// into tmm(s % 2), B into tmm(2 + s % 2), and sums into tmm(4 + s).
+template <int Slot>
+inline void tile_mul(const char *cols, const uint8_t *blk) {
+  constexpr long stride = 32;
+  if constexpr (Slot == 0) {
     _tile_loadd(0, cols, stride);
     _tile_loadd(2, blk, 64);
     _tile_zero(4);
     _tile_dpbssd(4, 0, 2);
-    _tile_stored(4, c, 64);
+  } else if constexpr (Slot == 1) {
+    _tile_loadd(1, cols, stride);
+    _tile_loadd(3, blk, 64);
+    _tile_zero(5);
+    _tile_dpbssd(5, 1, 3);
+  } else if constexpr (Slot == 2) {
+    _tile_loadd(0, cols, stride);
+    _tile_loadd(2, blk, 64);
+    _tile_zero(6);
+    _tile_dpbssd(6, 0, 2);
+  } else {
+    _tile_loadd(1, cols, stride);
+    _tile_loadd(3, blk, 64);
+    _tile_zero(7);
+    _tile_dpbssd(7, 1, 3);
   }
 }
 
-// Block j of the 16 columns at |cols| into acc.
-template <bool Odd>
-inline void tile_block(const char *cols, size_t ldb, const uint8_t *rows, const float *const *dcol, int64_t j,
-                       int32_t *c, __m512 *acc) {
-  const uint8_t *blk = rows + static_cast<size_t>(j) * kAmxBlock;
-  tile_dot<Odd>(cols + 32 * j, ldb, blk, c);
-  scale_block(c, reinterpret_cast<const float *>(blk + kAmxScales), dcol, j, acc);
+// kSlots blocks from j (fewer at the end of K) of the 16 columns at |cols|:
+// their tile products, each into its own C, then stored to c[i]. The
+// stores come after all the products: a store waits for its product, and
+// the later products run meanwhile.
+constexpr int kSlots = 4;
+using c_tiles = int32_t[kSlots][16 * 16];
+inline void tile_dots(const char *cols, const uint8_t *rows, int64_t j, int64_t count, c_tiles &c) {
+  const auto at = [&](int64_t i) { return static_cast<size_t>(j + i) * kAmxBlock; };
+  tile_mul<0>(cols + at(0), rows + at(0));
+  if (count > 1) tile_mul<1>(cols + at(1), rows + at(1));
+  if (count > 2) tile_mul<2>(cols + at(2), rows + at(2));
+  if (count > 3) tile_mul<3>(cols + at(3), rows + at(3));
+  _tile_stored(4, c[0], 64);
+  if (count > 1) _tile_stored(5, c[1], 64);
+  if (count > 2) _tile_stored(6, c[2], 64);
+  if (count > 3) _tile_stored(7, c[3], 64);
+}
+
+// The 16 columns' blocks at |cols| against the decoded rows, into acc. The blocks go
+// in batches of kSlots, the tile products of batch t + 1 issued before
+// batch t is scaled: a vector load of a tile store's bytes waits for the
+// store to finish, which a batch's scaling then need not do.
+inline void tile_columns(const char *cols, const uint8_t *rows, int64_t nb, __m512 *acc) {
+  alignas(64) c_tiles c[2];
+  const auto count = [&](int64_t t) { return std::min<int64_t>(kSlots, nb - t * kSlots); };
+  const int64_t batches = (nb + kSlots - 1) / kSlots;
+  tile_dots(cols, rows, 0, count(0), c[0]);
+  for (int64_t t = 0; t < batches; ++t) {
+    if (t + 1 < batches) tile_dots(cols, rows, (t + 1) * kSlots, count(t + 1), c[(t + 1) % 2]);
+    for (int64_t i = 0; i < count(t); ++i) {
+      const size_t at = static_cast<size_t>(t * kSlots + i) * kAmxBlock + kAmxScales;
+      scale_block(c[t % 2][i], reinterpret_cast<const float *>(rows + at), reinterpret_cast<const float *>(cols + at),
+                  acc);
+    }
+  }
 }
 
 // Not inlined into its kAmxCols wrappers (amx_tile_for): one copy per format.
@@ -166,20 +203,10 @@ __attribute__((noinline)) void amx_tile(const uint8_t *g, const char *b, size_t 
   __asm__ volatile("" ::: "memory");
   static const tile_config cfg;
   _tile_loadconfig(&cfg);
-  alignas(64) int32_t c[2][16 * 16];
   for (int n0 = 0; n0 < rn; n0 += 16) {
-    const char *cols = b + static_cast<size_t>(n0) * ldb;
-    const float *dcol[16];  // column n's block scales, after its nb * 32 values
-    for (int n = 0; n < 16; ++n)
-      dcol[n] = reinterpret_cast<const float *>(cols + static_cast<size_t>(n) * ldb + static_cast<size_t>(nb) * 32);
     __m512 acc[16];
     for (int n = 0; n < 16; ++n) acc[n] = _mm512_setzero_ps();
-    int64_t j = 0;
-    for (; j + 1 < nb; j += 2) {
-      tile_block<false>(cols, ldb, rows, dcol, j, c[0], acc);
-      tile_block<true>(cols, ldb, rows, dcol, j + 1, c[1], acc);
-    }
-    if (j < nb) tile_block<false>(cols, ldb, rows, dcol, j, c[0], acc);
+    tile_columns(b + static_cast<size_t>(n0) * ldb, rows, nb, acc);
     for (int n = 0; n < 16 && n0 + n < rn; ++n) _mm512_storeu_ps(out + (n0 + n) * ldo, acc[n]);
   }
   // Hands the tile state back, so the thread's context switches do not
@@ -215,14 +242,25 @@ int max_cols_amx(qtype q, int64_t N) { return amx(q, N) ? kAmxCols : rkernels_av
 
 int tile_groups_amx(qtype q, int64_t N) { return amx(q, N) ? kAmxGroups : 1; }
 
-// b in the plain ract layout: the A tiles read it where it is.
+// A group of 16 columns takes kAmxBlock bytes per block, as the decoded rows
+// do: the columns' 32 values each (A's 16 rows of 32 bytes), their scales.
 size_t col_bytes_amx(qtype q, int64_t K, int64_t N) {
-  return amx(q, N) ? column_bytes(q, K, N) : rkernels_avx512_vnni().col_bytes(q, K, N);
+  return amx(q, N) ? static_cast<size_t>(K / 32) * kAmxBlock / 16 : rkernels_avx512_vnni().col_bytes(q, K, N);
 }
 
+// Column n quantized as a ract column (in |scratch|), then its values and
+// scales into its slot of its group's blocks.
 void quantize_b_amx(qtype q, int64_t N, const float *x, int64_t K, char *scratch, char *cols, int64_t n) {
   if (!amx(q, N)) return rkernels_avx512_vnni().quantize_b(q, N, x, K, scratch, cols, n);
-  quantize_column(q, N, x, K, scratch, cols, n);
+  quantize_ract_col(x, K, scratch);
+  const ract_col_parts y = ract_col_at(scratch, K);
+  const size_t slot = static_cast<size_t>(n % 16);
+  char *group = cols + static_cast<size_t>(n / 16) * 16 * col_bytes_amx(q, K, N);
+  for (int64_t j = 0; j < y.blocks; ++j) {
+    char *blk = group + static_cast<size_t>(j) * kAmxBlock;
+    std::memcpy(blk + 32 * slot, y.qs + 32 * j, 32);
+    std::memcpy(blk + kAmxScales + sizeof(float) * slot, &y.d[j], sizeof(float));
+  }
 }
 
 }  // namespace
