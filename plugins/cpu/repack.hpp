@@ -175,10 +175,13 @@ const rkernels &rkernels_avx512_vnni();
 // repack_gemm_avx512_k.cpp: the same for the K-quants only (reads_rkact),
 // which rkernels_avx512_vnni hands them to.
 const rkernels &rkernels_avx512_vnni_k();
-// repack_gemm_amx.cpp: AMX int8 tiles of 16 rows for the 32-value formats
-// with many columns, the AVX-512 VNNI tiles for the rest; call only where
+// repack_gemm_amx.cpp: AMX int8 tiles of 16 rows for Q4_0, Q8_0, Q5_0, Q4_K
+// and Q5_K with many columns, the AVX-512 VNNI tiles for the rest; call only where
 // plugins::cpu_amx() and VNNI.
 const rkernels &rkernels_amx();
+// repack_gemm_amx_k.cpp: the AMX tiles for Q4_K and Q5_K with 16 or more
+// columns, which rkernels_amx hands them to.
+const rkernels &rkernels_amx_k();
 // AMX where plugins::cpu_amx() (and VNNI), else AVX-512 VNNI where the CPU
 // has it and cpu_isa() allows AVX-512, else AVX2 where it has that (AVX-512
 // CPUs without VNNI run the AVX2 tiles), else baseline.

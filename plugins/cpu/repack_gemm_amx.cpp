@@ -1,8 +1,9 @@
 // repack_gemm_amx.cpp: the AMX int8 tiles of the repacked products for the
 // 32-value formats (Q4_0, Q8_0, Q5_0) with kAmxFromN or more columns of b:
 // 16 rows (kAmxGroups groups of repack.hpp) by up to kAmxCallCols columns per
-// call. Narrower products, and the other formats, run the AVX-512 VNNI tiles
-// (rkernels_avx512_vnni), which the tile set here hands them to.
+// call; and the tile set's dispatch, which hands Q4_K and Q5_K to
+// repack_gemm_amx_k.cpp, and narrower products and Q6_K to the AVX-512 VNNI
+// tiles (rkernels_avx512_vnni).
 //
 // TDPBSSD multiplies a tile of 16 rows of signed bytes (A) by a tile of
 // signed bytes in quads (B: row k holds 4 consecutive values of each of 16
@@ -124,7 +125,12 @@ void amx_tile_for(const uint8_t *g, const char *b, size_t ldb, int64_t K, float 
   amx_tile<F>(g, b, ldb, K, out, ldo, RN);
 }
 
-bool amx(qtype q, int64_t N) { return (q == qtype::q4_0 || q == qtype::q8_0 || q == qtype::q5_0) && N >= kAmxFromN; }
+// The formats with AMX tiles; Q4_K and Q5_K's are repack_gemm_amx_k.cpp's.
+bool amx(qtype q, int64_t N) {
+  return (q == qtype::q4_0 || q == qtype::q8_0 || q == qtype::q5_0 || q == qtype::q4_k || q == qtype::q5_k) &&
+         N >= kAmxFromN;
+}
+bool amx_k(qtype q) { return q == qtype::q4_k || q == qtype::q5_k; }
 
 template <class F>
 rtile_fn tiles_of(int rn) {
@@ -133,6 +139,7 @@ rtile_fn tiles_of(int rn) {
 
 rtile_fn tile_amx(qtype q, int64_t N, int rn) {
   if (!amx(q, N)) return rkernels_avx512_vnni().tile(q, N, rn);
+  if (amx_k(q)) return rkernels_amx_k().tile(q, N, rn);
   switch (q) {
     case qtype::q4_0:
       return tiles_of<q4_0_rows>(rn);
@@ -151,6 +158,7 @@ int tile_groups_amx(qtype q, int64_t N) { return amx(q, N) ? kAmxGroups : 1; }
 // do: the columns' 32 values each (A's 16 rows of 32 bytes), their scales.
 size_t col_bytes_amx(qtype q, int64_t K, int64_t N) {
   if (!amx(q, N)) return rkernels_avx512_vnni().col_bytes(q, K, N);
+  if (amx_k(q)) return rkernels_amx_k().col_bytes(q, K, N);
   return static_cast<size_t>(K / 32) * kAmxBlock / kAmxTileCols;
 }
 
@@ -158,6 +166,7 @@ size_t col_bytes_amx(qtype q, int64_t K, int64_t N) {
 // scales into its slot of its group's blocks.
 void quantize_b_amx(qtype q, int64_t N, const float *x, int64_t K, char *scratch, char *cols, int64_t n) {
   if (!amx(q, N)) return rkernels_avx512_vnni().quantize_b(q, N, x, K, scratch, cols, n);
+  if (amx_k(q)) return rkernels_amx_k().quantize_b(q, N, x, K, scratch, cols, n);
   quantize_ract_col(x, K, scratch);
   const ract_col_parts y = ract_col_at(scratch, K);
   const size_t slot = static_cast<size_t>(n % 16);
@@ -187,5 +196,6 @@ const rkernels &rkernels_amx() {
 #else
 namespace bp::cpu {
 const rkernels &rkernels_amx() { return rkernels_avx2(); }
+const rkernels &rkernels_amx_k() { return rkernels_avx2(); }
 }  // namespace bp::cpu
 #endif

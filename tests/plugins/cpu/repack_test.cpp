@@ -205,10 +205,11 @@ TEST(CpuRepack, MatMulBitsDoNotDependOnThreads) {
 
 // The AMX tiles (16 or more columns of b under BP_CPU_ISA=amx) scale each
 // block's int32 dot into the same f32 sum in the same order as the AVX-512
-// VNNI tiles for 4-15 columns do (docs/plugins/cpu.md), so a product of 70
-// columns equals, bit for bit, the same columns taken 7 at a time; the rows
-// (203: 12 tiles of 16, a last unit of 2 groups, 3 rows past the last group)
-// and K (7 blocks: an odd count) meet every edge. Only the avx512 and amx
+// VNNI wide tiles do (docs/plugins/cpu.md): 4-15 columns for Q8_0, Q4_0 and
+// Q5_0, 9-15 for Q4_K and Q5_K. So a product of 70 columns equals, bit for
+// bit, the same columns taken 7 (10) at a time; the rows (203: 12 tiles of
+// 16, a last unit of 2 groups, 3 rows past the last group) and K (7 blocks,
+// or 3 super-blocks: odd counts) meet every edge. Only the avx512 and amx
 // paths promise this.
 TEST(CpuRepack, WideAndNarrowColumnTilesAgreeBitForBit) {
   loaded_plugin probe{1};
@@ -221,10 +222,12 @@ TEST(CpuRepack, WideAndNarrowColumnTilesAgreeBitForBit) {
   if (desc.find("kernels avx512") == std::string::npos && desc.find("kernels amx") == std::string::npos)
     GTEST_SKIP() << "the AVX-512 and AMX tiles only: " << desc;
   std::mt19937 rng{53};
-  for (const qt &t : {kTypes[0], kTypes[1], kTypes[2]}) {
+  // Q8_0, Q4_0, Q5_0, Q4_K, Q5_K (kTypes[4] is Q6_K, which has no AMX tiles).
+  for (const qt &t : {kTypes[0], kTypes[1], kTypes[2], kTypes[3], kTypes[5]}) {
     SCOPED_TRACE(bp_type_name(t.type));
     tensor_pool pool;
-    const int64_t K = 7 * 32, M = 203, N = 70, part = 7;
+    const bool kquant = t.block == 256;
+    const int64_t K = (kquant ? 3 : 7) * t.block, M = 203, N = 70, part = kquant ? 10 : 7;
     bp_tensor *a = make_q(pool, t, {K, M});
     bp_tensor *b = pool.make(BP_TYPE_F32, {K, N});
     fill_q(a, t, rng);
