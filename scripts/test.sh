@@ -81,8 +81,8 @@ fi
 # ctest ran every kernel path the cpu plugin can pick at run time (BP_CPU_ISA,
 # docs/plugins/cpu.md): the conformance runner (Conformance.cpu.<isa>) and
 # the plugin's own tests, plain, with streamed stores and, on AVX-512, both
-# ways of running 512-bit FMAs (CpuPlugin.<isa>.*); a path this CPU lacks is
-# reported as skipped.
+# ways of running 512-bit FMAs (CpuPlugin.<isa>.*), amx where the CPU has the
+# tiles; a path this CPU lacks is reported as skipped.
 
 # -- install, packaging and examples
 # Installs the release build into a scratch prefix, builds the examples out

@@ -8,6 +8,10 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace bp::plugins {
 namespace {
@@ -50,8 +54,47 @@ bool detect_halves() {
 #endif
 }
 
-// A BP_CPU_ISA value's level; false for a value that names none.
+#if defined(__x86_64__) && defined(__GNUC__)
+// AMX-TILE and AMX-INT8 (CPUID leaf 7, EDX bits 24 and 25), with the OS
+// saving the tile configuration and data (XCR0 bits 17 and 18).
+bool has_amx_int8() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0 || (d & (1u << 24)) == 0 || (d & (1u << 25)) == 0) return false;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & bit_OSXSAVE) == 0) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & (3u << 17)) == (3u << 17);
+}
+#endif
+
+// Linux hands out the 8 KiB of tile data per process on request only; a
+// refusal (an old kernel, a seccomp filter) leaves the AVX-512 kernels.
+bool amx_permitted() {
+#if defined(__x86_64__) && defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
+bool detect_amx() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return detect() == isa_level::avx512 && has_amx_int8() && amx_permitted();
+#else
+  return false;
+#endif
+}
+
+constexpr const char *kAmxName = "amx";
+
+// A BP_CPU_ISA value's level ("amx": avx512, with the tiles); false for a
+// value that names none.
 bool parse_isa(const char *v, isa_level *out) {
+  if (std::strcmp(v, kAmxName) == 0) {
+    *out = isa_level::avx512;
+    return true;
+  }
   for (isa_level l : {isa_level::baseline, isa_level::avx2, isa_level::avx512})
     if (std::strcmp(v, isa_name(l)) == 0) {
       *out = l;
@@ -92,6 +135,20 @@ isa_level cpu_isa() {
   return level;
 }
 
+bool cpu_amx() {
+  static const bool amx = [] {
+    if (cpu_isa() != isa_level::avx512) return false;
+    const char *isa = secure_getenv("BP_CPU_ISA");
+    isa_level unused;
+    // An unset or unknown BP_CPU_ISA lets the CPU choose; "avx512" caps below the tiles.
+    if (isa && parse_isa(isa, &unused) && std::strcmp(isa, kAmxName) != 0) return false;
+    return detect_amx();
+  }();
+  return amx;
+}
+
+const char *kernels_name() { return cpu_amx() ? kAmxName : isa_name(cpu_isa()); }
+
 bool avx512_runs_in_halves() {
   static const bool halves = [] {
     const char *v = secure_getenv("BP_CPU_AVX512_HALVES");
@@ -108,7 +165,10 @@ const char *isa_env_warning() {
     const isa_level have = cpu_isa_available();
     isa_level unused;
     if (isa && *isa && !parse_isa(isa, &unused)) {
-      w = std::string("BP_CPU_ISA=") + isa + " is not a level (baseline, avx2 or avx512) and is ignored";
+      w = std::string("BP_CPU_ISA=") + isa + " is not a level (baseline, avx2, avx512 or amx) and is ignored";
+    } else if (isa && std::strcmp(isa, kAmxName) == 0 && !cpu_amx()) {
+      w = std::string("BP_CPU_ISA=amx: this CPU has ") + isa_name(have) +
+          " at most (no AMX int8 tiles, or the OS refused them), which the kernels use";
     } else if (isa && *isa && static_cast<int>(isa_requested()) > static_cast<int>(have)) {
       w = std::string("BP_CPU_ISA=") + isa + ": this CPU has " + isa_name(have) + " at most, which the kernels use";
     }

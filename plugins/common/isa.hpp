@@ -4,11 +4,14 @@
 // attributes, so they load and run on any x86-64 CPU).
 //
 // The level is the best the CPU has, capped by the environment:
-//   BP_CPU_ISA=baseline|avx2|avx512   the highest level to use;
-//   BP_CPU_BASELINE=1                 an alias for BP_CPU_ISA=baseline.
+//   BP_CPU_ISA=baseline|avx2|avx512|amx   the highest level to use;
+//   BP_CPU_BASELINE=1                     an alias for BP_CPU_ISA=baseline.
 // A cap above what the CPU has gives the CPU's best (isa_requested() tells
 // callers so they can say it). Tests use the cap to run every path on a
-// machine that has them all.
+// machine that has them all. AMX is not a level of its own but the avx512
+// level with the int8 tiles of an AMX CPU besides (cpu_amx()): every
+// AVX-512 kernel runs under it, and the products that have tile kernels use
+// the tiles; "avx512" leaves the tiles out.
 #ifndef BP_PLUGINS_COMMON_ISA_HPP_
 #define BP_PLUGINS_COMMON_ISA_HPP_
 
@@ -36,6 +39,15 @@ isa_level isa_requested();
 bool avx512_runs_in_halves();
 // "baseline", "avx2", "avx512".
 const char *isa_name(isa_level level);
+// Whether the kernels use AMX int8 tiles (TDPBSSD): the level is avx512,
+// BP_CPU_ISA is unset or "amx", the CPU has AMX-TILE and AMX-INT8, the OS
+// saves the tile state (XCR0), and Linux granted this process the tile data
+// (arch_prctl ARCH_REQ_XCOMP_PERM, asked once per process on the first
+// call). Computed once; thread-safe.
+bool cpu_amx();
+// The kernels' name for the device description: "amx" when cpu_amx(),
+// else isa_name(cpu_isa()).
+const char *kernels_name();
 // What the environment asked for that this process does not do, for a
 // warning: a BP_CPU_ISA or BP_CPU_AVX512_HALVES value that is none of
 // theirs (ignored), or a BP_CPU_ISA above what the CPU has. "" when there is

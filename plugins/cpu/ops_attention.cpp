@@ -150,6 +150,201 @@ group_ops pick_ops() {
 
 bool dense_rows(const bp_tensor *t) { return t->ne[0] == 1 || t->nb[0] == bp_type_size(t->type); }
 
+// ---- attention_run's steps ------------------------------------------------
+
+// The op's operands and shapes.
+struct attention_shape {
+  const bp_tensor *t, *q, *k, *v, *mask;
+  int64_t D, T, B, N, Dv, Hk;
+  int64_t r2, r3;         // query heads per key head; batches per key batch
+  int64_t chunks, tiles;  // head groups per key head; token tiles
+  bool f16;               // an f16 cache, converted block by block
+  float scale;
+  int64_t units() const { return chunks * Hk * tiles * B; }
+};
+
+attention_shape shape_of(const bp_tensor *t) {
+  attention_shape s{};
+  s.t = t;
+  s.q = t->src[0];
+  s.k = t->src[1];
+  s.v = t->src[2];
+  s.mask = t->src[3];
+  s.D = s.q->ne[0];
+  s.T = s.q->ne[1];
+  s.B = s.q->ne[3];
+  s.N = s.k->ne[1];
+  s.Dv = s.v->ne[0];
+  s.Hk = s.k->ne[2];
+  s.r2 = s.q->ne[2] / s.Hk;
+  s.r3 = s.B / s.k->ne[3];
+  s.chunks = (s.r2 + kGroup - 1) / kGroup;
+  s.tiles = (s.T + kTokens - 1) / kTokens;
+  s.f16 = s.k->type == BP_TYPE_F16;
+  s.scale = bp_tensor_param_f32(t, 0);
+  return s;
+}
+
+// One work unit: R query rows (row i: token tok0 + i / g, head h0 + i % g,
+// batch b) against key head hk of key batch bk.
+struct attention_unit {
+  int64_t h0, tok0, b, hk, bk;
+  int g, R;
+  const char *kbase, *vbase;
+};
+
+// Units are (head group, key head, token tile, batch), the group fastest.
+attention_unit unit_of(const attention_shape &s, int64_t u) {
+  attention_unit w{};
+  const int64_t ci = u % s.chunks, tile = (u / (s.chunks * s.Hk)) % s.tiles;
+  w.hk = (u / s.chunks) % s.Hk;
+  w.b = u / (s.chunks * s.Hk * s.tiles);
+  w.h0 = w.hk * s.r2 + ci * kGroup;
+  w.bk = w.b / s.r3;
+  w.tok0 = tile * kTokens;
+  w.g = static_cast<int>(std::min<int64_t>(kGroup, s.r2 - ci * kGroup));
+  w.R = w.g * static_cast<int>(std::min<int64_t>(kTokens, s.T - w.tok0));
+  w.kbase = static_cast<const char *>(s.k->data) + w.hk * s.k->nb[2] + w.bk * s.k->nb[3];
+  w.vbase = static_cast<const char *>(s.v->data) + w.hk * s.v->nb[2] + w.bk * s.v->nb[3];
+  return w;
+}
+
+// A block of keys and values as f32 rows, |stride| floats apart.
+struct kv_block {
+  const float *k, *v;
+  size_t k_stride, v_stride;
+};
+
+// One thread's rows of a unit: the online softmax's state and one block of
+// scores per row.
+class attention_rows {
+ public:
+  explicit attention_rows(const attention_shape &s)
+      : s_(s),
+        acc_store_(static_cast<size_t>(kRows * s.Dv)),
+        kf_(s.f16 ? static_cast<size_t>(kBlock * s.D) : 0),
+        vf_(s.f16 ? static_cast<size_t>(kBlock * s.Dv) : 0) {
+    for (int r = 0; r < kRows; ++r) {
+      weights_[r] = rows_[r] = scores_[r];
+      acc_[r] = acc_store_.data() + r * s.Dv;
+    }
+  }
+
+  // The unit's query and mask rows; the running maxima, sums and outputs
+  // start empty.
+  void start(const attention_unit &w) {
+    w_ = w;
+    for (int r = 0; r < w.R; ++r) {
+      const int64_t tok = w.tok0 + r / w.g, h = w.h0 + r % w.g;
+      qrow_[r] = reinterpret_cast<const float *>(row_ptr(s_.q, tok, h, w.b));
+      mrow_[r] = s_.mask
+                     ? reinterpret_cast<const float *>(row_ptr(s_.mask, tok, h % s_.mask->ne[2], w.b % s_.mask->ne[3]))
+                     : nullptr;
+      m_[r] = kNegInf;  // the running maximum
+      l_[r] = 0;        // the running sum of exp(score - m)
+    }
+    std::fill(acc_store_.begin(), acc_store_.end(), 0.0f);
+  }
+
+  // The keys of the block at j0 that some row sees: up to the last one not
+  // masked (-inf) for every row, so the rest are neither converted nor
+  // read; 0 when no row sees any.
+  int64_t live_keys(int64_t j0, int64_t n) {
+    for (int r = 0; r < w_.R; ++r) add_[r] = mrow_[r] ? mrow_[r] + j0 : nullptr;
+    if (!s_.mask) return n;
+    int64_t live = 0;
+    for (int r = 0; r < w_.R; ++r)
+      for (int64_t j = n; j > live; --j)
+        if (add_[r][j - 1] != kNegInf) {
+          live = j;
+          break;
+        }
+    return live;
+  }
+
+  // n keys and values from j0 as f32 rows: an f16 cache converted once for
+  // every row of the unit, an f32 cache read where it is.
+  kv_block block_f32(int64_t j0, int64_t n) {
+    const bp_tensor *k = s_.k, *v = s_.v;
+    const char *kraw = w_.kbase + j0 * k->nb[1], *vraw = w_.vbase + j0 * v->nb[1];
+    if (!s_.f16)
+      return {reinterpret_cast<const float *>(kraw), reinterpret_cast<const float *>(vraw), k->nb[1] / sizeof(float),
+              v->nb[1] / sizeof(float)};
+    for (int64_t j = 0; j < n; ++j) {
+      plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(kraw + j * k->nb[1]), s_.D, kf_.data() + j * s_.D);
+      plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(vraw + j * v->nb[1]), s_.Dv, vf_.data() + j * s_.Dv);
+    }
+    return {kf_.data(), vf_.data(), static_cast<size_t>(s_.D), static_cast<size_t>(s_.Dv)};
+  }
+
+  void score(const group_ops &ops, const kv_block &kv, int64_t n) {
+    for (int r0 = 0; r0 < w_.R; r0 += kGroup) {
+      const int gr = std::min(kGroup, w_.R - r0);
+      ops.score(qrow_ + r0, gr, kv.k, kv.k_stride, n, s_.D, s_.mask ? add_ + r0 : nullptr, s_.scale, rows_ + r0);
+    }
+  }
+
+  // The online softmax's step: each row's block maximum; where it raises
+  // the running one, what was summed so far is rescaled; the scores become
+  // their weights exp(score - m) (zeros for a row that sees no key of the
+  // block). False when no row sees a key of the block.
+  bool softmax(int64_t n) {
+    for (int r = 0; r < w_.R; ++r) {
+      float mx = kNegInf;
+      for (int64_t j = 0; j < n; ++j) mx = scores_[r][j] > mx ? scores_[r][j] : mx;  // NaNs are skipped
+      bm_[r] = mx;
+    }
+    bool any = false;
+    for (int r = 0; r < w_.R; ++r) {
+      if (bm_[r] == kNegInf) {  // this row sees no key of the block
+        std::fill(scores_[r], scores_[r] + n, 0.0f);
+        continue;
+      }
+      any = true;
+      if (bm_[r] > m_[r]) {
+        const float keep = m_[r] == kNegInf ? 0.0f : std::exp(m_[r] - bm_[r]);
+        l_[r] *= keep;
+        for (int64_t d = 0; d < s_.Dv; ++d) acc_[r][d] *= keep;
+        m_[r] = bm_[r];
+      }
+      l_[r] += row_exp_shift_sum(scores_[r], n, m_[r]);
+    }
+    return any;
+  }
+
+  void fold(const group_ops &ops, const kv_block &kv, int64_t n) {
+    for (int r0 = 0; r0 < w_.R; r0 += kGroup)
+      ops.folds(acc_ + r0, std::min(kGroup, w_.R - r0), weights_ + r0, n, kv.v, kv.v_stride, s_.Dv);
+  }
+
+  // Each row's output: its sum of weighted values over its sum of weights.
+  void finish() {
+    for (int r = 0; r < w_.R; ++r) {
+      float *out = reinterpret_cast<float *>(row_ptr(s_.t, w_.h0 + r % w_.g, w_.tok0 + r / w_.g, w_.b));
+      if (l_[r] == 0) {  // fully masked: zeros (docs/ops.md)
+        std::memset(out, 0, static_cast<size_t>(s_.Dv) * sizeof(float));
+        continue;
+      }
+      const float inv = static_cast<float>(1.0 / l_[r]);
+      for (int64_t d = 0; d < s_.Dv; ++d) out[d] = acc_[r][d] * inv;
+    }
+  }
+
+ private:
+  static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const attention_shape &s_;
+  attention_unit w_{};
+  float scores_[kRows][kBlock];
+  const float *weights_[kRows];
+  float *rows_[kRows];
+  std::vector<float> acc_store_;
+  float *acc_[kRows];
+  std::vector<float> kf_, vf_;  // an f16 cache's block as f32 rows
+  const float *qrow_[kRows], *mrow_[kRows], *add_[kRows];
+  float m_[kRows], bm_[kRows];
+  double l_[kRows];
+};
+
 }  // namespace
 
 bool attention_supports(const bp_tensor *t) {
@@ -175,115 +370,21 @@ int64_t attention_work(const bp_tensor *t) {
 
 void attention_run(const bp_tensor *t, int ith, int nth) {
   static const group_ops ops = pick_ops();
-  const bp_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *mask = t->src[3];
-  const int64_t D = q->ne[0], T = q->ne[1], H = q->ne[2], B = q->ne[3];
-  const int64_t N = k->ne[1], Dv = v->ne[0], Hk = k->ne[2];
-  const int64_t r2 = H / Hk, r3 = B / k->ne[3];
-  const int64_t chunks = (r2 + kGroup - 1) / kGroup;  // head groups per key head
-  const int64_t tiles = (T + kTokens - 1) / kTokens;  // token tiles
-  const bool f16 = k->type == BP_TYPE_F16;
-  const float scale = bp_tensor_param_f32(t, 0);
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-
-  float scores[kRows][kBlock];
-  const float *weights[kRows];
-  float *rows[kRows];
-  for (int r = 0; r < kRows; ++r) weights[r] = rows[r] = scores[r];
-  std::vector<float> acc_store(static_cast<size_t>(kRows * Dv));
-  float *acc[kRows];
-  for (int r = 0; r < kRows; ++r) acc[r] = acc_store.data() + r * Dv;
-  // A block's keys and values as f32 rows, converted once for every row of
-  // the unit (f16 caches; an f32 cache is read where it is).
-  std::vector<float> kf(f16 ? static_cast<size_t>(kBlock * D) : 0), vf(f16 ? static_cast<size_t>(kBlock * Dv) : 0);
-  const float *qrow[kRows], *mrow[kRows];
-  float m[kRows], bm[kRows];
-  double l[kRows];
-
-  // Work units: (head group, key head, token tile, batch), the group
-  // fastest, dealt out in turn: under a causal mask a later token sees more
+  const attention_shape s = shape_of(t);
+  attention_rows rows(s);
+  // Units dealt out in turn: under a causal mask a later token sees more
   // keys, so contiguous ranges would give the last thread most of the work.
-  for (int64_t u = ith; u < chunks * Hk * tiles * B; u += nth) {
-    const int64_t ci = u % chunks, hk = (u / chunks) % Hk, tile = (u / (chunks * Hk)) % tiles,
-                  b = u / (chunks * Hk * tiles);
-    const int64_t h0 = hk * r2 + ci * kGroup, bk = b / r3, tok0 = tile * kTokens;
-    const int g = static_cast<int>(std::min<int64_t>(kGroup, r2 - ci * kGroup));
-    const int R = g * static_cast<int>(std::min<int64_t>(kTokens, T - tok0));  // row i: token i / g, head i % g
-    const char *kbase = static_cast<const char *>(k->data) + hk * k->nb[2] + bk * k->nb[3];
-    const char *vbase = static_cast<const char *>(v->data) + hk * v->nb[2] + bk * v->nb[3];
-    for (int r = 0; r < R; ++r) {
-      const int64_t tok = tok0 + r / g, h = h0 + r % g;
-      qrow[r] = reinterpret_cast<const float *>(row_ptr(q, tok, h, b));
-      mrow[r] = mask ? reinterpret_cast<const float *>(row_ptr(mask, tok, h % mask->ne[2], b % mask->ne[3])) : nullptr;
-      m[r] = neg_inf;  // the running maximum
-      l[r] = 0;        // the running sum of exp(score - m)
+  for (int64_t u = ith; u < s.units(); u += nth) {
+    rows.start(unit_of(s, u));
+    for (int64_t j0 = 0; j0 < s.N; j0 += kBlock) {
+      const int64_t n = rows.live_keys(j0, std::min(kBlock, s.N - j0));
+      if (n == 0) continue;  // no row sees a key of this block
+      const kv_block kv = rows.block_f32(j0, n);
+      rows.score(ops, kv, n);
+      if (!rows.softmax(n)) continue;
+      rows.fold(ops, kv, n);
     }
-    std::fill(acc_store.begin(), acc_store.end(), 0.0f);
-    for (int64_t j0 = 0; j0 < N; j0 += kBlock) {
-      int64_t n = std::min(kBlock, N - j0);
-      const float *add[kRows];
-      for (int r = 0; r < R; ++r) add[r] = mrow[r] ? mrow[r] + j0 : nullptr;
-      // Keys past the last one any row sees are neither converted nor read.
-      if (mask) {
-        int64_t live = 0;
-        for (int r = 0; r < R; ++r)
-          for (int64_t j = n; j > live; --j)
-            if (add[r][j - 1] != neg_inf) {
-              live = j;
-              break;
-            }
-        if (live == 0) continue;  // no row sees a key of this block
-        n = live;
-      }
-      const char *kraw = kbase + j0 * k->nb[1], *vraw = vbase + j0 * v->nb[1];
-      const float *kb = reinterpret_cast<const float *>(kraw), *vb = reinterpret_cast<const float *>(vraw);
-      size_t k_stride = k->nb[1] / sizeof(float), v_stride = v->nb[1] / sizeof(float);
-      if (f16) {
-        for (int64_t j = 0; j < n; ++j) {
-          plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(kraw + j * k->nb[1]), D, kf.data() + j * D);
-          plugins::f16_row_to_f32(reinterpret_cast<const uint16_t *>(vraw + j * v->nb[1]), Dv, vf.data() + j * Dv);
-        }
-        kb = kf.data();
-        vb = vf.data();
-        k_stride = static_cast<size_t>(D);
-        v_stride = static_cast<size_t>(Dv);
-      }
-      for (int r0 = 0; r0 < R; r0 += kGroup) {
-        const int gr = std::min(kGroup, R - r0);
-        ops.score(qrow + r0, gr, kb, k_stride, n, D, mask ? add + r0 : nullptr, scale, rows + r0);
-      }
-      for (int r = 0; r < R; ++r) {
-        float mx = neg_inf;
-        for (int64_t j = 0; j < n; ++j) mx = scores[r][j] > mx ? scores[r][j] : mx;  // NaNs are skipped
-        bm[r] = mx;
-      }
-      bool any = false;
-      for (int r = 0; r < R; ++r) {
-        if (bm[r] == neg_inf) {  // this row sees no key of the block
-          std::fill(scores[r], scores[r] + n, 0.0f);
-          continue;
-        }
-        any = true;
-        if (bm[r] > m[r]) {
-          const float keep = m[r] == neg_inf ? 0.0f : std::exp(m[r] - bm[r]);
-          l[r] *= keep;
-          for (int64_t d = 0; d < Dv; ++d) acc[r][d] *= keep;
-          m[r] = bm[r];
-        }
-        l[r] += row_exp_shift_sum(scores[r], n, m[r]);
-      }
-      if (!any) continue;
-      for (int r0 = 0; r0 < R; r0 += kGroup)
-        ops.folds(acc + r0, std::min(kGroup, R - r0), weights + r0, n, vb, v_stride, Dv);
-    }
-    for (int r = 0; r < R; ++r) {
-      float *out = reinterpret_cast<float *>(row_ptr(t, h0 + r % g, tok0 + r / g, b));
-      if (l[r] == 0) {  // fully masked: zeros (docs/ops.md)
-        std::memset(out, 0, static_cast<size_t>(Dv) * sizeof(float));
-        continue;
-      }
-      const float inv = static_cast<float>(1.0 / l[r]);
-      for (int64_t d = 0; d < Dv; ++d) out[d] = acc[r][d] * inv;
-    }
+    rows.finish();
   }
 }
 

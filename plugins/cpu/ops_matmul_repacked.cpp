@@ -27,6 +27,30 @@ char *aligned_in(std::vector<char> &v, size_t bytes) {
   return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
 }
 
+// A last unit of fewer groups than a tile takes: its groups followed by
+// zero records (scales 0, so their rows' sums stay 0) in a copy, the tile's
+// outputs in a buffer of its own, and only the real rows stored.
+class padded_unit {
+ public:
+  padded_unit(size_t group_bytes, int64_t tile_groups) : group_bytes_(group_bytes), groups_(tile_groups) {}
+  void run(rtile_fn tile, const uint8_t *a, int64_t groups, const char *b, size_t ldb, int64_t K, int rn, float *out,
+           int64_t ldo) {
+    const int64_t rows = groups_ * kPackRows;
+    if (a_.empty()) a_.assign(group_bytes_ * static_cast<size_t>(groups_), 0);
+    std::copy(a, a + group_bytes_ * static_cast<size_t>(groups), a_.begin());
+    if (o_.size() < static_cast<size_t>(rows * rn)) o_.resize(static_cast<size_t>(rows * rn));
+    tile(a_.data(), b, ldb, K, o_.data(), rows);
+    for (int c = 0; c < rn; ++c)
+      std::copy(o_.data() + c * rows, o_.data() + c * rows + groups * kPackRows, out + c * ldo);
+  }
+
+ private:
+  size_t group_bytes_;
+  int64_t groups_;
+  std::vector<uint8_t> a_;
+  std::vector<float> o_;
+};
+
 }  // namespace
 
 bool mul_mat_r_supports(const bp_tensor *t) {
@@ -42,11 +66,14 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
   const int64_t K = a->ne[0], M = t->ne[0], N = t->ne[1];
   const int64_t groups = packed_rows(M) / kPackRows, tail = M - packed_rows(M);
   const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+  // Units of tg groups (one tile's rows), the last perhaps fewer, then one
+  // for the rows past the last group.
+  const int64_t tg = rk.tile_groups ? rk.tile_groups(q, N) : 1, units = (groups + tg - 1) / tg;
   int64_t u0, u1;
-  split_range(groups + (tail ? 1 : 0), ith, nth, &u0, &u1);
+  split_range(units + (tail ? 1 : 0), ith, nth, &u0, &u1);
   if (u0 >= u1) return;
-  const int64_t g1 = std::min(u1, groups);
-  const bool do_tail = tail && u1 > groups;
+  const int64_t g0 = u0 * tg, g1 = std::min(u1 * tg, groups);
+  const bool do_tail = tail && u1 > units;
 
   const int max_cols = rk.max_cols(q, N);
   const size_t col = rk.col_bytes(q, K, N), tcol = act_col_bytes(K);
@@ -59,6 +86,7 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
   const int64_t chunk = std::max<int64_t>(max_cols, static_cast<int64_t>(kColChunkBytes / col) / max_cols * max_cols);
   const int64_t ldo = static_cast<int64_t>(t->nb[1] / sizeof(float));
   const size_t lda = a->nb[1], group_bytes = lda * kPackRows;
+  padded_unit short_unit(group_bytes, tg);
 
   for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
     for (int64_t i2 = 0; i2 < t->ne[2]; ++i2) {
@@ -69,14 +97,19 @@ void mul_mat_r_run(const bp_tensor *t, int ith, int nth) {
       }
       const auto *a0 = reinterpret_cast<const uint8_t *>(row_ptr(a, 0, i2 / r2, i3 / r3));
       float *out = reinterpret_cast<float *>(row_ptr(t, 0, i2, i3));
-      for (int64_t gb = u0; gb < g1; gb += kGroupBlock) {
+      for (int64_t gb = g0; gb < g1; gb += kGroupBlock) {
         const int64_t ge = std::min(gb + kGroupBlock, g1);
         for (int64_t cb = 0; cb < N; cb += chunk) {
           const int64_t ce = std::min(cb + chunk, N);
-          for (int64_t g = gb; g < ge; ++g)
+          for (int64_t g = gb; g < ge; g += tg)
             for (int64_t c = cb; c < ce; c += max_cols) {
               const int rn = static_cast<int>(std::min<int64_t>(max_cols, ce - c));
-              rk.tile(q, N, rn)(a0 + g * group_bytes, bq + c * col, col, K, out + c * ldo + g * kPackRows, ldo);
+              float *o = out + c * ldo + g * kPackRows;
+              if (g + tg <= groups) {
+                rk.tile(q, N, rn)(a0 + g * group_bytes, bq + c * col, col, K, o, ldo);
+              } else {
+                short_unit.run(rk.tile(q, N, rn), a0 + g * group_bytes, groups - g, bq + c * col, col, K, rn, o, ldo);
+              }
             }
         }
       }

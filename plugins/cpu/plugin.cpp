@@ -42,7 +42,7 @@ const bp_param_info params_schema[] = {
 bp_status setup(plugin_state &state, bp_error *) {
   // The kernels' ISA in the description, so bp-devices shows which path
   // runs (BP_CPU_ISA caps it; plugins/common/isa.hpp).
-  state.description = read_cpu_model() + ", kernels " + plugins::isa_name(plugins::cpu_isa());
+  state.description = read_cpu_model() + ", kernels " + plugins::kernels_name();
   state.n_cores = plugins::count_cores();
   if (const char *w = plugins::isa_env_warning(); *w) bp_host_logf(state.host, BP_LOG_WARN, "%s", w);
   if (const char *w = stream_env_warning(); *w) bp_host_logf(state.host, BP_LOG_WARN, "%s", w);

@@ -156,6 +156,10 @@ struct rkernels {
   // column_scratch_bytes(K).
   void (*quantize_b)(qtype q, int64_t N, const float *x, int64_t K, char *scratch, char *cols, int64_t n);
   rtile_fn (*tile)(qtype q, int64_t N, int rn);
+  // How many groups one tile covers (its rows over kPackRows): the product
+  // deals out rows in units of that many groups, and a last unit of fewer
+  // groups is padded with zero records. Null: 1.
+  int (*tile_groups)(qtype q, int64_t N) = nullptr;
 };
 // The b layout of every tile set but the AVX-512 VNNI ones' wide tiles:
 // one ract column (rkact for reads_rkact formats) after another.
@@ -168,9 +172,19 @@ const rkernels &rkernels_baseline();  // repack_gemm_scalar.cpp: the reference
 const rkernels &rkernels_avx2();      // repack_gemm_avx2.cpp: call only with AVX2, FMA, F16C
 // repack_gemm_avx512.cpp: call only with AVX-512 (F, BW, DQ, VL) and VNNI.
 const rkernels &rkernels_avx512_vnni();
-// AVX-512 VNNI where the CPU has it and cpu_isa() allows AVX-512, else AVX2
-// where it has that (AVX-512 CPUs without VNNI run the AVX2 tiles), else
-// baseline.
+// repack_gemm_avx512_k.cpp: the same for the K-quants only (reads_rkact),
+// which rkernels_avx512_vnni hands them to.
+const rkernels &rkernels_avx512_vnni_k();
+// repack_gemm_amx.cpp: AMX int8 tiles of 16 rows for Q4_0, Q8_0, Q5_0, Q4_K
+// and Q5_K with many columns, the AVX-512 VNNI tiles for the rest; call only where
+// plugins::cpu_amx() and VNNI.
+const rkernels &rkernels_amx();
+// repack_gemm_amx_k.cpp: the AMX tiles for Q4_K and Q5_K with 16 or more
+// columns, which rkernels_amx hands them to.
+const rkernels &rkernels_amx_k();
+// AMX where plugins::cpu_amx() (and VNNI), else AVX-512 VNNI where the CPU
+// has it and cpu_isa() allows AVX-512, else AVX2 where it has that (AVX-512
+// CPUs without VNNI run the AVX2 tiles), else baseline.
 const rkernels &rkernels_for_cpu();
 
 }  // namespace bp::cpu

@@ -1,7 +1,8 @@
-// repack_gemm_avx512.cpp: the AVX-512 VNNI tiles of the repacked products:
-// a group of 4 rows (repack.hpp) by up to 32 columns of b (the wide tiles:
-// Q4_0, Q8_0, Q5_0 with 4 or more columns, the K-quants with more than 8),
-// or by 1-3 (Q4_0, Q8_0, Q5_0) or 1-8 (the K-quants) columns.
+// repack_gemm_avx512.cpp: the AVX-512 VNNI tiles of the repacked products
+// for the 32-value formats (Q4_0, Q8_0, Q5_0), and the tile set's dispatch,
+// which hands the K-quants to repack_gemm_avx512_k.cpp: a group of 4 rows
+// (repack.hpp) by up to 32 columns of b (the wide tiles, with 4 or more
+// columns) or by 1-3 columns.
 //
 // vpdpbusd multiplies unsigned bytes by signed ones, 4 products per int32
 // lane: the weights' codes go in unsigned (Q4_0's nibbles, Q5_0's 5-bit
@@ -13,6 +14,7 @@
 // sum each row's 4 lanes once at the end. Every output is one accumulation
 // in a fixed order, so the result does not depend on how rows are split
 // between threads.
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -32,95 +34,13 @@
 namespace bp::cpu {
 namespace {
 
+#include "repack_avx512.hpp"
+#include "repack_rows_avx512.hpp"
 #include "repack_simd.hpp"
 
 // The 4-rows-per-register tiles of the 32-value formats run only below
 // kWideFromN columns.
 constexpr int kNarrowCols = 3;
-// The K-quants' tiles of that shape, up to 8 columns (below).
-constexpr int kMaxColsK = 8;
-
-inline __m512i load64(const uint8_t *p) { return _mm512_loadu_si512(p); }
-// Two 256-bit loads as the low and high halves of one register.
-inline __m512i load32x2(const uint8_t *lo, const uint8_t *hi) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(lo))),
-                            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(hi)), 1);
-}
-inline __m512i bcast16(const void *p) {
-  return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i *>(p)));
-}
-
-// [d0 x4, d1 x4, d2 x4, d3 x4]: a record's first 4 f16 (the 4 rows' d),
-// row r's over lane r's 4 dwords.
-inline __m512 row_scales(const uint8_t *rec) {
-  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  return _mm512_permutexvar_ps(
-      spread, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(rec)))));
-}
-// vpermd indices that give lanes 4r to 4r + 3 dword 2r + i of the source
-// (i < 2): row r's d (i 0) or dmin (i 1) of 8 values [d0 dmin0 d1 ...],
-// or row r's pair i of words 4r-4r+3.
-inline __m512i pick_2r_plus(int i) {
-  return _mm512_add_epi32(_mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), _mm512_set1_epi32(i));
-}
-
-// ---- the 32-value formats ----------------------------------------------
-// Each format gives a block's unsigned codes of the 4 rows (row r in lane
-// r): values 0-15 (lo) and 16-31 (hi); kZeroShift is log2 of the zero
-// point taken from them.
-struct q4_0_rows {
-  static constexpr size_t kRecord = 72;
-  static constexpr size_t kPrefetch = 2048;
-  static constexpr int kZeroShift = 3;
-  // The record's two pairs' 32 nibble bytes are rows 0, 1, 2, 3 in turn.
-  static void decode(const uint8_t *rec, __m512i &lo, __m512i &hi) {
-    const __m512i m = _mm512_set1_epi8(0x0F);
-    const __m512i v = load64(rec + 8);
-    lo = _mm512_and_si512(v, m);
-    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
-  }
-};
-
-// Q5_0: the fifth bits from the 4 rows' qh words. A broadcast of the 16
-// bytes of words puts all of them in every lane; one byte shuffle copies
-// byte k / 8 of row r's word to byte k of lane r (bytes 2 and 3 for values
-// 16-31), and a test against bit k % 8 gives the mask of the values that
-// get 16.
-struct q5_0_rows {
-  static constexpr size_t kRecord = 88;
-  static constexpr size_t kPrefetch = 1024;
-  static constexpr int kZeroShift = 4;
-  static void decode(const uint8_t *rec, __m512i &lo, __m512i &hi) {
-    const __m512i m = _mm512_set1_epi8(0x0F), m16 = _mm512_set1_epi8(16);
-    const __m512i bit = _mm512_set1_epi64(static_cast<long long>(0x8040201008040201ULL));
-    const __m512i words = bcast16(rec + 8);
-    const auto fifth = [&](int byte) {  // byte |byte| (and byte + 1) of lane r's word r
-      constexpr long long kOnes = 0x0101010101010101LL;
-      const __m512i idx =
-          _mm512_setr_epi64(kOnes * byte, kOnes * (byte + 1), kOnes * (4 + byte), kOnes * (5 + byte),
-                            kOnes * (8 + byte), kOnes * (9 + byte), kOnes * (12 + byte), kOnes * (13 + byte));
-      return _mm512_test_epi8_mask(_mm512_shuffle_epi8(words, idx), bit);
-    };
-    const __m512i v = load64(rec + 24);
-    lo = _mm512_and_si512(v, m);
-    lo = _mm512_mask_add_epi8(lo, fifth(0), lo, m16);
-    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
-    hi = _mm512_mask_add_epi8(hi, fifth(2), hi, m16);
-  }
-};
-
-// Q8_0: per pair the record holds both rows' values 0-15, then both rows'
-// 16-31; the codes are the values plus 128 (the sign bit flipped).
-struct q8_0_rows {
-  static constexpr size_t kRecord = 136;
-  static constexpr size_t kPrefetch = 2048;
-  static constexpr int kZeroShift = 7;
-  static void decode(const uint8_t *rec, __m512i &lo, __m512i &hi) {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    lo = _mm512_xor_si512(load32x2(rec + 8, rec + 72), flip);
-    hi = _mm512_xor_si512(load32x2(rec + 40, rec + 104), flip);
-  }
-};
 
 int zero_shift(qtype q) {
   switch (q) {
@@ -131,13 +51,6 @@ int zero_shift(qtype q) {
     default:
       return q8_0_rows::kZeroShift;
   }
-}
-
-// Row r's result from lanes 4r-4r+3, in a fixed order.
-inline void store_rows(__m512 v, float *out) {
-  alignas(64) float f[16];
-  _mm512_store_ps(f, v);
-  for (int r = 0; r < kPackRows; ++r) out[r] = (f[4 * r] + f[4 * r + 1]) + (f[4 * r + 2] + f[4 * r + 3]);
 }
 
 // With fewer than kWideFromN columns: per block, one register holds the 4
@@ -169,39 +82,6 @@ void rtile(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, i
   for (int c = 0; c < RN; ++c) store_rows(acc[c], out + c * ldo);
 }
 
-// Lane 4r + c of vpshufd's spread of quad k of a register holding 16 values
-// of each row in 128-bit lane r.
-inline void spread_quads(__m512i x, __m512i *w) {
-  w[0] = _mm512_shuffle_epi32(x, _MM_PERM_AAAA);
-  w[1] = _mm512_shuffle_epi32(x, _MM_PERM_BBBB);
-  w[2] = _mm512_shuffle_epi32(x, _MM_PERM_CCCC);
-  w[3] = _mm512_shuffle_epi32(x, _MM_PERM_DDDD);
-}
-
-// dot[q] += the |quads| quads of w by those of column group q of b (at
-// |blk| + q * |group|, 16 bytes each). Quad by quad across the groups, so
-// the instruction stream holds NG independent chains of vpdpbusd side by
-// side rather than one chain after another: measured faster, the
-// out-of-order window then need not reach across whole chains.
-template <int NG>
-inline void wide_dots(__m512i *dot, const __m512i *w, int quads, const char *blk, size_t group) {
-#pragma GCC unroll 8
-  for (int k = 0; k < quads; ++k)
-#pragma GCC unroll 8
-    for (int q = 0; q < NG; ++q) dot[q] = _mm512_dpbusd_epi32(dot[q], w[k], bcast16(blk + q * group + 16 * k));
-}
-
-// Stores the 16 outputs of each 4-column group (lane 4r + c) in place.
-template <int NG>
-inline void store_wide(const __m512 *acc, int rn, float *out, int64_t ldo) {
-  for (int q = 0; q < NG; ++q) {
-    alignas(64) float f[16];
-    _mm512_store_ps(f, acc[q]);
-    for (int c = 0; c < 4 && 4 * q + c < rn; ++c)
-      for (int r = 0; r < kPackRows; ++r) out[(4 * q + c) * ldo + r] = f[4 * r + c];
-  }
-}
-
 // ---- the 32-value formats, wide: one register, 16 outputs ---------------
 // With 4 or more columns, b is kept in groups of 4 columns, and a register's
 // 16 int32 lanes are 16 outputs, row r and column c in lane 4r + c: the
@@ -213,7 +93,7 @@ inline void store_wide(const __m512 *acc, int rn, float *out, int64_t ldo) {
 //   float d[4]            each column's scale
 // so one conversion, one product of the scales and one FMA serve 16
 // outputs of a block, where the 4-row tiles above spend them on 4.
-constexpr size_t kWideBlock = 8 * 16 + 16 + 16;
+constexpr size_t kWideStart = 8 * 16, kWideScales = kWideStart + 16, kWideBlock = kWideScales + 16;
 constexpr int kWideCols = 32;
 constexpr int64_t kWideFromN = 4;
 
@@ -234,471 +114,57 @@ void rtile_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *o
     spread_quads(hi, w + 4);
     const char *blk = b + static_cast<size_t>(j) * kWideBlock;
     __m512i dot[NG];
-    for (int q = 0; q < NG; ++q) dot[q] = bcast16(blk + q * group + 128);
+    for (int q = 0; q < NG; ++q) dot[q] = bcast16(blk + q * group + kWideStart);
     wide_dots<NG>(dot, w, 8, blk, group);
     for (int q = 0; q < NG; ++q) {
-      const __m512 dy = _mm512_broadcast_f32x4(_mm_loadu_ps(reinterpret_cast<const float *>(blk + q * group + 144)));
+      const __m512 dy =
+          _mm512_broadcast_f32x4(_mm_loadu_ps(reinterpret_cast<const float *>(blk + q * group + kWideScales)));
       acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[q]), _mm512_mul_ps(da, dy), acc[q]);
     }
   }
   store_wide<NG>(acc, RN, out, ldo);
 }
 
-template <class F, int... RN>
-rtile_fn wide_tile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile_wide<F, RN + 1>...};
-  return tiles[rn - 1];
+bool wide(int64_t N) { return N >= kWideFromN; }
+
+// Format F's tile for rn columns of a product of N.
+template <class F>
+rtile_fn tiles_of(int64_t N, int rn) {
+  if (wide(N)) return tile_of<kWideCols>(rn, [](auto c) -> rtile_fn { return rtile_wide<F, decltype(c)::value>; });
+  return tile_of<kNarrowCols>(rn, [](auto c) -> rtile_fn { return rtile<F, decltype(c)::value>; });
 }
 
-// The K-quants' narrow tiles take up to kMaxColsK columns in one tile, which
-// measured faster than 2 groups of wide ones.
-bool wide(qtype q, int64_t N) { return reads_rkact(q) ? N > kMaxColsK : N >= kWideFromN; }
-
-template <class F, int... RN>
-rtile_fn tile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile<F, RN + 1>...};
-  return tiles[rn - 1];
-}
-
-// ---- the K-quants' codes, for both tile shapes ---------------------------
-// Q4_K's (Q5 false) and Q5_K's codes (0-15, 0-31) of a super-block record
-// (repack.hpp), sub-block pair by pair: for pair p, the 4 rows' values
-// 0-15 and 16-31 of sub-block 2p (lo0, hi0; row r in 128-bit lane r) and
-// of sub-block 2p + 1 (lo1, hi1).
-template <bool Q5>
-struct kquant_codes {
-  static constexpr size_t kQs = Q5 ? 192 : 64;
-  static constexpr size_t kRecord = (Q5 ? 176 : 144) * kPackRows;  // a super-block record of the group
-  const uint8_t *rec;
-  __m512i qh_lo, qh_hi;  // Q5_K's qh bytes, laid out as the nibbles
-  explicit kquant_codes(const uint8_t *record) : rec(record) {
-    if constexpr (Q5) {
-      qh_lo = load32x2(rec + 64, rec + 128);
-      qh_hi = load32x2(rec + 96, rec + 160);
-    }
-  }
-  void pair(int p, __m512i &lo0, __m512i &hi0, __m512i &lo1, __m512i &hi1) const {
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const uint8_t *qs = rec + kQs + 128 * p;
-    const __m512i lo = load32x2(qs, qs + 64), hi = load32x2(qs + 32, qs + 96);
-    lo0 = _mm512_and_si512(lo, m4);
-    hi0 = _mm512_and_si512(hi, m4);
-    lo1 = _mm512_and_si512(_mm512_srli_epi16(lo, 4), m4);
-    hi1 = _mm512_and_si512(_mm512_srli_epi16(hi, 4), m4);
-    if constexpr (Q5) {
-      lo0 = fifth(lo0, qh_lo, 2 * p);
-      hi0 = fifth(hi0, qh_hi, 2 * p);
-      lo1 = fifth(lo1, qh_lo, 2 * p + 1);
-      hi1 = fifth(hi1, qh_hi, 2 * p + 1);
-    }
-  }
-  // Bit j of each qh byte (sub-block j's fifth bit) moved to bit 4 of the
-  // same byte of x; 0xF8: a | (b & c).
-  static __m512i fifth(__m512i x, __m512i qh, int j) {
-    const __m512i moved =
-        j <= 4 ? _mm512_sll_epi16(qh, _mm_cvtsi32_si128(4 - j)) : _mm512_srl_epi16(qh, _mm_cvtsi32_si128(j - 4));
-    return _mm512_ternarylogic_epi32(x, moved, _mm512_set1_epi8(0x10), 0xF8);
-  }
-};
-
-// A Q6_K super-block record of the group.
-constexpr size_t kQ6kRecord = 210 * kPackRows;
-
-// Q6_K's 6-bit codes (0-63) of a super-block record's 32-value step J, the
-// 4 rows' values 0-15 (part 0) or 16-31 (part 1), row r in 128-bit lane r.
-template <int J>
-inline __m512i q6k_codes(const uint8_t *rec, int part) {
-  const uint8_t *ql = rec + 72 + 128 * q6k_ql_chunk(J), *qh = rec + 72 + 128 * q6k_qh_chunk(J);
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i l = load32x2(ql + 32 * part, ql + 64 + 32 * part);
-  const __m512i top = load32x2(qh + 32 * part, qh + 64 + 32 * part);
-  __m512i nib, moved = top;
-  if constexpr (q6k_high_nibble(J)) {
-    nib = _mm512_and_si512(_mm512_srli_epi16(l, 4), m4);
-  } else {
-    nib = _mm512_and_si512(l, m4);
-  }
-  if constexpr (q6k_top_shift(J) > 0) moved = _mm512_slli_epi16(top, q6k_top_shift(J));
-  if constexpr (q6k_top_shift(J) < 0) moved = _mm512_srli_epi16(top, -q6k_top_shift(J));
-  return _mm512_ternarylogic_epi32(nib, moved, _mm512_set1_epi8(0x30), 0xF8);  // nib | (moved & 0x30)
-}
-
-// ---- the K-quants ------------------------------------------------------
-// Q4_K (Q5 false) and Q5_K, against rkact columns (one b scale per
-// super-block). Per sub-block pair q, two loads give the 4 rows' nibble
-// bytes for values 0-15 and 16-31 (sub-block 2q in the low nibbles, 2q + 1
-// in the high), plus for Q5_K their fifth bits from the qh bytes laid out
-// the same way. The codes (0-15, 0-31) go into vpdpbusd unsigned, b
-// signed. A sub-block's dot per lane (8 products, at most 8 * 31 * 127)
-// fits int16, so vpackssdw puts both sub-blocks' dots in one register and
-// one vpdpwssd by the pair's scales, [sc_2q x4, sc_2q+1 x4] per row,
-// accumulates them in int32: 5 vpdpbusd-class instructions per 2
-// sub-blocks of the 4 rows. The minimums leave once per super-block,
-// vpdpwssd of each row's 8 minimums by b's 8 32-value sums.
-template <bool Q5, int RN>
-void rtile_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
-  constexpr size_t kRecord = kquant_codes<Q5>::kRecord;
-  const int64_t nsuper = K / 256;
-  // Column c's codes at b + c * ldb, its scales and 16-value sums after them.
-  const auto scales = static_cast<size_t>(K), sums = scales + static_cast<size_t>(nsuper) * sizeof(float);
-  __m512 acc[RN];
-  for (int c = 0; c < RN; ++c) acc[c] = _mm512_setzero_ps();
-  // vpermw indices: word 4r + k of the scales (k < 4) sits at 4r + k of a
-  // vector of [sub-blocks 0-3 of rows 0-3 | sub-blocks 4-7 of rows 0-3],
-  // k >= 4 at 16 + 4r + k - 4; pair q takes sub-blocks 2q and 2q + 1.
-  const auto word_of = [](int r, int k) { return k < 4 ? 4 * r + k : 16 + 4 * r + k - 4; };
-  alignas(64) int16_t pair_idx[4][32], min_idx[32];
-  for (int r = 0; r < kPackRows; ++r)
-    for (int k = 0; k < 8; ++k) {
-      min_idx[8 * r + k] = static_cast<int16_t>(word_of(r, k));
-      for (int q = 0; q < 4; ++q) pair_idx[q][8 * r + k] = static_cast<int16_t>(word_of(r, 2 * q + k / 4));
-    }
-  const __m512i d_idx = pick_2r_plus(0), dmin_idx = pick_2r_plus(1);
-  for (int64_t s = 0; s < nsuper; ++s) {
-    const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    if constexpr (RN <= 2) prefetch_record(rec, kRecord);
-    // The 4 rows' 6-bit scales and minimums (quant_blocks.hpp's scale_min)
-    // from the three words of each row, side by side in the record.
-    const kscale_bytes k = kscales_of(rec);
-    const __m128i sc_lo = k.sc_lo, sc_hi = k.sc_hi, m_lo = k.m_lo, m_hi = k.m_hi;
-    const __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_set_m128i(sc_hi, sc_lo));
-    const __m512i mins =
-        _mm512_permutexvar_epi16(_mm512_load_si512(min_idx), _mm512_cvtepu8_epi16(_mm256_set_m128i(m_hi, m_lo)));
-    const __m512 dd = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(rec))));
-    const __m512 d = _mm512_permutexvar_ps(d_idx, dd), dmin = _mm512_permutexvar_ps(dmin_idx, dd);
-    const kquant_codes<Q5> codes(rec);
-    __m512i dots[RN];
-    for (int c = 0; c < RN; ++c) dots[c] = _mm512_setzero_si512();
-    const char *y0 = b + 256 * s;
-    for (int q = 0; q < 4; ++q) {
-      __m512i a_lo, a_hi, b_lo, b_hi;
-      codes.pair(q, a_lo, a_hi, b_lo, b_hi);
-      const __m512i sc = _mm512_permutexvar_epi16(_mm512_load_si512(pair_idx[q]), sc16);
-      const char *y = y0 + 64 * q;
-      for (int c = 0; c < RN; ++c, y += ldb) {
-        const __m512i da =
-            _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), a_lo, bcast16(y)), a_hi, bcast16(y + 16));
-        const __m512i db = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), b_lo, bcast16(y + 32)), b_hi,
-                                               bcast16(y + 48));
-        dots[c] = _mm512_dpwssd_epi32(dots[c], _mm512_packs_epi32(da, db), sc);
-      }
-    }
-    const char *col = b;
-    for (int c = 0; c < RN; ++c, col += ldb) {
-      const float dy = reinterpret_cast<const float *>(col + scales)[s];
-      // b's 8 sums of 32 values from its 16 of 16, in every lane.
-      const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(col + sums) + s);
-      const __m512i s32 = _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(_mm256_madd_epi16(s16, _mm256_set1_epi16(1))));
-      const __m512 mterm = _mm512_cvtepi32_ps(_mm512_dpwssd_epi32(_mm512_setzero_si512(), mins, s32));
-      const __m512 vdy = _mm512_set1_ps(dy);
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[c]), _mm512_mul_ps(d, vdy), acc[c]);
-      acc[c] = _mm512_fnmadd_ps(mterm, _mm512_mul_ps(dmin, vdy), acc[c]);
-    }
-  }
-  for (int c = 0; c < RN; ++c) store_rows(acc[c], out + c * ldo);
-}
-
-// Q6_K. Per 32-value step j, two loads of ql bytes and two of qh bytes
-// give the 4 rows' 6-bit codes (0-63) for values 0-15 and 16-31, each half
-// with its own int8 scale. A half's dot per lane (4 products, at most
-// 4 * 63 * 127) fits int16, so as for Q4_K one vpackssdw and one vpdpwssd
-// by [sc_2j x4, sc_2j+1 x4] per row scale and add both halves. The codes'
-// -32 leaves once per super-block: each column's int32 dot starts from two
-// vpdpwssd of -32 times the rows' 16 scales by b's 16 sums of 16 values.
-template <int RN>
-void rtile_q6_k(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
-  constexpr size_t kRecord = kQ6kRecord;
-  const int64_t nsuper = K / 256;
-  const auto scales = static_cast<size_t>(K), sums = scales + static_cast<size_t>(nsuper) * sizeof(float);
-  __m512 acc[RN];
-  for (int c = 0; c < RN; ++c) acc[c] = _mm512_setzero_ps();
-  // vpermt2w indices into [rows 0, 1 | rows 2, 3] of the 16 scales as int16
-  // (row r's scale k at word 32 (r / 2) + 16 (r % 2) + k): step j's pair
-  // [sc_2j x4, sc_2j+1 x4] per row, and scales 0-7 / 8-15 of each row.
-  alignas(64) int16_t step_idx[8][32], half_idx[2][32];
-  for (int r = 0; r < kPackRows; ++r)
-    for (int k = 0; k < 8; ++k) {
-      const int row = 32 * (r / 2) + 16 * (r % 2);
-      for (int j = 0; j < 8; ++j) step_idx[j][8 * r + k] = static_cast<int16_t>(row + 2 * j + k / 4);
-      for (int h = 0; h < 2; ++h) half_idx[h][8 * r + k] = static_cast<int16_t>(row + 8 * h + k);
-    }
-  for (int64_t s = 0; s < nsuper; ++s) {
-    const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    if constexpr (RN <= 2) prefetch_record(rec, kRecord);
-    const __m512i sc01 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + 8)));
-    const __m512i sc23 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(rec + 40)));
-    const __m512i minus32 = _mm512_set1_epi16(-32);
-    const __m512i off_lo =
-        _mm512_mullo_epi16(_mm512_permutex2var_epi16(sc01, _mm512_load_si512(half_idx[0]), sc23), minus32);
-    const __m512i off_hi =
-        _mm512_mullo_epi16(_mm512_permutex2var_epi16(sc01, _mm512_load_si512(half_idx[1]), sc23), minus32);
-    const __m512 d = row_scales(rec);
-    __m512i dots[RN];
-    const char *col = b;
-    for (int c = 0; c < RN; ++c, col += ldb) {
-      const auto *s16 = reinterpret_cast<const int16_t *>(col + sums) + 16 * s;
-      dots[c] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), off_lo, bcast16(s16)), off_hi,
-                                    bcast16(s16 + 8));
-    }
-    const char *y0 = b + 256 * s;
-    const auto step = [&](auto jc) {
-      constexpr int j = decltype(jc)::value;
-      const __m512i x_lo = q6k_codes<j>(rec, 0), x_hi = q6k_codes<j>(rec, 1);
-      const __m512i sc = _mm512_permutex2var_epi16(sc01, _mm512_load_si512(step_idx[j]), sc23);
-      const char *y = y0 + 32 * j;
-      for (int c = 0; c < RN; ++c, y += ldb) {
-        const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x_lo, bcast16(y));
-        const __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x_hi, bcast16(y + 16));
-        dots[c] = _mm512_dpwssd_epi32(dots[c], _mm512_packs_epi32(lo, hi), sc);
-      }
-    };
-    [&]<int... J>(std::integer_sequence<int, J...>) { (step(std::integral_constant<int, J>{}), ...); }
-    (std::make_integer_sequence<int, 8>{});
-    col = b;
-    for (int c = 0; c < RN; ++c, col += ldb) {
-      const float dy = reinterpret_cast<const float *>(col + scales)[s];
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[c]), _mm512_mul_ps(d, _mm512_set1_ps(dy)), acc[c]);
-    }
-  }
-  for (int c = 0; c < RN; ++c) store_rows(acc[c], out + c * ldo);
-}
-
-// ---- the K-quants, wide: one register, 16 outputs ----------------------
-// With more than kMaxColsK columns the K-quants take the wide tiles' shape
-// too: b in groups of 4 columns, lane 4r + c of a register row r's dot with
-// column c. A sub-block's dot (32 values of Q4_K and Q5_K, 16 of Q6_K) is 8 or 4
-// vpdpbusd by the rows' quads (vpshufd) and the columns' (a broadcast
-// load); one conversion and one FMA by d times the rows' sub-block scales
-// (shared by all columns) add it to the super-block's float sum, so 16
-// outputs pay for the scales what the narrow tiles above pay for 4. The
-// minimums (Q4_K, Q5_K) and Q6_K's -32 leave once per super-block through
-// vpdpwssd of the rows' minimums or scales by b's sums, and b's scale
-// multiplies the super-block's sum once. A group block of b per
-// super-block:
-//   int8  codes[64][4][4]  quad k of columns 0-3
-//   int16 sums16[8][4][2]  each column's sums of 16 values 2i and 2i + 1
-//   int16 sums32[4][4][2]  each column's sums of 32 values 2i and 2i + 1
-//   float d[4]             each column's scale
-constexpr size_t kWideKSums16 = 1024, kWideKSums32 = kWideKSums16 + 128, kWideKScales = kWideKSums32 + 64;
-constexpr size_t kWideKBlock = kWideKScales + 16;
-constexpr int kWideColsK = 32;
-
-// Lane 4r + c of each gets lane 4r + k of the source, k = 0-3.
-alignas(64) constexpr int32_t kPickQuarter[4][16] = {{0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12},
-                                                     {1, 1, 1, 1, 5, 5, 5, 5, 9, 9, 9, 9, 13, 13, 13, 13},
-                                                     {2, 2, 2, 2, 6, 6, 6, 6, 10, 10, 10, 10, 14, 14, 14, 14},
-                                                     {3, 3, 3, 3, 7, 7, 7, 7, 11, 11, 11, 11, 15, 15, 15, 15}};
-inline __m512 pick_quarter(__m512 v, int k) { return _mm512_permutexvar_ps(_mm512_load_si512(kPickQuarter[k]), v); }
-
-// Q4_K (Q5 false) and Q5_K.
-template <bool Q5, int RN>
-void rtile_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
-  constexpr int NG = (RN + 3) / 4;
-  constexpr size_t kRecord = kquant_codes<Q5>::kRecord;
-  const int64_t nsuper = K / 256;
-  const size_t group = 4 * ldb;
-  __m512 acc[NG];
-  for (int q = 0; q < NG; ++q) acc[q] = _mm512_setzero_ps();
-  const __m512i d_idx = pick_2r_plus(0), dmin_idx = pick_2r_plus(1);
-  for (int64_t s = 0; s < nsuper; ++s) {
-    const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    const char *blk0 = b + static_cast<size_t>(s) * kWideKBlock;
-    const kscale_bytes k = kscales_of(rec);
-    const __m512 dd = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(rec))));
-    const __m512 d = _mm512_permutexvar_ps(d_idx, dd), dmin = _mm512_permutexvar_ps(dmin_idx, dd);
-    // d times sub-block 4h + k's scale of row r at lane 4r + k.
-    const __m512 dsc[2] = {_mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(k.sc_lo))),
-                           _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(k.sc_hi)))};
-    const __m512i m_lo = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(k.m_lo)),
-                  m_hi = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(k.m_hi));
-    // Dword 2r + i of the rows' minimums as words (4r + k) is row r's pair
-    // (2i, 2i + 1); lane 4r + c of pair i gets it.
-    const __m512i mins[4] = {_mm512_permutexvar_epi32(d_idx, m_lo), _mm512_permutexvar_epi32(dmin_idx, m_lo),
-                             _mm512_permutexvar_epi32(d_idx, m_hi), _mm512_permutexvar_epi32(dmin_idx, m_hi)};
-    const kquant_codes<Q5> codes(rec);
-    __m512 sum[NG];
-    for (int q = 0; q < NG; ++q) sum[q] = _mm512_setzero_ps();
-    // Sub-block t: its values 0-15 and 16-31 of the 4 rows.
-    const auto sub = [&](int t, __m512i x_lo, __m512i x_hi) {
-      __m512i w[8];
-      spread_quads(x_lo, w);
-      spread_quads(x_hi, w + 4);
-      const __m512 scale = pick_quarter(dsc[t / 4], t % 4);
-      const char *blk = blk0 + 128 * t;
-      __m512i dot[NG];
-      for (int q = 0; q < NG; ++q) dot[q] = _mm512_setzero_si512();
-      wide_dots<NG>(dot, w, 8, blk, group);
-      for (int q = 0; q < NG; ++q) sum[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[q]), scale, sum[q]);
-    };
-    for (int p = 0; p < 4; ++p) {
-      __m512i a_lo, a_hi, b_lo, b_hi;
-      codes.pair(p, a_lo, a_hi, b_lo, b_hi);
-      sub(2 * p, a_lo, a_hi);
-      sub(2 * p + 1, b_lo, b_hi);
-    }
-    const char *blk = blk0;
-    for (int q = 0; q < NG; ++q, blk += group) {
-      __m512i m = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mins[0], bcast16(blk + kWideKSums32));
-      for (int i = 1; i < 4; ++i) m = _mm512_dpwssd_epi32(m, mins[i], bcast16(blk + kWideKSums32 + 16 * i));
-      const __m512 dy = _mm512_broadcast_f32x4(_mm_loadu_ps(reinterpret_cast<const float *>(blk + kWideKScales)));
-      acc[q] = _mm512_fmadd_ps(_mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), dmin, sum[q]), dy, acc[q]);
-    }
-  }
-  store_wide<NG>(acc, RN, out, ldo);
-}
-
-// Q6_K: 16 halves of 16 values, each with its own int8 scale; the codes'
-// -32 leaves as d times -32 times vpdpwssd of the rows' scales by b's sums
-// of 16 values.
-template <int RN>
-void rtile_q6_k_wide(const uint8_t *g, const char *b, size_t ldb, int64_t K, float *out, int64_t ldo) {
-  constexpr int NG = (RN + 3) / 4;
-  constexpr size_t kRecord = kQ6kRecord;
-  const int64_t nsuper = K / 256;
-  const size_t group = 4 * ldb;
-  __m512 acc[NG];
-  for (int q = 0; q < NG; ++q) acc[q] = _mm512_setzero_ps();
-  // Dwords (q, 4 + q, 8 + q, 12 + q) of the 64 scale bytes: scales
-  // 4q-4q+3 of rows 0-3.
-  alignas(64) int32_t quarter_idx[4][16], pair_idx[8][16];
-  for (int i = 0; i < 16; ++i) {
-    for (int q = 0; q < 4; ++q) quarter_idx[q][i] = 4 * (i % 4) + q;
-    // Row r's scale pair i among [rows 0, 1 | rows 2, 3] as words.
-    for (int p = 0; p < 8; ++p) pair_idx[p][i] = 8 * (i / 4) + p;
-  }
-  for (int64_t s = 0; s < nsuper; ++s) {
-    const uint8_t *rec = g + static_cast<size_t>(s) * kRecord;
-    const char *blk0 = b + static_cast<size_t>(s) * kWideKBlock;
-    const __m512i sc = _mm512_loadu_si512(rec + 8);  // row r's 16 scales at 16r
-    const __m512 d = row_scales(rec);
-    __m512 dsc[4];
-    for (int q = 0; q < 4; ++q) {
-      const __m128i bytes = _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_load_si512(quarter_idx[q]), sc));
-      dsc[q] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)));
-    }
-    const __m512i sc01 = _mm512_cvtepi8_epi16(_mm512_castsi512_si256(sc)),
-                  sc23 = _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(sc, 1));
-    __m512 sum[NG];
-    for (int q = 0; q < NG; ++q) sum[q] = _mm512_setzero_ps();
-    // Half h: 16 values of the 4 rows.
-    const auto half = [&](int h, __m512i x) {
-      __m512i w[4];
-      spread_quads(x, w);
-      const __m512 scale = pick_quarter(dsc[h / 4], h % 4);
-      const char *blk = blk0 + 64 * h;
-      __m512i dot[NG];
-      for (int q = 0; q < NG; ++q) dot[q] = _mm512_setzero_si512();
-      wide_dots<NG>(dot, w, 4, blk, group);
-      for (int q = 0; q < NG; ++q) sum[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[q]), scale, sum[q]);
-    };
-    const auto step = [&](auto jc) {
-      constexpr int j = decltype(jc)::value;
-      half(2 * j, q6k_codes<j>(rec, 0));
-      half(2 * j + 1, q6k_codes<j>(rec, 1));
-    };
-    [&]<int... J>(std::integer_sequence<int, J...>) { (step(std::integral_constant<int, J>{}), ...); }
-    (std::make_integer_sequence<int, 8>{});
-    __m512i pairs[8];
-    for (int p = 0; p < 8; ++p) pairs[p] = _mm512_permutex2var_epi32(sc01, _mm512_load_si512(pair_idx[p]), sc23);
-    const __m512 dm32 = _mm512_mul_ps(d, _mm512_set1_ps(-32.0f));
-    const char *blk = blk0;
-    for (int q = 0; q < NG; ++q, blk += group) {
-      __m512i off = _mm512_dpwssd_epi32(_mm512_setzero_si512(), pairs[0], bcast16(blk + kWideKSums16));
-      for (int p = 1; p < 8; ++p) off = _mm512_dpwssd_epi32(off, pairs[p], bcast16(blk + kWideKSums16 + 16 * p));
-      const __m512 dy = _mm512_broadcast_f32x4(_mm_loadu_ps(reinterpret_cast<const float *>(blk + kWideKScales)));
-      acc[q] = _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_cvtepi32_ps(off), dm32, sum[q]), dy, acc[q]);
-    }
-  }
-  store_wide<NG>(acc, RN, out, ldo);
-}
-
-template <int... RN>
-rtile_fn q6tile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile_q6_k<RN + 1>...};
-  return tiles[rn - 1];
-}
-
-template <int... RN>
-rtile_fn wide_q6tile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile_q6_k_wide<RN + 1>...};
-  return tiles[rn - 1];
-}
-
-template <bool Q5, int... RN>
-rtile_fn wide_ktile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile_k_wide<Q5, RN + 1>...};
-  return tiles[rn - 1];
-}
-
-template <bool Q5, int... RN>
-rtile_fn ktile_for(int rn, std::integer_sequence<int, RN...>) {
-  static const rtile_fn tiles[] = {rtile_k<Q5, RN + 1>...};
-  return tiles[rn - 1];
-}
-
+// The K-quants go to their own tile set (repack_gemm_avx512_k.cpp).
 rtile_fn tile_vnni(qtype q, int64_t N, int rn) {
-  const auto cols = std::make_integer_sequence<int, kNarrowCols>{};
-  const auto wide_cols = std::make_integer_sequence<int, kWideCols>{};
-  const auto kcols = std::make_integer_sequence<int, kMaxColsK>{};
-  const auto wide_kcols = std::make_integer_sequence<int, kWideColsK>{};
+  if (reads_rkact(q)) return rkernels_avx512_vnni_k().tile(q, N, rn);
   switch (q) {
     case qtype::q4_0:
-      return wide(q, N) ? wide_tile_for<q4_0_rows>(rn, wide_cols) : tile_for<q4_0_rows>(rn, cols);
+      return tiles_of<q4_0_rows>(N, rn);
     case qtype::q8_0:
-      return wide(q, N) ? wide_tile_for<q8_0_rows>(rn, wide_cols) : tile_for<q8_0_rows>(rn, cols);
+      return tiles_of<q8_0_rows>(N, rn);
     case qtype::q5_0:
-      return wide(q, N) ? wide_tile_for<q5_0_rows>(rn, wide_cols) : tile_for<q5_0_rows>(rn, cols);
-    case qtype::q4_k:
-      return wide(q, N) ? wide_ktile_for<false>(rn, wide_kcols) : ktile_for<false>(rn, kcols);
-    case qtype::q5_k:
-      return wide(q, N) ? wide_ktile_for<true>(rn, wide_kcols) : ktile_for<true>(rn, kcols);
-    case qtype::q6_k:
-      return wide(q, N) ? wide_q6tile_for(rn, wide_kcols) : q6tile_for(rn, kcols);
+      return tiles_of<q5_0_rows>(N, rn);
     default:
       return nullptr;
   }
 }
 
 int max_cols_vnni(qtype q, int64_t N) {
-  if (reads_rkact(q)) return wide(q, N) ? kWideColsK : kMaxColsK;
-  return wide(q, N) ? kWideCols : kNarrowCols;
+  if (reads_rkact(q)) return rkernels_avx512_vnni_k().max_cols(q, N);
+  return wide(N) ? kWideCols : kNarrowCols;
 }
 
 size_t col_bytes_vnni(qtype q, int64_t K, int64_t N) {
-  if (!wide(q, N)) return column_bytes(q, K, N);
-  return reads_rkact(q) ? static_cast<size_t>(K / 256) * kWideKBlock / 4 : static_cast<size_t>(K / 32) * kWideBlock / 4;
-}
-
-// Column n's rkact quantization (in |scratch|) into its slot of its group's
-// wide K-quant blocks.
-void quantize_b_wide_k(const float *x, int64_t K, char *scratch, char *group, size_t slot) {
-  quantize_rkact_col(x, K, scratch);
-  const rkact_col_parts y = rkact_col_at(scratch, K);
-  for (int64_t s = 0; s < y.supers; ++s) {
-    char *blk = group + static_cast<size_t>(s) * kWideKBlock;
-    const int8_t *qs = y.qs + 256 * s;
-    const int16_t *sums = y.sums + 16 * s;
-    for (int k = 0; k < 64; ++k) std::memcpy(blk + 16 * k + slot, qs + 4 * k, 4);
-    for (int i = 0; i < 8; ++i) std::memcpy(blk + kWideKSums16 + 16 * i + slot, sums + 2 * i, 4);
-    for (int i = 0; i < 4; ++i) {
-      const int16_t pair[2] = {static_cast<int16_t>(sums[4 * i] + sums[4 * i + 1]),
-                               static_cast<int16_t>(sums[4 * i + 2] + sums[4 * i + 3])};
-      std::memcpy(blk + kWideKSums32 + 16 * i + slot, pair, 4);
-    }
-    std::memcpy(blk + kWideKScales + slot, &y.d[s], 4);
-  }
+  if (reads_rkact(q)) return rkernels_avx512_vnni_k().col_bytes(q, K, N);
+  return wide(N) ? static_cast<size_t>(K / 32) * kWideBlock / 4 : column_bytes(q, K, N);
 }
 
 // The narrow tiles read ract columns whose lane sums are -z times b's, where
 // their dots start; the wide ones, group blocks (above).
 void quantize_b_vnni(qtype q, int64_t N, const float *x, int64_t K, char *scratch, char *cols, int64_t n) {
-  if (reads_rkact(q)) {
-    if (!wide(q, N)) return quantize_column(q, N, x, K, scratch, cols, n);
-    char *group = cols + static_cast<size_t>(n / 4) * 4 * col_bytes_vnni(q, K, N);
-    return quantize_b_wide_k(x, K, scratch, group, 4 * static_cast<size_t>(n % 4));
-  }
+  if (reads_rkact(q)) return rkernels_avx512_vnni_k().quantize_b(q, N, x, K, scratch, cols, n);
   const int shift = zero_shift(q);
-  if (!wide(q, N)) {
+  if (!wide(N)) {
     quantize_column(q, N, x, K, scratch, cols, n);
     const ract_col_parts y = ract_col_at(cols + static_cast<size_t>(n) * column_bytes(q, K, N), K);
     for (int64_t i = 0; i < 4 * y.blocks; ++i) y.sums[i] = -(y.sums[i] * (1 << shift));
@@ -712,8 +178,8 @@ void quantize_b_vnni(qtype q, int64_t N, const float *x, int64_t K, char *scratc
     char *blk = group + static_cast<size_t>(j) * kWideBlock;
     for (int k = 0; k < 8; ++k) std::memcpy(blk + 16 * k + slot, y.qs + 32 * j + 4 * k, 4);
     const int32_t start = -((y.sums[4 * j] + y.sums[4 * j + 1] + y.sums[4 * j + 2] + y.sums[4 * j + 3]) * (1 << shift));
-    std::memcpy(blk + 128 + slot, &start, 4);
-    std::memcpy(blk + 144 + slot, &y.d[j], 4);
+    std::memcpy(blk + kWideStart + slot, &start, 4);
+    std::memcpy(blk + kWideScales + slot, &y.d[j], 4);
   }
 }
 
@@ -735,5 +201,6 @@ const rkernels &rkernels_avx512_vnni() {
 #else
 namespace bp::cpu {
 const rkernels &rkernels_avx512_vnni() { return rkernels_avx2(); }
+const rkernels &rkernels_avx512_vnni_k() { return rkernels_avx2(); }
 }  // namespace bp::cpu
 #endif

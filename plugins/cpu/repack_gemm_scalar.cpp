@@ -164,7 +164,8 @@ const rkernels &rkernels_baseline() {
 const rkernels &rkernels_for_cpu() {
   switch (plugins::cpu_isa()) {
     case plugins::isa_level::avx512:
-      return cpu_has_vnni() ? rkernels_avx512_vnni() : rkernels_avx2();
+      if (!cpu_has_vnni()) return rkernels_avx2();
+      return plugins::cpu_amx() ? rkernels_amx() : rkernels_avx512_vnni();
     case plugins::isa_level::avx2:
       return rkernels_avx2();
     default:

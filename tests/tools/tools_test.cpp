@@ -158,7 +158,8 @@ TEST(BpDevices, CpuKernelChoiceIsShownAndBadIsaValuesWarn) {
   EXPECT_EQ(r.out.find("BP_CPU_ISA="), std::string::npos) << r.out;  // a valid cap says nothing
   r = run("BP_CPU_ISA=avx3 BP_CPU_AVX512_HALVES=2 " + bin("bp-devices") + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("BP_CPU_ISA=avx3 is not a level (baseline, avx2 or avx512) and is ignored"), std::string::npos)
+  EXPECT_NE(r.out.find("BP_CPU_ISA=avx3 is not a level (baseline, avx2, avx512 or amx) and is ignored"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("BP_CPU_AVX512_HALVES=2 is neither 0 nor 1 and is ignored"), std::string::npos) << r.out;
   for (const char *bad : {"64M", "-1", "lots", "99999999999999999999"}) {

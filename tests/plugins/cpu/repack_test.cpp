@@ -188,7 +188,7 @@ TEST(CpuRepack, MatMulMatchesPlainWeightsInDouble) {
 TEST(CpuRepack, MatMulBitsDoNotDependOnThreads) {
   std::mt19937 rng{98};
   for (const qt &t : kRepacked)
-    for (int64_t N : {1, 6, 11, 19}) {
+    for (int64_t N : {1, 6, 11, 19, 70}) {
       SCOPED_TRACE(std::string(bp_type_name(t.type)) + " N " + std::to_string(N));
       tensor_pool pool;
       bp_tensor *a = make_q(pool, t, {256, 203});
@@ -201,6 +201,49 @@ TEST(CpuRepack, MatMulBitsDoNotDependOnThreads) {
       EXPECT_EQ(0, std::memcmp(one.out.data(), two.out.data(), one.out.size() * sizeof(float)));
       EXPECT_EQ(0, std::memcmp(one.out.data(), three.out.data(), one.out.size() * sizeof(float)));
     }
+}
+
+// The AMX tiles (16 or more columns of b under BP_CPU_ISA=amx) scale each
+// block's int32 dot into the same f32 sum in the same order as the AVX-512
+// VNNI wide tiles do (docs/plugins/cpu.md): 4-15 columns for Q8_0, Q4_0 and
+// Q5_0, 9-15 for Q4_K and Q5_K. So a product of 70 columns equals, bit for
+// bit, the same columns taken 7 (10) at a time; the rows (203: 12 tiles of
+// 16, a last unit of 2 groups, 3 rows past the last group) and K (7 blocks,
+// or 3 super-blocks: odd counts) meet every edge. Only the avx512 and amx
+// paths promise this.
+TEST(CpuRepack, WideAndNarrowColumnTilesAgreeBitForBit) {
+  loaded_plugin probe{1};
+  ASSERT_TRUE(probe.ok());
+  bp_device_props props{};
+  props.struct_size = sizeof props;
+  bp_error err{};
+  ASSERT_EQ(probe.dev.iface->get_props(probe.dev.ctx, &props, &err), BP_OK) << err.message;
+  const std::string desc = props.description;
+  if (desc.find("kernels avx512") == std::string::npos && desc.find("kernels amx") == std::string::npos)
+    GTEST_SKIP() << "the AVX-512 and AMX tiles only: " << desc;
+  std::mt19937 rng{53};
+  // Q8_0, Q4_0, Q5_0, Q4_K, Q5_K (kTypes[4] is Q6_K, which has no AMX tiles).
+  for (const qt &t : {kTypes[0], kTypes[1], kTypes[2], kTypes[3], kTypes[5]}) {
+    SCOPED_TRACE(bp_type_name(t.type));
+    tensor_pool pool;
+    const bool kquant = t.block == 256;
+    const int64_t K = (kquant ? 3 : 7) * t.block, M = 203, N = 70, part = kquant ? 10 : 7;
+    bp_tensor *a = make_q(pool, t, {K, M});
+    bp_tensor *b = pool.make(BP_TYPE_F32, {K, N});
+    fill_q(a, t, rng);
+    fill(b, rng);
+    const product all = run_repacked(2, a, b, pool);
+    ASSERT_TRUE(all.ok);
+    for (int64_t n0 = 0; n0 < N; n0 += part) {
+      bp_tensor *bp = pool.make(BP_TYPE_F32, {K, part});
+      for (int64_t n = 0; n < part; ++n)
+        for (int64_t k = 0; k < K; ++k) put(bp, get(b, k, n0 + n), k, n);
+      const product some = run_repacked(2, a, bp, pool);
+      ASSERT_TRUE(some.ok);
+      ASSERT_EQ(0, std::memcmp(all.out.data() + n0 * M, some.out.data(), some.out.size() * sizeof(float)))
+          << "columns " << n0 << "-" << n0 + part - 1;
+    }
+  }
 }
 
 // a [K, M, 2] repeats over b [K, N, 4]: batch i2 uses a's i2 / 2.
