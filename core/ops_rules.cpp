@@ -85,13 +85,19 @@ bp_status need_type(const rule_io &io, int i, std::initializer_list<bp_type> all
 
 // The types a weight may have (f32, f16, every quantized type; and i32 for
 // GET_ROWS' tables): one list, so a new quantized type needs no edit here.
-std::vector<bp_type> weight_types(bool with_i32) {
+// Built once: the rules also run when graphs are computed, where nothing
+// may allocate per node.
+std::vector<bp_type> make_weight_types(bool with_i32) {
   std::vector<bp_type> out = {BP_TYPE_F32, BP_TYPE_F16};
   if (with_i32) out.push_back(BP_TYPE_I32);
   for (int t = 0; t < BP_TYPE_COUNT; ++t) {
     if (bp_type_is_quantized(static_cast<bp_type>(t))) out.push_back(static_cast<bp_type>(t));
   }
   return out;
+}
+const std::vector<bp_type> &weight_types(bool with_i32) {
+  static const std::vector<bp_type> with = make_weight_types(true), without = make_weight_types(false);
+  return with_i32 ? with : without;
 }
 
 bool is_float(bp_type t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16; }

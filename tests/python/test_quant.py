@@ -82,4 +82,4 @@ def test_bad_sizes_raise():
     with pytest.raises(bp.InvalidArgument):
         bp.dequantize(b"\0" * 33, "q8_0", (32,))
     with pytest.raises(bp.InvalidArgument, match="unknown type"):
-        bp.quantize(np.zeros(32, np.float32), "q3_K")
+        bp.quantize(np.zeros(32, np.float32), "iq2_xxs")

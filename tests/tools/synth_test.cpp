@@ -278,7 +278,7 @@ TEST_F(Synth, OutputTiedAndRopeFreqs) {
 TEST_F(Synth, BadFlagsExit2NamingTheFlag) {
   const std::pair<std::string, std::string> cases[] = {
       {"--arch gpt9 --type f16", "--arch"},
-      {"--arch llama --type q3_K", "--type"},
+      {"--arch llama --type iq2_xxs", "--type"},
       {"--arch llama --type q4_K", "--embd"},  // 64 is not a multiple of 256
       {"--arch llama --type q8_0 --ff 100", "--ff"},
       {"--arch llama --type f16 --heads 4 --kv-heads 3", "--kv-heads"},
@@ -287,7 +287,7 @@ TEST_F(Synth, BadFlagsExit2NamingTheFlag) {
       {"--arch qwen2 --type f16 --rope-freqs", "--rope-freqs"},
       {"--arch qwen2 --type f16 --head-dim 32", "--head-dim"},
       {"--arch llama --type f16 --vocab wordpiece", "--vocab"},
-      {"--arch llama --type q8_0 --output-type q2_K", "--output-type"},
+      {"--arch llama --type q8_0 --output-type tq1_0", "--output-type"},
       {"--arch llama --type f16 --layers 0", "--layers"},
       {"--arch llama", "--type"},  // required
   };
