@@ -197,8 +197,7 @@ BP_API bp_status bp_context_find_tensor(const bp_context *ctx, const char *name,
   if (out) *out = nullptr;
   if (!handle_ok(ctx, TAG_CONTEXT)) return bp::core::bad_handle("bp_context_find_tensor", "ctx", ctx, TAG_CONTEXT);
   if (name == nullptr || out == nullptr)
-    return bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_context_find_tensor: %s is NULL",
-                                name ? "out" : "name");
+    return bp::core::set_errorf(BP_ERR_INVALID_ARGUMENT, "bp_context_find_tensor: %s is NULL", name ? "out" : "name");
   for (const bp_tensor &t : ctx->tensors) {
     if (std::strncmp(t.name, name, BP_MAX_NAME) == 0) {
       *out = const_cast<bp_tensor *>(&t);

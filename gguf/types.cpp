@@ -15,9 +15,9 @@ struct pair {
 
 // Every Backplane type with its id in the file format.
 const pair kPairs[] = {
-    {BP_TYPE_F32, 0},  {BP_TYPE_F16, 1},   {BP_TYPE_I32, 26},  {BP_TYPE_Q8_0, 8},  {BP_TYPE_Q4_0, 2},
-    {BP_TYPE_Q5_0, 6}, {BP_TYPE_Q4_K, 12}, {BP_TYPE_Q6_K, 14}, {BP_TYPE_Q5_K, 13}, {BP_TYPE_BF16, 30},
-    {BP_TYPE_Q4_1, 3}, {BP_TYPE_Q5_1, 7},  {BP_TYPE_Q2_K, 10}, {BP_TYPE_Q3_K, 11}, {BP_TYPE_IQ4_NL, 20},
+    {BP_TYPE_F32, 0},     {BP_TYPE_F16, 1},    {BP_TYPE_I32, 26},  {BP_TYPE_Q8_0, 8},  {BP_TYPE_Q4_0, 2},
+    {BP_TYPE_Q5_0, 6},    {BP_TYPE_Q4_K, 12},  {BP_TYPE_Q6_K, 14}, {BP_TYPE_Q5_K, 13}, {BP_TYPE_BF16, 30},
+    {BP_TYPE_Q4_1, 3},    {BP_TYPE_Q5_1, 7},   {BP_TYPE_Q2_K, 10}, {BP_TYPE_Q3_K, 11}, {BP_TYPE_IQ4_NL, 20},
     {BP_TYPE_IQ4_XS, 23}, {BP_TYPE_MXFP4, 39},
 };
 static_assert(sizeof kPairs / sizeof kPairs[0] == BP_TYPE_COUNT, "every bp_type needs its GGUF id here");

@@ -18,11 +18,11 @@ struct type_row {
 };
 
 const type_row k_types[] = {
-    {BP_TYPE_F32, "f32", 1, 4},       {BP_TYPE_F16, "f16", 1, 2},       {BP_TYPE_I32, "i32", 1, 4},
-    {BP_TYPE_Q8_0, "q8_0", 32, 34},   {BP_TYPE_Q4_0, "q4_0", 32, 18},   {BP_TYPE_Q5_0, "q5_0", 32, 22},
-    {BP_TYPE_Q4_K, "q4_K", 256, 144}, {BP_TYPE_Q6_K, "q6_K", 256, 210}, {BP_TYPE_Q5_K, "q5_K", 256, 176},
-    {BP_TYPE_BF16, "bf16", 1, 2},     {BP_TYPE_Q4_1, "q4_1", 32, 20},   {BP_TYPE_Q5_1, "q5_1", 32, 24},
-    {BP_TYPE_Q2_K, "q2_K", 256, 84},  {BP_TYPE_Q3_K, "q3_K", 256, 110}, {BP_TYPE_IQ4_NL, "iq4_nl", 32, 18},
+    {BP_TYPE_F32, "f32", 1, 4},           {BP_TYPE_F16, "f16", 1, 2},       {BP_TYPE_I32, "i32", 1, 4},
+    {BP_TYPE_Q8_0, "q8_0", 32, 34},       {BP_TYPE_Q4_0, "q4_0", 32, 18},   {BP_TYPE_Q5_0, "q5_0", 32, 22},
+    {BP_TYPE_Q4_K, "q4_K", 256, 144},     {BP_TYPE_Q6_K, "q6_K", 256, 210}, {BP_TYPE_Q5_K, "q5_K", 256, 176},
+    {BP_TYPE_BF16, "bf16", 1, 2},         {BP_TYPE_Q4_1, "q4_1", 32, 20},   {BP_TYPE_Q5_1, "q5_1", 32, 24},
+    {BP_TYPE_Q2_K, "q2_K", 256, 84},      {BP_TYPE_Q3_K, "q3_K", 256, 110}, {BP_TYPE_IQ4_NL, "iq4_nl", 32, 18},
     {BP_TYPE_IQ4_XS, "iq4_xs", 256, 136}, {BP_TYPE_MXFP4, "mxfp4", 32, 17},
 };
 

@@ -5,9 +5,9 @@ namespace bp::bench {
 
 std::vector<op_case> quant_cases() {
   std::vector<op_case> cases;
-  for (bp_type t : {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16,
-                    BP_TYPE_F16, BP_TYPE_Q4_1, BP_TYPE_Q5_1, BP_TYPE_Q2_K, BP_TYPE_Q3_K, BP_TYPE_IQ4_NL, BP_TYPE_IQ4_XS,
-                    BP_TYPE_MXFP4}) {
+  for (bp_type t :
+       {BP_TYPE_Q8_0, BP_TYPE_Q4_0, BP_TYPE_Q5_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K, BP_TYPE_Q5_K, BP_TYPE_BF16, BP_TYPE_F16,
+        BP_TYPE_Q4_1, BP_TYPE_Q5_1, BP_TYPE_Q2_K, BP_TYPE_Q3_K, BP_TYPE_IQ4_NL, BP_TYPE_IQ4_XS, BP_TYPE_MXFP4}) {
     op_case c;
     c.op = op_kind::mul_mat, c.a_type = t, c.k = 4096, c.weights = true;
     // A decoder's 4096 x 4096 weight times one token, a few, and a prompt.
