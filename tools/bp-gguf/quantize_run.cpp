@@ -65,9 +65,12 @@ class progress_bar {
     for (int i = 0; i < width; ++i) bar[i] = i < fill ? '#' : '.';
     bar[width] = 0;
     const double left = frac > 0 ? s * (1 - frac) / frac : 0;
-    std::fprintf(stderr, "\r[%s] %3.0f%%  %.2f / %.2f GiB  %s %d:%02d ", bar, frac * 100, done / 1073741824.0,
-                 total_ / 1073741824.0, last ? "took" : "left", static_cast<int>(last ? s : left) / 60,
-                 static_cast<int>(last ? s : left) % 60);
+    // MiB below a GiB, so a small file's bar moves too
+    const bool gib = total_ >= (uint64_t{1} << 30);
+    const double unit = gib ? 1073741824.0 : 1048576.0;
+    const int secs = static_cast<int>(last ? s : left);
+    std::fprintf(stderr, "\r[%s] %3.0f%%  %.2f / %.2f %s  %s %d:%02d ", bar, frac * 100, done / unit, total_ / unit,
+                 gib ? "GiB" : "MiB", last ? "took" : "left", secs / 60, secs % 60);
     if (last) std::fputc('\n', stderr);
     std::fflush(stderr);
   }
