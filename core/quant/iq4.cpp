@@ -15,6 +15,9 @@
 // further inverse scales (book[0] + t) / max, t = -7..7, keeping the one
 // that explains the most (largest sum(w q x)^2 / sum(w q^2)), codes the 8
 // block scales in 6 bits against their largest and codes every value again.
+// llama.cpp's file quantizer (llama-quantize) runs IQ4_XS's search on
+// IQ4_NL's blocks too and codes each block again against its best scale
+// (quantize_iq4_nl_file, reached through bp_quantize_rows_for_file).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -121,6 +124,21 @@ void quantize_iq4_nl(const float *src, void *dst, int64_t n) {
   for (int64_t b = 0; b < n / k_block; ++b, src += k_block, out += k_nl_bytes) {
     const float d = fit_block(src, 0, L);
     put_f16(out, d);
+    pack_nibbles(L, out + 2);
+  }
+}
+
+// What llama.cpp's file quantizer writes (ggml_quantize_chunk, no importance
+// matrix): IQ4_XS's search of 15 further scales per block, then every value
+// coded again against the best; a block of zeros gets the entry nearest 0.
+void quantize_iq4_nl_file(const float *src, void *dst, int64_t n) {
+  auto *out = static_cast<uint8_t *>(dst);
+  uint8_t L[k_block];
+  for (int64_t b = 0; b < n / k_block; ++b, src += k_block, out += k_nl_bytes) {
+    const float d = fit_block(src, k_xs_tries, L);
+    code_against(src, d, L);
+    const uint16_t dh = bp_fp32_to_fp16(d);
+    std::memcpy(out, &dh, 2);
     pack_nibbles(L, out + 2);
   }
 }

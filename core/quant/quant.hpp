@@ -17,8 +17,10 @@ namespace bp::core::quant {
 // |type| is taken by reference and read as an int until checked, so the
 // 0.1 forwarder bp_quantize (core/deprecated.cpp) shares it without loading
 // an out-of-range value as the enum.
+// |for_file|: bp_quantize_rows_for_file's bytes (IQ4_NL as llama-quantize
+// writes it).
 bp_status quantize_rows(const bp_type &type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row,
-                        size_t *out_bytes, const char *fn);
+                        size_t *out_bytes, const char *fn, bool for_file = false);
 
 // |n| is a multiple of the type's block size; |dst| holds n / block blocks.
 using quantize_fn = void (*)(const float *src, void *dst, int64_t n);
@@ -36,6 +38,8 @@ void quantize_q5_1(const float *src, void *dst, int64_t n);
 void quantize_q2_k(const float *src, void *dst, int64_t n);
 void quantize_q3_k(const float *src, void *dst, int64_t n);
 void quantize_iq4_nl(const float *src, void *dst, int64_t n);
+// IQ4_NL as llama-quantize writes it (the search of IQ4_XS per block).
+void quantize_iq4_nl_file(const float *src, void *dst, int64_t n);
 void quantize_iq4_xs(const float *src, void *dst, int64_t n);
 void quantize_mxfp4(const float *src, void *dst, int64_t n);
 

@@ -1,4 +1,4 @@
-// quant_api.cpp: bp_quantize_rows and bp_dequantize, the C entry points to the
+// quant_api.cpp: bp_quantize_rows (and its file variant) and bp_dequantize, the C entry points to the
 // reference quantizers of this folder (plus f32 copy, f16 and bf16
 // conversion).
 #include <cstring>
@@ -116,7 +116,7 @@ bp_status check_row(const char *fn, bp_type type, int64_t n, const char *what) {
 }  // namespace
 
 bp_status quantize_rows(const bp_type &type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row,
-                        size_t *out_bytes, const char *fn) {
+                        size_t *out_bytes, const char *fn, bool for_file) {
   if (out_bytes) *out_bytes = 0;
   const int type_value = enum_value(type);
   const codec c = codec_of(type_value);
@@ -132,7 +132,8 @@ bp_status quantize_rows(const bp_type &type, const float *src, void *dst, int64_
   // which keep the codes of the block before them as the reference writes
   // them: one run gives the same bytes however the values are cut in rows.)
   const size_t row_bytes = bp_type_row_size(type, n_per_row);
-  c.quantize(src, dst, n_rows * n_per_row);
+  const quantize_fn quantize = for_file && type_value == BP_TYPE_IQ4_NL ? quantize_iq4_nl_file : c.quantize;
+  quantize(src, dst, n_rows * n_per_row);
   if (out_bytes) *out_bytes = row_bytes * (size_t)n_rows;
   return BP_OK;
 }
@@ -145,6 +146,13 @@ BP_API bp_status bp_quantize_rows(bp_type type, const float *src, void *dst, int
                                   size_t *out_bytes) {
   BP_API_SCOPE();
   return bp::core::quant::quantize_rows(type, src, dst, n_rows, n_per_row, out_bytes, "bp_quantize_rows");
+}
+
+BP_API bp_status bp_quantize_rows_for_file(bp_type type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row,
+                                           size_t *out_bytes) {
+  BP_API_SCOPE();
+  return bp::core::quant::quantize_rows(type, src, dst, n_rows, n_per_row, out_bytes, "bp_quantize_rows_for_file",
+                                        true);
 }
 
 BP_API bp_status bp_dequantize(bp_type type, const void *src, float *dst, int64_t n) {

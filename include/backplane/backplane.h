@@ -131,6 +131,14 @@ BP_API void bp_log_set_callback(bp_log_callback callback, void *user_data);
  * NULL) to the bytes written, 0 on failure. Thread-safe. */
 BP_API bp_status bp_quantize_rows(bp_type type, const float *src, void *dst, int64_t n_rows, int64_t n_per_row,
                                   size_t *out_bytes);
+/* The same, with the bytes llama.cpp's file quantizer writes (llama-quantize;
+ * ggml_quantize_chunk without an importance matrix). Equal to
+ * bp_quantize_rows for every type but IQ4_NL: bp_quantize_rows gives ggml's
+ * reference quantizer (what ggml's CPY writes), which keeps a block's first
+ * scale; the file quantizer tries 15 more scales per block, as IQ4_XS does,
+ * and codes the block again against the best. bp-gguf quantize uses this. */
+BP_API bp_status bp_quantize_rows_for_file(bp_type type, const float *src, void *dst, int64_t n_rows,
+                                           int64_t n_per_row, size_t *out_bytes);
 /* Expands |n| values (a multiple of the block size) of |type| at |src| into
  * floats at |dst|. Caller's buffers: |src| holds bp_type_row_size(type, n) bytes,
  * |dst| n floats. Thread-safe. */

@@ -99,6 +99,7 @@ const std::map<std::string, row> &table() {
       OWN(bp_context_tensor),
       OWN(bp_context_find_tensor),
       OWN(bp_quantize_rows),
+      OWN(bp_quantize_rows_for_file),
       OWN(bp_dequantize),
       BUILDER(bp_tensor_new),
       BUILDER(bp_tensor_new_1d),
