@@ -137,8 +137,7 @@ void quantize_iq4_nl_file(const float *src, void *dst, int64_t n) {
   for (int64_t b = 0; b < n / k_block; ++b, src += k_block, out += k_nl_bytes) {
     const float d = fit_block(src, k_xs_tries, L);
     code_against(src, d, L);
-    const uint16_t dh = bp_fp32_to_fp16(d);
-    std::memcpy(out, &dh, 2);
+    put_f16(out, d);
     pack_nibbles(L, out + 2);
   }
 }
