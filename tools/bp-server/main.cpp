@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "backplane/gguf.h"
+#include "common/cli.hpp"
 #include "server.hpp"
 
 namespace {
@@ -71,6 +72,7 @@ int main(int argc, char **argv) {
   size_t queue = 64, max_body = 1 << 20;
   int64_t max_tokens = 4096;
   CLI::App app{"bp-server: an OpenAI-compatible HTTP server for GGUF llama-family models"};
+  bp::tools::add_version_flag(app, "bp-server");
   app.add_option("-m,--model", model_path, "the GGUF model file")->required();
   app.add_option("--device", device, "device list in priority order, e.g. \"vulkan;cpu\" (default cpu)");
   app.add_option("--host", host, "address to bind (default 127.0.0.1; another needs --api-key)");
