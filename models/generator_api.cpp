@@ -64,7 +64,11 @@ void end_step(const bp_generator *generator, bp_token token, bp_generator_step *
 extern "C" {
 
 BP_API const char *bp_stop_reason_name(bp_stop_reason reason) {
-  switch (reason) {
+  // Read as an integer: a caller may pass any number, and loading one that
+  // is not an enumerator as the enum is undefined behaviour.
+  int value;
+  std::memcpy(&value, &reason, sizeof value);
+  switch (value) {
     case BP_STOP_NONE:
       return "none";
     case BP_STOP_END:
